@@ -1,0 +1,91 @@
+#include "hardware/hardware.hpp"
+
+#include "io/error.hpp"
+#include "io/files.hpp"
+
+namespace sapp::hardware {
+
+const Level& Hardware::level_for_span(long long span) const {
+  for (const auto& level : levels) {
+    if (level.devices == 0 || span <= level.devices) return level;
+  }
+  return levels.back();
+}
+
+Hardware hardware_from_json(const nlohmann::json& tree, const std::string& file, const std::string& id) {
+  io::Reader top{tree, file, ""};
+  top.only({"name", "source", "peak_flops", "memory_bytes", "memory_gib", "hbm_bandwidth", "levels", "efficiency"});
+  Hardware hw;
+  hw.id = id;
+  hw.source = file;
+  hw.name = top.string_or("name", id);
+  hw.peak_flops = top.number("peak_flops");
+  if (hw.peak_flops <= 0) top.bad("peak_flops", "a positive FLOP/s");
+  if (top.has("memory_bytes") == top.has("memory_gib")) top.bad("memory_bytes", "exactly one of memory_bytes or memory_gib");
+  hw.memory_bytes = top.has("memory_bytes") ? top.number("memory_bytes") : top.number("memory_gib") * 1073741824.0;
+  if (hw.memory_bytes <= 0) top.bad(top.has("memory_bytes") ? "memory_bytes" : "memory_gib", "a positive size");
+  hw.hbm_bandwidth = top.number("hbm_bandwidth");
+  if (hw.hbm_bandwidth <= 0) top.bad("hbm_bandwidth", "a positive bytes/s");
+  if (!top.has("levels") || !tree.at("levels").is_array() || tree.at("levels").empty()) {
+    top.bad("levels", "a non-empty list of {name, devices, bandwidth, latency}, innermost first");
+  }
+  long long previous = 1;
+  const auto& levels = tree.at("levels");
+  for (std::size_t i = 0; i < levels.size(); ++i) {
+    io::Reader rd{levels[i], file, "levels[" + std::to_string(i) + "]"};
+    rd.only({"name", "devices", "bandwidth", "latency"});
+    Level level;
+    level.name = rd.string("name");
+    level.devices = rd.integer("devices");
+    level.bandwidth = rd.number("bandwidth");
+    level.latency = rd.number_or("latency", 0.0);
+    bool last = i + 1 == levels.size();
+    if (level.devices < 0 || (level.devices == 0 && !last))
+      rd.bad("devices", last ? "a positive count, or 0 for unbounded" : "a positive count (only the last level may be 0 = unbounded)");
+    if (level.devices > 0 && level.devices % previous != 0) rd.bad("devices", "a multiple of the previous level's devices");
+    if (level.bandwidth <= 0) rd.bad("bandwidth", "a positive bytes/s");
+    if (level.latency < 0) rd.bad("latency", "a non-negative time in seconds");
+    if (level.devices > 0) previous = level.devices;
+    hw.levels.push_back(level);
+  }
+  if (hw.levels.back().devices != 0) hw.levels.push_back(Level{"cluster", 0, hw.levels.back().bandwidth, hw.levels.back().latency});
+  if (top.has("efficiency")) {
+    io::Reader e = top.child("efficiency");
+    e.only({"gemm", "gemm_half_flops", "attention", "memory", "comm"});
+    auto fraction = [&](const char* key, double fallback) {
+      double v = e.number_or(key, fallback);
+      if (v <= 0 || v > 1) e.bad(key, "a fraction in (0, 1]");
+      return v;
+    };
+    hw.efficiency.gemm = fraction("gemm", hw.efficiency.gemm);
+    hw.efficiency.attention = fraction("attention", hw.efficiency.attention);
+    hw.efficiency.memory = fraction("memory", hw.efficiency.memory);
+    hw.efficiency.comm = fraction("comm", hw.efficiency.comm);
+    hw.efficiency.gemm_half_flops = e.number_or("gemm_half_flops", hw.efficiency.gemm_half_flops);
+    if (hw.efficiency.gemm_half_flops < 0) e.bad("gemm_half_flops", "a non-negative FLOP count");
+  }
+  return hw;
+}
+
+std::vector<std::string> bundled_hardware(const std::string& data_dir) {
+  std::vector<std::string> out;
+  for (const auto& f : io::list_files(data_dir + "/hardware", ".yaml")) out.push_back(io::stem(f));
+  return out;
+}
+
+Hardware load_hardware(const std::string& name_or_path, const std::string& data_dir) {
+  std::string path = name_or_path;
+  std::string id = io::stem(name_or_path);
+  if (!io::exists(path)) {
+    path = data_dir + "/hardware/" + name_or_path + ".yaml";
+    id = name_or_path;
+    if (!io::exists(path)) {
+      std::string list;
+      for (const auto& n : bundled_hardware(data_dir)) list += (list.empty() ? "" : ", ") + n;
+      fail("--hardware", "'{}' is neither a file nor a bundled device; bundled: {}", name_or_path, list);
+    }
+  }
+  return hardware_from_json(io::read_tree(path), path, id);
+}
+
+}  // namespace sapp::hardware

@@ -1,0 +1,50 @@
+// hardware: the device catalog (data/hardware/*.yaml) and the link a group of ranks spans.
+//
+// A device is its peak dense BF16 FLOP/s, HBM capacity and bandwidth, achievable-efficiency factors, and a
+// hierarchy of levels (node, super-node, cluster), each with how many devices it holds and the per-device
+// bandwidth and latency of its links. A user file with the same schema works via --hardware path.yaml.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace sapp::hardware {
+
+struct Level {
+  std::string name;
+  long long devices = 0;  // devices within one unit of this level; 0 = unbounded (the whole cluster)
+  double bandwidth = 0;   // bytes/s per device per direction
+  double latency = 0;     // seconds per collective step
+};
+
+struct Efficiency {
+  double gemm = 0.8;
+  double gemm_half_flops = 2e10;
+  double attention = 0.6;
+  double memory = 0.75;
+  double comm = 0.8;
+};
+
+struct Hardware {
+  std::string id;    // catalog name or file stem
+  std::string name;  // human-readable
+  std::string source;
+  double peak_flops = 0;      // dense BF16 FLOP/s
+  double memory_bytes = 0;    // usable HBM bytes
+  double hbm_bandwidth = 0;   // bytes/s
+  std::vector<Level> levels;  // innermost first; the last one is unbounded
+  Efficiency efficiency;
+
+  [[nodiscard]] long long devices_per_node() const { return levels.empty() ? 1 : levels.front().devices; }
+  // The innermost level whose unit holds `span` consecutive ranks (a group of `span` ranks with stride 1 in
+  // the rank order, aligned): the link its collective runs on.
+  [[nodiscard]] const Level& level_for_span(long long span) const;
+};
+
+Hardware hardware_from_json(const nlohmann::json& tree, const std::string& file, const std::string& id);
+Hardware load_hardware(const std::string& name_or_path, const std::string& data_dir);
+std::vector<std::string> bundled_hardware(const std::string& data_dir);
+
+}  // namespace sapp::hardware

@@ -1,0 +1,32 @@
+// io/error: the one exception type sapp throws for bad input, and how it reads.
+//
+// Every message names where the bad value was found (file and key), the value, and what was expected, on one
+// line, so the CLI can print it as is and exit non-zero.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+#include <fmt/format.h>
+
+namespace sapp {
+
+class Error : public std::runtime_error {
+ public:
+  explicit Error(const std::string& message) : std::runtime_error(message) {}
+};
+
+// "where: what" with where = "file: key" when both are known.
+template <typename... Args>
+[[noreturn]] void fail(const std::string& where, fmt::format_string<Args...> format, Args&&... args) {
+  std::string what = fmt::format(format, std::forward<Args>(args)...);
+  throw Error(where.empty() ? what : where + ": " + what);
+}
+
+inline std::string at(const std::string& file, const std::string& key) {
+  if (file.empty()) return key;
+  if (key.empty()) return file;
+  return file + ": " + key;
+}
+
+}  // namespace sapp

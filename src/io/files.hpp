@@ -1,0 +1,50 @@
+// io/files: reading input files into JSON (from .json or .yaml alike) and writing outputs atomically.
+//
+// YAML is converted to JSON once at the edge so the readers downstream check one tree type. Outputs go to a
+// temporary file beside the target and are renamed into place, so a failure never leaves half a file.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace sapp::io {
+
+// Parses a .json, .yaml or .yml file (by extension; other extensions are tried as YAML, which includes JSON).
+nlohmann::json read_tree(const std::string& path);
+// Parses YAML text; `where` names the source in errors.
+nlohmann::json parse_yaml(const std::string& text, const std::string& where);
+std::string read_text(const std::string& path);
+// Writes `content` to `path` through a temporary file and a rename. "-" writes to stdout.
+void write_atomic(const std::string& path, const std::string& content);
+std::vector<std::string> list_files(const std::string& dir, const std::string& extension);
+bool exists(const std::string& path);
+std::string stem(const std::string& path);
+
+// The data directory: $SAPP_DATA_DIR if set, else the one compiled in.
+std::string data_dir();
+
+// Typed, checked reads from a JSON object. Each error names `where` (file), the key, and the value found.
+struct Reader {
+  const nlohmann::json& node;
+  std::string file;
+  std::string prefix;  // dotted path of `node` inside the file
+
+  [[nodiscard]] std::string key_path(const std::string& key) const { return prefix.empty() ? key : prefix + "." + key; }
+  [[nodiscard]] bool has(const std::string& key) const { return node.contains(key) && !node.at(key).is_null(); }
+  [[nodiscard]] double number(const std::string& key) const;
+  [[nodiscard]] double number_or(const std::string& key, double fallback) const;
+  [[nodiscard]] long long integer(const std::string& key) const;
+  [[nodiscard]] long long integer_or(const std::string& key, long long fallback) const;
+  [[nodiscard]] std::string string(const std::string& key) const;
+  [[nodiscard]] std::string string_or(const std::string& key, const std::string& fallback) const;
+  [[nodiscard]] bool boolean(const std::string& key) const;
+  [[nodiscard]] bool boolean_or(const std::string& key, bool fallback) const;
+  [[nodiscard]] Reader child(const std::string& key) const;
+  // Refuses keys outside `allowed`, naming the first unknown one and the ones allowed.
+  void only(const std::vector<std::string>& allowed) const;
+  [[noreturn]] void bad(const std::string& key, const std::string& expected) const;
+};
+
+}  // namespace sapp::io

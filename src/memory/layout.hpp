@@ -1,0 +1,66 @@
+// memory/layout: a parallel layout (one candidate) and the run facts it is priced under, plus the rules a
+// layout must meet. Plain value types shared by the memory, performance and search parts.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "model/family.hpp"
+
+namespace sapp {
+
+enum class Recompute { Off, Selective, Full };
+enum class CpAlgo { Ring, AllToAll };
+
+const char* to_string(Recompute r);
+const char* to_string(CpAlgo a);
+// Reads a recompute mode as the trainer's activation_checkpoint.mode (seed 000): YAML's bare `off` is false
+// and means off, `none` is off; `true`, lists and `auto` are refused.
+Recompute parse_recompute(const std::string& text, const std::string& where);
+
+struct Layout {
+  int dp = 1;
+  int tp = 1;
+  int pp = 1;
+  int cp = 1;
+  int ep = 1;
+  int etp = 1;  // expert tensor parallel
+  int vpp = 1;  // virtual pipeline chunks per stage
+  bool sp = false;
+  CpAlgo cp_algo = CpAlgo::Ring;
+  int mbs = 1;              // micro-batch size
+  int micro_batches = 1;    // per step, per pipeline (gradient accumulation steps)
+  int zero = 1;             // 0 none, 1 optimizer states, 2 + gradients, 3 + parameters
+  int optimizer_shard = 0;  // shard group size for ZeRO; 0 = the whole DP x CP group
+  Recompute recompute = Recompute::Off;
+
+  [[nodiscard]] long long devices() const { return 1LL * dp * tp * pp * cp; }
+  [[nodiscard]] int tsp() const { return sp ? tp : 1; }
+  [[nodiscard]] int expert_dp() const { return dp * cp * tp / (ep * etp); }
+  [[nodiscard]] std::string describe() const;
+};
+
+struct Training {
+  long long global_batch = 0;
+  long long seq = 0;
+  bool flash_attention = true;
+  double param_bytes = 2;               // bf16 weights
+  double grad_bytes = 4;                // fp32 gradient accumulation buffer (Megatron's main_grad)
+  double optimizer_bytes = 12;          // fp32 master copy + two Adam moments
+  double compute_bytes = 2;             // activations
+  double capacity_factor = 1;           // MoE routed-token factor (1 = dropless, balanced)
+  double reserve_bytes = 1073741824.0;  // allocator fragmentation and framework context, per device
+  bool interleave_less_memory = false;
+};
+
+struct Violation {
+  std::string rule;    // short name, used as the rejection reason in searches
+  std::string detail;  // one sentence naming the numbers
+};
+
+// Every rule the layout breaks for this model and run (empty when it is valid). The first is the one to report.
+std::vector<Violation> check_layout(const model::Model& model, const Layout& layout, const Training& training, long long devices);
+
+}  // namespace sapp

@@ -1,0 +1,80 @@
+// memory: the per-device memory estimator. One layout in, per-stage bytes by category out.
+//
+// params, grads and optimizer states follow the ZeRO stage (Megatron's distributed optimizer is ZeRO-1:
+// 2 + 4 + 12/DP bytes per parameter with bf16 weights, fp32 gradients and Adam); activations are priced op
+// by op from the op records, times the micro-batches the schedule keeps in flight on each stage and chunk;
+// buffers are the communication workspaces, in bytes; a configurable reserve is added. Peak = max over stages.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "hardware/hardware.hpp"
+#include "memory/layout.hpp"
+#include "model/family.hpp"
+
+namespace sapp {
+
+// Bytes one layer of `kind` keeps for its backward for one micro-batch on one rank, under `mode`.
+struct LayerActivation {
+  double attention = 0;
+  double ffn = 0;
+  double norm = 0;
+  [[nodiscard]] double total() const { return attention + ffn + norm; }
+};
+
+// An expr::Env for a kind with the layout's names bound (s, seq, ctx, b, t, tsp, cp, ep, etp, tok_shard, fa, bc, cap).
+expr::Env layer_env(const model::Model& model, const model::BoundKind& kind, const Layout& layout, const Training& training);
+LayerActivation layer_activation(const model::Model& model, const model::BoundKind& kind, const expr::Env& env, Recompute mode);
+LayerActivation layer_activation(const model::Model& model, int kind, const Layout& layout, const Training& training, Recompute mode);
+
+// Which layers each pipeline stage and chunk holds, in model order.
+struct ChunkLayers {
+  std::vector<std::pair<int, long long>> groups;  // (kind index, count)
+  long long layers = 0;
+};
+struct StagePlan {
+  std::vector<ChunkLayers> chunks;  // one per virtual chunk
+  bool first = false;               // holds the embedding (and the vision tower's patch embedding)
+  bool last = false;                // holds the final norm, LM head, MTP
+};
+std::vector<StagePlan> plan_stages(const model::Model& model, const Layout& layout);
+
+// Micro-batches in flight per [chunk][stage] at a stage's peak (1F1B: p - i; interleaved: Megatron's warm-up).
+std::vector<std::vector<long long>> in_flight(const Layout& layout, bool less_memory);
+
+struct StageMemory {
+  int stage = 0;
+  long long layers = 0;
+  double params = 0;
+  double grads = 0;
+  double optimizer = 0;
+  double activations = 0;
+  double buffers = 0;
+  double reserve = 0;
+  [[nodiscard]] double total() const { return params + grads + optimizer + activations + buffers + reserve; }
+  // Elements and parts, for --explain.
+  double param_elements = 0;
+  double expert_param_elements = 0;
+  double layer_activations = 0;      // in-flight layer activations
+  double recompute_working = 0;      // one layer rebuilt during its backward
+  double embedding_activations = 0;  // first stage
+  double head_activations = 0;       // last stage: final norm input and logits
+  double tp_buffer = 0, ep_buffer = 0, cp_buffer = 0, dp_buffer = 0;
+};
+
+struct MemoryEstimate {
+  std::vector<StageMemory> stages;
+  double peak_bytes = 0;
+  int peak_stage = 0;
+  double capacity_bytes = 0;
+  [[nodiscard]] bool fits() const { return peak_bytes <= capacity_bytes; }
+};
+
+// Prices one layout. The layout is assumed valid (see check_layout).
+MemoryEstimate estimate_memory(const model::Model& model, const Layout& layout, const Training& training, double capacity_bytes);
+
+// One line per term of one stage: name, bytes, the formula and its inputs.
+std::vector<std::string> explain_stage(const model::Model& model, const Layout& layout, const Training& training, const MemoryEstimate& estimate, int stage);
+
+}  // namespace sapp

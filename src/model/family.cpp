@@ -1,0 +1,437 @@
+#include "model/family.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "io/error.hpp"
+#include "io/files.hpp"
+
+namespace sapp::model {
+
+using nlohmann::json;
+
+namespace {
+
+// The model facts a profile may decide where a config is silent, each bound as a name of the records.
+const std::vector<std::string> kFacts = {"qkv_bias", "o_bias", "mlp_bias",    "norm_bias",   "qk_norm",
+                                         "out_gate", "sinks",  "router_bias", "shared_gate", "dropout"};
+
+std::map<std::string, double> read_facts(const json& node, const std::string& file, const std::string& key) {
+  std::map<std::string, double> out;
+  io::Reader rd{node, file, key};
+  rd.only(kFacts);
+  for (const auto& [name, value] : node.items()) {
+    if (value.is_boolean())
+      out[name] = value.get<bool>() ? 1.0 : 0.0;
+    else if (value.is_number())
+      out[name] = value.get<double>();
+    else
+      rd.bad(name, "a number or true/false");
+  }
+  return out;
+}
+
+}  // namespace
+
+const LayerKind* Profile::kind(const std::string& name) const {
+  for (const auto& k : kinds) {
+    if (k.name == name) return &k;
+  }
+  return nullptr;
+}
+
+Profile profile_from_json(const json& tree, const std::string& file, const std::string& arch, const OpRecords& records) {
+  Profile p;
+  p.file = file;
+  p.arch = arch;
+  io::Reader top{tree, file, ""};
+  top.only({"model_types", "defaults", "kinds", "default", "stack", "layer_types", "selective"});
+  if (top.has("model_types")) {
+    const json& list = tree.at("model_types");
+    if (!list.is_array()) top.bad("model_types", "a list of HF model_type names");
+    for (const auto& item : list) {
+      if (!item.is_string()) top.bad("model_types", "a list of HF model_type names");
+      p.model_types.push_back(item.get<std::string>());
+    }
+  }
+  if (top.has("defaults")) p.defaults = read_facts(tree.at("defaults"), file, "defaults");
+  io::Reader kinds = top.child("kinds");
+  if (tree.at("kinds").empty()) top.bad("kinds", "at least one layer kind");
+  for (const auto& [name, data] : tree.at("kinds").items()) {
+    io::Reader rd{data, file, "kinds." + name};
+    rd.only({"attention", "ffn", "sliding", "ops", "defaults"});
+    LayerKind k;
+    k.name = name;
+    std::string att = rd.string_or("attention", "gqa");
+    if (att == "gqa")
+      k.attention = AttentionFlavour::Gqa;
+    else if (att == "mla")
+      k.attention = AttentionFlavour::Mla;
+    else if (att == "linear")
+      k.attention = AttentionFlavour::Linear;
+    else
+      rd.bad("attention", "one of gqa, mla, linear");
+    std::string ffn = rd.string_or("ffn", "dense");
+    if (ffn == "dense")
+      k.ffn = FfnFlavour::Dense;
+    else if (ffn == "moe")
+      k.ffn = FfnFlavour::Moe;
+    else
+      rd.bad("ffn", "one of dense, moe");
+    k.sliding = rd.boolean_or("sliding", false);
+    io::Reader ops = rd.child("ops");
+    ops.only(records.op_counts);
+    for (const auto& op : records.op_counts) {
+      if (!ops.has(op)) ops.bad(op, "a count (declare 0 for an op the layer does not run)");
+      long long n = ops.integer(op);
+      if (n < 0) ops.bad(op, "a non-negative count");
+      k.ops[op] = n;
+    }
+    if (rd.has("defaults")) k.defaults = read_facts(data.at("defaults"), file, "kinds." + name + ".defaults");
+    p.kinds.push_back(std::move(k));
+  }
+  (void)kinds;
+  if (top.has("default")) {
+    p.default_kind = top.string("default");
+    if (p.kind(p.default_kind) == nullptr) top.bad("default", "the name of one of its kinds");
+  } else if (p.kinds.size() == 1) {
+    p.default_kind = p.kinds.front().name;
+  }
+  if (top.has("stack")) {
+    io::Reader st = top.child("stack");
+    st.only({"dense", "moe", "mtp"});
+    auto role = [&](const char* key, std::string& out) {
+      if (!st.has(key)) return;
+      out = st.string(key);
+      if (p.kind(out) == nullptr) st.bad(key, "the name of one of the profile's kinds");
+    };
+    role("dense", p.dense_kind);
+    role("moe", p.moe_kind);
+    role("mtp", p.mtp_kind);
+  }
+  if (top.has("layer_types")) {
+    io::Reader lt = top.child("layer_types");
+    for (const auto& [name, value] : tree.at("layer_types").items()) {
+      std::string kind = lt.string(name);
+      if (p.kind(kind) == nullptr) lt.bad(name, "the name of one of the profile's kinds");
+      p.layer_types[name] = kind;
+    }
+  }
+  if (top.has("selective")) {
+    const json& list = tree.at("selective");
+    if (!list.is_array()) top.bad("selective", "a list of recompute switches");
+    for (const auto& item : list) {
+      if (!item.is_string() || records.switch_index(item.get<std::string>()) < 0) top.bad("selective", "a list of recompute switches of the op records");
+      p.selective.push_back(item.get<std::string>());
+    }
+  }
+  if (p.default_kind.empty() && p.moe_kind.empty() && p.layer_types.empty()) {
+    fail(file, "a profile with several kinds must name a default, a stack or layer_types");
+  }
+  return p;
+}
+
+Profile load_profile(const std::string& path, const OpRecords& records) { return profile_from_json(io::read_tree(path), path, io::stem(path), records); }
+
+std::vector<Profile> load_profiles(const std::string& dir, const OpRecords& records) {
+  std::vector<Profile> out;
+  for (const auto& f : io::list_files(dir, ".yaml")) out.push_back(load_profile(f, records));
+  return out;
+}
+
+Catalog load_catalog(const std::string& data_dir) {
+  Catalog c;
+  c.dir = data_dir;
+  c.records = load_op_records(data_dir + "/op_records.yaml");
+  c.profiles = load_profiles(data_dir + "/op_profiles", c.records);
+  return c;
+}
+
+const Profile& choose_profile(const ModelSpec& spec, const std::vector<Profile>& profiles) {
+  if (!spec.arch.empty()) {
+    for (const auto& p : profiles) {
+      if (p.arch == spec.arch) return p;
+    }
+    std::string list;
+    for (const auto& p : profiles) list += (list.empty() ? "" : ", ") + p.arch;
+    fail(at(spec.source, "arch"), "\"{}\" names no op profile; the profiles are {}", spec.arch, list);
+  }
+  if (spec.model_type.empty()) {
+    fail(at(spec.source, "model_type"), "is missing: state the HF model_type or an explicit arch (one of the op profiles)");
+  }
+  for (const auto& p : profiles) {
+    if (std::find(p.model_types.begin(), p.model_types.end(), spec.model_type) != p.model_types.end()) return p;
+  }
+  std::string list;
+  for (const auto& p : profiles) {
+    for (const auto& t : p.model_types) list += (list.empty() ? "" : ", ") + t;
+  }
+  fail(at(spec.source, "model_type"), "\"{}\" is no known family; known model_types: {} (or state arch, or add a profile under data/op_profiles)",
+       spec.model_type, list);
+}
+
+namespace {
+
+double fact(const Profile& p, const LayerKind& k, const std::string& name) {
+  if (auto it = k.defaults.find(name); it != k.defaults.end()) return it->second;
+  if (auto it = p.defaults.find(name); it != p.defaults.end()) return it->second;
+  return 0.0;
+}
+
+void set_count(expr::Env& env, const expr::Symbols& symbols, const std::string& name, Count value) {
+  int index = symbols.find(name);
+  if (index >= 0) env.set(index, expr::Value::of_int(value));
+}
+
+void set_real(expr::Env& env, const expr::Symbols& symbols, const std::string& name, double value) {
+  int index = symbols.find(name);
+  if (index >= 0) env.set(index, expr::Value::of_double(value));
+}
+
+// Binds the model names a layer of `kind` reads (see the header of op_records.yaml).
+BoundKind bind(const ModelSpec& spec, const Profile& profile, const LayerKind& kind, const OpRecords& records, bool vision) {
+  const expr::Symbols& sym = records.symbols;
+  BoundKind bound{kind, vision, expr::Env(sym)};
+  expr::Env& env = bound.env;
+  auto count = [&](const std::string& name, Count v) { set_count(env, sym, name, v); };
+  for (const auto& [op, n] : kind.ops) count("n_" + op, n);
+
+  for (const auto& name : kFacts) {
+    double v = fact(profile, kind, name);
+    // What the config states wins over the family's defaults.
+    if (!vision) {
+      if ((name == "qkv_bias" || name == "o_bias") && spec.attention_bias) v = *spec.attention_bias ? 1 : 0;
+      if (name == "mlp_bias" && spec.mlp_bias) v = *spec.mlp_bias ? 1 : 0;
+      if (name == "qk_norm" && spec.qk_norm) v = *spec.qk_norm ? 1 : 0;
+      if (name == "out_gate" && spec.attn_output_gate) v = *spec.attn_output_gate ? 1 : 0;
+      if (name == "dropout" && spec.dropout) v = *spec.dropout > 0 ? 1 : 0;
+    }
+    count(name, static_cast<Count>(std::llround(v)));
+  }
+  if (vision) {
+    const VisionSpec& vs = *spec.vision;
+    Count dh = vs.hidden_size / vs.num_heads;
+    count("h", vs.hidden_size);
+    count("a", vs.num_heads);
+    count("kv", vs.num_heads);
+    count("dh", dh);
+    count("dv", dh);
+    count("v", 0);
+    count("ffn", *vs.intermediate_size);
+  } else {
+    count("h", spec.hidden_size);
+    count("v", spec.vocab_size);
+    if (kind.attention == AttentionFlavour::Mla) {
+      count("a", spec.num_heads);
+      count("kv", spec.num_heads);
+      count("dh", *spec.qk_nope_head_dim + *spec.qk_rope_head_dim);
+      count("dv", *spec.v_head_dim);
+    } else {
+      count("a", spec.num_heads);
+      count("kv", spec.kv_heads());
+      count("dh", spec.effective_head_dim());
+      count("dv", spec.effective_head_dim());
+    }
+    count("ffn", kind.ffn == FfnFlavour::Moe ? spec.routed_expert_width() : spec.intermediate_size.value_or(spec.routed_expert_width()));
+  }
+  bool moe = !vision && kind.ffn == FfnFlavour::Moe;
+  count("n_exp", moe ? spec.num_experts.value_or(0) : 0);
+  count("topk", moe ? spec.experts_per_token.value_or(1) : 1);
+  count("shared_ffn", moe ? spec.shared_expert_width() : 0);
+  bool mla = !vision && kind.attention == AttentionFlavour::Mla;
+  count("mla", mla ? 1 : 0);
+  count("q_rank", mla ? spec.q_lora_rank.value_or(0) : 0);
+  count("kv_rank", mla ? spec.kv_lora_rank.value_or(0) : 0);
+  count("rope", mla ? spec.qk_rope_head_dim.value_or(0) : 0);
+  count("nope", mla ? spec.qk_nope_head_dim.value_or(0) : 0);
+  bool lin = !vision && kind.attention == AttentionFlavour::Linear;
+  count("lin", lin ? 1 : 0);
+  LinearAttentionDims dims = spec.linear.value_or(LinearAttentionDims{});
+  count("lin_nk", dims.num_key_heads);
+  count("lin_dk", dims.key_head_dim);
+  count("lin_nv", dims.num_value_heads);
+  count("lin_dv", dims.value_head_dim);
+  count("lin_conv", dims.conv_kernel_dim);
+
+  // Parameters: counted once per kind, from the records' terms (model names only).
+  for (const auto& term : records.params) {
+    if (term.when && !term.when->eval(env).truthy()) continue;
+    double n = term.formula.eval_double(env);
+    if (term.part == "attention")
+      bound.attention_params += n;
+    else if (term.part == "ffn")
+      bound.ffn_params += n;
+    else if (term.part == "norm")
+      bound.norm_params += n;
+    else
+      bound.expert_params += n;
+  }
+  if (moe && spec.num_experts.value_or(0) > 0) {
+    bound.active_expert_params = bound.expert_params * static_cast<double>(spec.experts_per_token.value_or(1)) / static_cast<double>(*spec.num_experts);
+  }
+  (void)set_real;
+  return bound;
+}
+
+}  // namespace
+
+Count Model::body_layers() const {
+  Count n = 0;
+  for (const auto& g : stack) n += (!g.mtp && !g.vision) ? g.count : 0;
+  return n;
+}
+
+Count Model::mtp_layers() const {
+  Count n = 0;
+  for (const auto& g : stack) n += g.mtp ? g.count : 0;
+  return n;
+}
+
+Count Model::vision_layers() const {
+  Count n = 0;
+  for (const auto& g : stack) n += g.vision ? g.count : 0;
+  return n;
+}
+
+ParamCounts Model::params() const {
+  ParamCounts c;
+  c.embedding = embedding_params;
+  c.head = head_params + final_norm_params;
+  double active_layers = 0;
+  for (const auto& g : stack) {
+    const BoundKind& k = kinds[static_cast<std::size_t>(g.kind)];
+    double n = static_cast<double>(g.count);
+    double all = n * (k.dense_params() + k.expert_params);
+    double active = n * (k.dense_params() + k.active_expert_params);
+    if (g.vision) {
+      c.vision += all;
+    } else if (g.mtp) {
+      c.mtp += all;
+    } else {
+      c.layers += all;
+      active_layers += active;
+    }
+  }
+  c.mtp += mtp_extra_params * static_cast<double>(mtp_layers());
+  c.vision += vision_extra_params;
+  // Active: what one token of the main model runs; MTP and the vision tower are reported apart.
+  c.active = c.embedding + c.head + active_layers;
+  c.active_no_embedding = c.active - c.embedding;
+  c.total = c.embedding + c.head + c.layers + c.mtp + c.vision;
+  return c;
+}
+
+Model resolve(const ModelSpec& spec, const OpRecords& records, const std::vector<Profile>& profiles) {
+  Model m;
+  m.spec = spec;
+  m.records = &records;
+  m.profile = choose_profile(spec, profiles);
+  const Profile& p = m.profile;
+  m.spec.arch = p.arch;
+  m.selective = p.selective.empty() ? records.selective : p.selective;
+
+  // Which kind each body layer is, in model order.
+  std::vector<std::string> body;
+  body.reserve(static_cast<std::size_t>(spec.num_layers));
+  std::string types_key = at(spec.source, "layer_types");
+  bool uniform_types = !spec.layer_types.empty() &&
+                       std::all_of(spec.layer_types.begin(), spec.layer_types.end(), [&](const std::string& t) { return t == spec.layer_types.front(); });
+  if (!spec.layer_types.empty() && !(p.layer_types.empty() && uniform_types)) {
+    if (p.layer_types.empty()) {
+      fail(types_key, "lists several layer types, but op profile {} maps none of them to a kind", p.arch);
+    }
+    if (!spec.mlp_only_layers.empty()) fail(at(spec.source, "mlp_only_layers"), "cannot be combined with layer_types in op profile {}", p.arch);
+    for (Count i = 0; i < spec.num_layers; ++i) {
+      const std::string& t = spec.layer_types[static_cast<std::size_t>(i)];
+      auto it = p.layer_types.find(t);
+      if (it == p.layer_types.end()) {
+        std::string known;
+        for (const auto& [name, kind] : p.layer_types) known += (known.empty() ? "" : ", ") + name;
+        fail(types_key, "layer {} is \"{}\", which op profile {} does not know; it knows {}", i, t, p.arch, known);
+      }
+      body.push_back(it->second);
+    }
+  } else if (!p.moe_kind.empty() && spec.is_moe()) {
+    if (p.dense_kind.empty() && (spec.first_k_dense.value_or(0) > 0 || !spec.mlp_only_layers.empty())) {
+      fail(p.file, "the model has dense layers (first_k_dense_replace / mlp_only_layers) but the profile's stack names no dense kind");
+    }
+    Count first_dense = spec.first_k_dense.value_or(0);
+    for (Count i = 0; i < spec.num_layers; ++i) {
+      bool dense = i < first_dense || std::find(spec.mlp_only_layers.begin(), spec.mlp_only_layers.end(), i) != spec.mlp_only_layers.end();
+      body.push_back(dense ? p.dense_kind : p.moe_kind);
+    }
+  } else {
+    std::string kind = p.default_kind.empty() ? p.dense_kind : p.default_kind;
+    if (kind.empty()) fail(p.file, "names no default kind, and the model states no layer_types");
+    if (p.kind(kind)->ffn == FfnFlavour::Moe && !spec.is_moe()) {
+      fail(at(spec.source, "num_experts"), "op profile {} prices MoE layers, but the model states no experts", p.arch);
+    }
+    body.assign(static_cast<std::size_t>(spec.num_layers), kind);
+  }
+  for (const auto& name : body) {
+    const LayerKind* k = p.kind(name);
+    if (k->ffn == FfnFlavour::Moe && !spec.is_moe())
+      fail(at(spec.source, "num_experts"), "kind {} of op profile {} is MoE, but the model states no experts", name, p.arch);
+    if (k->attention == AttentionFlavour::Mla && !spec.is_mla())
+      fail(at(spec.source, "kv_lora_rank"), "kind {} of op profile {} is MLA, but the model states no kv_lora_rank", name, p.arch);
+    if (k->attention == AttentionFlavour::Linear && !spec.linear)
+      fail(at(spec.source, "linear_num_key_heads"), "kind {} of op profile {} is linear attention, but the model states no linear_* dimensions", name, p.arch);
+    if (k->sliding && !spec.sliding_window)
+      fail(at(spec.source, "sliding_window"), "kind {} of op profile {} attends a sliding window, but the model states none", name, p.arch);
+  }
+
+  auto kind_index = [&](const std::string& name, bool vision, const Profile& from) {
+    for (std::size_t i = 0; i < m.kinds.size(); ++i) {
+      if (m.kinds[i].kind.name == name && m.kinds[i].vision == vision) return static_cast<int>(i);
+    }
+    m.kinds.push_back(bind(spec, from, *from.kind(name), records, vision));
+    return static_cast<int>(m.kinds.size()) - 1;
+  };
+
+  if (spec.vision) {
+    const Profile* vp = nullptr;
+    for (const auto& candidate : profiles) {
+      if (candidate.arch == "vision") vp = &candidate;
+    }
+    if (vp == nullptr) fail(spec.source, "the model has a vision tower, but no op profile named vision is loaded");
+    std::string name = spec.vision->gated_mlp ? "gated" : "plain";
+    if (vp->kind(name) == nullptr) fail(vp->file, "the vision profile needs kinds 'gated' and 'plain'");
+    m.stack.push_back(LayerGroup{kind_index(name, true, *vp), spec.vision->num_layers, false, true});
+  }
+  for (const auto& name : body) {
+    int k = kind_index(name, false, p);
+    if (!m.stack.empty() && m.stack.back().kind == k && !m.stack.back().vision && !m.stack.back().mtp) {
+      ++m.stack.back().count;
+    } else {
+      m.stack.push_back(LayerGroup{k, 1, false, false});
+    }
+  }
+  Count mtp = spec.mtp_depth.value_or(0);
+  if (mtp > 0) {
+    if (p.mtp_kind.empty())
+      fail(at(spec.source, "num_nextn_predict_layers"), "the model has {} MTP layer(s), but op profile {} names no mtp kind in its stack", mtp, p.arch);
+    m.stack.push_back(LayerGroup{kind_index(p.mtp_kind, false, p), mtp, true, false});
+  }
+
+  // Model-level parameters (the same for every family; formulas in the comments).
+  double h = static_cast<double>(spec.hidden_size);
+  double v = static_cast<double>(spec.vocab_size);
+  double norm_bias = p.defaults.count("norm_bias") ? p.defaults.at("norm_bias") : 0.0;
+  m.embedding_params = v * h + static_cast<double>(spec.learned_position_embeddings.value_or(0)) * h;  // V*h (+ positions*h)
+  m.head_params = spec.tie_word_embeddings ? 0.0 : v * h;                                              // V*h unless tied
+  m.final_norm_params = h * (1.0 + norm_bias);                                                         // final norm
+  m.mtp_extra_params = 2.0 * h * h + 3.0 * h;  // DeepSeek MTP: eh_proj (2h x h), enorm, hnorm, head norm
+  if (spec.vision) {
+    const VisionSpec& vs = *spec.vision;
+    double hv = static_cast<double>(vs.hidden_size);
+    double merged = hv * static_cast<double>(vs.spatial_merge_size * vs.spatial_merge_size);
+    double patch = static_cast<double>(vs.in_channels * vs.temporal_patch_size * vs.patch_size * vs.patch_size) * hv;
+    // Merger: ln_q (hv, +bias for LayerNorm towers), then Linear(merged, merged) + GELU + Linear(merged, out).
+    double ln_q = hv * (vs.gated_mlp ? 1.0 : 2.0);
+    double merger = ln_q + merged * merged + merged + merged * static_cast<double>(vs.out_hidden_size) + static_cast<double>(vs.out_hidden_size);
+    m.vision_extra_params = patch + merger;
+  }
+  return m;
+}
+
+}  // namespace sapp::model

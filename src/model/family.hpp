@@ -1,0 +1,112 @@
+// model/family: op profiles (one YAML file per model family), layer stacks, and the resolved Model.
+//
+// A family is data: `data/op_profiles/<arch>.yaml` names the HF model_types it covers, its layer kinds
+// (attention flavour x FFN flavour, op counts), the model facts it decides where a config is silent (biases,
+// QK-norm, output gate...), and how its stack is built (dense prefix, hybrid layer_types, MTP). Resolving a
+// ModelSpec binds every kind's names once, and counts each kind's parameters once.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "expr/expr.hpp"
+#include "model/model_spec.hpp"
+#include "model/op_records.hpp"
+
+namespace sapp::model {
+
+enum class AttentionFlavour { Gqa, Mla, Linear };
+enum class FfnFlavour { Dense, Moe };
+
+struct LayerKind {
+  std::string name;
+  AttentionFlavour attention = AttentionFlavour::Gqa;
+  FfnFlavour ffn = FfnFlavour::Dense;
+  bool sliding = false;  // attends a sliding window (model's sliding_window)
+  std::map<std::string, Count> ops;
+  std::map<std::string, double> defaults;  // per-kind model facts, over the profile's
+};
+
+struct Profile {
+  std::string file;
+  std::string arch;
+  std::vector<std::string> model_types;
+  std::vector<LayerKind> kinds;
+  std::string default_kind;
+  std::string dense_kind;  // stack roles; empty when the family has none
+  std::string moe_kind;
+  std::string mtp_kind;
+  std::map<std::string, std::string> layer_types;  // HF layer type name -> kind
+  std::map<std::string, double> defaults;
+  std::vector<std::string> selective;  // empty: the records' default
+  [[nodiscard]] const LayerKind* kind(const std::string& name) const;
+};
+
+Profile profile_from_json(const nlohmann::json& tree, const std::string& file, const std::string& arch, const OpRecords& records);
+Profile load_profile(const std::string& path, const OpRecords& records);
+std::vector<Profile> load_profiles(const std::string& dir, const OpRecords& records);
+
+// One distinct layer kind of a resolved model, its model names bound, its parameters counted.
+struct BoundKind {
+  LayerKind kind;
+  bool vision = false;
+  expr::Env env;  // model names only; layout names are added by the estimators on a copy
+  double attention_params = 0;
+  double ffn_params = 0;  // dense FFN, router, shared experts
+  double norm_params = 0;
+  double expert_params = 0;         // routed experts, all of them
+  double active_expert_params = 0;  // routed experts one token runs (top-k of n)
+  [[nodiscard]] double dense_params() const { return attention_params + ffn_params + norm_params; }
+};
+
+struct LayerGroup {
+  int kind = 0;  // index into Model::kinds
+  Count count = 0;
+  bool mtp = false;
+  bool vision = false;
+};
+
+struct ParamCounts {
+  double total = 0;
+  double active = 0;               // every weight one token of the main model touches, embedding row included
+  double active_no_embedding = 0;  // the same without the input embedding (a lookup, no compute); the convention
+                                   // of the DeepSeek-V2/V3 papers and the gpt-oss model card
+  double embedding = 0;
+  double head = 0;
+  double layers = 0;
+  double mtp = 0;
+  double vision = 0;
+};
+
+struct Model {
+  ModelSpec spec;
+  const OpRecords* records = nullptr;
+  Profile profile;
+  std::vector<BoundKind> kinds;
+  std::vector<LayerGroup> stack;  // model order: vision tower, body, MTP
+  double embedding_params = 0;    // token (+ learned position) embedding
+  double head_params = 0;         // LM head (0 when tied; the last stage still holds a copy under PP)
+  double final_norm_params = 0;
+  double mtp_extra_params = 0;         // per MTP depth beyond its transformer layer: projection and norms
+  double vision_extra_params = 0;      // patch embedding and merger
+  std::vector<std::string> selective;  // switches `selective` drops
+
+  [[nodiscard]] Count body_layers() const;  // LM layers without MTP
+  [[nodiscard]] Count mtp_layers() const;
+  [[nodiscard]] Count vision_layers() const;
+  [[nodiscard]] ParamCounts params() const;
+};
+
+const Profile& choose_profile(const ModelSpec& spec, const std::vector<Profile>& profiles);
+Model resolve(const ModelSpec& spec, const OpRecords& records, const std::vector<Profile>& profiles);
+
+// Everything read from a data directory once: records and profiles. Owned by the caller; no global cache.
+struct Catalog {
+  std::string dir;
+  OpRecords records;
+  std::vector<Profile> profiles;
+};
+Catalog load_catalog(const std::string& data_dir);
+
+}  // namespace sapp::model

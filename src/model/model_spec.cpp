@@ -1,0 +1,274 @@
+#include "model/model_spec.hpp"
+
+#include <cmath>
+
+#include "io/error.hpp"
+#include "io/files.hpp"
+
+namespace sapp::model {
+
+using nlohmann::json;
+
+Count ModelSpec::shared_expert_width() const {
+  if (shared_expert_intermediate_size) return *shared_expert_intermediate_size;
+  if (num_shared_experts.value_or(0) > 0) return *num_shared_experts * routed_expert_width();
+  return 0;
+}
+
+namespace {
+
+struct Source {
+  const json& node;
+  const std::string& file;
+  std::string prefix;
+
+  [[nodiscard]] std::string path(const std::string& key) const { return prefix.empty() ? key : prefix + "." + key; }
+
+  // First stated (non-null) alias wins; returns the key it was found under.
+  [[nodiscard]] const json* first(std::initializer_list<const char*> keys, std::string& found) const {
+    for (const char* key : keys) {
+      if (node.contains(key) && !node.at(key).is_null()) {
+        found = key;
+        return &node.at(key);
+      }
+    }
+    return nullptr;
+  }
+
+  std::optional<Count> count(std::initializer_list<const char*> keys, bool positive = true) const {
+    std::string key;
+    const json* v = first(keys, key);
+    if (v == nullptr) return std::nullopt;
+    if (v->is_boolean() || !v->is_number()) fail(at(file, path(key)), "expected a whole number, got {}", v->dump());
+    double d = v->get<double>();
+    if (std::floor(d) != d) fail(at(file, path(key)), "expected a whole number, got {}", v->dump());
+    if (positive ? d <= 0 : d < 0) fail(at(file, path(key)), "must be {}, got {}", positive ? "positive" : "non-negative", v->dump());
+    return static_cast<Count>(d);
+  }
+
+  Count required(std::initializer_list<const char*> keys) const {
+    auto v = count(keys);
+    if (!v) {
+      std::string names;
+      for (const char* k : keys) names += (names.empty() ? "" : " or ") + std::string(k);
+      fail(at(file, path(*keys.begin())), "is required and was not supplied (looked for {})", names);
+    }
+    return *v;
+  }
+
+  std::optional<bool> flag(std::initializer_list<const char*> keys) const {
+    std::string key;
+    const json* v = first(keys, key);
+    if (v == nullptr) return std::nullopt;
+    if (!v->is_boolean()) fail(at(file, path(key)), "expected true or false, got {}", v->dump());
+    return v->get<bool>();
+  }
+
+  std::optional<double> real(std::initializer_list<const char*> keys) const {
+    std::string key;
+    const json* v = first(keys, key);
+    if (v == nullptr) return std::nullopt;
+    if (v->is_boolean() || !v->is_number()) fail(at(file, path(key)), "expected a number, got {}", v->dump());
+    return v->get<double>();
+  }
+
+  std::optional<std::string> text(std::initializer_list<const char*> keys) const {
+    std::string key;
+    const json* v = first(keys, key);
+    if (v == nullptr) return std::nullopt;
+    if (!v->is_string()) fail(at(file, path(key)), "expected a string, got {}", v->dump());
+    return v->get<std::string>();
+  }
+};
+
+VisionSpec read_vision(const json& node, const std::string& file, Count llm_hidden) {
+  Source src{node, file, "vision_config"};
+  VisionSpec v;
+  // Qwen2-VL states the tower width as embed_dim and the LLM width as hidden_size (reference defect: it read
+  // hidden_size as the tower width); Qwen2.5-VL states hidden_size = tower width and out_hidden_size.
+  bool qwen2_vl_layout = node.contains("embed_dim");
+  v.hidden_size = qwen2_vl_layout ? src.required({"embed_dim"}) : src.required({"hidden_size"});
+  v.num_layers = src.required({"depth", "num_hidden_layers"});
+  v.num_heads = src.required({"num_heads", "num_attention_heads"});
+  if (qwen2_vl_layout) {
+    // Qwen2-VL: a plain GELU MLP of width embed_dim * mlp_ratio; merger projects to the LLM's hidden_size.
+    double ratio = src.real({"mlp_ratio"}).value_or(4.0);
+    v.intermediate_size = static_cast<Count>(std::llround(static_cast<double>(v.hidden_size) * ratio));
+    v.out_hidden_size = src.count({"hidden_size"}).value_or(llm_hidden);
+    v.gated_mlp = false;
+  } else {
+    v.intermediate_size = src.count({"intermediate_size"});
+    v.out_hidden_size = src.count({"out_hidden_size"}).value_or(llm_hidden);
+    v.gated_mlp = true;
+  }
+  if (!v.intermediate_size) fail(at(file, "vision_config.intermediate_size"), "is required for the tower's MLP and was not supplied");
+  v.patch_size = src.count({"patch_size", "spatial_patch_size"}).value_or(14);
+  v.temporal_patch_size = src.count({"temporal_patch_size"}).value_or(2);
+  v.in_channels = src.count({"in_channels", "in_chans"}).value_or(3);
+  v.spatial_merge_size = src.count({"spatial_merge_size"}).value_or(2);
+  v.tokens = src.count({"visual_tokens"}).value_or(1024);
+  if (v.num_heads > 0 && v.hidden_size % v.num_heads != 0) {
+    fail(at(file, "vision_config.num_heads"), "{} does not divide the tower width {}", v.num_heads, v.hidden_size);
+  }
+  return v;
+}
+
+}  // namespace
+
+ModelSpec model_from_json(const json& config, const std::string& file) {
+  if (!config.is_object()) fail(file, "a model config must be a JSON/YAML mapping, got {}", config.type_name());
+  ModelSpec m;
+  m.source = file;
+  Source top{config, file, ""};
+  m.model_type = top.text({"model_type"}).value_or("");
+  m.arch = top.text({"arch", "sapp_arch"}).value_or("");
+  m.name = top.text({"name", "_name_or_path"}).value_or(io::stem(file));
+
+  // Composite configs (VL models) keep the language model under text_config in newer Transformers.
+  const json* text_node = &config;
+  std::string text_prefix;
+  if (config.contains("text_config") && config.at("text_config").is_object()) {
+    text_node = &config.at("text_config");
+    text_prefix = "text_config";
+  }
+  Source src{*text_node, file, text_prefix};
+  // Keys may sit on the composite or on text_config (Qwen2.5-VL states both); the text tower wins.
+  auto pick_count = [&](std::initializer_list<const char*> keys) {
+    auto v = src.count(keys);
+    return v ? v : top.count(keys);
+  };
+
+  m.hidden_size = src.count({"hidden_size", "n_embd", "d_model"}).value_or(0);
+  if (m.hidden_size == 0) m.hidden_size = top.required({"hidden_size", "n_embd", "d_model"});
+  m.num_layers = pick_count({"num_hidden_layers", "n_layer", "num_layers"}).value_or(0);
+  if (m.num_layers == 0) top.required({"num_hidden_layers", "n_layer", "num_layers"});
+  m.num_heads = pick_count({"num_attention_heads", "n_head", "num_heads"}).value_or(0);
+  if (m.num_heads == 0) top.required({"num_attention_heads", "n_head", "num_heads"});
+  m.vocab_size = pick_count({"vocab_size"}).value_or(0);
+  if (m.vocab_size == 0) top.required({"vocab_size"});
+  m.num_kv_heads = pick_count({"num_key_value_heads", "num_kv_heads", "n_kv_heads"});
+  m.head_dim = pick_count({"head_dim", "kv_channels"});
+  m.intermediate_size = pick_count({"intermediate_size", "ffn_hidden_size", "n_inner"});
+  m.max_position_embeddings = pick_count({"max_position_embeddings", "n_positions", "seq_length"});
+
+  m.num_experts = pick_count({"num_experts", "num_local_experts", "n_routed_experts"});
+  m.experts_per_token = pick_count({"num_experts_per_tok", "experts_per_token", "num_experts_per_token", "moe_topk"});
+  m.num_shared_experts = src.count({"n_shared_experts", "num_shared_experts"}, false);
+  m.moe_intermediate_size = pick_count({"moe_intermediate_size"});
+  m.shared_expert_intermediate_size = pick_count({"shared_expert_intermediate_size"});
+  m.first_k_dense = src.count({"first_k_dense_replace"}, false);
+  if (text_node->contains("mlp_only_layers")) {
+    const json& list = text_node->at("mlp_only_layers");
+    if (!list.is_array()) fail(at(file, src.path("mlp_only_layers")), "expected a list of layer indices, got {}", list.dump());
+    for (const auto& item : list) {
+      if (!item.is_number_integer() || item.get<Count>() < 0) fail(at(file, src.path("mlp_only_layers")), "expected layer indices, got {}", item.dump());
+      m.mlp_only_layers.push_back(item.get<Count>());
+    }
+  }
+  if (auto step = src.count({"decoder_sparse_step"}); step && *step != 1) {
+    fail(at(file, src.path("decoder_sparse_step")), "{} is not supported: sapp prices every layer outside mlp_only_layers as MoE (step 1)", *step);
+  }
+
+  m.q_lora_rank = src.count({"q_lora_rank"});
+  m.kv_lora_rank = src.count({"kv_lora_rank"});
+  m.qk_rope_head_dim = src.count({"qk_rope_head_dim"});
+  m.qk_nope_head_dim = src.count({"qk_nope_head_dim"});
+  m.v_head_dim = src.count({"v_head_dim"});
+
+  auto nk = src.count({"linear_num_key_heads"});
+  auto dk = src.count({"linear_key_head_dim"});
+  auto nv = src.count({"linear_num_value_heads"});
+  auto dv = src.count({"linear_value_head_dim"});
+  auto conv = src.count({"linear_conv_kernel_dim"});
+  int stated = (nk ? 1 : 0) + (dk ? 1 : 0) + (nv ? 1 : 0) + (dv ? 1 : 0) + (conv ? 1 : 0);
+  if (stated > 0 && stated < 5) {
+    fail(at(file, src.path("linear_num_key_heads")),
+         "linear attention states {} of its five dimensions; state all of linear_num_key_heads, linear_key_head_dim, linear_num_value_heads, "
+         "linear_value_head_dim, linear_conv_kernel_dim",
+         stated);
+  }
+  if (stated == 5) m.linear = LinearAttentionDims{*nk, *dk, *nv, *dv, *conv};
+
+  if (text_node->contains("layer_types")) {
+    const json& list = text_node->at("layer_types");
+    if (!list.is_array() || list.empty()) fail(at(file, src.path("layer_types")), "expected a non-empty list of layer type names, got {}", list.dump());
+    for (const auto& item : list) {
+      if (!item.is_string()) fail(at(file, src.path("layer_types")), "expected layer type names, got {}", item.dump());
+      m.layer_types.push_back(item.get<std::string>());
+    }
+  }
+  m.sliding_window = src.count({"sliding_window"});
+  m.mtp_depth = src.count({"num_nextn_predict_layers", "mtp_depth", "mtp_num_hidden_layers"}, false);
+
+  m.tie_word_embeddings = top.flag({"tie_word_embeddings"}).value_or(src.flag({"tie_word_embeddings"}).value_or(false));
+  m.attention_bias = src.flag({"attention_bias", "qkv_bias"});
+  m.mlp_bias = src.flag({"mlp_bias"});
+  m.qk_norm = src.flag({"qk_norm", "use_qk_norm", "qk_layernorm"});
+  m.attn_output_gate = src.flag({"attn_output_gate"});
+  m.hidden_act = src.text({"hidden_act", "activation_function"});
+  auto drop = src.real({"hidden_dropout", "resid_pdrop", "attention_dropout", "attn_pdrop"});
+  if (drop && (*drop < 0 || *drop >= 1)) fail(at(file, src.path("attention_dropout")), "a dropout probability must be in [0, 1), got {}", *drop);
+  m.dropout = drop;
+  m.learned_position_embeddings = src.count({"learned_position_embeddings"});
+
+  if (config.contains("vision_config") && config.at("vision_config").is_object()) {
+    m.vision = read_vision(config.at("vision_config"), file, m.hidden_size);
+  }
+
+  // Contradictions are refused here, by name.
+  if (m.num_kv_heads && m.num_heads % *m.num_kv_heads != 0) {
+    fail(at(file, src.path("num_key_value_heads")), "{} does not divide num_attention_heads {}", *m.num_kv_heads, m.num_heads);
+  }
+  if (!m.head_dim && m.hidden_size % m.num_heads != 0 && !m.is_mla()) {
+    fail(at(file, src.path("num_attention_heads")), "{} does not divide hidden_size {} and no head_dim is stated", m.num_heads, m.hidden_size);
+  }
+  if (m.is_moe()) {
+    if (m.routed_expert_width() <= 0)
+      fail(at(file, src.path("moe_intermediate_size")),
+           "no width resolves for {} routed experts; state moe_intermediate_size, or intermediate_size if the experts run at the dense width", *m.num_experts);
+    if (!m.experts_per_token)
+      fail(at(file, src.path("num_experts_per_tok")), "an MoE model with {} experts must state how many each token uses", *m.num_experts);
+    if (*m.experts_per_token > *m.num_experts)
+      fail(at(file, src.path("num_experts_per_tok")), "{} is more than the {} experts", *m.experts_per_token, *m.num_experts);
+  } else if (!m.intermediate_size) {
+    fail(at(file, src.path("intermediate_size")), "is required for a dense model and was not supplied");
+  }
+  if (m.is_mla()) {
+    if (!m.qk_rope_head_dim) fail(at(file, src.path("qk_rope_head_dim")), "an MLA model (kv_lora_rank {}) must state it", *m.kv_lora_rank);
+    if (!m.qk_nope_head_dim) fail(at(file, src.path("qk_nope_head_dim")), "an MLA model (kv_lora_rank {}) must state it", *m.kv_lora_rank);
+    if (!m.v_head_dim) fail(at(file, src.path("v_head_dim")), "an MLA model (kv_lora_rank {}) must state it", *m.kv_lora_rank);
+  }
+  if (!m.layer_types.empty() && static_cast<Count>(m.layer_types.size()) < m.num_layers) {
+    fail(at(file, src.path("layer_types")), "lists {} layers, but num_hidden_layers is {}", m.layer_types.size(), m.num_layers);
+  }
+  for (Count layer : m.mlp_only_layers) {
+    if (layer >= m.num_layers) fail(at(file, src.path("mlp_only_layers")), "names layer {}, but the model has {}", layer, m.num_layers);
+  }
+  if (m.first_k_dense && *m.first_k_dense > m.num_layers) {
+    fail(at(file, src.path("first_k_dense_replace")), "{} is more than the {} layers", *m.first_k_dense, m.num_layers);
+  }
+  return m;
+}
+
+ModelSpec read_model_file(const std::string& path) { return model_from_json(io::read_tree(path), path); }
+
+std::vector<std::string> bundled_models(const std::string& data_dir) {
+  std::vector<std::string> names;
+  for (const auto& f : io::list_files(data_dir + "/models", ".json")) names.push_back(io::stem(f));
+  return names;
+}
+
+ModelSpec load_model(const std::string& name_or_path, const std::string& data_dir) {
+  if (io::exists(name_or_path)) return read_model_file(name_or_path);
+  std::string bundled = data_dir + "/models/" + name_or_path + ".json";
+  if (io::exists(bundled)) {
+    ModelSpec m = read_model_file(bundled);
+    m.name = name_or_path;
+    return m;
+  }
+  std::string list;
+  for (const auto& n : bundled_models(data_dir)) list += (list.empty() ? "" : ", ") + n;
+  fail("--model", "'{}' is neither a file nor a bundled model; bundled: {}", name_or_path, list);
+}
+
+}  // namespace sapp::model

@@ -1,0 +1,108 @@
+// model: the typed model IR (ModelSpec) and how it is read from a HuggingFace config.json or YAML.
+//
+// Absent is not zero: every field a config may leave out is optional, and a contradiction is refused by name
+// when the file is read, never priced as 0 later. The family (op profile) is chosen from `model_type` or an
+// explicit `arch` through the profiles' own `model_types` lists (data), never by matching a name's substring.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace sapp::model {
+
+using Count = std::int64_t;
+
+// Gated DeltaNet (linear attention) dimensions: all five or none.
+struct LinearAttentionDims {
+  Count num_key_heads = 0;
+  Count key_head_dim = 0;
+  Count num_value_heads = 0;
+  Count value_head_dim = 0;
+  Count conv_kernel_dim = 0;
+};
+
+// A vision tower in front of the language model (Qwen2-VL / Qwen2.5-VL style ViT + patch merger).
+struct VisionSpec {
+  Count hidden_size = 0;
+  Count num_layers = 0;
+  Count num_heads = 0;
+  std::optional<Count> intermediate_size;
+  Count out_hidden_size = 0;  // the LLM width the merger projects to
+  Count patch_size = 14;
+  Count temporal_patch_size = 2;
+  Count in_channels = 3;
+  Count spatial_merge_size = 2;
+  bool gated_mlp = false;  // Qwen2.5-VL's tower uses SwiGLU; Qwen2-VL's uses a plain GELU MLP
+  Count tokens = 1024;     // visual tokens per sample at the tower's input (before merging)
+};
+
+struct ModelSpec {
+  std::string name;        // bundled name or file stem
+  std::string source;      // file it was read from
+  std::string model_type;  // HF model_type, e.g. "llama"
+  std::string arch;        // op-profile family, resolved from model_type or stated
+
+  Count hidden_size = 0;
+  Count num_layers = 0;
+  Count num_heads = 0;
+  Count vocab_size = 0;
+  std::optional<Count> num_kv_heads;
+  std::optional<Count> head_dim;
+  std::optional<Count> intermediate_size;
+  std::optional<Count> max_position_embeddings;
+
+  // MoE
+  std::optional<Count> num_experts;
+  std::optional<Count> experts_per_token;
+  std::optional<Count> num_shared_experts;
+  std::optional<Count> moe_intermediate_size;
+  std::optional<Count> shared_expert_intermediate_size;
+  std::optional<Count> first_k_dense;
+  std::vector<Count> mlp_only_layers;
+
+  // MLA
+  std::optional<Count> q_lora_rank;
+  std::optional<Count> kv_lora_rank;
+  std::optional<Count> qk_rope_head_dim;
+  std::optional<Count> qk_nope_head_dim;
+  std::optional<Count> v_head_dim;
+
+  std::optional<LinearAttentionDims> linear;
+  std::vector<std::string> layer_types;
+  std::optional<Count> sliding_window;
+  std::optional<Count> mtp_depth;
+
+  bool tie_word_embeddings = false;
+  std::optional<bool> attention_bias;
+  std::optional<bool> mlp_bias;
+  std::optional<bool> qk_norm;
+  std::optional<bool> attn_output_gate;
+  std::optional<std::string> hidden_act;
+  std::optional<double> dropout;                     // attention/hidden dropout probability, when stated
+  std::optional<Count> learned_position_embeddings;  // GPT-style absolute position table rows
+
+  std::optional<VisionSpec> vision;
+
+  [[nodiscard]] Count kv_heads() const { return num_kv_heads.value_or(num_heads); }
+  [[nodiscard]] Count effective_head_dim() const { return head_dim.value_or(hidden_size / num_heads); }
+  [[nodiscard]] bool is_moe() const { return num_experts.value_or(0) > 1; }
+  [[nodiscard]] bool is_mla() const { return kv_lora_rank.value_or(0) > 0; }
+  [[nodiscard]] Count routed_expert_width() const { return moe_intermediate_size.value_or(intermediate_size.value_or(0)); }
+  // Total width of the shared expert(s): Qwen states one shared expert's whole width, DeepSeek a count of
+  // routed-width experts. Never a floor division of one by the other (a reference defect).
+  [[nodiscard]] Count shared_expert_width() const;
+};
+
+// Reads a model file (.json HF config, or .yaml/.yml with the same keys). Errors name the file, key and value.
+ModelSpec read_model_file(const std::string& path);
+// Builds a spec from parsed JSON; `where` is the file name for errors.
+ModelSpec model_from_json(const nlohmann::json& config, const std::string& where);
+// A bundled name (e.g. "llama3-8b") or a path.
+ModelSpec load_model(const std::string& name_or_path, const std::string& data_dir);
+std::vector<std::string> bundled_models(const std::string& data_dir);
+
+}  // namespace sapp::model

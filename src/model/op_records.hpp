@@ -1,0 +1,77 @@
+// model/op_records: the op records file (data/op_records.yaml), loaded and checked.
+//
+// What each op keeps for backward (slots of element formulas), each layer's parameters and forward work, as
+// expressions of the closed language. The memory and performance estimators read layers only through these,
+// so a new layer shape needs a data change, not code.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "expr/expr.hpp"
+
+namespace sapp::model {
+
+struct OpRecord {
+  std::string name;
+  std::string switch_name;  // empty: kept unless the whole layer is recomputed
+  std::vector<std::string> needs;
+  bool comm = false;
+};
+
+struct SlotEntry {
+  int op = -1;  // index into OpRecords::ops
+  expr::Expr elements;
+};
+
+struct Slot {
+  std::string name;
+  std::string part;  // attention | ffn | norm
+  expr::Expr formula;
+  std::vector<SlotEntry> entries;
+  std::optional<expr::Expr> when;
+};
+
+struct ParamTerm {
+  std::string name;
+  std::string part;  // attention | ffn | norm | expert
+  std::optional<expr::Expr> when;
+  expr::Expr formula;
+};
+
+enum class WorkKind { Gemm, Attention, Memory };
+enum class Shard { Tensor, SequenceParallel, None };
+
+struct WorkTerm {
+  std::string name;
+  WorkKind kind = WorkKind::Gemm;
+  int op = -1;
+  Shard shard = Shard::Tensor;
+  std::optional<expr::Expr> when;
+  expr::Expr formula;
+};
+
+struct OpRecords {
+  std::string file;
+  expr::Symbols symbols;
+  std::vector<std::string> op_counts;  // the op vector a profile states per kind (bound as n_<op>)
+  std::vector<std::string> switches;
+  std::vector<std::string> selective;  // switches dropped by `selective` recompute by default
+  std::vector<OpRecord> ops;
+  std::vector<Slot> slots;
+  std::optional<expr::Expr> full_recompute;
+  std::vector<ParamTerm> params;
+  std::vector<WorkTerm> work;
+  int total_symbol = -1;
+
+  [[nodiscard]] int op_index(const std::string& name) const;
+  [[nodiscard]] int switch_index(const std::string& name) const;  // -1 when absent
+};
+
+OpRecords load_op_records(const std::string& path);
+OpRecords op_records_from_json(const nlohmann::json& tree, const std::string& file);
+
+}  // namespace sapp::model

@@ -1,0 +1,262 @@
+#include "perf/perf.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "memory/memory.hpp"
+
+namespace sapp::perf {
+
+namespace {
+
+struct LayerTime {
+  double fwd_s = 0;        // forward compute
+  double recompute_s = 0;  // forward work re-run in backward under the layout's mode
+  double fwd_flops = 0;    // gemm + attention FLOPs (model FLOPs)
+  double recompute_flops = 0;
+};
+
+double compute_seconds(const hardware::Hardware& hw, model::WorkKind kind, double amount) {
+  if (amount <= 0) return 0;
+  switch (kind) {
+    case model::WorkKind::Gemm: {
+      // Achievable fraction ramps with GEMM size: eff = gemm * f / (f + f_half).
+      double eff = hw.efficiency.gemm * amount / (amount + hw.efficiency.gemm_half_flops);
+      return amount / (hw.peak_flops * eff);
+    }
+    case model::WorkKind::Attention: return amount / (hw.peak_flops * hw.efficiency.attention);
+    case model::WorkKind::Memory: return amount / (hw.hbm_bandwidth * hw.efficiency.memory);
+  }
+  return 0;
+}
+
+LayerTime layer_time(const model::Model& model, const model::BoundKind& kind, const Layout& l, const Training& training, const hardware::Hardware& hw) {
+  const model::OpRecords& rec = *model.records;
+  expr::Env env = layer_env(model, kind, l, training);
+  std::vector<char> dropped(rec.switches.size(), 0);
+  if (l.recompute == Recompute::Selective) {
+    for (const auto& name : model.selective) dropped[static_cast<std::size_t>(rec.switch_index(name))] = 1;
+  }
+  LayerTime out;
+  for (const auto& term : rec.work) {
+    if (term.when && !term.when->eval(env).truthy()) continue;
+    double amount = term.formula.eval_double(env);
+    double div = term.shard == model::Shard::Tensor ? l.tp : term.shard == model::Shard::SequenceParallel ? l.tsp() : 1;
+    amount /= div;
+    double seconds = compute_seconds(hw, term.kind, amount);
+    out.fwd_s += seconds;
+    bool flops = term.kind != model::WorkKind::Memory;
+    if (flops) out.fwd_flops += amount;
+    const model::OpRecord& op = rec.ops[static_cast<std::size_t>(term.op)];
+    bool rerun = l.recompute == Recompute::Full ||
+                 (l.recompute == Recompute::Selective && !op.switch_name.empty() && dropped[static_cast<std::size_t>(rec.switch_index(op.switch_name))]);
+    if (rerun) {
+      out.recompute_s += seconds;
+      if (flops) out.recompute_flops += amount;
+    }
+  }
+  return out;
+}
+
+// Ring collective over n ranks on `level`: each rank moves (n-1)/n of `bytes` per pass.
+double ring_seconds(const hardware::Hardware& hw, const hardware::Level& level, double n, double bytes, double passes) {
+  if (n <= 1 || bytes <= 0) return 0;
+  double bw = level.bandwidth * hw.efficiency.comm;
+  return passes * ((n - 1) / n * bytes / bw + (n - 1) * level.latency);
+}
+
+}  // namespace
+
+double model_forward_flops_per_sequence(const model::Model& model, const Training& training) {
+  Layout one;
+  double flops = 0;
+  for (const auto& g : model.stack) {
+    const model::BoundKind& kind = model.kinds[static_cast<std::size_t>(g.kind)];
+    expr::Env env = layer_env(model, kind, one, training);
+    for (const auto& term : model.records->work) {
+      if (term.kind == model::WorkKind::Memory) continue;
+      if (term.when && !term.when->eval(env).truthy()) continue;
+      flops += static_cast<double>(g.count) * term.formula.eval_double(env);
+    }
+  }
+  double s = static_cast<double>(training.seq);
+  double h = static_cast<double>(model.spec.hidden_size);
+  double v = static_cast<double>(model.spec.vocab_size);
+  flops += 2.0 * s * h * v * static_cast<double>(1 + model.mtp_layers());  // LM head (and one per MTP depth)
+  flops += 2.0 * s * model.mtp_extra_params * static_cast<double>(model.mtp_layers() > 0 ? 1 : 0);
+  return flops;
+}
+
+StepTime estimate_time(const model::Model& model, const Layout& l, const Training& training, const hardware::Hardware& hw, const Overlap& overlap) {
+  const model::ModelSpec& spec = model.spec;
+  std::size_t nk = model.kinds.size();
+  std::vector<LayerTime> per_kind(nk);
+  for (std::size_t k = 0; k < nk; ++k) per_kind[k] = layer_time(model, model.kinds[k], l, training, hw);
+
+  double h = static_cast<double>(spec.hidden_size);
+  double bc = training.compute_bytes;
+  double tokens = static_cast<double>(training.seq) / l.cp * l.mbs;  // per rank before TP/SP sharding
+
+  // Links: rank order TP (innermost), CP, EP/DP, PP (outermost).
+  const hardware::Level& tp_link = hw.level_for_span(l.tp);
+  const hardware::Level& cp_link = hw.level_for_span(1LL * l.tp * l.cp);
+  // Megatron lays the expert ranks out as expert-TP x EP x expert-DP over the same devices: an EP group spans
+  // expert-TP x EP consecutive ranks.
+  const hardware::Level& ep_link = hw.level_for_span(1LL * l.etp * l.ep);
+  const hardware::Level& dp_link = hw.level_for_span(1LL * l.tp * l.cp * l.dp);
+  const hardware::Level& pp_link = hw.level_for_span(1LL * l.tp * l.cp * l.dp * std::min(2, l.pp));
+
+  // Per-layer exposed communication for one micro-batch (forward + backward).
+  std::vector<double> tp_s(nk, 0), cp_s(nk, 0), ep_s(nk, 0);
+  for (std::size_t k = 0; k < nk; ++k) {
+    const model::BoundKind& kind = model.kinds[k];
+    double kh = kind.vision ? static_cast<double>(spec.vision->hidden_size) : h;
+    double ktokens = kind.vision ? static_cast<double>(spec.vision->tokens) * l.mbs : tokens;
+    double collectives = static_cast<double>(kind.kind.ops.at("tp_comm"));
+    // Each collective moves the layer's activation tensor; backward repeats them: 2 x collectives passes.
+    tp_s[k] = (1.0 - overlap.tp) * ring_seconds(hw, tp_link, l.tp, ktokens * kh * bc, 2.0 * collectives);
+    if (l.cp > 1 && !kind.vision && kind.kind.attention != model::AttentionFlavour::Linear) {
+      double kv_width = spec.is_mla()
+                            ? static_cast<double>(spec.num_heads) * static_cast<double>(*spec.qk_nope_head_dim + *spec.qk_rope_head_dim + *spec.v_head_dim)
+                            : 2.0 * static_cast<double>(spec.kv_heads() * spec.effective_head_dim());
+      if (l.cp_algo == CpAlgo::Ring) {
+        // cp-1 steps of the local K,V block forward; backward passes K,V and their gradients (2x).
+        double bw = cp_link.bandwidth * hw.efficiency.comm;
+        double comm = 3.0 * (l.cp - 1) * (tokens * kv_width * bc / l.tp / bw + cp_link.latency);
+        // Each step's transfer runs under the previous block's attention; the layer's attention share of its
+        // forward + backward (about half, a documented approximation) is what can hide it.
+        double hide = 0.5 * 3.0 * per_kind[k].fwd_s;
+        cp_s[k] = std::max(0.0, comm - overlap.cp * hide);
+      } else {
+        // Four all-to-alls (q, k, v, output) forward and their four in backward.
+        double bytes = tokens * h * bc / l.tp;
+        cp_s[k] = 8.0 * ((l.cp - 1.0) / l.cp * bytes / (cp_link.bandwidth * hw.efficiency.comm) + cp_link.latency);
+      }
+    }
+    if (l.ep > 1 && kind.kind.ffn == model::FfnFlavour::Moe && !kind.vision) {
+      double topk = static_cast<double>(spec.experts_per_token.value_or(1));
+      double bytes = tokens * topk * h * bc / l.tsp();
+      // dispatch + combine, forward and backward: four all-to-alls of (ep-1)/ep of the routed tokens.
+      ep_s[k] = (1.0 - overlap.ep) * 4.0 * ((l.ep - 1.0) / l.ep * bytes / (ep_link.bandwidth * hw.efficiency.comm) + ep_link.latency);
+    }
+  }
+
+  std::vector<StagePlan> plan = plan_stages(model, l);
+  StepTime out;
+  out.stage_s.assign(static_cast<std::size_t>(l.pp), 0.0);
+  double head_fwd =
+      compute_seconds(hw, model::WorkKind::Gemm, 2.0 * tokens * h * static_cast<double>(spec.vocab_size) / l.tp) * static_cast<double>(1 + model.mtp_layers());
+  std::vector<double> compute(static_cast<std::size_t>(l.pp), 0), recompute(static_cast<std::size_t>(l.pp), 0), tpc(static_cast<std::size_t>(l.pp), 0),
+      cpc(static_cast<std::size_t>(l.pp), 0), epc(static_cast<std::size_t>(l.pp), 0);
+  double hw_flops_mb = 0;  // per micro-batch, summed over stages (one model replica)
+  for (int s = 0; s < l.pp; ++s) {
+    std::size_t si = static_cast<std::size_t>(s);
+    for (const auto& chunk : plan[si].chunks) {
+      for (const auto& [kind, count] : chunk.groups) {
+        std::size_t k = static_cast<std::size_t>(kind);
+        double n = static_cast<double>(count);
+        compute[si] += n * 3.0 * per_kind[k].fwd_s;  // forward + backward (2x)
+        recompute[si] += n * per_kind[k].recompute_s;
+        tpc[si] += n * tp_s[k];
+        cpc[si] += n * cp_s[k];
+        epc[si] += n * ep_s[k];
+        hw_flops_mb += n * (3.0 * per_kind[k].fwd_flops + per_kind[k].recompute_flops) * l.tp;
+      }
+    }
+    if (plan[si].last) compute[si] += 3.0 * head_fwd;
+    out.stage_s[si] = compute[si] + recompute[si] + tpc[si] + cpc[si] + epc[si];
+  }
+  double m = l.micro_batches;
+  double v = l.vpp;
+  double slowest = *std::max_element(out.stage_s.begin(), out.stage_s.end());
+  std::size_t slow = static_cast<std::size_t>(std::max_element(out.stage_s.begin(), out.stage_s.end()) - out.stage_s.begin());
+  double sum = 0;
+  for (double t : out.stage_s) sum += t;
+  // 1F1B: fill and drain pass every stage once, the steady state runs at the slowest stage:
+  // (m - 1) * max + sum; uniform stages give (m + p - 1) * t. Interleaved: chunks of t/v, the fill shrinks by v.
+  double pipeline = l.pp == 1 ? m * sum : (v == 1 ? (m - 1.0) * slowest + sum : sum / v + (m * v - 1.0) * slowest / v);
+  double busy = m * slowest;
+  out.breakdown.compute_s = m * compute[slow];
+  out.breakdown.recompute_s = m * recompute[slow];
+  out.breakdown.tp_comm_s = m * tpc[slow];
+  out.breakdown.cp_comm_s = m * cpc[slow];
+  out.breakdown.ep_comm_s = m * epc[slow];
+  out.breakdown.bubble_s = pipeline - busy;
+
+  // Data parallel: gradients reduce-scattered (ZeRO >= 1) or all-reduced, updated parameters all-gathered.
+  MemoryEstimate mem = estimate_memory(model, l, training, hw.memory_bytes);
+  double dp_comm = 0;
+  double optimizer = 0;
+  double pp_comm = 0;
+  for (const auto& st : mem.stages) {
+    double pn = st.param_elements;
+    double pe = st.expert_param_elements;
+    double dp_group = static_cast<double>(l.dp) * l.cp;
+    double edp_group = std::max(1, l.expert_dp());
+    const hardware::Level& edp_link = hw.level_for_span(1LL * l.tp * l.cp * l.dp);
+    double c = 0;
+    if (l.zero == 0) {
+      c += ring_seconds(hw, dp_link, dp_group, pn * training.grad_bytes, 2.0) + ring_seconds(hw, edp_link, edp_group, pe * training.grad_bytes, 2.0);
+    } else {
+      c += ring_seconds(hw, dp_link, dp_group, pn * training.grad_bytes, 1.0) + ring_seconds(hw, edp_link, edp_group, pe * training.grad_bytes, 1.0);
+      c += ring_seconds(hw, dp_link, dp_group, pn * training.param_bytes, 1.0) + ring_seconds(hw, edp_link, edp_group, pe * training.param_bytes, 1.0);
+    }
+    if (l.zero == 3) {
+      // Parameters gathered for forward and backward of every micro-batch, gradients reduce-scattered each time.
+      c += (m - 1.0) *
+           (ring_seconds(hw, dp_link, dp_group, pn * training.param_bytes, 2.0) + ring_seconds(hw, dp_link, dp_group, pn * training.grad_bytes, 1.0));
+    }
+    double backward_last = out.stage_s[static_cast<std::size_t>(st.stage)] * 2.0 / 3.0;
+    double exposed = std::max(c * (1.0 - overlap.dp), c - backward_last);
+    dp_comm = std::max(dp_comm, exposed);
+    // Optimizer step: read/write weights, grads and states of the local shard once (memory bound).
+    double shard_n = l.zero >= 1 ? (l.optimizer_shard > 0 ? l.optimizer_shard : dp_group) : 1.0;
+    double shard_e = l.zero >= 1 ? edp_group : 1.0;
+    double touched = (pn / shard_n + pe / shard_e) * (2.0 * training.optimizer_bytes + training.grad_bytes + 2.0 * training.param_bytes);
+    optimizer = std::max(optimizer, touched / (hw.hbm_bandwidth * hw.efficiency.memory));
+  }
+  if (l.pp > 1) {
+    double msg = tokens * h * bc / l.tsp();
+    double one = msg / (pp_link.bandwidth * hw.efficiency.comm) + pp_link.latency;
+    // Fill and drain cross p-1 boundaries forward and backward (v times with interleaving); the steady-state
+    // transfers overlap compute except for the fraction 1 - overlap.pp of the m micro-batches' sends.
+    pp_comm = 2.0 * (l.pp - 1.0) * v * one + (1.0 - overlap.pp) * 2.0 * m * one;
+  }
+  out.breakdown.dp_comm_s = dp_comm;
+  out.breakdown.pp_comm_s = pp_comm;
+  out.breakdown.optimizer_s = optimizer;
+  out.step_s = pipeline + dp_comm + pp_comm + optimizer;
+
+  double devices = static_cast<double>(l.devices());
+  double sequences = static_cast<double>(training.global_batch > 0 ? training.global_batch : 1LL * l.dp * l.mbs * l.micro_batches);
+  out.model_flops = 3.0 * model_forward_flops_per_sequence(model, training) * sequences;
+  double head_flops = 2.0 * static_cast<double>(training.seq) * h * static_cast<double>(spec.vocab_size) * static_cast<double>(1 + model.mtp_layers());
+  out.hardware_flops = (hw_flops_mb / l.mbs * l.cp + 3.0 * head_flops) * sequences;
+  out.mfu = out.model_flops / (out.step_s * devices * hw.peak_flops);
+  out.tokens_per_s_per_device = sequences * static_cast<double>(training.seq) / out.step_s / devices;
+  return out;
+}
+
+void add_time_json(nlohmann::json& j, const StepTime& t) {
+  j["step_time_s"] = t.step_s;
+  j["tokens_per_s_per_device"] = t.tokens_per_s_per_device;
+  j["mfu"] = t.mfu;
+  j["model_flops_per_step"] = t.model_flops;
+  const Breakdown& b = t.breakdown;
+  j["breakdown"] = {{"compute_s", b.compute_s}, {"recompute_s", b.recompute_s}, {"tp_comm_s", b.tp_comm_s},
+                    {"cp_comm_s", b.cp_comm_s}, {"ep_comm_s", b.ep_comm_s},     {"dp_comm_s", b.dp_comm_s},
+                    {"pp_comm_s", b.pp_comm_s}, {"bubble_s", b.bubble_s},       {"optimizer_s", b.optimizer_s}};
+}
+
+std::string time_summary(const StepTime& t) {
+  const Breakdown& b = t.breakdown;
+  return fmt::format(
+      "step {:.3f} s, {:.0f} tokens/s/device, MFU {:.1f}%\n"
+      "  compute {:.3f} s, recompute {:.3f}, exposed comm: TP {:.3f} CP {:.3f} EP {:.3f} DP {:.3f} PP {:.3f}, bubble {:.3f}, optimizer {:.3f}\n",
+      t.step_s, t.tokens_per_s_per_device, 100.0 * t.mfu, b.compute_s, b.recompute_s, b.tp_comm_s, b.cp_comm_s, b.ep_comm_s, b.dp_comm_s, b.pp_comm_s,
+      b.bubble_s, b.optimizer_s);
+}
+
+}  // namespace sapp::perf

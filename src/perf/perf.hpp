@@ -1,0 +1,60 @@
+// perf: the step-time model, in seconds. One layout in, a step time and its breakdown out.
+//
+// compute: FLOPs per op from the op records' work terms, over the device's peak times an efficiency that
+// depends on the op kind and (for GEMMs) its size; backward = 2 x forward; recompute re-runs the forward of
+// what it dropped. communication: every collective of every dimension on the slowest link its group spans
+// (rank order TP, CP, EP/DP, PP outermost), alpha-beta ring model. overlap: explicit fractions (Overlap).
+// pipeline: 1F1B fill/drain with the slowest stage governing the steady state; interleaved divides the fill
+// by the chunks.
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "hardware/hardware.hpp"
+#include "memory/layout.hpp"
+
+namespace sapp::perf {
+
+// Fractions of each communication that compute hides, stated and documented rather than buried in code.
+struct Overlap {
+  double tp = 0.5;  // TP all-gather/reduce-scatter pipelined with the GEMMs around them (Megatron tp-comm-overlap)
+  double dp = 0.9;  // gradient reduce-scatter / parameter all-gather overlapped with backward / forward, but at
+                    // most the last micro-batch's backward hides it (the reduce starts when the grads are ready)
+  double ep = 0.0;  // MoE dispatch/combine all-to-all: exposed by default
+  double cp = 1.0;  // ring CP: KV exchange hidden behind the block attention it feeds, as far as that lasts
+  double pp = 1.0;  // steady-state pipeline sends hidden under compute (fill/drain sends are always exposed)
+};
+
+struct Breakdown {
+  double compute_s = 0;  // forward + backward, slowest-stage view, whole step
+  double recompute_s = 0;
+  double tp_comm_s = 0;  // exposed
+  double cp_comm_s = 0;
+  double ep_comm_s = 0;
+  double dp_comm_s = 0;
+  double pp_comm_s = 0;
+  double bubble_s = 0;
+  double optimizer_s = 0;
+};
+
+struct StepTime {
+  double step_s = 0;
+  double tokens_per_s_per_device = 0;
+  double mfu = 0;             // model FLOPs (no recompute) / (step x devices x peak)
+  double model_flops = 0;     // per step, whole job
+  double hardware_flops = 0;  // with recompute
+  Breakdown breakdown;
+  std::vector<double> stage_s;  // per stage, one micro-batch, forward + backward + recompute + exposed TP/CP/EP
+};
+
+StepTime estimate_time(const model::Model& model, const Layout& layout, const Training& training, const hardware::Hardware& hw, const Overlap& overlap = {});
+
+// Forward FLOPs of the whole model for one sequence (no parallelism, no recompute): gemm + attention terms.
+double model_forward_flops_per_sequence(const model::Model& model, const Training& training);
+
+void add_time_json(nlohmann::json& j, const StepTime& t);
+std::string time_summary(const StepTime& t);
+
+}  // namespace sapp::perf

@@ -1,0 +1,55 @@
+#include "helpers.hpp"
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <unistd.h>
+
+namespace sapp::test {
+
+std::string data_dir() { return std::string(SAPP_SOURCE_DIR) + "/data"; }
+
+const model::Catalog& catalog() {
+  static const model::Catalog c = model::load_catalog(data_dir());
+  return c;
+}
+
+model::Model bundled(const std::string& name) { return model::resolve(model::load_model(name, data_dir()), catalog().records, catalog().profiles); }
+
+hardware::Hardware device(const std::string& name) { return hardware::load_hardware(name, data_dir()); }
+
+std::string temp_dir() {
+  static int counter = 0;
+  std::string dir = (std::filesystem::temp_directory_path() / ("sapp_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter++))).string();
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+void write_file(const std::string& path, const std::string& text) {
+  std::ofstream out(path);
+  out << text;
+}
+
+Run sapp(const std::string& args, const std::string& env) {
+  std::string dir = temp_dir();
+  std::string cmd = env + (env.empty() ? "" : " ") + std::string(SAPP_BINARY) + " " + args + " >" + dir + "/out 2>" + dir + "/err";
+  int rc = std::system(cmd.c_str());
+  Run r;
+  r.status = WIFEXITED(rc) ? WEXITSTATUS(rc) : 128;
+  auto slurp = [](const std::string& p) {
+    std::ifstream in(p);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  };
+  r.out = slurp(dir + "/out");
+  r.err = slurp(dir + "/err");
+  std::filesystem::remove_all(dir);
+  return r;
+}
+
+}  // namespace sapp::test

@@ -1,0 +1,27 @@
+// Shared test fixtures: the bundled catalog, models resolved from it, and running the CLI.
+#pragma once
+
+#include <string>
+
+#include "hardware/hardware.hpp"
+#include "memory/memory.hpp"
+#include "model/family.hpp"
+
+namespace sapp::test {
+
+const model::Catalog& catalog();  // loaded once per test binary from the source tree's data/
+model::Model bundled(const std::string& name);
+hardware::Hardware device(const std::string& name);
+std::string data_dir();
+
+struct Run {
+  int status = 0;
+  std::string out;
+  std::string err;
+};
+// Runs the sapp binary with `args` (shell-quoted by the caller), capturing stdout and stderr.
+Run sapp(const std::string& args, const std::string& env = "");
+std::string temp_dir();  // a fresh directory for one test
+void write_file(const std::string& path, const std::string& text);
+
+}  // namespace sapp::test

@@ -1,0 +1,145 @@
+// Parameter counts of the bundled configs against the published totals.
+// Tolerance: 0.5 %, or half a unit of the last published digit when the publisher rounds coarser than that
+// (a "37B" is any count in [36.5, 37.5) B); each test says which applies.
+#include <cmath>
+
+#include <gtest/gtest.h>
+
+#include "helpers.hpp"
+#include "io/error.hpp"
+#include "io/files.hpp"
+
+using sapp::test::bundled;
+
+namespace {
+
+// |got - published| within max(0.5 % of published, half of the published rounding unit).
+void near_published(double got, double published_billions, double rounding_unit_billions, const char* what) {
+  double tolerance = std::max(0.005 * published_billions, 0.5 * rounding_unit_billions) * 1e9;
+  EXPECT_NEAR(got, published_billions * 1e9, tolerance) << what << ": " << got / 1e9 << " B";
+}
+
+}  // namespace
+
+// Meta Llama 3 model card: 8B (8.03 B as HuggingFace lists the safetensors).
+TEST(PublishedParams, Llama3_8B_8_03B) { near_published(bundled("llama3-8b").params().total, 8.03, 0.01, "total"); }
+// HuggingFace meta-llama/Meta-Llama-3-70B: 70.6 B.
+TEST(PublishedParams, Llama3_70B_70_6B) { near_published(bundled("llama3-70b").params().total, 70.6, 0.1, "total"); }
+// HuggingFace meta-llama/Llama-3.1-405B: 405.9 B (Llama 3 paper: 405B).
+TEST(PublishedParams, Llama31_405B_405_9B) { near_published(bundled("llama3.1-405b").params().total, 405.9, 0.1, "total"); }
+// Mistral AI, "Mixtral of experts" (2024): 46.7 B total, 12.9 B active per token (embedding included).
+TEST(PublishedParams, Mixtral8x7B_46_7B_total_12_9B_active) {
+  auto p = bundled("mixtral-8x7b").params();
+  near_published(p.total, 46.7, 0.1, "total");
+  near_published(p.active, 12.9, 0.1, "active");
+}
+// DeepSeek-V3 technical report: 671 B total, 37 B activated; the HF model card: 685 B = 671 B main model + 14 B
+// MTP module, the module including its own copies of the embedding and head. sapp shares those with the main
+// model (as DeepSeek trains it), so its MTP count plus the two V x h tables is compared with 14 B; 14 is the
+// difference of two numbers rounded to 1 B, hence +-1 B. Activated parameters are counted without the input
+// embedding (the rounding of both the V2 and V3 papers agrees with that convention; with it, V3 gives 37.55 B).
+TEST(PublishedParams, DeepSeekV3_671B_total_37B_active_plus_MTP) {
+  auto m = bundled("deepseek-v3");
+  auto p = m.params();
+  near_published(p.total - p.mtp, 671, 1, "main model");
+  double tables = 2.0 * 129280 * 7168;
+  near_published(p.mtp + tables, 14, 2, "MTP module as the checkpoint stores it");
+  near_published(p.active_no_embedding, 37, 1, "activated");
+  EXPECT_EQ(m.mtp_layers(), 1);
+}
+// DeepSeek-V2 paper: 236 B total, 21 B activated.
+TEST(PublishedParams, DeepSeekV2_236B_total_21B_active) {
+  auto p = bundled("deepseek-v2").params();
+  near_published(p.total, 236, 1, "total");
+  near_published(p.active_no_embedding, 21, 1, "activated");
+}
+// Qwen2.5 model card (Qwen/Qwen2.5-72B): 72.7 B.
+TEST(PublishedParams, Qwen25_72B_72_7B) { near_published(bundled("qwen2.5-72b").params().total, 72.7, 0.1, "total"); }
+// Qwen3 model card (Qwen/Qwen3-235B-A22B): 235 B total, 22 B activated.
+TEST(PublishedParams, Qwen3_235B_A22B) {
+  auto p = bundled("qwen3-235b-a22b").params();
+  near_published(p.total, 235, 1, "total");
+  near_published(p.active, 22, 1, "active");
+}
+// OpenAI gpt-oss model card, table 1: gpt-oss-120b 116.83 B total, 5.13 B active per token (the card counts
+// the unembedding but not the embedding as active).
+TEST(PublishedParams, GptOss120B_117B_total_5_1B_active) {
+  auto p = bundled("gpt-oss-120b").params();
+  near_published(p.total, 116.83, 0.01, "total");
+  near_published(p.active_no_embedding, 5.13, 0.01, "active");
+}
+// Qwen3-Next model card: 80 B total, 3 B activated (without MTP, which the bundled config leaves out). Qwen's
+// cards count activated parameters without the embedding and the LM head (non-embedding parameters).
+TEST(PublishedParams, Qwen3Next_80B_A3B) {
+  auto p = bundled("qwen3-next-80b-a3b").params();
+  near_published(p.total, 80, 1, "total");
+  near_published(p.active - p.embedding - p.head, 3, 1, "active");
+}
+// Qwen2.5-VL-7B-Instruct on HuggingFace: 8.29 B (language model 7.6 B + vision tower 0.68 B).
+TEST(PublishedParams, Qwen25VL_7B_8_29B) {
+  auto m = bundled("qwen2.5-vl-7b");
+  near_published(m.params().total, 8.29, 0.01, "total");
+  EXPECT_EQ(m.vision_layers(), 32);
+}
+// Brown et al. 2020, table 2.1: GPT-3 175B.
+TEST(PublishedParams, GPT3_175B) { near_published(bundled("gpt3-175b").params().total, 175, 1, "total"); }
+
+TEST(LayerStack, HybridAndPrefixStacksComeFromData) {
+  auto ds = bundled("deepseek-v3");
+  ASSERT_EQ(ds.stack.size(), 3u);  // dense x3, moe x58, moe x1 (MTP)
+  EXPECT_EQ(ds.stack[0].count, 3);
+  EXPECT_EQ(ds.stack[1].count, 58);
+  EXPECT_TRUE(ds.stack[2].mtp);
+  auto next = bundled("qwen3-next-80b-a3b");
+  EXPECT_EQ(next.stack.size(), 24u);  // (3 linear, 1 full) x 12
+  EXPECT_EQ(next.kinds[static_cast<std::size_t>(next.stack[0].kind)].kind.attention, sapp::model::AttentionFlavour::Linear);
+  auto oss = bundled("gpt-oss-120b");
+  EXPECT_EQ(oss.stack.size(), 36u);
+  EXPECT_TRUE(oss.kinds[static_cast<std::size_t>(oss.stack[0].kind)].kind.sliding);
+  auto vl = bundled("qwen2.5-vl-7b");
+  EXPECT_TRUE(vl.stack.front().vision);
+}
+
+TEST(ModelSpec, UnsetMeansUnsetNotZero) {
+  auto m = sapp::model::model_from_json(nlohmann::json::parse(R"({"model_type":"llama","hidden_size":64,"num_hidden_layers":2,
+      "num_attention_heads":4,"vocab_size":100,"intermediate_size":128})"),
+                                        "tiny.json");
+  EXPECT_FALSE(m.num_kv_heads.has_value());
+  EXPECT_EQ(m.kv_heads(), 4);  // defaults to the heads, not 0
+  EXPECT_FALSE(m.num_experts.has_value());
+  EXPECT_FALSE(m.is_moe());
+}
+
+TEST(ModelSpec, KeySpellingsOfEveryFamily) {
+  // num_local_experts (Mixtral, gpt-oss) and experts_per_token (gpt-oss) read as experts: a reference defect
+  // priced Mixtral as dense.
+  EXPECT_EQ(bundled("mixtral-8x7b").spec.num_experts.value_or(0), 8);
+  EXPECT_EQ(bundled("gpt-oss-120b").spec.experts_per_token.value_or(0), 4);
+  EXPECT_EQ(bundled("deepseek-v3").spec.num_experts.value_or(0), 256);  // n_routed_experts
+  EXPECT_EQ(bundled("deepseek-v3").spec.qk_nope_head_dim.value_or(0), 128);
+  EXPECT_EQ(bundled("deepseek-v3").spec.v_head_dim.value_or(0), 128);
+}
+
+TEST(Families, ANewFamilyIsADataFileOnly) {
+  // A family sapp has never seen: a parallel-attention-free "toy" with a 2-matmul MLP and biases everywhere,
+  // chosen from its model_type by the profile's own list.
+  std::string dir = sapp::test::temp_dir();
+  sapp::test::write_file(dir + "/toyfam.yaml", R"(
+model_types: [toy_lm]
+defaults: {qkv_bias: 1, o_bias: 1, mlp_bias: 1, norm_bias: 1}
+kinds:
+  block: {attention: gqa, ffn: dense, ops: {att_mm: 4, att_bmm: 2, ffn_mm: 2, softmax: 1, norm: 2, tp_comm: 4, act: 1, linrec: 0}}
+)");
+  const auto& cat = sapp::test::catalog();
+  auto profiles = cat.profiles;
+  profiles.push_back(sapp::model::load_profile(dir + "/toyfam.yaml", cat.records));
+  auto spec = sapp::model::model_from_json(nlohmann::json::parse(R"({"model_type":"toy_lm","hidden_size":64,"num_hidden_layers":3,
+      "num_attention_heads":4,"vocab_size":1000,"intermediate_size":256,"tie_word_embeddings":true})"),
+                                           "toy.json");
+  auto m = sapp::model::resolve(spec, cat.records, profiles);
+  EXPECT_EQ(m.profile.arch, "toyfam");
+  // Per layer: attention 4h^2 + 4h biases, MLP 2*h*f + f + h, two LayerNorms 4h; plus embedding V*h and final norm 2h.
+  double h = 64, f = 256, v = 1000;
+  double layer = 4 * h * h + 4 * h + 2 * h * f + f + h + 4 * h;
+  EXPECT_DOUBLE_EQ(m.params().total, 3 * layer + v * h + 2 * h);
+}
