@@ -34,7 +34,7 @@ void write_file(const std::string& path, const std::string& text) {
   out << text;
 }
 
-Run sapp(const std::string& args, const std::string& env) {
+Run run_sapp(const std::string& args, const std::string& env) {
   std::string dir = temp_dir();
   std::string cmd = env + (env.empty() ? "" : " ") + std::string(SAPP_BINARY) + " " + args + " >" + dir + "/out 2>" + dir + "/err";
   int rc = std::system(cmd.c_str());
@@ -53,3 +53,17 @@ Run sapp(const std::string& args, const std::string& env) {
 }
 
 }  // namespace sapp::test
+
+#include <stdexcept>
+
+#include "io/files.hpp"
+
+namespace sapp {
+std::string io_replace_for_test(const std::string& from, const std::string& to) {
+  std::string text = io::read_text(test::data_dir() + "/op_records.yaml");
+  auto at = text.find(from);
+  if (at == std::string::npos) throw std::runtime_error("test fixture: text not found: " + from);
+  return text.replace(at, from.size(), to);
+}
+nlohmann::json io_yaml_for_test(const std::string& text) { return io::parse_yaml(text, "test.yaml"); }
+}  // namespace sapp

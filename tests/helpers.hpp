@@ -20,8 +20,16 @@ struct Run {
   std::string err;
 };
 // Runs the sapp binary with `args` (shell-quoted by the caller), capturing stdout and stderr.
-Run sapp(const std::string& args, const std::string& env = "");
+Run run_sapp(const std::string& args, const std::string& env = "");
 std::string temp_dir();  // a fresh directory for one test
 void write_file(const std::string& path, const std::string& text);
 
 }  // namespace sapp::test
+
+#include <nlohmann/json.hpp>
+
+namespace sapp {
+// Text of a data file with one exact substring replaced (test helper; fails loudly when the text is absent).
+std::string io_replace_for_test(const std::string& from, const std::string& to);
+nlohmann::json io_yaml_for_test(const std::string& text);
+}  // namespace sapp

@@ -66,8 +66,15 @@ int main(int argc, char** argv) {
   auto balance = sapp::cli::add_balance(app);
   try {
     app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
+  } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::fprintf(stderr, "sapp: error: %s (see sapp --help)\n", e.what());
+    return 2;
   }
   try {
     if (app.got_subcommand("estimate"))

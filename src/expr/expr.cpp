@@ -189,6 +189,7 @@ class Parser {
     std::sort(names_.begin(), names_.end());
     names_.erase(std::unique(names_.begin(), names_.end()), names_.end());
     out_.names_ = names_;
+    out_.flatten();
     return std::move(out_);
   }
 
@@ -532,7 +533,33 @@ Expr Expr::constant(Value v, std::string source) {
   e.nodes_.push_back(Node{Op::Const, v, -1, {}, {}});
   e.root_ = 0;
   e.source_ = std::move(source);
+  e.flatten();
   return e;
+}
+
+void Expr::flatten() {
+  flat_.clear();
+  operands_.clear();
+  cmps_.clear();
+  flat_.reserve(nodes_.size());
+  for (const Node& n : nodes_) {
+    Flat f;
+    f.op = n.op;
+    f.value = n.value;
+    f.symbol = n.symbol;
+    if (n.op == Op::Compare || n.op == Op::Max || n.op == Op::Min) {
+      f.first = static_cast<std::int32_t>(operands_.size());
+      f.count = static_cast<std::int32_t>(n.kids.size());
+      for (int k : n.kids) operands_.push_back(k);
+      for (Cmp c : n.cmps) cmps_.push_back(c);
+      f.c = static_cast<std::int32_t>(cmps_.size() - n.cmps.size());  // where this node's comparators start
+    } else {
+      if (!n.kids.empty()) f.a = n.kids[0];
+      if (n.kids.size() > 1) f.b = n.kids[1];
+      if (n.kids.size() > 2) f.c = n.kids[2];
+    }
+    flat_.push_back(f);
+  }
 }
 
 bool Expr::reads(int symbol) const { return std::binary_search(names_.begin(), names_.end(), symbol); }
@@ -548,51 +575,54 @@ Value Expr::eval(const Env& env) const {
 }
 
 Value Expr::eval_node(int index, const Env& env) const {
-  const Node& n = nodes_[static_cast<std::size_t>(index)];
+  const Flat& n = flat_[static_cast<std::size_t>(index)];
   switch (n.op) {
     case Op::Const: return n.value;
     case Op::Name:
       if (!env.has(n.symbol)) throw Error(fmt::format("reads {}, which is not set", env.symbols().name(n.symbol)));
       return env.get(n.symbol);
     case Op::Neg: {
-      Value v = eval_node(n.kids[0], env);
+      Value v = eval_node(n.a, env);
       if (v.is_int) {
         if (v.i == std::numeric_limits<std::int64_t>::min()) overflow();
         return Value::of_int(-v.i);
       }
       return Value::of_double(-v.d);
     }
-    case Op::Pos: return eval_node(n.kids[0], env);
-    case Op::Not: return Value::of_int(eval_node(n.kids[0], env).truthy() ? 0 : 1);
+    case Op::Pos: return eval_node(n.a, env);
+    case Op::Not: return Value::of_int(eval_node(n.a, env).truthy() ? 0 : 1);
     case Op::And: {
-      Value left = eval_node(n.kids[0], env);
-      return left.truthy() ? eval_node(n.kids[1], env) : left;
+      Value left = eval_node(n.a, env);
+      return left.truthy() ? eval_node(n.b, env) : left;
     }
     case Op::Or: {
-      Value left = eval_node(n.kids[0], env);
-      return left.truthy() ? left : eval_node(n.kids[1], env);
+      Value left = eval_node(n.a, env);
+      return left.truthy() ? left : eval_node(n.b, env);
     }
-    case Op::IfElse: return eval_node(n.kids[0], env).truthy() ? eval_node(n.kids[1], env) : eval_node(n.kids[2], env);
+    case Op::IfElse: return eval_node(n.a, env).truthy() ? eval_node(n.b, env) : eval_node(n.c, env);
     case Op::Compare: {
-      Value left = eval_node(n.kids[0], env);
-      for (std::size_t k = 0; k < n.cmps.size(); ++k) {
-        Value right = eval_node(n.kids[k + 1], env);
-        if (!compare(n.cmps[k], left, right)) return Value::of_int(0);
+      const std::int32_t* kid = operands_.data() + n.first;
+      const Cmp* cmp = cmps_.data() + n.c;
+      Value left = eval_node(kid[0], env);
+      for (std::int32_t k = 1; k < n.count; ++k) {
+        Value right = eval_node(kid[k], env);
+        if (!compare(cmp[k - 1], left, right)) return Value::of_int(0);
         left = right;
       }
       return Value::of_int(1);
     }
     case Op::Max:
     case Op::Min: {
-      Value best = eval_node(n.kids[0], env);
-      for (std::size_t k = 1; k < n.kids.size(); ++k) {
-        Value v = eval_node(n.kids[k], env);
+      const std::int32_t* kid = operands_.data() + n.first;
+      Value best = eval_node(kid[0], env);
+      for (std::int32_t k = 1; k < n.count; ++k) {
+        Value v = eval_node(kid[k], env);
         bool better = n.op == Op::Max ? compare(Cmp::Gt, v, best) : compare(Cmp::Lt, v, best);
         if (better) best = v;
       }
       return best;
     }
-    default: return binary(n.op, eval_node(n.kids[0], env), eval_node(n.kids[1], env));
+    default: return binary(n.op, eval_node(n.a, env), eval_node(n.b, env));
   }
 }
 

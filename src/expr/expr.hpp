@@ -122,8 +122,21 @@ class Expr {
   };
 
  private:
+  // The evaluated form: fixed-size nodes, children by index, variadic operands in side arrays. Built once
+  // from the parse tree so evaluation touches no vectors of its own.
+  struct Flat {
+    Op op = Op::Const;
+    std::int32_t a = -1, b = -1, c = -1;  // children (unary: a; binary: a, b; if-else: test a, body b, else c)
+    std::int32_t first = 0, count = 0;    // Compare/Max/Min: operands in operands_[first, first + count)
+    std::int32_t symbol = -1;
+    Value value{};
+  };
+  void flatten();
   [[nodiscard]] Value eval_node(int index, const Env& env) const;
   std::vector<Node> nodes_;
+  std::vector<Flat> flat_;
+  std::vector<std::int32_t> operands_;
+  std::vector<Cmp> cmps_;
   int root_ = -1;
   std::string source_;
   std::string where_;

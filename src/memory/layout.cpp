@@ -31,6 +31,54 @@ Recompute parse_recompute(const std::string& text, const std::string& where) {
   fail(where, "'{}' is not a recompute mode; expected one of off, selective, full", text);
 }
 
+namespace {
+
+Recompute one_mode(const nlohmann::json& value, const std::string& where) {
+  if (value.is_boolean()) {
+    if (!value.get<bool>()) return Recompute::Off;  // YAML reads a bare `off` as false
+    fail(where, "true is not a recompute mode; expected one of off, selective, full, a list of them, or auto");
+  }
+  if (!value.is_string()) fail(where, "{} is not a recompute mode; expected one of off, selective, full, a list of them, or auto", value.dump());
+  std::string text = value.get<std::string>();
+  std::string t;
+  for (char c : text) t.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+  if (t == "off" || t == "none") return Recompute::Off;
+  if (t == "selective") return Recompute::Selective;
+  if (t == "full") return Recompute::Full;
+  fail(where, "\"{}\" is not a recompute mode; expected one of off, selective, full, a list of them, or auto", text);
+}
+
+}  // namespace
+
+std::vector<Recompute> read_recompute_modes(const nlohmann::json& stated, const std::string& where) {
+  if (stated.is_string()) {
+    std::string t;
+    for (char c : stated.get<std::string>()) t.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+    if (t == "auto") return {Recompute::Off, Recompute::Selective, Recompute::Full};
+  }
+  std::vector<nlohmann::json> listed;
+  if (stated.is_array()) {
+    if (stated.empty()) fail(where, "an empty list allows no recompute mode");
+    for (const auto& v : stated) listed.push_back(v);
+  } else {
+    listed.push_back(stated);
+  }
+  std::vector<Recompute> modes;
+  for (const auto& v : listed) {
+    Recompute m = one_mode(v, where);
+    if (std::find(modes.begin(), modes.end(), m) == modes.end()) modes.push_back(m);
+  }
+  return modes;
+}
+
+Recompute read_activation_checkpoint_mode(const nlohmann::json& stated, const std::string& where) {
+  if (stated.is_null()) return Recompute::Off;
+  if (stated.is_array() || (stated.is_string() && stated.get<std::string>() == "auto")) {
+    fail(where, "{} is not one activation checkpoint mode; expected one of off, selective, full", stated.dump());
+  }
+  return one_mode(stated, where);
+}
+
 std::string Layout::describe() const {
   std::string s = fmt::format("dp{} tp{}{} pp{}", dp, tp, sp ? "+sp" : "", pp);
   if (vpp > 1) s += fmt::format(" vpp{}", vpp);

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "model/family.hpp"
 
 namespace sapp {
@@ -19,6 +21,11 @@ const char* to_string(CpAlgo a);
 // Reads a recompute mode as the trainer's activation_checkpoint.mode (seed 000): YAML's bare `off` is false
 // and means off, `none` is off; `true`, lists and `auto` are refused.
 Recompute parse_recompute(const std::string& text, const std::string& where);
+// Reads recompute as a search dimension (seed 000): "auto" for every mode, one mode, or a list of modes, in the
+// order stated, each once. YAML's bare `off` (false) is off; true, an empty list or a non-mode is refused.
+std::vector<Recompute> read_recompute_modes(const nlohmann::json& stated, const std::string& where);
+// Reads one activation-checkpoint mode as the trainer does: null is off; lists, auto and true are refused.
+Recompute read_activation_checkpoint_mode(const nlohmann::json& stated, const std::string& where);
 
 struct Layout {
   int dp = 1;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <numeric>
 
 #include <fmt/format.h>
@@ -12,14 +13,20 @@ namespace sapp {
 
 namespace {
 
-void set(expr::Env& env, const expr::Symbols& sym, const char* name, long long v) {
-  int i = sym.find(name);
-  if (i >= 0) env.set(i, expr::Value::of_int(v));
+void set(expr::Env& env, int index, long long v) {
+  if (index >= 0) env.set(index, expr::Value::of_int(v));
 }
 
-void set(expr::Env& env, const expr::Symbols& sym, const char* name, double v) {
-  int i = sym.find(name);
-  if (i >= 0) env.set(i, expr::Value::of_double(v));
+void set(expr::Env& env, int index, double v) {
+  if (index >= 0) env.set(index, expr::Value::of_double(v));
+}
+
+// A whole number stays a Python int so the records' arithmetic keeps int semantics.
+void set_number(expr::Env& env, int index, double v) {
+  if (v == std::floor(v) && std::fabs(v) < 9e15)
+    set(env, index, static_cast<long long>(v));
+  else
+    set(env, index, v);
 }
 
 // Average number of keys a causal query attends: positions 1..S, capped by a sliding window w.
@@ -33,7 +40,7 @@ double causal_context(long long seq, long long window) {
 }  // namespace
 
 expr::Env layer_env(const model::Model& model, const model::BoundKind& kind, const Layout& l, const Training& training) {
-  const expr::Symbols& sym = model.records->symbols;
+  const model::LayoutSymbols& sym = model.records->layout;
   expr::Env env = kind.env;
   long long seq = training.seq;
   int cp = l.cp;
@@ -45,62 +52,53 @@ expr::Env layer_env(const model::Model& model, const model::BoundKind& kind, con
   } else {
     ctx = causal_context(seq, kind.kind.sliding ? model.spec.sliding_window.value_or(0) : 0);
   }
-  if (seq % cp == 0)
-    set(env, sym, "s", seq / cp);
-  else
-    set(env, sym, "s", static_cast<double>(seq) / cp);
-  set(env, sym, "seq", seq);
-  set(env, sym, "ctx", ctx);
-  set(env, sym, "b", static_cast<long long>(l.mbs));
-  set(env, sym, "t", static_cast<long long>(l.tp));
-  set(env, sym, "tsp", static_cast<long long>(l.tsp()));
-  set(env, sym, "cp", static_cast<long long>(cp));
-  set(env, sym, "ep", static_cast<long long>(l.ep));
-  set(env, sym, "etp", static_cast<long long>(l.etp));
-  set(env, sym, "tok_shard", static_cast<long long>(std::max(1, l.tsp() / l.etp)));
-  set(env, sym, "fa", static_cast<long long>(training.flash_attention ? 1 : 0));
-  if (training.compute_bytes == std::floor(training.compute_bytes))
-    set(env, sym, "bc", static_cast<long long>(training.compute_bytes));
-  else
-    set(env, sym, "bc", training.compute_bytes);
-  if (training.capacity_factor == std::floor(training.capacity_factor))
-    set(env, sym, "cap", static_cast<long long>(training.capacity_factor));
-  else
-    set(env, sym, "cap", training.capacity_factor);
+  set_number(env, sym.s, static_cast<double>(seq) / cp);
+  set(env, sym.seq, seq);
+  set(env, sym.ctx, ctx);
+  set(env, sym.b, static_cast<long long>(l.mbs));
+  set(env, sym.t, static_cast<long long>(l.tp));
+  set(env, sym.tsp, static_cast<long long>(l.tsp()));
+  set(env, sym.cp, static_cast<long long>(cp));
+  set(env, sym.ep, static_cast<long long>(l.ep));
+  set(env, sym.etp, static_cast<long long>(l.etp));
+  set(env, sym.tok_shard, static_cast<long long>(std::max(1, l.tsp() / l.etp)));
+  set(env, sym.fa, static_cast<long long>(training.flash_attention ? 1 : 0));
+  set_number(env, sym.bc, training.compute_bytes);
+  set_number(env, sym.cap, training.capacity_factor);
   return env;
+}
+
+ModeActivations layer_activations(const model::Model& model, expr::Env env) {
+  const model::OpRecords& rec = *model.records;
+  ModeActivations out;
+  out.full.attention = rec.full_recompute->eval_double(env);
+  std::uint32_t dropped = 0;  // switches `selective` drops, as a bit set
+  for (const auto& name : model.selective) dropped |= 1u << rec.switch_index(name);
+  for (const auto& slot : rec.slots) {
+    if (slot.when && !slot.when->eval(env).truthy()) continue;
+    expr::Value all = expr::Value::of_int(0);
+    expr::Value kept = expr::Value::of_int(0);
+    for (const auto& entry : slot.entries) {
+      expr::Value v = entry.elements.eval(env);
+      all = expr::binary(expr::Op::Add, all, v);
+      int sw = rec.op_switch[static_cast<std::size_t>(entry.op)];
+      if (sw < 0 || !(dropped & (1u << sw))) kept = expr::binary(expr::Op::Add, kept, v);
+    }
+    env.set(rec.total_symbol, all);
+    double off = slot.formula.eval_double(env);
+    env.set(rec.total_symbol, kept);
+    double sel = slot.formula.eval_double(env);
+    double* off_part = slot.part == "attention" ? &out.off.attention : slot.part == "ffn" ? &out.off.ffn : &out.off.norm;
+    double* sel_part = slot.part == "attention" ? &out.selective.attention : slot.part == "ffn" ? &out.selective.ffn : &out.selective.norm;
+    *off_part += off;
+    *sel_part += sel;
+  }
+  return out;
 }
 
 LayerActivation layer_activation(const model::Model& model, const model::BoundKind& kind, const expr::Env& bound, Recompute mode) {
   (void)kind;
-  const model::OpRecords& rec = *model.records;
-  LayerActivation out;
-  if (mode == Recompute::Full) {
-    out.attention = rec.full_recompute->eval_double(bound);
-    return out;
-  }
-  expr::Env env = bound;
-  std::vector<char> dropped(rec.switches.size(), 0);
-  if (mode == Recompute::Selective) {
-    for (const auto& name : model.selective) dropped[static_cast<std::size_t>(rec.switch_index(name))] = 1;
-  }
-  for (const auto& slot : rec.slots) {
-    if (slot.when && !slot.when->eval(env).truthy()) continue;
-    expr::Value total = expr::Value::of_int(0);
-    for (const auto& entry : slot.entries) {
-      const model::OpRecord& op = rec.ops[static_cast<std::size_t>(entry.op)];
-      if (!op.switch_name.empty() && dropped[static_cast<std::size_t>(rec.switch_index(op.switch_name))]) continue;
-      total = expr::binary(expr::Op::Add, total, entry.elements.eval(env));
-    }
-    env.set(rec.total_symbol, total);
-    double bytes = slot.formula.eval_double(env);
-    if (slot.part == "attention")
-      out.attention += bytes;
-    else if (slot.part == "ffn")
-      out.ffn += bytes;
-    else
-      out.norm += bytes;
-  }
-  return out;
+  return layer_activations(model, bound).of(mode);
 }
 
 LayerActivation layer_activation(const model::Model& model, int kind, const Layout& layout, const Training& training, Recompute mode) {
@@ -109,57 +107,73 @@ LayerActivation layer_activation(const model::Model& model, int kind, const Layo
 }
 
 std::vector<StagePlan> plan_stages(const model::Model& model, const Layout& l) {
-  // The units split over chunks: vision tower layers, then body layers, in model order. MTP layers go last.
-  std::vector<int> units;
-  std::vector<int> mtp;
-  for (const auto& g : model.stack) {
-    for (long long i = 0; i < g.count; ++i) (g.mtp ? mtp : units).push_back(g.kind);
-  }
-  long long chunks = 1LL * l.pp * l.vpp;
-  long long total = static_cast<long long>(units.size());
-  long long base = total / chunks;
-  long long extra = total % chunks;  // to virtual chunks 1..extra: chunk 0 already holds the embedding
   std::vector<StagePlan> plan(static_cast<std::size_t>(l.pp));
   for (auto& st : plan) st.chunks.resize(static_cast<std::size_t>(l.vpp));
   plan.front().first = true;
   plan.back().last = true;
-  std::size_t next = 0;
-  auto add = [](ChunkLayers& c, int kind) {
+  for_each_chunk_group(model, l, [&](int stage, int chunk, int kind, long long count) {
+    ChunkLayers& c = plan[static_cast<std::size_t>(stage)].chunks[static_cast<std::size_t>(chunk)];
     if (!c.groups.empty() && c.groups.back().first == kind)
-      ++c.groups.back().second;
+      c.groups.back().second += count;
     else
-      c.groups.emplace_back(kind, 1);
-    ++c.layers;
-  };
-  for (long long k = 0; k < chunks; ++k) {
-    long long n = base + ((k >= 1 && k <= extra) ? 1 : 0);
-    ChunkLayers& c = plan[static_cast<std::size_t>(k % l.pp)].chunks[static_cast<std::size_t>(k / l.pp)];
-    for (long long i = 0; i < n && next < units.size(); ++i) add(c, units[next++]);
-  }
-  for (int kind : mtp) add(plan.back().chunks.back(), kind);
+      c.groups.emplace_back(kind, count);
+    c.layers += count;
+  });
   return plan;
 }
 
-std::vector<std::vector<long long>> in_flight(const Layout& l, bool less_memory) {
+long long in_flight_count(const Layout& l, bool less_memory, int chunk, int stage) {
   long long S = l.pp;
   long long V = l.vpp;
   long long m = l.micro_batches;
-  std::vector<std::vector<long long>> a(static_cast<std::size_t>(V), std::vector<long long>(static_cast<std::size_t>(S), 0));
-  for (long long s = 0; s < S; ++s) {
-    if (V == 1) {
-      a[0][static_cast<std::size_t>(s)] = std::min(S - s, m);
-      continue;
-    }
-    for (long long v = 0; v < V; ++v) {
-      long long n = S;
-      if (less_memory) {
-        if (v == V - 1) n = S - s;
-      } else {
-        if (v == 0) n += std::max(0LL, S - 2 * s - 1);
-        if (v == V - 1) n += std::min(0LL, S - 2 * s - 1);
+  long long s = stage;
+  if (V == 1) return std::min(S - s, m);
+  long long n = S;
+  if (less_memory) {
+    if (chunk == V - 1) n = S - s;
+  } else {
+    if (chunk == 0) n += std::max(0LL, S - 2 * s - 1);
+    if (chunk == V - 1) n += std::min(0LL, S - 2 * s - 1);
+  }
+  return std::clamp(n, 1LL, m);
+}
+
+void for_each_chunk_group(const model::Model& model, const Layout& l, const std::function<void(int, int, int, long long)>& visit) {
+  long long units = model.vision_layers() + model.body_layers();
+  long long chunks = 1LL * l.pp * l.vpp;
+  long long base = units / chunks;
+  long long extra = units % chunks;
+  std::size_t g = 0;   // current stack group (MTP groups skipped)
+  long long used = 0;  // layers of group g already placed
+  for (long long k = 0; k < chunks; ++k) {
+    long long n = base + ((k >= 1 && k <= extra) ? 1 : 0);
+    int stage = static_cast<int>(k % l.pp);
+    int chunk = static_cast<int>(k / l.pp);
+    while (n > 0 && g < model.stack.size()) {
+      const model::LayerGroup& group = model.stack[g];
+      if (group.mtp) {
+        ++g;
+        continue;
       }
-      a[static_cast<std::size_t>(v)][static_cast<std::size_t>(s)] = std::clamp(n, 1LL, m);
+      long long take = std::min(n, group.count - used);
+      visit(stage, chunk, group.kind, take);
+      n -= take;
+      used += take;
+      if (used == group.count) {
+        ++g;
+        used = 0;
+      }
     }
+  }
+  for (const auto& group : model.stack) {
+    if (group.mtp) visit(l.pp - 1, l.vpp - 1, group.kind, group.count);
+  }
+}
+
+std::vector<std::vector<long long>> in_flight(const Layout& l, bool less_memory) {
+  std::vector<std::vector<long long>> a(static_cast<std::size_t>(l.vpp), std::vector<long long>(static_cast<std::size_t>(l.pp), 0));
+  for (int v = 0; v < l.vpp; ++v) {
+    for (int s = 0; s < l.pp; ++s) a[static_cast<std::size_t>(v)][static_cast<std::size_t>(s)] = in_flight_count(l, less_memory, v, s);
   }
   return a;
 }
@@ -172,17 +186,35 @@ MemoryEstimate estimate_memory(const model::Model& model, const Layout& l, const
   std::vector<char> moe(nk, 0);
   for (std::size_t k = 0; k < nk; ++k) {
     const model::BoundKind& kind = model.kinds[k];
-    expr::Env env = layer_env(model, kind, l, training);
-    act[k] = layer_activation(model, kind, env, l.recompute).total();
-    act_off[k] = l.recompute == Recompute::Off ? act[k] : layer_activation(model, kind, env, Recompute::Off).total();
+    ModeActivations modes = layer_activations(model, layer_env(model, kind, l, training));
+    act[k] = modes.of(l.recompute).total();
+    act_off[k] = modes.off.total();
     // TP shards attention and FFN matrices; norms are replicated. Experts are split over EP x expert-TP.
     dense_elems[k] = (kind.attention_params + kind.ffn_params) / l.tp + kind.norm_params;
     expert_elems[k] = kind.expert_params / (static_cast<double>(l.ep) * l.etp);
     layer_param_elems[k] = dense_elems[k] + expert_elems[k];
     moe[k] = kind.kind.ffn == model::FfnFlavour::Moe ? 1 : 0;
   }
-  std::vector<StagePlan> plan = plan_stages(model, l);
-  auto flight = in_flight(l, training.interleave_less_memory);
+  // Per stage: parameter elements, in-flight activations, the largest rebuilt layer, MoE presence.
+  struct Sums {
+    long long layers = 0;
+    double pn = 0, pe = 0, act = 0, working = 0, max_layer = 0;
+    bool moe = false;
+  };
+  std::vector<Sums> sums(static_cast<std::size_t>(l.pp));
+  bool less = training.interleave_less_memory;
+  for_each_chunk_group(model, l, [&](int stage, int chunk, int kind, long long count) {
+    Sums& x = sums[static_cast<std::size_t>(stage)];
+    std::size_t k = static_cast<std::size_t>(kind);
+    double n = static_cast<double>(count);
+    x.layers += count;
+    x.pn += n * dense_elems[k];
+    x.pe += n * expert_elems[k];
+    x.act += static_cast<double>(in_flight_count(l, less, chunk, stage)) * n * act[k];
+    x.working = std::max(x.working, act_off[k] - act[k]);
+    x.max_layer = std::max(x.max_layer, layer_param_elems[k]);
+    x.moe = x.moe || moe[k];
+  });
 
   double h = static_cast<double>(spec.hidden_size);
   double bc = training.compute_bytes;
@@ -196,41 +228,29 @@ MemoryEstimate estimate_memory(const model::Model& model, const Layout& l, const
   MemoryEstimate est;
   est.capacity_bytes = capacity;
   for (int s = 0; s < l.pp; ++s) {
-    const StagePlan& st = plan[static_cast<std::size_t>(s)];
+    const Sums& x = sums[static_cast<std::size_t>(s)];
     StageMemory m;
     m.stage = s;
-    double pn = 0;
-    double pe = 0;
-    double working = 0;
-    double max_layer_params = 0;
-    bool has_moe = false;
-    for (int v = 0; v < l.vpp; ++v) {
-      const ChunkLayers& c = st.chunks[static_cast<std::size_t>(v)];
-      double flying = static_cast<double>(flight[static_cast<std::size_t>(v)][static_cast<std::size_t>(s)]);
-      m.layers += c.layers;
-      for (const auto& [kind, count] : c.groups) {
-        std::size_t k = static_cast<std::size_t>(kind);
-        double n = static_cast<double>(count);
-        pn += n * dense_elems[k];
-        pe += n * expert_elems[k];
-        m.layer_activations += flying * n * act[k];
-        working = std::max(working, act_off[k] - act[k]);
-        max_layer_params = std::max(max_layer_params, layer_param_elems[k]);
-        has_moe = has_moe || moe[k];
-      }
-    }
-    m.recompute_working = working;
-    if (st.first) {
+    m.layers = x.layers;
+    double pn = x.pn;
+    double pe = x.pe;
+    double max_layer_params = x.max_layer;
+    bool has_moe = x.moe;
+    m.layer_activations = x.act;
+    m.recompute_working = x.working;
+    bool first = s == 0;
+    bool last = s == l.pp - 1;
+    if (first) {
       pn += model.embedding_params / l.tp + model.vision_extra_params / l.tp;
       // Embedding output (and its dropout mask) for every micro-batch the first chunk holds.
-      m.embedding_activations = static_cast<double>(flight[0][static_cast<std::size_t>(s)]) * tokens * (bc * h + dropout * h) / l.tsp();
+      m.embedding_activations = static_cast<double>(in_flight_count(l, less, 0, s)) * tokens * (bc * h + dropout * h) / l.tsp();
     }
-    if (st.last) {
+    if (last) {
       pn += model.head_params / l.tp + model.final_norm_params + model.mtp_extra_params * static_cast<double>(mtp) / l.tp;
       if (spec.tie_word_embeddings && l.pp > 1) pn += model.embedding_params / l.tp;  // the last stage's copy
       // Final norm input, and logits in the compute dtype plus their fp32 upcast for the loss (one per MTP depth too).
       double logits = tokens * (bc + 4.0) * static_cast<double>(spec.vocab_size) / l.tp * static_cast<double>(1 + mtp);
-      m.head_activations = static_cast<double>(flight.back()[static_cast<std::size_t>(s)]) * (tokens * bc * h / l.tsp() + logits);
+      m.head_activations = static_cast<double>(in_flight_count(l, less, l.vpp - 1, s)) * (tokens * bc * h / l.tsp() + logits);
     }
     m.param_elements = pn;
     m.expert_param_elements = pe;

@@ -6,6 +6,7 @@
 // buffers are the communication workspaces, in bytes; a configurable reserve is added. Peak = max over stages.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -23,9 +24,16 @@ struct LayerActivation {
   [[nodiscard]] double total() const { return attention + ffn + norm; }
 };
 
+struct ModeActivations {
+  LayerActivation off, selective, full;
+  [[nodiscard]] const LayerActivation& of(Recompute mode) const { return mode == Recompute::Off ? off : mode == Recompute::Selective ? selective : full; }
+};
+
 // An expr::Env for a kind with the layout's names bound (s, seq, ctx, b, t, tsp, cp, ep, etp, tok_shard, fa, bc, cap).
 expr::Env layer_env(const model::Model& model, const model::BoundKind& kind, const Layout& layout, const Training& training);
 LayerActivation layer_activation(const model::Model& model, const model::BoundKind& kind, const expr::Env& env, Recompute mode);
+// All three modes from one pass over the slots (each element evaluated once).
+ModeActivations layer_activations(const model::Model& model, expr::Env env);
 LayerActivation layer_activation(const model::Model& model, int kind, const Layout& layout, const Training& training, Recompute mode);
 
 // Which layers each pipeline stage and chunk holds, in model order.
@@ -39,6 +47,11 @@ struct StagePlan {
   bool last = false;                // holds the final norm, LM head, MTP
 };
 std::vector<StagePlan> plan_stages(const model::Model& model, const Layout& layout);
+// The same split without building it: visit(stage, chunk, kind, count) for each run of layers, in model order.
+// Vision and body layers are spread over PP x VPP chunks (the remainder to virtual chunks 1..r, since chunk 0
+// holds the embedding); MTP layers go to the last chunk of the last stage.
+void for_each_chunk_group(const model::Model& model, const Layout& layout, const std::function<void(int, int, int, long long)>& visit);
+long long in_flight_count(const Layout& layout, bool less_memory, int chunk, int stage);
 
 // Micro-batches in flight per [chunk][stage] at a stage's peak (1F1B: p - i; interleaved: Megatron's warm-up).
 std::vector<std::vector<long long>> in_flight(const Layout& layout, bool less_memory);

@@ -54,6 +54,11 @@ struct WorkTerm {
   expr::Expr formula;
 };
 
+// Indices of the names the estimators bind per layout, resolved once when the records load (-1: unread).
+struct LayoutSymbols {
+  int s = -1, seq = -1, ctx = -1, b = -1, t = -1, tsp = -1, cp = -1, ep = -1, etp = -1, tok_shard = -1, fa = -1, bc = -1, cap = -1;
+};
+
 struct OpRecords {
   std::string file;
   expr::Symbols symbols;
@@ -66,6 +71,8 @@ struct OpRecords {
   std::vector<ParamTerm> params;
   std::vector<WorkTerm> work;
   int total_symbol = -1;
+  LayoutSymbols layout;
+  std::vector<int> op_switch;  // per op, the index of its switch, -1 for none
 
   [[nodiscard]] int op_index(const std::string& name) const;
   [[nodiscard]] int switch_index(const std::string& name) const;  // -1 when absent
