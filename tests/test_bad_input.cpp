@@ -16,8 +16,8 @@ namespace {
 
 struct Case {
   std::string name;
-  std::string args;                // after the subcommand's own required options
-  std::vector<std::string> says;   // substrings the one error line must hold
+  std::string args;               // after the subcommand's own required options
+  std::vector<std::string> says;  // substrings the one error line must hold
   std::string env = "";
 };
 
@@ -63,32 +63,61 @@ class BadInput : public ::testing::Test {
 TEST_F(BadInput, ModelFiles) {
   std::vector<Case> cases = {
       {"unknown bundled model", est("llama-9000"), {"--model", "llama-9000", "bundled"}},
-      {"missing required field", est(file("m1.json", R"({"model_type":"llama","num_hidden_layers":2,"num_attention_heads":4,"vocab_size":10,"intermediate_size":8})")),
+      {"missing required field",
+       est(file("m1.json", R"({"model_type":"llama","num_hidden_layers":2,"num_attention_heads":4,"vocab_size":10,"intermediate_size":8})")),
        {"m1.json", "hidden_size", "required"}},
       {"malformed JSON", est(file("m2.json", R"({"model_type": "llama", "hidden_size": 64,)")), {"m2.json", "not valid JSON"}},
       {"malformed YAML", est(file("m3.yaml", "model_type: llama\nhidden_size: [64\n")), {"m3.yaml", "not valid YAML"}},
-      {"wrong type", est(file("m4.json", R"({"model_type":"llama","hidden_size":"64","num_hidden_layers":2,"num_attention_heads":4,"vocab_size":10,"intermediate_size":8})")),
+      {"wrong type",
+       est(file("m4.json", R"({"model_type":"llama","hidden_size":"64","num_hidden_layers":2,"num_attention_heads":4,"vocab_size":10,"intermediate_size":8})")),
        {"m4.json", "hidden_size", "\"64\""}},
-      {"negative size", est(file("m5.json", R"({"model_type":"llama","hidden_size":-64,"num_hidden_layers":2,"num_attention_heads":4,"vocab_size":10,"intermediate_size":8})")),
+      {"negative size",
+       est(file("m5.json", R"({"model_type":"llama","hidden_size":-64,"num_hidden_layers":2,"num_attention_heads":4,"vocab_size":10,"intermediate_size":8})")),
        {"m5.json", "hidden_size", "positive", "-64"}},
-      {"unknown model_type", est(file("m6.json", R"({"model_type":"frobnicator","hidden_size":64,"num_hidden_layers":2,"num_attention_heads":4,"vocab_size":10,"intermediate_size":8})")),
+      {"unknown model_type",
+       est(file("m6.json",
+                R"({"model_type":"frobnicator","hidden_size":64,"num_hidden_layers":2,"num_attention_heads":4,"vocab_size":10,"intermediate_size":8})")),
        {"m6.json", "model_type", "frobnicator"}},
-      {"kv heads not dividing heads", est(file("m7.json", R"({"model_type":"llama","hidden_size":64,"num_hidden_layers":2,"num_attention_heads":8,"num_key_value_heads":3,"vocab_size":10,"intermediate_size":8})")),
+      {"kv heads not dividing heads",
+       est(file(
+           "m7.json",
+           R"({"model_type":"llama","hidden_size":64,"num_hidden_layers":2,"num_attention_heads":8,"num_key_value_heads":3,"vocab_size":10,"intermediate_size":8})")),
        {"m7.json", "num_key_value_heads", "3"}},
-      {"MoE without width", est(file("m8.json", R"({"model_type":"mixtral","hidden_size":64,"num_hidden_layers":2,"num_attention_heads":8,"num_local_experts":4,"num_experts_per_tok":2,"vocab_size":10})")),
+      {"MoE without width",
+       est(file(
+           "m8.json",
+           R"({"model_type":"mixtral","hidden_size":64,"num_hidden_layers":2,"num_attention_heads":8,"num_local_experts":4,"num_experts_per_tok":2,"vocab_size":10})")),
        {"m8.json", "moe_intermediate_size"}},
-      {"partial linear attention", est(file("m9.json", R"({"model_type":"qwen3_next","hidden_size":64,"num_hidden_layers":2,"num_attention_heads":8,"vocab_size":10,"intermediate_size":8,"linear_num_key_heads":2})")),
+      {"partial linear attention",
+       est(file(
+           "m9.json",
+           R"({"model_type":"qwen3_next","hidden_size":64,"num_hidden_layers":2,"num_attention_heads":8,"vocab_size":10,"intermediate_size":8,"linear_num_key_heads":2})")),
        {"m9.json", "linear_num_key_heads", "five"}},
-      {"layer_types too short", est(file("m10.json", R"({"model_type":"gpt_oss","hidden_size":64,"num_hidden_layers":4,"num_attention_heads":8,"vocab_size":10,"num_local_experts":4,"experts_per_token":2,"intermediate_size":8,"sliding_window":16,"layer_types":["full_attention"]})")),
+      {"layer_types too short",
+       est(file(
+           "m10.json",
+           R"({"model_type":"gpt_oss","hidden_size":64,"num_hidden_layers":4,"num_attention_heads":8,"vocab_size":10,"num_local_experts":4,"experts_per_token":2,"intermediate_size":8,"sliding_window":16,"layer_types":["full_attention"]})")),
        {"m10.json", "layer_types", "lists 1 layers"}},
-      {"unknown layer type", est(file("m11.json", R"({"model_type":"gpt_oss","hidden_size":64,"num_hidden_layers":2,"num_attention_heads":8,"vocab_size":10,"num_local_experts":4,"experts_per_token":2,"intermediate_size":8,"sliding_window":16,"layer_types":["full_attention","weird_attention"]})")),
+      {"unknown layer type",
+       est(file(
+           "m11.json",
+           R"({"model_type":"gpt_oss","hidden_size":64,"num_hidden_layers":2,"num_attention_heads":8,"vocab_size":10,"num_local_experts":4,"experts_per_token":2,"intermediate_size":8,"sliding_window":16,"layer_types":["full_attention","weird_attention"]})")),
        {"m11.json", "layer_types", "weird_attention"}},
-      {"empty layer_types list", est(file("m12.json", R"({"model_type":"llama","hidden_size":64,"num_hidden_layers":2,"num_attention_heads":8,"vocab_size":10,"intermediate_size":8,"layer_types":[]})")),
+      {"empty layer_types list",
+       est(file(
+           "m12.json",
+           R"({"model_type":"llama","hidden_size":64,"num_hidden_layers":2,"num_attention_heads":8,"vocab_size":10,"intermediate_size":8,"layer_types":[]})")),
        {"m12.json", "layer_types", "[]"}},
-      {"boolean that is not", est(file("m13.yaml", "model_type: llama\nhidden_size: 64\nnum_hidden_layers: 2\nnum_attention_heads: 8\nvocab_size: 10\nintermediate_size: 8\ntie_word_embeddings: maybe\n")),
+      {"boolean that is not",
+       est(file("m13.yaml",
+                "model_type: llama\nhidden_size: 64\nnum_hidden_layers: 2\nnum_attention_heads: 8\nvocab_size: 10\nintermediate_size: 8\ntie_word_embeddings: "
+                "maybe\n")),
        {"m13.yaml", "tie_word_embeddings", "maybe"}},
       {"empty model file", est(file("m14.json", "")), {"m14.json"}},
-      {"MLA without its head dims", est(file("m15.json", R"({"model_type":"deepseek_v3","hidden_size":64,"num_hidden_layers":2,"num_attention_heads":8,"vocab_size":10,"intermediate_size":8,"kv_lora_rank":16})")),
+      {"MLA without its head dims",
+       est(file(
+           "m15.json",
+           R"({"model_type":"deepseek_v3","hidden_size":64,"num_hidden_layers":2,"num_attention_heads":8,"vocab_size":10,"intermediate_size":8,"kv_lora_rank":16})")),
        {"m15.json", "qk_rope_head_dim"}},
   };
   for (const auto& c : cases) expect_refused(c);
@@ -98,15 +127,23 @@ TEST_F(BadInput, HardwareFiles) {
   std::string m = file("good.json", kGood);
   std::vector<Case> cases = {
       {"unknown device", est(m, "--hardware tpu-v9"), {"--hardware", "tpu-v9", "bundled"}},
-      {"unknown key", est(m, "--hardware " + file("h1.yaml", "peak_flops: 1e15\nmemory_gib: 80\nhbm_bandwidth: 3e12\nlevels: [{name: node, devices: 8, bandwidth: 4e11}]\nturbo: 2\n")),
+      {"unknown key",
+       est(m, "--hardware " +
+                  file("h1.yaml", "peak_flops: 1e15\nmemory_gib: 80\nhbm_bandwidth: 3e12\nlevels: [{name: node, devices: 8, bandwidth: 4e11}]\nturbo: 2\n")),
        {"h1.yaml", "turbo", "unknown key"}},
-      {"wrong type", est(m, "--hardware " + file("h2.yaml", "peak_flops: fast\nmemory_gib: 80\nhbm_bandwidth: 3e12\nlevels: [{name: node, devices: 8, bandwidth: 4e11}]\n")),
+      {"wrong type",
+       est(m, "--hardware " + file("h2.yaml", "peak_flops: fast\nmemory_gib: 80\nhbm_bandwidth: 3e12\nlevels: [{name: node, devices: 8, bandwidth: 4e11}]\n")),
        {"h2.yaml", "peak_flops", "\"fast\""}},
       {"missing levels", est(m, "--hardware " + file("h3.yaml", "peak_flops: 1e15\nmemory_gib: 80\nhbm_bandwidth: 3e12\n")), {"h3.yaml", "levels"}},
-      {"YAML off where a number goes", est(m, "--hardware " + file("h4.yaml", "peak_flops: 1e15\nmemory_gib: off\nhbm_bandwidth: 3e12\nlevels: [{name: node, devices: 8, bandwidth: 4e11}]\n")),
+      {"YAML off where a number goes",
+       est(m, "--hardware " + file("h4.yaml", "peak_flops: 1e15\nmemory_gib: off\nhbm_bandwidth: 3e12\nlevels: [{name: node, devices: 8, bandwidth: 4e11}]\n")),
        {"h4.yaml", "memory_gib", "false"}},
       {"missing file", est(m, "--hardware " + dir + "/nope.yaml"), {"nope.yaml"}},
-      {"efficiency above one", est(m, "--hardware " + file("h5.yaml", "peak_flops: 1e15\nmemory_gib: 80\nhbm_bandwidth: 3e12\nlevels: [{name: node, devices: 8, bandwidth: 4e11}]\nefficiency: {gemm: 1.5}\n")),
+      {"efficiency above one",
+       est(m,
+           "--hardware " +
+               file("h5.yaml",
+                    "peak_flops: 1e15\nmemory_gib: 80\nhbm_bandwidth: 3e12\nlevels: [{name: node, devices: 8, bandwidth: 4e11}]\nefficiency: {gemm: 1.5}\n")),
        {"h5.yaml", "efficiency.gemm", "1.5"}},
   };
   for (const auto& c : cases) expect_refused(c);
@@ -115,16 +152,32 @@ TEST_F(BadInput, HardwareFiles) {
 TEST_F(BadInput, DataFiles) {
   std::string m = file("good.json", kGood);
   std::vector<Case> cases = {
-      {"expression outside the grammar", est(m), {"op_records.yaml", "full_recompute", "__import__"},
-       data_with("op_records.yaml", sapp::io_replace_for_test("full_recompute: \"s * b * bc * h / tsp\"", "full_recompute: \"__import__('os').system('true')\""))},
-      {"slot formula without total", est(m), {"op_records.yaml", "slots.attn_replicated.formula", "total"},
-       data_with("op_records.yaml", sapp::io_replace_for_test("formula: \"s * b * total / tsp\"\n    ops:\n      norm_in: \"bc * h\"\n      qkv_in", "formula: \"s * b / tsp\"\n    ops:\n      norm_in: \"bc * h\"\n      qkv_in"))},
-      {"profile unknown key", est(m), {"llama.yaml", "colour", "unknown key"},
-       data_with("op_profiles/llama.yaml", "model_types: [llama]\ncolour: blue\nkinds:\n  decoder: {ops: {att_mm: 4, att_bmm: 2, ffn_mm: 3, softmax: 1, norm: 2, tp_comm: 4, act: 1, linrec: 0}}\n")},
-      {"profile missing op count", est(m), {"llama.yaml", "kinds.decoder.ops", "linrec"},
-       data_with("op_profiles/llama.yaml", "model_types: [llama]\nkinds:\n  decoder: {ops: {att_mm: 4, att_bmm: 2, ffn_mm: 3, softmax: 1, norm: 2, tp_comm: 4, act: 1}}\n")},
-      {"profile negative count", est(m), {"llama.yaml", "ffn_mm", "-3"},
-       data_with("op_profiles/llama.yaml", "model_types: [llama]\nkinds:\n  decoder: {ops: {att_mm: 4, att_bmm: 2, ffn_mm: -3, softmax: 1, norm: 2, tp_comm: 4, act: 1, linrec: 0}}\n")},
+      {"expression outside the grammar",
+       est(m),
+       {"op_records.yaml", "full_recompute", "__import__"},
+       data_with("op_records.yaml",
+                 sapp::io_replace_for_test("full_recompute: \"s * b * bc * h / tsp\"", "full_recompute: \"__import__('os').system('true')\""))},
+      {"slot formula without total",
+       est(m),
+       {"op_records.yaml", "slots.attn_replicated.formula", "total"},
+       data_with("op_records.yaml", sapp::io_replace_for_test("formula: \"s * b * total / tsp\"\n    ops:\n      norm_in: \"bc * h\"\n      qkv_in",
+                                                              "formula: \"s * b / tsp\"\n    ops:\n      norm_in: \"bc * h\"\n      qkv_in"))},
+      {"profile unknown key",
+       est(m),
+       {"llama.yaml", "colour", "unknown key"},
+       data_with("op_profiles/llama.yaml",
+                 "model_types: [llama]\ncolour: blue\nkinds:\n  decoder: {ops: {att_mm: 4, att_bmm: 2, ffn_mm: 3, softmax: 1, norm: 2, tp_comm: 4, act: 1, "
+                 "linrec: 0}}\n")},
+      {"profile missing op count",
+       est(m),
+       {"llama.yaml", "kinds.decoder.ops", "linrec"},
+       data_with("op_profiles/llama.yaml",
+                 "model_types: [llama]\nkinds:\n  decoder: {ops: {att_mm: 4, att_bmm: 2, ffn_mm: 3, softmax: 1, norm: 2, tp_comm: 4, act: 1}}\n")},
+      {"profile negative count",
+       est(m),
+       {"llama.yaml", "ffn_mm", "-3"},
+       data_with("op_profiles/llama.yaml",
+                 "model_types: [llama]\nkinds:\n  decoder: {ops: {att_mm: 4, att_bmm: 2, ffn_mm: -3, softmax: 1, norm: 2, tp_comm: 4, act: 1, linrec: 0}}\n")},
   };
   for (const auto& c : cases) expect_refused(c);
 }
@@ -141,7 +194,9 @@ TEST_F(BadInput, LayoutsAndOptions) {
       {"True as a recompute mode", "estimate --model llama3-8b --devices 8 --global-batch 8 --recompute True", {"--recompute", "True", "not a recompute mode"}},
       {"typo of full", "estimate --model llama3-8b --devices 8 --global-batch 8 --recompute fulll", {"--recompute", "fulll"}},
       {"explain a stage that does not exist", "estimate --model llama3-8b --devices 8 --global-batch 8 --explain 5", {"--explain", "stage 5"}},
-      {"output folder missing", "estimate --model llama3-8b --devices 8 --global-batch 8 --output /nonexistent/dir/x.json --format json", {"x.json", "does not exist"}},
+      {"output folder missing",
+       "estimate --model llama3-8b --devices 8 --global-batch 8 --output /nonexistent/dir/x.json --format json",
+       {"x.json", "does not exist"}},
       {"interleaving without pipeline", "estimate --model llama3-8b --devices 8 --global-batch 8 --vpp 2", {"layout", "vpp without pp"}},
   };
   for (const auto& c : cases) expect_refused(c);

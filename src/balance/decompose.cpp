@@ -1,0 +1,291 @@
+#include "balance/decompose.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "io/error.hpp"
+#include "io/files.hpp"
+
+namespace sapp::balance {
+
+namespace {
+
+using Matrix = std::vector<std::vector<double>>;
+
+// Householder QR with column pivoting: returns the rank and solves min |A x - b| on the pivoted columns.
+struct LeastSquares {
+  int rank = 0;
+  std::vector<double> x;
+};
+
+LeastSquares least_squares(Matrix a, std::vector<double> b) {
+  std::size_t rows = a.size();
+  std::size_t cols = a.empty() ? 0 : a[0].size();
+  std::vector<std::size_t> perm(cols);
+  for (std::size_t j = 0; j < cols; ++j) perm[j] = j;
+  double scale = 0;
+  for (const auto& r : a) {
+    for (double v : r) scale = std::max(scale, std::fabs(v));
+  }
+  double tol = 1e-10 * std::max(1.0, scale) * static_cast<double>(std::max(rows, cols));
+  LeastSquares out;
+  std::size_t k = 0;
+  for (; k < std::min(rows, cols); ++k) {
+    // Pivot: the remaining column with the largest norm below row k.
+    std::size_t best = k;
+    double best_norm = -1;
+    for (std::size_t j = k; j < cols; ++j) {
+      double n = 0;
+      for (std::size_t i = k; i < rows; ++i) n += a[i][j] * a[i][j];
+      if (n > best_norm) {
+        best_norm = n;
+        best = j;
+      }
+    }
+    if (std::sqrt(best_norm) <= tol) break;
+    for (auto& r : a) std::swap(r[k], r[best]);
+    std::swap(perm[k], perm[best]);
+    double norm = std::sqrt(best_norm);
+    double alpha = a[k][k] > 0 ? -norm : norm;
+    std::vector<double> v(rows, 0.0);
+    for (std::size_t i = k; i < rows; ++i) v[i] = a[i][k];
+    v[k] -= alpha;
+    double vv = 0;
+    for (std::size_t i = k; i < rows; ++i) vv += v[i] * v[i];
+    if (vv > 0) {
+      for (std::size_t j = k; j < cols; ++j) {
+        double d = 0;
+        for (std::size_t i = k; i < rows; ++i) d += v[i] * a[i][j];
+        for (std::size_t i = k; i < rows; ++i) a[i][j] -= 2 * d / vv * v[i];
+      }
+      double d = 0;
+      for (std::size_t i = k; i < rows; ++i) d += v[i] * b[i];
+      for (std::size_t i = k; i < rows; ++i) b[i] -= 2 * d / vv * v[i];
+    }
+  }
+  out.rank = static_cast<int>(k);
+  if (out.rank < static_cast<int>(cols)) return out;
+  std::vector<double> z(cols, 0.0);
+  for (std::size_t i = cols; i-- > 0;) {
+    double s = b[i];
+    for (std::size_t j = i + 1; j < cols; ++j) s -= a[i][j] * z[j];
+    z[i] = s / a[i][i];
+  }
+  out.x.assign(cols, 0.0);
+  for (std::size_t j = 0; j < cols; ++j) out.x[perm[j]] = z[j];
+  return out;
+}
+
+struct System {
+  std::vector<std::string> names;
+  std::vector<Rc> kinds;  // activation unknowns, in column order after P
+  Matrix a;
+  std::vector<double> b;
+  int col_c = -1, col_h = -1, col_t = -1;
+};
+
+System build(const Measurements& m) {
+  System sys;
+  int S = m.stages;
+  // Kinds used anywhere (none always, when any stage keeps a layer unrecomputed).
+  std::vector<Rc> kinds;
+  bool none_used = false;
+  for (const auto& run : m.runs) {
+    for (int i = 0; i < S; ++i) {
+      long long rec = 0;
+      for (const auto& [kind, counts] : run.recomputed) rec += counts[static_cast<std::size_t>(i)];
+      if (run.layers[static_cast<std::size_t>(i)] - rec > 0) none_used = true;
+    }
+    for (const auto& [kind, counts] : run.recomputed) {
+      bool used = std::any_of(counts.begin(), counts.end(), [](long long c) { return c > 0; });
+      if (used && std::find(kinds.begin(), kinds.end(), kind) == kinds.end()) kinds.push_back(kind);
+    }
+  }
+  std::sort(kinds.begin(), kinds.end());
+  if (none_used) kinds.insert(kinds.begin(), Rc::None);
+  sys.kinds = kinds;
+  sys.names.push_back("memory_parameter (P)");
+  for (Rc k : kinds) sys.names.push_back(fmt::format("activation {} (A_{})", to_string(k), to_string(k)));
+  if (m.constant) {
+    sys.col_c = static_cast<int>(sys.names.size());
+    sys.names.push_back("per-stage constant (C)");
+  }
+  sys.col_h = static_cast<int>(sys.names.size());
+  sys.names.push_back("head extra (H)");
+  sys.col_t = static_cast<int>(sys.names.size());
+  sys.names.push_back("tail extra (T)");
+  for (const auto& run : m.runs) {
+    for (int i = 0; i < S; ++i) {
+      std::size_t si = static_cast<std::size_t>(i);
+      std::vector<double> row(sys.names.size(), 0.0);
+      row[0] = static_cast<double>(run.layers[si]);
+      long long rec = 0;
+      for (const auto& [kind, counts] : run.recomputed) rec += counts[si];
+      for (std::size_t j = 0; j < kinds.size(); ++j) {
+        long long c = kinds[j] == Rc::None ? run.layers[si] - rec : (run.recomputed.count(kinds[j]) ? run.recomputed.at(kinds[j])[si] : 0);
+        row[j + 1] = static_cast<double>((S - i) * c);
+      }
+      if (sys.col_c >= 0) row[static_cast<std::size_t>(sys.col_c)] = 1;
+      if (i == 0) row[static_cast<std::size_t>(sys.col_h)] = 1;
+      if (i == S - 1) row[static_cast<std::size_t>(sys.col_t)] = 1;
+      sys.a.push_back(row);
+      sys.b.push_back(run.peaks_mb[si]);
+    }
+  }
+  return sys;
+}
+
+std::vector<long long> int_list(const nlohmann::json& node, const std::string& file, const std::string& key, int n) {
+  if (!node.is_array() || static_cast<int>(node.size()) != n) fail(at(file, key), "must list {} values (one per stage), got {}", n, node.dump().substr(0, 80));
+  std::vector<long long> out;
+  for (const auto& v : node) {
+    if (!v.is_number_integer() || v.get<long long>() < 0) fail(at(file, key), "must hold non-negative whole numbers, got {}", v.dump());
+    out.push_back(v.get<long long>());
+  }
+  return out;
+}
+
+}  // namespace
+
+Measurements measurements_from_json(const nlohmann::json& tree, const std::string& file) {
+  io::Reader top{tree, file, ""};
+  top.only({"stages", "constant", "runs"});
+  Measurements m;
+  m.stages = static_cast<int>(top.integer("stages"));
+  if (m.stages < 3) top.bad("stages", "at least 3 stages (the first and last hold the head and tail)");
+  m.constant = top.boolean_or("constant", true);
+  if (!top.has("runs") || !tree.at("runs").is_array() || tree.at("runs").empty()) top.bad("runs", "a non-empty list of dry runs");
+  const auto& runs = tree.at("runs");
+  for (std::size_t r = 0; r < runs.size(); ++r) {
+    std::string key = "runs[" + std::to_string(r) + "]";
+    io::Reader rd{runs[r], file, key};
+    rd.only({"layers", "recompute", "peaks_mb"});
+    DryRun run;
+    if (!rd.has("layers")) rd.bad("layers", "the body layers of every stage");
+    run.layers = int_list(runs[r].at("layers"), file, key + ".layers", m.stages);
+    if (!rd.has("peaks_mb")) rd.bad("peaks_mb", "the measured peak memory (MB) of every stage");
+    const auto& peaks = runs[r].at("peaks_mb");
+    if (!peaks.is_array() || static_cast<int>(peaks.size()) != m.stages)
+      fail(at(file, key + ".peaks_mb"), "must list {} peaks, got {}", m.stages, peaks.dump().substr(0, 80));
+    for (const auto& v : peaks) {
+      if (v.is_boolean() || !v.is_number() || v.get<double>() < 0) fail(at(file, key + ".peaks_mb"), "must hold non-negative numbers, got {}", v.dump());
+      run.peaks_mb.push_back(v.get<double>());
+    }
+    if (rd.has("recompute")) {
+      io::Reader rc = rd.child("recompute");
+      rc.only({"selective", "comm", "both", "full"});
+      for (const auto& [name, counts] : runs[r].at("recompute").items()) {
+        Rc kind = parse_rc(name, at(file, key + ".recompute"));
+        run.recomputed[kind] = int_list(counts, file, key + ".recompute." + name, m.stages);
+      }
+      for (int i = 0; i < m.stages; ++i) {
+        long long rec = 0;
+        for (const auto& [kind, c] : run.recomputed) rec += c[static_cast<std::size_t>(i)];
+        if (rec > run.layers[static_cast<std::size_t>(i)])
+          fail(at(file, key + ".recompute"), "stage {} recomputes {} layers but holds {}", i, rec, run.layers[static_cast<std::size_t>(i)]);
+      }
+    }
+    m.runs.push_back(run);
+  }
+  return m;
+}
+
+Decomposition decompose(const Measurements& m) {
+  System sys = build(m);
+  LeastSquares ls = least_squares(sys.a, sys.b);
+  int unknowns = static_cast<int>(sys.names.size());
+  if (ls.rank < unknowns) {
+    // Which unknowns the measurements cannot tell apart: dropping such a column keeps the rank.
+    std::vector<std::string> loose;
+    for (int j = 0; j < unknowns; ++j) {
+      Matrix a = sys.a;
+      for (auto& row : a) row.erase(row.begin() + j);
+      if (least_squares(a, sys.b).rank == ls.rank) loose.push_back(sys.names[static_cast<std::size_t>(j)]);
+    }
+    std::string names;
+    for (const auto& n : loose) names += (names.empty() ? "" : ", ") + n;
+    fail("decompose",
+         "under-determined: {} unknowns but the {} stage peaks give only {} independent equations; {} more stage(s) are needed, in body stages (not the first "
+         "or last) whose layer count and per-kind recompute counts differ from the others' (these cannot be told apart now: {}); `sapp balance guide` proposes "
+         "such a run",
+         unknowns, sys.b.size(), ls.rank, unknowns - ls.rank, names);
+  }
+  Decomposition d;
+  d.unknowns = unknowns;
+  d.equations = static_cast<int>(sys.b.size());
+  d.param_mb = ls.x[0];
+  for (std::size_t j = 0; j < sys.kinds.size(); ++j) d.activation_mb[sys.kinds[j]] = ls.x[j + 1];
+  if (sys.col_c >= 0) d.constant_mb = ls.x[static_cast<std::size_t>(sys.col_c)];
+  d.head_mb = ls.x[static_cast<std::size_t>(sys.col_h)];
+  d.tail_mb = ls.x[static_cast<std::size_t>(sys.col_t)];
+  for (std::size_t i = 0; i < sys.a.size(); ++i) {
+    double fit = 0;
+    for (std::size_t j = 0; j < sys.a[i].size(); ++j) fit += sys.a[i][j] * ls.x[j];
+    d.residuals_mb.push_back(sys.b[i] - fit);
+  }
+  return d;
+}
+
+std::vector<DryRun> guide(int stages, long long layers, const std::vector<Rc>& kinds, bool constant) {
+  if (stages < 3) fail("--stages", "{}: decomposition needs at least 3 stages", stages);
+  std::vector<Rc> extra;
+  for (Rc k : kinds) {
+    if (k != Rc::None && std::find(extra.begin(), extra.end(), k) == extra.end()) extra.push_back(k);
+  }
+  int body = stages - 2;
+  // Unknowns: P, A_none, one A per extra kind, C; H and T come from the first and last stage.
+  int needed = 2 + static_cast<int>(extra.size()) + (constant ? 1 : 0);
+  int rounds = (needed + body - 1) / body;
+  long long base = layers / stages;
+  if (base < 2) fail("--layers-total", "{} layers over {} stages leave fewer than 2 per stage; the guide varies counts by one", layers, stages);
+  std::vector<DryRun> runs;
+  int equation = 0;
+  for (int r = 0; r < rounds; ++r) {
+    DryRun run;
+    run.layers.assign(static_cast<std::size_t>(stages), base);
+    run.layers.back() += layers - base * stages;
+    for (Rc k : extra) run.recomputed[k].assign(static_cast<std::size_t>(stages), 0);
+    for (int i = 1; i <= body; ++i, ++equation) {
+      std::size_t si = static_cast<std::size_t>(i);
+      // Vary the layer count on alternate equations (balanced by the next stage) and give each extra kind its
+      // own stages, so the columns n, (S-i) c_none, (S-i) c_r and 1 are independent.
+      int pattern = equation % (static_cast<int>(extra.size()) + 2);
+      if (pattern == 0 && i + 1 <= body) {
+        run.layers[si] += 1;
+        run.layers[si + 1] -= 1;
+      }
+      if (pattern >= 2) run.recomputed[extra[static_cast<std::size_t>(pattern - 2)]][si] = 1;
+    }
+    run.peaks_mb.assign(static_cast<std::size_t>(stages), 0.0);
+    runs.push_back(run);
+  }
+  // Check the design is full rank with synthetic peaks; add a round with other counts if it is not.
+  for (int attempt = 0; attempt < 4; ++attempt) {
+    Measurements m{stages, constant, runs};
+    try {
+      (void)decompose(m);
+      break;
+    } catch (const Error&) {
+      DryRun run;
+      run.layers.assign(static_cast<std::size_t>(stages), base);
+      run.layers.back() += layers - base * stages;
+      for (Rc k : extra) run.recomputed[k].assign(static_cast<std::size_t>(stages), 0);
+      for (int i = 1; i <= body; ++i) {
+        std::size_t si = static_cast<std::size_t>(i);
+        if (i % 2 == 1 && i + 1 < stages - 1) {
+          run.layers[si] += 1 + attempt;
+          run.layers[si + 1] -= 1 + attempt;
+        }
+        std::size_t e = static_cast<std::size_t>(i + attempt) % std::max<std::size_t>(1, extra.size());
+        if (!extra.empty() && run.layers[si] > 1) run.recomputed[extra[e]][si] = std::min<long long>(1 + attempt, run.layers[si] - 1);
+      }
+      run.peaks_mb.assign(static_cast<std::size_t>(stages), 0.0);
+      runs.push_back(run);
+    }
+  }
+  return runs;
+}
+
+}  // namespace sapp::balance

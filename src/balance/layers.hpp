@@ -1,0 +1,47 @@
+// balance/layers: pipeline-balancing layer descriptors, read from the reference's layers JSON as is.
+//
+// `layers_description`: HEAD, BODY (one or more kinds, in model order) and TAIL entries with `nb_layer`,
+// `time` (forward time of one layer for one micro-batch), optional `forward_time`, `memory_parameter` (MB),
+// and per recompute kind an activation memory (MB per micro-batch) and optionally a backward time or a
+// backward coefficient. A kind is considered for a layer iff its memory key is present. Defaults as the
+// reference (seed 004): backward = 2 x time; a recompute kind's backward = (1 + coef) x that, coef from the
+// JSON or 0 / 0.04 / 0.125 / 0.165 / 0.5 for none / selective / comm / both / full.
+#pragma once
+
+#include <array>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace sapp::balance {
+
+enum class Rc { None = 0, Selective = 1, Comm = 2, Both = 3, Full = 4 };
+constexpr int kRcKinds = 5;
+const char* to_string(Rc r);
+Rc parse_rc(const std::string& text, const std::string& where);
+
+struct BodyType {
+  std::string name;
+  long long count = 0;
+  double forward = 0;                                  // per layer, per micro-batch
+  std::array<double, kRcKinds> backward{};             // per kind (valid where considered)
+  double param_mb = 0;                                 // static memory per layer
+  std::array<std::optional<double>, kRcKinds> act_mb;  // activation MB per micro-batch, per considered kind
+};
+
+struct LayerSet {
+  std::string file;
+  double head_forward = 0, head_backward = 0, head_mb = 0;
+  double tail_forward = 0, tail_backward = 0, tail_mb = 0;
+  std::vector<BodyType> bodies;  // model order
+  std::vector<Rc> kinds;         // recompute kinds every BODY considers (all must agree)
+  [[nodiscard]] long long body_layers() const;
+  [[nodiscard]] bool has_memory() const { return !kinds.empty(); }
+};
+
+LayerSet layers_from_json(const nlohmann::json& tree, const std::string& file);
+LayerSet read_layers(const std::string& path);
+
+}  // namespace sapp::balance

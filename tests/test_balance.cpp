@@ -1,0 +1,304 @@
+// Pipeline balancing: the exact optimiser against exhaustive enumeration, the simulator against closed forms
+// and against the optimiser's memory model, the memory decomposition, and bad layers files.
+#include <cmath>
+#include <filesystem>
+#include <random>
+
+#include <gtest/gtest.h>
+
+#include "balance/decompose.hpp"
+#include "balance/solver.hpp"
+#include "helpers.hpp"
+#include "io/error.hpp"
+#include "io/files.hpp"
+#include "simulate/svg.hpp"
+
+using namespace sapp;
+using balance::Rc;
+
+namespace {
+
+balance::LayerSet layers(long long n, double fwd, double param, std::vector<std::pair<Rc, double>> acts, std::vector<std::pair<Rc, double>> coefs = {}) {
+  nlohmann::json body = {{"name", "BODY"}, {"type", "BODY"}, {"time", fwd}, {"nb_layer", n}, {"memory_parameter", param}};
+  const char* mem_keys[] = {"memory_activation", "memory_select_rec", "memory_select_comm", "memory_both_comm_select", "memory_recompute"};
+  const char* coef_keys[] = {"backward_coef", "select_rec_coef", "select_comm_coef", "both_comm_select_coef", "recompute_coef"};
+  for (auto [r, a] : acts) body[mem_keys[static_cast<int>(r)]] = a;
+  for (auto [r, c] : coefs) body[coef_keys[static_cast<int>(r)]] = c;
+  nlohmann::json j = {{"layers_description",
+                       {{{"name", "HEAD"}, {"type", "HEAD"}, {"time", 2}, {"nb_layer", 1}, {"memory_parameter", 30}},
+                        body,
+                        {{"name", "TAIL"}, {"type", "TAIL"}, {"time", 3}, {"nb_layer", 1}, {"memory_parameter", 20}}}}};
+  return balance::layers_from_json(j, "synthetic.json");
+}
+
+}  // namespace
+
+TEST(Balance, OptimiserEqualsExhaustiveEnumerationOnSmallCases) {
+  // Small cases (<= 8 stages, <= 16 layers), memory limits that bind. Exhaustive enumeration checks memory by
+  // running the simulator, the optimiser by the schedule's in-flight vectors: two independent paths.
+  struct Case {
+    int S, V, m;
+    long long L;
+    double limit;
+    bool less;
+  };
+  std::vector<Case> cases = {{3, 1, 4, 6, 330, false}, {4, 1, 6, 8, 360, false}, {3, 1, 3, 7, 0, false},   {2, 2, 4, 6, 420, false},
+                             {3, 2, 3, 6, 460, true},  {2, 2, 2, 5, 350, false}, {8, 1, 8, 9, 300, false}, {4, 1, 4, 16, 700, false}};
+  for (const auto& c : cases) {
+    balance::Problem p;
+    p.layers = layers(c.L, 10, 40, {{Rc::None, 20}, {Rc::Selective, 12}, {Rc::Full, 3}});
+    if (c.S == 8 || c.L == 16) p.layers = layers(c.L, 10, 40, {{Rc::None, 20}, {Rc::Full, 3}});  // keep the enumeration small
+    p.stages = c.S;
+    p.chunks = c.V;
+    p.micro_batches = c.m;
+    p.memory_limit_mb = c.limit;
+    p.schedule = c.V == 1 ? simulate::Schedule::OneF1B : (c.less ? simulate::Schedule::InterleavedLessMemory : simulate::Schedule::Interleaved);
+    balance::Solution dp = balance::solve(p);
+    balance::Solution brute = balance::solve_exhaustive(p);
+    SCOPED_TRACE(::testing::Message() << "S=" << c.S << " V=" << c.V << " m=" << c.m << " L=" << c.L << " limit=" << c.limit);
+    ASSERT_EQ(dp.feasible, brute.feasible);
+    EXPECT_TRUE(dp.optimal);
+    if (dp.feasible) {
+      EXPECT_NEAR(dp.eval.objective, brute.eval.objective, 1e-9);
+      EXPECT_TRUE(dp.eval.fits);
+    }
+    EXPECT_GT(brute.explored, 0);
+  }
+}
+
+TEST(Balance, SeveralBodyTypesKeepModelOrder) {
+  nlohmann::json j = {
+      {"layers_description",
+       {{{"name", "HEAD"}, {"type", "HEAD"}, {"time", 1}, {"nb_layer", 1}, {"memory_parameter", 10}},
+        {{"name", "vision"}, {"type", "BODY"}, {"time", 4}, {"nb_layer", 3}, {"memory_parameter", 5}, {"memory_activation", 8}, {"memory_recompute", 1}},
+        {{"name", "decoder"}, {"type", "BODY"}, {"time", 9}, {"nb_layer", 5}, {"memory_parameter", 20}, {"memory_activation", 15}, {"memory_recompute", 2}},
+        {{"name", "TAIL"}, {"type", "TAIL"}, {"time", 2}, {"nb_layer", 1}, {"memory_parameter", 10}}}}};
+  balance::Problem p;
+  p.layers = balance::layers_from_json(j, "mm.json");
+  p.stages = 3;
+  p.micro_batches = 4;
+  p.memory_limit_mb = 150;
+  auto dp = balance::solve(p);
+  auto brute = balance::solve_exhaustive(p);
+  ASSERT_TRUE(dp.feasible);
+  EXPECT_NEAR(dp.eval.objective, brute.eval.objective, 1e-9);
+  // Model order: no decoder layer before the last vision layer.
+  int last_vision = -1, first_decoder = 99;
+  for (int s = 0; s < 3; ++s) {
+    long long v = 0, d = 0;
+    for (long long k : dp.x[0][0][static_cast<std::size_t>(s)]) v += k;
+    for (long long k : dp.x[1][0][static_cast<std::size_t>(s)]) d += k;
+    if (v > 0) last_vision = s;
+    if (d > 0) first_decoder = std::min(first_decoder, s);
+  }
+  EXPECT_LE(last_vision, first_decoder);
+}
+
+TEST(Simulator, UniformOneF1BMatchesTheClosedForm) {
+  // (m + p - 1)(f + b) for equal stages.
+  for (int p : {1, 2, 4, 8}) {
+    for (int m : {1, 4, 8, 16}) {
+      simulate::StageTimes t;
+      t.forward.assign(1, std::vector<double>(static_cast<std::size_t>(p), 3.0));
+      t.backward.assign(1, std::vector<double>(static_cast<std::size_t>(p), 6.0));
+      auto r = simulate::simulate(simulate::Schedule::OneF1B, p, 1, m, t);
+      EXPECT_DOUBLE_EQ(r.end, (m + p - 1) * 9.0) << "p=" << p << " m=" << m;
+      EXPECT_NEAR(r.ideal, (p - 1.0) / m, 1e-12);
+      EXPECT_NEAR(r.real, r.ideal, 1e-12);  // uniform: no imbalance, no recompute
+    }
+  }
+}
+
+TEST(Simulator, UniformInterleavedShrinksTheBubbleByTheChunks) {
+  // Equal chunks of time t: (m V + p - 1) t, i.e. a bubble of (p - 1) / (V m).
+  int p = 4, V = 2, m = 8;
+  simulate::StageTimes t;
+  t.forward.assign(static_cast<std::size_t>(V), std::vector<double>(static_cast<std::size_t>(p), 1.0));
+  t.backward.assign(static_cast<std::size_t>(V), std::vector<double>(static_cast<std::size_t>(p), 2.0));
+  auto r = simulate::simulate(simulate::Schedule::Interleaved, p, V, m, t);
+  EXPECT_DOUBLE_EQ(r.end, (m * V + p - 1) * 3.0);
+}
+
+TEST(Simulator, ZeroBubbleIsNoSlowerThan1F1B) {
+  simulate::StageTimes t;
+  t.forward.assign(1, std::vector<double>(4, 2.0));
+  t.backward.assign(1, std::vector<double>(4, 4.0));
+  auto one = simulate::simulate(simulate::Schedule::OneF1B, 4, 1, 8, t);
+  auto zb = simulate::simulate(simulate::Schedule::ZeroBubble, 4, 1, 8, t);
+  EXPECT_LT(zb.end, one.end);
+}
+
+TEST(Simulator, PeakMemoryEqualsTheOptimisersModel) {
+  for (bool less : {false, true}) {
+    balance::Problem p;
+    p.layers = balance::read_layers(std::string(SAPP_SOURCE_DIR) + "/data/layers/demo.json");
+    p.stages = 16;
+    p.chunks = 3;
+    p.micro_batches = 16;
+    p.memory_limit_mb = 56000;
+    p.schedule = less ? simulate::Schedule::InterleavedLessMemory : simulate::Schedule::Interleaved;
+    auto sol = balance::solve(p);
+    if (!sol.feasible) continue;
+    auto sim = simulate::simulate(p.schedule, p.stages, p.chunks, p.micro_batches, balance::stage_times(p, sol.x));
+    for (int s = 0; s < p.stages; ++s) EXPECT_NEAR(sim.peak_memory[static_cast<std::size_t>(s)], sol.eval.stage_memory_mb[static_cast<std::size_t>(s)], 1e-6);
+    for (double peak : sim.peak_memory) EXPECT_LE(peak, 56000 + 1e-6);
+  }
+}
+
+TEST(Simulator, InterleavedInFlightIsMegatronsWarmup) {
+  // Megatron's interleaved warm-up: (p - s - 1) * 2 + (v - 1) * p forwards, then one more in flight.
+  int S = 4, V = 3, m = 8;
+  for (int s = 0; s < S; ++s) {
+    auto vecs = simulate::in_flight_vectors(simulate::Schedule::Interleaved, S, V, m, s);
+    int most = 0;
+    for (const auto& c : vecs) {
+      int sum = 0;
+      for (int k : c) sum += k;
+      most = std::max(most, sum);
+    }
+    EXPECT_EQ(most, (S - s - 1) * 2 + (V - 1) * S + 1) << "stage " << s;
+  }
+}
+
+TEST(Simulator, CausalityViolationIsAnError) {
+  // Fewer micro-batches than stages is no valid interleaved order: refused, not simulated wrongly.
+  simulate::StageTimes t;
+  t.forward.assign(2, std::vector<double>(4, 1.0));
+  t.backward.assign(2, std::vector<double>(4, 2.0));
+  EXPECT_THROW(simulate::simulate(simulate::Schedule::Interleaved, 4, 2, 3, t), Error);
+}
+
+TEST(Simulator, SvgIsValidXml) {
+  simulate::StageTimes t;
+  t.forward.assign(1, std::vector<double>(3, 1.0));
+  t.backward.assign(1, std::vector<double>(3, 2.0));
+  t.activation.assign(1, std::vector<double>(3, 5.0));
+  t.static_memory.assign(3, 10.0);
+  auto r = simulate::simulate(simulate::Schedule::OneF1B, 3, 1, 6, t);
+  simulate::SvgOptions o;
+  o.title = "test <&> \"quotes\"";
+  o.memory_limit = 30;
+  std::string dir = test::temp_dir();
+  std::string path = dir + "/t.svg";
+  io::write_atomic(path, simulate::render_svg(r, 1, o));
+  std::string cmd =
+      "python3 -c \"import sys, xml.etree.ElementTree as E; r = E.parse(sys.argv[1]).getroot(); "
+      "assert r.tag.endswith('svg'); assert len(r.findall('{http://www.w3.org/2000/svg}rect')) >= 36\" " +
+      path;
+  EXPECT_EQ(std::system(cmd.c_str()), 0);
+}
+
+TEST(Balance, FrameworkYamlRoundTrip) {
+  balance::Problem p;
+  p.layers = layers(55, 1, 1, {{Rc::None, 5}, {Rc::Selective, 4}, {Rc::Comm, 3}, {Rc::Both, 2}, {Rc::Full, 1}});
+  p.stages = 2;
+  balance::Assignment x(1, std::vector<std::vector<std::array<long long, 5>>>(1, std::vector<std::array<long long, 5>>(2)));
+  // reference-ppb.md section 9: internal {NONE 1,2; SLCT 3,4; COMM 5,6; BOTH 7,8; FULL 9,10}.
+  x[0][0][0] = {1, 3, 5, 7, 9};
+  x[0][0][1] = {2, 4, 6, 8, 10};
+  auto fw = balance::to_framework(p, x);
+  EXPECT_EQ(fw[0].recompute[0], (std::vector<long long>{9, 10}));
+  EXPECT_EQ(fw[0].select_recompute[0], (std::vector<long long>{19, 22}));
+  EXPECT_EQ(fw[0].select_comm_recompute[0], (std::vector<long long>{21, 24}));
+  EXPECT_EQ(fw[0].offset[0], (std::vector<long long>{25 - 27, 30 - 27}));
+  // The YAML keys merge a selective and a comm layer into one `both` layer, so the inverse is the canonical
+  // assignment with the same keys (BOTH = min(sel - full, comm - full), as the reference reads them).
+  auto back = balance::from_framework(p, fw);
+  EXPECT_EQ(back[0][0][0], (std::array<long long, 5>{4, 0, 2, 10, 9}));
+  auto again = balance::to_framework(p, back);
+  EXPECT_EQ(again[0].recompute, fw[0].recompute);
+  EXPECT_EQ(again[0].select_recompute, fw[0].select_recompute);
+  EXPECT_EQ(again[0].select_comm_recompute, fw[0].select_comm_recompute);
+  EXPECT_EQ(again[0].offset, fw[0].offset);
+}
+
+TEST(Decompose, RecoversPlantedTermsExactly) {
+  std::vector<Rc> kinds = {Rc::Selective, Rc::Full};
+  auto runs = balance::guide(8, 32, kinds, true);
+  // Planted terms (MB): P, A_none, A_selective, A_full, C, H, T.
+  double P = 1710, An = 994, As = 739, Af = 32, C = -1896, H = 9236, T = 5794;
+  balance::Measurements m{8, true, runs};
+  for (auto& run : m.runs) {
+    for (int i = 0; i < 8; ++i) {
+      std::size_t si = static_cast<std::size_t>(i);
+      long long sel = run.recomputed.count(Rc::Selective) ? run.recomputed[Rc::Selective][si] : 0;
+      long long full = run.recomputed.count(Rc::Full) ? run.recomputed[Rc::Full][si] : 0;
+      long long none = run.layers[si] - sel - full;
+      auto d = [](long long v) { return static_cast<double>(v); };
+      run.peaks_mb[si] = d(run.layers[si]) * P + (8 - i) * (d(none) * An + d(sel) * As + d(full) * Af) + C + (i == 0 ? H : 0) + (i == 7 ? T : 0);
+    }
+  }
+  auto d = balance::decompose(m);
+  EXPECT_NEAR(d.param_mb, P, 1e-6);
+  EXPECT_NEAR(d.activation_mb[Rc::None], An, 1e-6);
+  EXPECT_NEAR(d.activation_mb[Rc::Selective], As, 1e-6);
+  EXPECT_NEAR(d.activation_mb[Rc::Full], Af, 1e-6);
+  EXPECT_NEAR(d.constant_mb, C, 1e-6);
+  EXPECT_NEAR(d.head_mb, H, 1e-6);
+  EXPECT_NEAR(d.tail_mb, T, 1e-6);
+  for (double r : d.residuals_mb) EXPECT_NEAR(r, 0.0, 1e-6);
+}
+
+TEST(Decompose, RefusesAnUnderDeterminedInputAndSaysWhatIsMissing) {
+  balance::Measurements m;
+  m.stages = 4;
+  m.constant = true;
+  balance::DryRun run;
+  run.layers = {8, 8, 8, 8};  // every stage the same: P, A_none and C cannot be told apart
+  run.peaks_mb = {50000, 40000, 30000, 20000};
+  m.runs.push_back(run);
+  try {
+    (void)balance::decompose(m);
+    FAIL() << "accepted";
+  } catch (const Error& e) {
+    std::string what = e.what();
+    EXPECT_NE(what.find("under-determined"), std::string::npos) << what;
+    EXPECT_NE(what.find("more stage"), std::string::npos) << what;
+    EXPECT_NE(what.find("memory_parameter"), std::string::npos) << what;
+  }
+}
+
+TEST(BalanceBadInput, EachBadLayersFileGetsOneClearError) {
+  std::string dir = test::temp_dir();
+  struct Case {
+    std::string name, json, says;
+    std::string extra = "";
+  };
+  std::string head = R"({"name":"HEAD","type":"HEAD","time":1,"nb_layer":1,"memory_parameter":10})";
+  std::string tail = R"({"name":"TAIL","type":"TAIL","time":1,"nb_layer":1,"memory_parameter":10})";
+  std::string body = R"({"name":"BODY","type":"BODY","time":2,"nb_layer":8,"memory_parameter":100,"memory_activation":50})";
+  auto file = [&](const std::string& items) { return std::string(R"({"layers_description":[)") + items + "]}"; };
+  std::vector<Case> cases = {
+      {"missing HEAD", file(body + "," + tail), "no HEAD"},
+      {"negative time", file(head + R"(,{"name":"BODY","type":"BODY","time":-2,"nb_layer":8,"memory_activation":50},)" + tail), "time"},
+      {"zero layers", file(head + R"(,{"name":"BODY","type":"BODY","time":2,"nb_layer":0,"memory_activation":50},)" + tail), "nb_layer"},
+      {"unknown type", file(head + R"(,{"name":"BODY","type":"MIDDLE","time":2,"nb_layer":8},)" + tail), "MIDDLE"},
+      {"non-numeric memory", file(head + R"(,{"name":"BODY","type":"BODY","time":2,"nb_layer":8,"memory_activation":"lots"},)" + tail), "memory_activation"},
+      {"limit below parameter memory", file(head + "," + body + "," + tail), "--memory-limit", "--memory-limit 50"},
+      {"no layers_description", R"({"layers":[]})", "layers_description"},
+      {"malformed JSON", R"({"layers_description": [)", "not valid JSON"},
+  };
+  for (const auto& c : cases) {
+    std::string path = dir + "/" + std::to_string(&c - cases.data()) + ".json";
+    test::write_file(path, c.json);
+    std::string out = dir + "/out.yaml";
+    auto r = test::run_sapp("balance --layers " + path + " --stages 2 --micro-batches 4 --output " + out + " " + c.extra);
+    EXPECT_EQ(r.status, 1) << c.name << ": " << r.err;
+    EXPECT_NE(r.err.find(c.says), std::string::npos) << c.name << ": " << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << c.name << ": " << r.err;
+    EXPECT_FALSE(std::filesystem::exists(out)) << c.name;
+  }
+}
+
+TEST(BalanceCli, DemoIsProvedOptimalAndWritesYamlAndSvg) {
+  std::string dir = test::temp_dir();
+  auto r = test::run_sapp("balance --layers " + std::string(SAPP_SOURCE_DIR) + "/data/layers/demo.json --stages 16 --micro-batches 16 --interleave 3 " +
+                          "--memory-limit 56000 --less-memory --naive --format json --svg " + dir + "/demo.svg");
+  ASSERT_EQ(r.status, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_TRUE(j["solver"]["proved_optimal"].get<bool>());
+  EXPECT_TRUE(j["result"]["fits"].get<bool>());
+  EXPECT_EQ(j["strategy"][0]["offset"].size(), 3u);
+  EXPECT_FALSE(j["naive"]["no_recompute"]["fits"].get<bool>());
+  EXPECT_TRUE(std::filesystem::exists(dir + "/demo.svg"));
+}
