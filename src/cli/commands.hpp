@@ -29,6 +29,7 @@ struct JobOptions {
   double reserve_gib = 1.0;
   bool no_flash = false;
   bool less_memory = false;
+  bool fp8 = false;
   double param_bytes = 2, grad_bytes = 4, optimizer_bytes = 12, compute_bytes = 2;
   double capacity_factor = 1.0;
   std::string format = "table";

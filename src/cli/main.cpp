@@ -23,6 +23,7 @@ void add_job_options(CLI::App& cmd, JobOptions& o, bool devices_required) {
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
   cmd.add_flag("--no-flash-attention", o.no_flash, "price eager attention (an s x s score tensor) instead of flash attention");
+  cmd.add_flag("--fp8", o.fp8, "GEMMs in FP8 at the device's FP8 peak (attention and element-wise ops stay BF16)");
   cmd.add_flag("--less-memory", o.less_memory, "interleaved schedule's less-memory variant (fewer warm-up micro-batches)");
   cmd.add_option("--param-bytes", o.param_bytes, "bytes per weight")->capture_default_str()->check(CLI::PositiveNumber);
   cmd.add_option("--grad-bytes", o.grad_bytes, "bytes per gradient")->capture_default_str()->check(CLI::PositiveNumber);
@@ -41,6 +42,7 @@ Training training_from(const JobOptions& o) {
   t.seq = o.seq;
   t.flash_attention = !o.no_flash;
   t.interleave_less_memory = o.less_memory;
+  t.fp8 = o.fp8;
   t.param_bytes = o.param_bytes;
   t.grad_bytes = o.grad_bytes;
   t.optimizer_bytes = o.optimizer_bytes;

@@ -14,13 +14,15 @@ const Level& Hardware::level_for_span(long long span) const {
 
 Hardware hardware_from_json(const nlohmann::json& tree, const std::string& file, const std::string& id) {
   io::Reader top{tree, file, ""};
-  top.only({"name", "source", "peak_flops", "memory_bytes", "memory_gib", "hbm_bandwidth", "levels", "efficiency"});
+  top.only({"name", "source", "peak_flops", "peak_flops_fp8", "memory_bytes", "memory_gib", "hbm_bandwidth", "levels", "efficiency"});
   Hardware hw;
   hw.id = id;
   hw.source = file;
   hw.name = top.string_or("name", id);
   hw.peak_flops = top.number("peak_flops");
   if (hw.peak_flops <= 0) top.bad("peak_flops", "a positive FLOP/s");
+  hw.peak_flops_fp8 = top.number_or("peak_flops_fp8", 0.0);
+  if (hw.peak_flops_fp8 < 0) top.bad("peak_flops_fp8", "a non-negative FLOP/s");
   if (top.has("memory_bytes") == top.has("memory_gib")) top.bad("memory_bytes", "exactly one of memory_bytes or memory_gib");
   hw.memory_bytes = top.has("memory_bytes") ? top.number("memory_bytes") : top.number("memory_gib") * 1073741824.0;
   if (hw.memory_bytes <= 0) top.bad(top.has("memory_bytes") ? "memory_bytes" : "memory_gib", "a positive size");
@@ -51,18 +53,19 @@ Hardware hardware_from_json(const nlohmann::json& tree, const std::string& file,
   if (hw.levels.back().devices != 0) hw.levels.push_back(Level{"cluster", 0, hw.levels.back().bandwidth, hw.levels.back().latency});
   if (top.has("efficiency")) {
     io::Reader e = top.child("efficiency");
-    e.only({"gemm", "gemm_half_flops", "attention", "memory", "comm"});
+    e.only({"gemm", "gemm_fp8", "gemm_half_rows", "attention", "memory", "comm"});
     auto fraction = [&](const char* key, double fallback) {
       double v = e.number_or(key, fallback);
       if (v <= 0 || v > 1) e.bad(key, "a fraction in (0, 1]");
       return v;
     };
     hw.efficiency.gemm = fraction("gemm", hw.efficiency.gemm);
+    hw.efficiency.gemm_fp8 = fraction("gemm_fp8", hw.efficiency.gemm_fp8);
     hw.efficiency.attention = fraction("attention", hw.efficiency.attention);
     hw.efficiency.memory = fraction("memory", hw.efficiency.memory);
     hw.efficiency.comm = fraction("comm", hw.efficiency.comm);
-    hw.efficiency.gemm_half_flops = e.number_or("gemm_half_flops", hw.efficiency.gemm_half_flops);
-    if (hw.efficiency.gemm_half_flops < 0) e.bad("gemm_half_flops", "a non-negative FLOP count");
+    hw.efficiency.gemm_half_rows = e.number_or("gemm_half_rows", hw.efficiency.gemm_half_rows);
+    if (hw.efficiency.gemm_half_rows < 0) e.bad("gemm_half_rows", "a non-negative row count");
   }
   return hw;
 }

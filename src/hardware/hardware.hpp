@@ -21,7 +21,8 @@ struct Level {
 
 struct Efficiency {
   double gemm = 0.8;
-  double gemm_half_flops = 2e10;
+  double gemm_fp8 = 0.6;        // of the FP8 peak
+  double gemm_half_rows = 256;  // a GEMM with this many rows (tokens) per rank reaches half of `gemm`
   double attention = 0.6;
   double memory = 0.75;
   double comm = 0.8;
@@ -32,6 +33,7 @@ struct Hardware {
   std::string name;  // human-readable
   std::string source;
   double peak_flops = 0;      // dense BF16 FLOP/s
+  double peak_flops_fp8 = 0;  // dense FP8 FLOP/s (0: no FP8 tensor cores)
   double memory_bytes = 0;    // usable HBM bytes
   double hbm_bandwidth = 0;   // bytes/s
   std::vector<Level> levels;  // innermost first; the last one is unbounded

@@ -60,6 +60,7 @@ struct Training {
   double capacity_factor = 1;           // MoE routed-token factor (1 = dropless, balanced)
   double reserve_bytes = 1073741824.0;  // allocator fragmentation and framework context, per device
   bool interleave_less_memory = false;
+  bool fp8 = false;  // GEMMs in FP8 (Transformer Engine); attention and element-wise ops stay in BF16
 };
 
 struct Violation {

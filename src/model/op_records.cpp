@@ -143,9 +143,9 @@ OpRecords op_records_from_json(const json& tree, const std::string& file) {
   if (!work.is_object()) fail(where(file, "work"), "must map names to work terms");
   for (const auto& [name, data] : work.items()) {
     std::string key = "work." + name;
-    only(data, file, key, {"kind", "op", "shard", "when", "formula"});
+    only(data, file, key, {"kind", "op", "shard", "when", "formula", "rows"});
     io::Reader rd{data, file, key};
-    WorkTerm term{name, WorkKind::Gemm, -1, Shard::Tensor, std::nullopt, expr::Expr::constant(expr::Value::of_int(0), "0")};
+    WorkTerm term{name, WorkKind::Gemm, -1, Shard::Tensor, std::nullopt, expr::Expr::constant(expr::Value::of_int(0), "0"), std::nullopt};
     std::string kind = rd.string("kind");
     if (kind == "gemm")
       term.kind = WorkKind::Gemm;
@@ -169,6 +169,7 @@ OpRecords op_records_from_json(const json& tree, const std::string& file) {
     if (!data.contains("formula")) fail(where(file, key + ".formula"), "is required and missing");
     term.formula = expression(data.at("formula"), r.symbols, file, key + ".formula");
     if (data.contains("when") && !data.at("when").is_null()) term.when = expression(data.at("when"), r.symbols, file, key + ".when");
+    if (data.contains("rows") && !data.at("rows").is_null()) term.rows = expression(data.at("rows"), r.symbols, file, key + ".rows");
     r.work.push_back(std::move(term));
   }
   for (const auto& op : r.ops) r.op_switch.push_back(op.switch_name.empty() ? -1 : r.switch_index(op.switch_name));

@@ -52,6 +52,7 @@ struct WorkTerm {
   Shard shard = Shard::Tensor;
   std::optional<expr::Expr> when;
   expr::Expr formula;
+  std::optional<expr::Expr> rows;  // GEMM rows (tokens) per rank; sizes the efficiency ramp. Default s * b.
 };
 
 // Indices of the names the estimators bind per layout, resolved once when the records load (-1: unread).

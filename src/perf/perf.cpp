@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "io/error.hpp"
 #include "memory/memory.hpp"
 
 namespace sapp::perf {
@@ -18,13 +19,13 @@ struct LayerTime {
   double recompute_flops = 0;
 };
 
-double compute_seconds(const hardware::Hardware& hw, model::WorkKind kind, double amount) {
+double compute_seconds(const hardware::Hardware& hw, model::WorkKind kind, double amount, bool fp8, double rows = 1e9) {
   if (amount <= 0) return 0;
   switch (kind) {
     case model::WorkKind::Gemm: {
-      // Achievable fraction ramps with GEMM size: eff = gemm * f / (f + f_half).
-      double eff = hw.efficiency.gemm * amount / (amount + hw.efficiency.gemm_half_flops);
-      return amount / (hw.peak_flops * eff);
+      // Achievable fraction ramps with the GEMM's rows (tokens) per rank: eff = gemm * M / (M + M_half).
+      double eff = (fp8 ? hw.efficiency.gemm_fp8 : hw.efficiency.gemm) * rows / (rows + hw.efficiency.gemm_half_rows);
+      return amount / ((fp8 ? hw.peak_flops_fp8 : hw.peak_flops) * eff);
     }
     case model::WorkKind::Attention: return amount / (hw.peak_flops * hw.efficiency.attention);
     case model::WorkKind::Memory: return amount / (hw.hbm_bandwidth * hw.efficiency.memory);
@@ -45,7 +46,9 @@ LayerTime layer_time(const model::Model& model, const model::BoundKind& kind, co
     double amount = term.formula.eval_double(env);
     double div = term.shard == model::Shard::Tensor ? l.tp : term.shard == model::Shard::SequenceParallel ? l.tsp() : 1;
     amount /= div;
-    double seconds = compute_seconds(hw, term.kind, amount);
+    double rows = term.kind != model::WorkKind::Gemm ? 0.0 : term.rows ? term.rows->eval_double(env) : static_cast<double>(training.seq) / l.cp * l.mbs;
+    if (kind.vision && !term.rows) rows = static_cast<double>(model.spec.vision->tokens) * l.mbs;
+    double seconds = compute_seconds(hw, term.kind, amount, training.fp8, rows);
     out.fwd_s += seconds;
     bool flops = term.kind != model::WorkKind::Memory;
     if (flops) out.fwd_flops += amount;
@@ -90,6 +93,12 @@ double model_forward_flops_per_sequence(const model::Model& model, const Trainin
 }
 
 StepTime estimate_time(const model::Model& model, const Layout& l, const Training& training, const hardware::Hardware& hw, const Overlap& overlap) {
+  return estimate_time(model, l, training, hw, estimate_memory(model, l, training, hw.memory_bytes), overlap);
+}
+
+StepTime estimate_time(const model::Model& model, const Layout& l, const Training& training, const hardware::Hardware& hw, const MemoryEstimate& mem,
+                       const Overlap& overlap) {
+  if (training.fp8 && hw.peak_flops_fp8 <= 0) fail(hw.source, "peak_flops_fp8 is not stated: {} has no FP8 rate to price FP8 GEMMs with", hw.name);
   const model::ModelSpec& spec = model.spec;
   std::size_t nk = model.kinds.size();
   std::vector<LayerTime> per_kind(nk);
@@ -143,31 +152,31 @@ StepTime estimate_time(const model::Model& model, const Layout& l, const Trainin
     }
   }
 
-  std::vector<StagePlan> plan = plan_stages(model, l);
   StepTime out;
-  out.stage_s.assign(static_cast<std::size_t>(l.pp), 0.0);
-  double head_fwd =
-      compute_seconds(hw, model::WorkKind::Gemm, 2.0 * tokens * h * static_cast<double>(spec.vocab_size) / l.tp) * static_cast<double>(1 + model.mtp_layers());
-  std::vector<double> compute(static_cast<std::size_t>(l.pp), 0), recompute(static_cast<std::size_t>(l.pp), 0), tpc(static_cast<std::size_t>(l.pp), 0),
-      cpc(static_cast<std::size_t>(l.pp), 0), epc(static_cast<std::size_t>(l.pp), 0);
+  std::size_t P = static_cast<std::size_t>(l.pp);
+  out.stage_s.assign(P, 0.0);
+  double head_fwd = compute_seconds(hw, model::WorkKind::Gemm, 2.0 * tokens * h * static_cast<double>(spec.vocab_size) / l.tp, training.fp8, tokens) *
+                    static_cast<double>(1 + model.mtp_layers());
+  std::vector<double> compute(P, 0), recompute(P, 0), tpc(P, 0), cpc(P, 0), epc(P, 0);
   double hw_flops_mb = 0;  // per micro-batch, summed over stages (one model replica)
-  for (int s = 0; s < l.pp; ++s) {
-    std::size_t si = static_cast<std::size_t>(s);
-    for (const auto& chunk : plan[si].chunks) {
-      for (const auto& [kind, count] : chunk.groups) {
-        std::size_t k = static_cast<std::size_t>(kind);
-        double n = static_cast<double>(count);
-        compute[si] += n * 3.0 * per_kind[k].fwd_s;  // forward + backward (2x)
-        recompute[si] += n * per_kind[k].recompute_s;
-        tpc[si] += n * tp_s[k];
-        cpc[si] += n * cp_s[k];
-        epc[si] += n * ep_s[k];
-        hw_flops_mb += n * (3.0 * per_kind[k].fwd_flops + per_kind[k].recompute_flops) * l.tp;
-      }
-    }
-    if (plan[si].last) compute[si] += 3.0 * head_fwd;
-    out.stage_s[si] = compute[si] + recompute[si] + tpc[si] + cpc[si] + epc[si];
-  }
+  for_each_chunk_group(model, l, [&](int stage, int chunk, int kind, long long count) {
+    (void)chunk;
+    std::size_t si = static_cast<std::size_t>(stage);
+    std::size_t k = static_cast<std::size_t>(kind);
+    double n = static_cast<double>(count);
+    compute[si] += n * 3.0 * per_kind[k].fwd_s;  // forward + backward (2x)
+    recompute[si] += n * per_kind[k].recompute_s;
+    tpc[si] += n * tp_s[k];
+    cpc[si] += n * cp_s[k];
+    epc[si] += n * ep_s[k];
+    hw_flops_mb += n * (3.0 * per_kind[k].fwd_flops + per_kind[k].recompute_flops) * l.tp;
+  });
+  // Loss: the logits upcast to fp32, softmax and its gradient read and write about 12 bytes per logit
+  // (memory bound), forward and backward, once per MTP depth too.
+  double loss = compute_seconds(hw, model::WorkKind::Memory, tokens * static_cast<double>(spec.vocab_size) / l.tp * 12.0, false) *
+                static_cast<double>(1 + model.mtp_layers());
+  compute[P - 1] += 3.0 * head_fwd + loss;
+  for (std::size_t si = 0; si < P; ++si) out.stage_s[si] = compute[si] + recompute[si] + tpc[si] + cpc[si] + epc[si];
   double m = l.micro_batches;
   double v = l.vpp;
   double slowest = *std::max_element(out.stage_s.begin(), out.stage_s.end());
@@ -186,7 +195,6 @@ StepTime estimate_time(const model::Model& model, const Layout& l, const Trainin
   out.breakdown.bubble_s = pipeline - busy;
 
   // Data parallel: gradients reduce-scattered (ZeRO >= 1) or all-reduced, updated parameters all-gathered.
-  MemoryEstimate mem = estimate_memory(model, l, training, hw.memory_bytes);
   double dp_comm = 0;
   double optimizer = 0;
   double pp_comm = 0;

@@ -14,6 +14,7 @@
 
 #include "hardware/hardware.hpp"
 #include "memory/layout.hpp"
+#include "memory/memory.hpp"
 
 namespace sapp::perf {
 
@@ -23,7 +24,8 @@ struct Overlap {
   double dp = 0.9;  // gradient reduce-scatter / parameter all-gather overlapped with backward / forward, but at
                     // most the last micro-batch's backward hides it (the reduce starts when the grads are ready)
   double ep = 0.0;  // MoE dispatch/combine all-to-all: exposed by default
-  double cp = 1.0;  // ring CP: KV exchange hidden behind the block attention it feeds, as far as that lasts
+  double cp = 0.5;  // ring CP: the KV exchange hides behind half the attention it feeds (the first step and the
+                    // per-step kernel splits stay exposed)
   double pp = 1.0;  // steady-state pipeline sends hidden under compute (fill/drain sends are always exposed)
 };
 
@@ -50,6 +52,9 @@ struct StepTime {
 };
 
 StepTime estimate_time(const model::Model& model, const Layout& layout, const Training& training, const hardware::Hardware& hw, const Overlap& overlap = {});
+// The same, reusing the layout's memory estimate (its per-stage parameter counts size the DP collectives).
+StepTime estimate_time(const model::Model& model, const Layout& layout, const Training& training, const hardware::Hardware& hw, const MemoryEstimate& memory,
+                       const Overlap& overlap = {});
 
 // Forward FLOPs of the whole model for one sequence (no parallelism, no recompute): gemm + attention terms.
 double model_forward_flops_per_sequence(const model::Model& model, const Training& training);

@@ -1,0 +1,283 @@
+#include "search/search.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <thread>
+#include <tuple>
+
+#include <fmt/format.h>
+
+#include "io/error.hpp"
+#include "io/files.hpp"
+
+namespace sapp::search {
+
+Dim parse_dim(const std::string& text, const std::string& where) {
+  std::string t;
+  for (char c : text) {
+    if (!std::isspace(static_cast<unsigned char>(c))) t.push_back(c);
+  }
+  if (t == "auto") return std::nullopt;
+  if (t.empty()) fail(where, "an empty value allows nothing; give a degree, a list like 1,2,4, or auto");
+  std::vector<int> out;
+  std::size_t start = 0;
+  while (start <= t.size()) {
+    std::size_t comma = t.find(',', start);
+    std::string item = t.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    if (item.empty() || item.find_first_not_of("0123456789") != std::string::npos || item.size() > 9) {
+      fail(where, "'{}' is not a degree: expected a whole number, a list like 1,2,4, or auto", item.empty() ? text : item);
+    }
+    int v = std::stoi(item);
+    if (std::find(out.begin(), out.end(), v) == out.end()) out.push_back(v);
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return out;
+}
+
+Dim dim_from_json(const nlohmann::json& v, const std::string& where) {
+  if (v.is_string()) return parse_dim(v.get<std::string>(), where);
+  std::vector<nlohmann::json> items;
+  if (v.is_array()) {
+    if (v.empty()) fail(where, "an empty list allows nothing; give a degree, a list, or auto");
+    for (const auto& x : v) items.push_back(x);
+  } else {
+    items.push_back(v);
+  }
+  std::vector<int> out;
+  for (const auto& x : items) {
+    if (x.is_boolean() || !x.is_number_integer() || x.get<long long>() < 0 || x.get<long long>() > 1000000) {
+      fail(where, "{} is not a degree: expected a whole number, a list of them, or auto", x.dump());
+    }
+    int d = static_cast<int>(x.get<long long>());
+    if (std::find(out.begin(), out.end(), d) == out.end()) out.push_back(d);
+  }
+  return out;
+}
+
+void space_from_json(const nlohmann::json& dims, const std::string& file, Space& space) {
+  io::Reader rd{dims, file, "search"};
+  rd.only({"tp", "pp", "cp", "ep", "etp", "vpp", "mbs", "zero", "sp", "cp_algo", "recompute", "optimizer_shard", "allow_tp_across_nodes"});
+  auto dim = [&](const char* key, Dim& out) {
+    if (rd.has(key)) out = dim_from_json(dims.at(key), at(file, "search." + std::string(key)));
+  };
+  dim("tp", space.tp);
+  dim("pp", space.pp);
+  dim("cp", space.cp);
+  dim("ep", space.ep);
+  dim("etp", space.etp);
+  dim("vpp", space.vpp);
+  dim("mbs", space.mbs);
+  dim("zero", space.zero);
+  if (rd.has("sp")) {
+    const auto& v = dims.at("sp");
+    if (v.is_string() && v.get<std::string>() == "auto")
+      space.sp.reset();
+    else if (v.is_boolean())
+      space.sp = std::vector<bool>{v.get<bool>()};
+    else
+      rd.bad("sp", "true, false or auto");
+  }
+  if (rd.has("cp_algo")) {
+    const auto& v = dims.at("cp_algo");
+    std::string s = v.is_string() ? v.get<std::string>() : "";
+    if (s == "auto")
+      space.cp_algo.reset();
+    else if (s == "ring")
+      space.cp_algo = std::vector<CpAlgo>{CpAlgo::Ring};
+    else if (s == "all2all")
+      space.cp_algo = std::vector<CpAlgo>{CpAlgo::AllToAll};
+    else
+      rd.bad("cp_algo", "ring, all2all or auto");
+  }
+  if (dims.contains("recompute")) space.recompute = read_recompute_modes(dims.at("recompute"), at(file, "search.recompute"));
+  space.optimizer_shard = static_cast<int>(rd.integer_or("optimizer_shard", 0));
+  space.allow_tp_across_nodes = rd.boolean_or("allow_tp_across_nodes", false);
+}
+
+namespace {
+
+std::vector<int> powers_of_two_up_to(long long limit) {
+  std::vector<int> out;
+  for (long long v = 1; v <= limit; v *= 2) out.push_back(static_cast<int>(v));
+  return out;
+}
+
+std::vector<int> divisors(long long n) {
+  std::vector<int> out;
+  for (long long d = 1; d <= n; ++d) {
+    if (n % d == 0) out.push_back(static_cast<int>(d));
+  }
+  return out;
+}
+
+std::tuple<int, int, int, int, int, int, int, int, int, int, int, int, int> key(const Layout& l) {
+  return {
+      l.tp, l.pp, l.cp, l.dp, l.ep, l.etp, l.vpp, l.mbs, l.zero, l.sp ? 1 : 0, static_cast<int>(l.cp_algo), static_cast<int>(l.recompute), l.optimizer_shard};
+}
+
+}  // namespace
+
+bool ranks_before(const Candidate& a, const Candidate& b) {
+  if (a.time.step_s != b.time.step_s) return a.time.step_s < b.time.step_s;
+  return key(a.layout) < key(b.layout);
+}
+
+std::vector<Layout> enumerate(const model::Model& model, const Space& space, const Training& training, const hardware::Hardware& hw, long long devices) {
+  (void)hw;
+  std::vector<Layout> out;
+  const model::ModelSpec& spec = model.spec;
+  long long layers = model.body_layers() + model.vision_layers();
+  auto values = [](const Dim& d, std::vector<int> fallback) { return d ? *d : fallback; };
+  for (int tp : values(space.tp, powers_of_two_up_to(devices))) {
+    if (tp < 1 || devices % tp != 0) continue;
+    for (int cp : values(space.cp, powers_of_two_up_to(std::min<long long>(devices / tp, 64)))) {
+      if (cp < 1 || (devices / tp) % cp != 0) continue;
+      long long rest = devices / tp / cp;
+      std::vector<int> pp_auto;
+      for (int d : divisors(rest)) {
+        if (d <= layers) pp_auto.push_back(d);
+      }
+      for (int pp : values(space.pp, pp_auto)) {
+        if (pp < 1 || rest % pp != 0) continue;
+        int dp = static_cast<int>(rest / pp);
+        std::vector<int> ep_auto = {1};
+        std::vector<int> etp_auto = {1};
+        if (spec.is_moe()) {
+          ep_auto.clear();
+          for (int e : powers_of_two_up_to(*spec.num_experts)) ep_auto.push_back(e);
+          if (tp > 1) etp_auto.push_back(tp);
+        }
+        std::vector<int> vpp_auto = {1};
+        for (int v = 2; v <= 8 && pp > 1 && 1LL * pp * v <= layers; ++v) vpp_auto.push_back(v);
+        std::vector<int> mbs_auto;
+        for (int b : powers_of_two_up_to(8)) {
+          if (training.global_batch % (1LL * dp * b) == 0) mbs_auto.push_back(b);
+        }
+        for (int ep : values(space.ep, ep_auto)) {
+          for (int etp : values(space.etp, etp_auto)) {
+            for (int vpp : values(space.vpp, vpp_auto)) {
+              for (int mbs : values(space.mbs, mbs_auto)) {
+                if (mbs < 1) continue;
+                long long per = 1LL * dp * mbs;
+                long long m = training.global_batch % per == 0 ? training.global_batch / per : 0;
+                for (int zero : values(space.zero, {0, 1, 2, 3})) {
+                  std::vector<bool> sps = space.sp ? *space.sp : (tp > 1 ? std::vector<bool>{false, true} : std::vector<bool>{false});
+                  for (bool sp : sps) {
+                    std::vector<CpAlgo> algos =
+                        space.cp_algo ? *space.cp_algo : (cp > 1 ? std::vector<CpAlgo>{CpAlgo::Ring, CpAlgo::AllToAll} : std::vector<CpAlgo>{CpAlgo::Ring});
+                    for (CpAlgo algo : algos) {
+                      for (Recompute rc : space.recompute) {
+                        Layout l;
+                        l.tp = tp;
+                        l.cp = cp;
+                        l.pp = pp;
+                        l.dp = dp;
+                        l.ep = ep;
+                        l.etp = etp;
+                        l.vpp = vpp;
+                        l.mbs = mbs;
+                        l.micro_batches = static_cast<int>(m);
+                        l.zero = zero;
+                        l.sp = sp;
+                        l.cp_algo = algo;
+                        l.recompute = rc;
+                        l.optimizer_shard = space.optimizer_shard;
+                        out.push_back(l);
+                      }
+                    }
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  return out;
+}
+
+Result search(const model::Model& model, const Space& space, const Training& training, const hardware::Hardware& hw, long long devices, double capacity,
+              const Options& options) {
+  auto t0 = std::chrono::steady_clock::now();
+  std::vector<Layout> layouts = enumerate(model, space, training, hw, devices);
+  const std::size_t n = layouts.size();
+  std::vector<std::optional<Candidate>> slots(n);
+  int threads = std::max(1, options.threads);
+  std::vector<std::map<std::string, long long>> rejected(static_cast<std::size_t>(threads));
+  std::atomic<long long> done{0};
+  std::atomic<std::size_t> next{0};
+  auto work = [&](int worker) {
+    auto& rej = rejected[static_cast<std::size_t>(worker)];
+    constexpr std::size_t kBatch = 64;
+    for (;;) {
+      std::size_t begin = next.fetch_add(kBatch);
+      if (begin >= n) break;
+      std::size_t end = std::min(n, begin + kBatch);
+      for (std::size_t i = begin; i < end; ++i) {
+        const Layout& l = layouts[i];
+        if (l.micro_batches < 1) {
+          ++rej["global batch"];
+          continue;
+        }
+        if (!space.allow_tp_across_nodes && l.tp > hw.devices_per_node()) {
+          ++rej["tp across nodes"];
+          continue;
+        }
+        auto violations = check_layout(model, l, training, devices);
+        if (!violations.empty()) {
+          ++rej[violations.front().rule];
+          continue;
+        }
+        MemoryEstimate mem = estimate_memory(model, l, training, capacity);
+        if (!mem.fits()) {
+          ++rej["out of memory"];
+          continue;
+        }
+        Candidate c;
+        c.layout = l;
+        c.peak_memory_bytes = mem.peak_bytes;
+        c.peak_stage = mem.peak_stage;
+        c.time = perf::estimate_time(model, l, training, hw, mem);
+        slots[i] = std::move(c);
+      }
+      done.fetch_add(static_cast<long long>(end - begin));
+    }
+  };
+  if (threads == 1) {
+    if (options.progress) {
+      std::thread worker(work, 0);
+      while (done.load() < static_cast<long long>(n)) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        if (std::chrono::steady_clock::now() - t0 > std::chrono::seconds(1)) options.progress(done.load(), static_cast<long long>(n));
+      }
+      worker.join();
+    } else {
+      work(0);
+    }
+  } else {
+    std::vector<std::thread> pool;
+    for (int w = 0; w < threads; ++w) pool.emplace_back(work, w);
+    if (options.progress) {
+      while (done.load() < static_cast<long long>(n)) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        if (std::chrono::steady_clock::now() - t0 > std::chrono::seconds(1)) options.progress(done.load(), static_cast<long long>(n));
+      }
+    }
+    for (auto& t : pool) t.join();
+  }
+  Result r;
+  r.evaluated = static_cast<long long>(n);
+  for (auto& s : slots) {
+    if (s) r.ranked.push_back(std::move(*s));
+  }
+  for (const auto& per : rejected) {
+    for (const auto& [reason, count] : per) r.rejected[reason] += count;
+  }
+  std::sort(r.ranked.begin(), r.ranked.end(), ranks_before);
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return r;
+}
+
+}  // namespace sapp::search

@@ -1,0 +1,67 @@
+// search: the ND search space (every degree as one value, a list, or auto), its enumeration, the constraints
+// with a named reason per rejection, and the ranking by step time. Candidates are priced in parallel on a
+// standard-library thread pool; results are identical for any thread count (each candidate has a fixed slot,
+// ties break on the layout itself).
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "hardware/hardware.hpp"
+#include "memory/memory.hpp"
+#include "perf/perf.hpp"
+
+namespace sapp::search {
+
+// One dimension: stated values, or auto (nullopt) for the search to generate.
+using Dim = std::optional<std::vector<int>>;
+
+struct Space {
+  Dim tp, pp, cp, ep, etp, vpp, mbs, zero;
+  std::optional<std::vector<bool>> sp;
+  std::optional<std::vector<CpAlgo>> cp_algo;
+  std::vector<Recompute> recompute = {Recompute::Off, Recompute::Selective, Recompute::Full};
+  int optimizer_shard = 0;
+  bool allow_tp_across_nodes = false;
+};
+
+// Reads "auto", "4" or "1,2,4" for a degree; `where` names the option or key in errors.
+Dim parse_dim(const std::string& text, const std::string& where);
+Dim dim_from_json(const nlohmann::json& v, const std::string& where);
+// Reads a search YAML's dimensions (and recompute, per seed 000) into `space`.
+void space_from_json(const nlohmann::json& dims, const std::string& file, Space& space);
+
+struct Candidate {
+  Layout layout;
+  double peak_memory_bytes = 0;
+  int peak_stage = 0;
+  perf::StepTime time;
+};
+
+struct Result {
+  std::vector<Candidate> ranked;  // fitting candidates, fastest first (all of them; callers cut to --top)
+  std::map<std::string, long long> rejected;
+  long long evaluated = 0;  // candidates generated and checked
+  double seconds = 0;
+};
+
+struct Options {
+  int threads = 1;
+  // Called about every half second from the calling thread with (done, total); may be empty.
+  std::function<void(long long, long long)> progress;
+};
+
+std::vector<Layout> enumerate(const model::Model& model, const Space& space, const Training& training, const hardware::Hardware& hw, long long devices);
+Result search(const model::Model& model, const Space& space, const Training& training, const hardware::Hardware& hw, long long devices, double capacity_bytes,
+              const Options& options);
+
+// Orders two candidates: faster first, then by the layout's degrees (deterministic ties).
+bool ranks_before(const Candidate& a, const Candidate& b);
+
+}  // namespace sapp::search
