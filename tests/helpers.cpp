@@ -67,3 +67,7 @@ std::string io_replace_for_test(const std::string& from, const std::string& to) 
 }
 nlohmann::json io_yaml_for_test(const std::string& text) { return io::parse_yaml(text, "test.yaml"); }
 }  // namespace sapp
+
+namespace sapp::test {
+nlohmann::json parse_yaml_for_test(const std::string& text) { return io::parse_yaml(text, "test.yaml"); }
+}  // namespace sapp::test

@@ -33,3 +33,7 @@ namespace sapp {
 std::string io_replace_for_test(const std::string& from, const std::string& to);
 nlohmann::json io_yaml_for_test(const std::string& text);
 }  // namespace sapp
+
+namespace sapp::test {
+nlohmann::json parse_yaml_for_test(const std::string& text);
+}  // namespace sapp::test

@@ -93,74 +93,89 @@ std::string Layout::describe() const {
 
 namespace {
 
-void divides(std::vector<Violation>& out, const char* rule, long long degree, long long size, const std::string& what, const std::string& degree_name) {
+// Records a broken rule; the detail is formatted only when asked for (searches only count rules).
+struct Report {
+  std::vector<Violation>& out;
+  bool details;
+  template <typename Detail>
+  void operator()(const char* rule, Detail&& detail) {
+    out.push_back(Violation{rule, details ? std::string(detail()) : std::string()});
+  }
+};
+
+void divides(Report& bad, const char* rule, long long degree, long long size, const char* what, const char* degree_name) {
   if (degree > 1 && size % degree != 0) {
-    out.push_back(Violation{rule, fmt::format("{} {} does not divide {} {}", degree_name, degree, what, size)});
+    bad(rule, [&] { return fmt::format("{} {} does not divide {} {}", degree_name, degree, what, size); });
   }
 }
 
 }  // namespace
 
-std::vector<Violation> check_layout(const model::Model& model, const Layout& l, const Training& training, long long devices) {
+std::vector<Violation> check_layout(const model::Model& model, const Layout& l, const Training& training, long long devices, bool details) {
   std::vector<Violation> out;
   const model::ModelSpec& spec = model.spec;
-  auto bad = [&](const char* rule, std::string detail) { out.push_back(Violation{rule, std::move(detail)}); };
+  Report bad{out, details};
   if (l.dp < 1 || l.tp < 1 || l.pp < 1 || l.cp < 1 || l.ep < 1 || l.etp < 1 || l.vpp < 1 || l.mbs < 1 || l.micro_batches < 1) {
-    bad("degree below 1", "every degree, the micro-batch size and count must be at least 1");
+    bad("degree below 1", [&] { return std::string("every degree, the micro-batch size and count must be at least 1"); });
     return out;
   }
   if (devices > 0 && l.devices() != devices) {
-    bad("device count", fmt::format("dp x tp x pp x cp = {} x {} x {} x {} = {}, not the {} devices", l.dp, l.tp, l.pp, l.cp, l.devices(), devices));
+    bad("device count",
+        [&] { return fmt::format("dp x tp x pp x cp = {} x {} x {} x {} = {}, not the {} devices", l.dp, l.tp, l.pp, l.cp, l.devices(), devices); });
   }
   if (training.global_batch > 0 && 1LL * l.dp * l.mbs * l.micro_batches != training.global_batch) {
-    bad("global batch", fmt::format("dp x micro-batch size x micro-batches = {} x {} x {} = {}, not the global batch {}", l.dp, l.mbs, l.micro_batches,
-                                    1LL * l.dp * l.mbs * l.micro_batches, training.global_batch));
+    bad("global batch", [&] {
+      return fmt::format("dp x micro-batch size x micro-batches = {} x {} x {} = {}, not the global batch {}", l.dp, l.mbs, l.micro_batches,
+                         1LL * l.dp * l.mbs * l.micro_batches, training.global_batch);
+    });
   }
-  divides(out, "tp/heads", l.tp, spec.num_heads, "num_attention_heads", "TP");
+  divides(bad, "tp/heads", l.tp, spec.num_heads, "num_attention_heads", "TP");
   if (!spec.is_mla() && l.tp > 1 && spec.kv_heads() % l.tp != 0 && l.tp % spec.kv_heads() != 0) {
-    bad("tp/kv heads", fmt::format("TP {} neither divides the {} KV heads nor is a multiple of them (replication)", l.tp, spec.kv_heads()));
+    bad("tp/kv heads", [&] { return fmt::format("TP {} neither divides the {} KV heads nor is a multiple of them (replication)", l.tp, spec.kv_heads()); });
   }
-  if (spec.intermediate_size && !spec.is_moe()) divides(out, "tp/ffn", l.tp, *spec.intermediate_size, "intermediate_size", "TP");
+  if (spec.intermediate_size && !spec.is_moe()) divides(bad, "tp/ffn", l.tp, *spec.intermediate_size, "intermediate_size", "TP");
   if (spec.is_moe() && spec.first_k_dense.value_or(0) > 0 && spec.intermediate_size)
-    divides(out, "tp/ffn", l.tp, *spec.intermediate_size, "intermediate_size", "TP");
-  if (spec.shared_expert_width() > 0) divides(out, "tp/ffn", l.tp, spec.shared_expert_width(), "the shared expert width", "TP");
+    divides(bad, "tp/ffn", l.tp, *spec.intermediate_size, "intermediate_size", "TP");
+  if (spec.shared_expert_width() > 0) divides(bad, "tp/ffn", l.tp, spec.shared_expert_width(), "the shared expert width", "TP");
   if (spec.linear) {
-    divides(out, "tp/linear heads", l.tp, spec.linear->num_key_heads, "linear_num_key_heads", "TP");
-    divides(out, "tp/linear heads", l.tp, spec.linear->num_value_heads, "linear_num_value_heads", "TP");
+    divides(bad, "tp/linear heads", l.tp, spec.linear->num_key_heads, "linear_num_key_heads", "TP");
+    divides(bad, "tp/linear heads", l.tp, spec.linear->num_value_heads, "linear_num_value_heads", "TP");
   }
-  if (spec.vision) divides(out, "tp/vision heads", l.tp, spec.vision->num_heads, "the vision tower's heads", "TP");
-  if (l.sp && l.tp == 1) bad("sp without tp", "sequence parallelism shards along the TP group; with TP 1 it is the same layout as without");
+  if (spec.vision) divides(bad, "tp/vision heads", l.tp, spec.vision->num_heads, "the vision tower's heads", "TP");
+  if (l.sp && l.tp == 1)
+    bad("sp without tp", [&] { return std::string("sequence parallelism shards along the TP group; with TP 1 it is the same layout as without"); });
   if (l.cp > 1) {
     if (l.cp_algo == CpAlgo::Ring && training.seq % (2LL * l.cp) != 0) {
-      bad("seq/cp", fmt::format("ring CP {} needs the sequence {} divisible by 2 x CP = {} (load-balanced causal chunks)", l.cp, training.seq, 2 * l.cp));
+      bad("seq/cp",
+          [&] { return fmt::format("ring CP {} needs the sequence {} divisible by 2 x CP = {} (load-balanced causal chunks)", l.cp, training.seq, 2 * l.cp); });
     }
     if (l.cp_algo == CpAlgo::AllToAll) {
       if (spec.num_heads % (1LL * l.tp * l.cp) != 0)
-        bad("heads/cp", fmt::format("all-to-all CP {} x TP {} must divide the {} heads", l.cp, l.tp, spec.num_heads));
-      if (training.seq % l.cp != 0) bad("seq/cp", fmt::format("CP {} does not divide the sequence {}", l.cp, training.seq));
+        bad("heads/cp", [&] { return fmt::format("all-to-all CP {} x TP {} must divide the {} heads", l.cp, l.tp, spec.num_heads); });
+      if (training.seq % l.cp != 0) bad("seq/cp", [&] { return fmt::format("CP {} does not divide the sequence {}", l.cp, training.seq); });
     }
   }
   if (!spec.is_moe()) {
-    if (l.ep > 1) bad("ep on dense", fmt::format("EP {} on a dense model (no experts)", l.ep));
-    if (l.etp > 1) bad("ep on dense", fmt::format("expert TP {} on a dense model (no experts)", l.etp));
+    if (l.ep > 1) bad("ep on dense", [&] { return fmt::format("EP {} on a dense model (no experts)", l.ep); });
+    if (l.etp > 1) bad("ep on dense", [&] { return fmt::format("expert TP {} on a dense model (no experts)", l.etp); });
   } else {
-    divides(out, "experts/ep", l.ep, *spec.num_experts, "the routed experts", "EP");
-    divides(out, "expert width/etp", l.etp, spec.routed_expert_width(), "the expert width", "expert TP");
+    divides(bad, "experts/ep", l.ep, *spec.num_experts, "the routed experts", "EP");
+    divides(bad, "expert width/etp", l.etp, spec.routed_expert_width(), "the expert width", "expert TP");
     long long pool = 1LL * l.dp * l.cp * l.tp;
     if (pool % (1LL * l.ep * l.etp) != 0) {
-      bad("ep/dp", fmt::format("EP {} x expert TP {} must divide DP x CP x TP = {} (experts are carved out of it)", l.ep, l.etp, pool));
+      bad("ep/dp", [&] { return fmt::format("EP {} x expert TP {} must divide DP x CP x TP = {} (experts are carved out of it)", l.ep, l.etp, pool); });
     }
   }
   long long chunks = 1LL * l.pp * l.vpp;
   long long layers = model.body_layers() + model.vision_layers();
-  if (layers < chunks) bad("layers < pp x vpp", fmt::format("{} layers cannot fill PP {} x VPP {} = {} chunks", layers, l.pp, l.vpp, chunks));
-  if (l.vpp > 1 && l.pp == 1) bad("vpp without pp", "virtual pipeline chunks need PP > 1");
+  if (layers < chunks) bad("layers < pp x vpp", [&] { return fmt::format("{} layers cannot fill PP {} x VPP {} = {} chunks", layers, l.pp, l.vpp, chunks); });
+  if (l.vpp > 1 && l.pp == 1) bad("vpp without pp", [&] { return std::string("virtual pipeline chunks need PP > 1"); });
   if (l.vpp > 1 && l.pp > 1 && l.micro_batches % l.pp != 0) {
-    bad("interleave/micro-batches", fmt::format("interleaved 1F1B needs micro-batches {} divisible by PP {}", l.micro_batches, l.pp));
+    bad("interleave/micro-batches", [&] { return fmt::format("interleaved 1F1B needs micro-batches {} divisible by PP {}", l.micro_batches, l.pp); });
   }
-  if (l.zero < 0 || l.zero > 3) bad("zero stage", fmt::format("ZeRO stage {} is not 0, 1, 2 or 3", l.zero));
+  if (l.zero < 0 || l.zero > 3) bad("zero stage", [&] { return fmt::format("ZeRO stage {} is not 0, 1, 2 or 3", l.zero); });
   if (l.optimizer_shard > 0 && (1LL * l.dp * l.cp) % l.optimizer_shard != 0) {
-    bad("optimizer shard", fmt::format("optimizer shard size {} does not divide DP x CP = {}", l.optimizer_shard, l.dp * l.cp));
+    bad("optimizer shard", [&] { return fmt::format("optimizer shard size {} does not divide DP x CP = {}", l.optimizer_shard, l.dp * l.cp); });
   }
   return out;
 }

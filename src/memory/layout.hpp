@@ -69,6 +69,7 @@ struct Violation {
 };
 
 // Every rule the layout breaks for this model and run (empty when it is valid). The first is the one to report.
-std::vector<Violation> check_layout(const model::Model& model, const Layout& layout, const Training& training, long long devices);
+// `details = false` leaves the sentences empty (a search only counts the rules).
+std::vector<Violation> check_layout(const model::Model& model, const Layout& layout, const Training& training, long long devices, bool details = true);
 
 }  // namespace sapp

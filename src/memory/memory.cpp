@@ -138,38 +138,6 @@ long long in_flight_count(const Layout& l, bool less_memory, int chunk, int stag
   return std::clamp(n, 1LL, m);
 }
 
-void for_each_chunk_group(const model::Model& model, const Layout& l, const std::function<void(int, int, int, long long)>& visit) {
-  long long units = model.vision_layers() + model.body_layers();
-  long long chunks = 1LL * l.pp * l.vpp;
-  long long base = units / chunks;
-  long long extra = units % chunks;
-  std::size_t g = 0;   // current stack group (MTP groups skipped)
-  long long used = 0;  // layers of group g already placed
-  for (long long k = 0; k < chunks; ++k) {
-    long long n = base + ((k >= 1 && k <= extra) ? 1 : 0);
-    int stage = static_cast<int>(k % l.pp);
-    int chunk = static_cast<int>(k / l.pp);
-    while (n > 0 && g < model.stack.size()) {
-      const model::LayerGroup& group = model.stack[g];
-      if (group.mtp) {
-        ++g;
-        continue;
-      }
-      long long take = std::min(n, group.count - used);
-      visit(stage, chunk, group.kind, take);
-      n -= take;
-      used += take;
-      if (used == group.count) {
-        ++g;
-        used = 0;
-      }
-    }
-  }
-  for (const auto& group : model.stack) {
-    if (group.mtp) visit(l.pp - 1, l.vpp - 1, group.kind, group.count);
-  }
-}
-
 std::vector<std::vector<long long>> in_flight(const Layout& l, bool less_memory) {
   std::vector<std::vector<long long>> a(static_cast<std::size_t>(l.vpp), std::vector<long long>(static_cast<std::size_t>(l.pp), 0));
   for (int v = 0; v < l.vpp; ++v) {
@@ -178,23 +146,32 @@ std::vector<std::vector<long long>> in_flight(const Layout& l, bool less_memory)
   return a;
 }
 
-MemoryEstimate estimate_memory(const model::Model& model, const Layout& l, const Training& training, double capacity) {
-  const model::ModelSpec& spec = model.spec;
-  std::size_t nk = model.kinds.size();
-  // Per distinct kind: activations under the layout's mode and with nothing recomputed, per micro-batch.
-  std::vector<double> act(nk), act_off(nk), dense_elems(nk), expert_elems(nk), layer_param_elems(nk);
-  std::vector<char> moe(nk, 0);
-  for (std::size_t k = 0; k < nk; ++k) {
-    const model::BoundKind& kind = model.kinds[k];
+std::vector<KindMemory> kind_memory(const model::Model& model, const Layout& l, const Training& training) {
+  std::vector<KindMemory> out;
+  out.reserve(model.kinds.size());
+  for (const auto& kind : model.kinds) {
     ModeActivations modes = layer_activations(model, layer_env(model, kind, l, training));
-    act[k] = modes.of(l.recompute).total();
-    act_off[k] = modes.off.total();
+    KindMemory k;
+    k.act[static_cast<int>(Recompute::Off)] = modes.off.total();
+    k.act[static_cast<int>(Recompute::Selective)] = modes.selective.total();
+    k.act[static_cast<int>(Recompute::Full)] = modes.full.total();
     // TP shards attention and FFN matrices; norms are replicated. Experts are split over EP x expert-TP.
-    dense_elems[k] = (kind.attention_params + kind.ffn_params) / l.tp + kind.norm_params;
-    expert_elems[k] = kind.expert_params / (static_cast<double>(l.ep) * l.etp);
-    layer_param_elems[k] = dense_elems[k] + expert_elems[k];
-    moe[k] = kind.kind.ffn == model::FfnFlavour::Moe ? 1 : 0;
+    k.dense_elems = (kind.attention_params + kind.ffn_params) / l.tp + kind.norm_params;
+    k.expert_elems = kind.expert_params / (static_cast<double>(l.ep) * l.etp);
+    k.moe = kind.kind.ffn == model::FfnFlavour::Moe;
+    out.push_back(k);
   }
+  return out;
+}
+
+MemoryEstimate estimate_memory(const model::Model& model, const Layout& l, const Training& training, double capacity, const std::vector<KindMemory>* per_kind) {
+  const model::ModelSpec& spec = model.spec;
+  std::vector<KindMemory> computed;
+  if (per_kind == nullptr) {
+    computed = kind_memory(model, l, training);
+    per_kind = &computed;
+  }
+  const std::vector<KindMemory>& km = *per_kind;
   // Per stage: parameter elements, in-flight activations, the largest rebuilt layer, MoE presence.
   struct Sums {
     long long layers = 0;
@@ -208,12 +185,13 @@ MemoryEstimate estimate_memory(const model::Model& model, const Layout& l, const
     std::size_t k = static_cast<std::size_t>(kind);
     double n = static_cast<double>(count);
     x.layers += count;
-    x.pn += n * dense_elems[k];
-    x.pe += n * expert_elems[k];
-    x.act += static_cast<double>(in_flight_count(l, less, chunk, stage)) * n * act[k];
-    x.working = std::max(x.working, act_off[k] - act[k]);
-    x.max_layer = std::max(x.max_layer, layer_param_elems[k]);
-    x.moe = x.moe || moe[k];
+    x.pn += n * km[k].dense_elems;
+    x.pe += n * km[k].expert_elems;
+    double act = km[k].act[static_cast<int>(l.recompute)];
+    x.act += static_cast<double>(in_flight_count(l, less, chunk, stage)) * n * act;
+    x.working = std::max(x.working, km[k].act[static_cast<int>(Recompute::Off)] - act);
+    x.max_layer = std::max(x.max_layer, km[k].dense_elems + km[k].expert_elems);
+    x.moe = x.moe || km[k].moe;
   });
 
   double h = static_cast<double>(spec.hidden_size);

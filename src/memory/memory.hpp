@@ -6,7 +6,7 @@
 // buffers are the communication workspaces, in bytes; a configurable reserve is added. Peak = max over stages.
 #pragma once
 
-#include <functional>
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -50,7 +50,39 @@ std::vector<StagePlan> plan_stages(const model::Model& model, const Layout& layo
 // The same split without building it: visit(stage, chunk, kind, count) for each run of layers, in model order.
 // Vision and body layers are spread over PP x VPP chunks (the remainder to virtual chunks 1..r, since chunk 0
 // holds the embedding); MTP layers go to the last chunk of the last stage.
-void for_each_chunk_group(const model::Model& model, const Layout& layout, const std::function<void(int, int, int, long long)>& visit);
+template <typename Visit>
+void for_each_chunk_group(const model::Model& model, const Layout& l, Visit&& visit) {
+  long long units = model.vision_layers() + model.body_layers();
+  long long chunks = 1LL * l.pp * l.vpp;
+  long long base = units / chunks;
+  long long extra = units % chunks;
+  std::size_t g = 0;   // current stack group (MTP groups skipped)
+  long long used = 0;  // layers of group g already placed
+  for (long long k = 0; k < chunks; ++k) {
+    long long n = base + ((k >= 1 && k <= extra) ? 1 : 0);
+    int stage = static_cast<int>(k % l.pp);
+    int chunk = static_cast<int>(k / l.pp);
+    while (n > 0 && g < model.stack.size()) {
+      const model::LayerGroup& group = model.stack[g];
+      if (group.mtp) {
+        ++g;
+        continue;
+      }
+      long long take = std::min(n, group.count - used);
+      visit(stage, chunk, group.kind, take);
+      n -= take;
+      used += take;
+      if (used == group.count) {
+        ++g;
+        used = 0;
+      }
+    }
+  }
+  for (const auto& group : model.stack) {
+    if (group.mtp) visit(l.pp - 1, l.vpp - 1, group.kind, group.count);
+  }
+}
+
 long long in_flight_count(const Layout& layout, bool less_memory, int chunk, int stage);
 
 // Micro-batches in flight per [chunk][stage] at a stage's peak (1F1B: p - i; interleaved: Megatron's warm-up).
@@ -84,8 +116,21 @@ struct MemoryEstimate {
   [[nodiscard]] bool fits() const { return peak_bytes <= capacity_bytes; }
 };
 
-// Prices one layout. The layout is assumed valid (see check_layout).
-MemoryEstimate estimate_memory(const model::Model& model, const Layout& layout, const Training& training, double capacity_bytes);
+// What one layer of each kind costs under a layout: activations (its mode and with nothing recomputed) and
+// parameter elements per rank. Depends only on mbs, tp, sp, cp, ep and etp, so a search prices it once per
+// group of layouts that share those (grouped evaluation).
+struct KindMemory {
+  double act[3] = {0, 0, 0};  // bytes per micro-batch under off, selective, full (indexed by Recompute)
+  double dense_elems = 0;
+  double expert_elems = 0;
+  bool moe = false;
+};
+std::vector<KindMemory> kind_memory(const model::Model& model, const Layout& layout, const Training& training);
+
+// Prices one layout. The layout is assumed valid (see check_layout). `per_kind`, when given, must be
+// kind_memory() of a layout with the same mbs, tp, sp, cp, ep and etp.
+MemoryEstimate estimate_memory(const model::Model& model, const Layout& layout, const Training& training, double capacity_bytes,
+                               const std::vector<KindMemory>* per_kind = nullptr);
 
 // One line per term of one stage: name, bytes, the formula and its inputs.
 std::vector<std::string> explain_stage(const model::Model& model, const Layout& layout, const Training& training, const MemoryEstimate& estimate, int stage);

@@ -13,10 +13,10 @@ namespace sapp::perf {
 namespace {
 
 struct LayerTime {
-  double fwd_s = 0;        // forward compute
-  double recompute_s = 0;  // forward work re-run in backward under the layout's mode
-  double fwd_flops = 0;    // gemm + attention FLOPs (model FLOPs)
-  double recompute_flops = 0;
+  double fwd_s = 0;            // forward compute
+  double fwd_flops = 0;        // gemm + attention FLOPs (model FLOPs)
+  double recompute_s[3] = {};  // forward work re-run in backward, per recompute mode
+  double recompute_flops[3] = {};
 };
 
 double compute_seconds(const hardware::Hardware& hw, model::WorkKind kind, double amount, bool fp8, double rows = 1e9) {
@@ -37,9 +37,7 @@ LayerTime layer_time(const model::Model& model, const model::BoundKind& kind, co
   const model::OpRecords& rec = *model.records;
   expr::Env env = layer_env(model, kind, l, training);
   std::vector<char> dropped(rec.switches.size(), 0);
-  if (l.recompute == Recompute::Selective) {
-    for (const auto& name : model.selective) dropped[static_cast<std::size_t>(rec.switch_index(name))] = 1;
-  }
+  for (const auto& name : model.selective) dropped[static_cast<std::size_t>(rec.switch_index(name))] = 1;
   LayerTime out;
   for (const auto& term : rec.work) {
     if (term.when && !term.when->eval(env).truthy()) continue;
@@ -53,11 +51,14 @@ LayerTime layer_time(const model::Model& model, const model::BoundKind& kind, co
     bool flops = term.kind != model::WorkKind::Memory;
     if (flops) out.fwd_flops += amount;
     const model::OpRecord& op = rec.ops[static_cast<std::size_t>(term.op)];
-    bool rerun = l.recompute == Recompute::Full ||
-                 (l.recompute == Recompute::Selective && !op.switch_name.empty() && dropped[static_cast<std::size_t>(rec.switch_index(op.switch_name))]);
-    if (rerun) {
-      out.recompute_s += seconds;
-      if (flops) out.recompute_flops += amount;
+    // Full recompute re-runs every forward term; selective the terms of ops under a dropped switch.
+    const int full = static_cast<int>(Recompute::Full);
+    const int sel = static_cast<int>(Recompute::Selective);
+    out.recompute_s[full] += seconds;
+    if (flops) out.recompute_flops[full] += amount;
+    if (!op.switch_name.empty() && dropped[static_cast<std::size_t>(rec.switch_index(op.switch_name))]) {
+      out.recompute_s[sel] += seconds;
+      if (flops) out.recompute_flops[sel] += amount;
     }
   }
   return out;
@@ -93,39 +94,38 @@ double model_forward_flops_per_sequence(const model::Model& model, const Trainin
 }
 
 StepTime estimate_time(const model::Model& model, const Layout& l, const Training& training, const hardware::Hardware& hw, const Overlap& overlap) {
-  return estimate_time(model, l, training, hw, estimate_memory(model, l, training, hw.memory_bytes), overlap);
+  return estimate_time(model, l, training, hw, estimate_memory(model, l, training, hw.memory_bytes), overlap, nullptr);
 }
 
-StepTime estimate_time(const model::Model& model, const Layout& l, const Training& training, const hardware::Hardware& hw, const MemoryEstimate& mem,
-                       const Overlap& overlap) {
+KindTimes kind_times(const model::Model& model, const Layout& l, const Training& training, const hardware::Hardware& hw, const Overlap& overlap) {
   if (training.fp8 && hw.peak_flops_fp8 <= 0) fail(hw.source, "peak_flops_fp8 is not stated: {} has no FP8 rate to price FP8 GEMMs with", hw.name);
   const model::ModelSpec& spec = model.spec;
-  std::size_t nk = model.kinds.size();
-  std::vector<LayerTime> per_kind(nk);
-  for (std::size_t k = 0; k < nk; ++k) per_kind[k] = layer_time(model, model.kinds[k], l, training, hw);
-
   double h = static_cast<double>(spec.hidden_size);
   double bc = training.compute_bytes;
   double tokens = static_cast<double>(training.seq) / l.cp * l.mbs;  // per rank before TP/SP sharding
-
-  // Links: rank order TP (innermost), CP, EP/DP, PP (outermost).
+  // Links: rank order TP (innermost), CP, then the expert layout expert-TP x EP x expert-DP over the same ranks
+  // (Megatron): an EP group spans expert-TP x EP consecutive ranks.
   const hardware::Level& tp_link = hw.level_for_span(l.tp);
   const hardware::Level& cp_link = hw.level_for_span(1LL * l.tp * l.cp);
-  // Megatron lays the expert ranks out as expert-TP x EP x expert-DP over the same devices: an EP group spans
-  // expert-TP x EP consecutive ranks.
   const hardware::Level& ep_link = hw.level_for_span(1LL * l.etp * l.ep);
-  const hardware::Level& dp_link = hw.level_for_span(1LL * l.tp * l.cp * l.dp);
-  const hardware::Level& pp_link = hw.level_for_span(1LL * l.tp * l.cp * l.dp * std::min(2, l.pp));
-
-  // Per-layer exposed communication for one micro-batch (forward + backward).
-  std::vector<double> tp_s(nk, 0), cp_s(nk, 0), ep_s(nk, 0);
-  for (std::size_t k = 0; k < nk; ++k) {
-    const model::BoundKind& kind = model.kinds[k];
+  KindTimes result;
+  result.model_flops_per_sequence = model_forward_flops_per_sequence(model, training);
+  std::vector<KindTime>& out = result.kinds;
+  out.reserve(model.kinds.size());
+  for (const model::BoundKind& kind : model.kinds) {
+    KindTime kt;
+    LayerTime lt = layer_time(model, kind, l, training, hw);
+    kt.fwd_s = lt.fwd_s;
+    kt.fwd_flops = lt.fwd_flops;
+    for (int m = 0; m < 3; ++m) {
+      kt.recompute_s[m] = lt.recompute_s[m];
+      kt.recompute_flops[m] = lt.recompute_flops[m];
+    }
     double kh = kind.vision ? static_cast<double>(spec.vision->hidden_size) : h;
     double ktokens = kind.vision ? static_cast<double>(spec.vision->tokens) * l.mbs : tokens;
     double collectives = static_cast<double>(kind.kind.ops.at("tp_comm"));
     // Each collective moves the layer's activation tensor; backward repeats them: 2 x collectives passes.
-    tp_s[k] = (1.0 - overlap.tp) * ring_seconds(hw, tp_link, l.tp, ktokens * kh * bc, 2.0 * collectives);
+    kt.tp_s = (1.0 - overlap.tp) * ring_seconds(hw, tp_link, l.tp, ktokens * kh * bc, 2.0 * collectives);
     if (l.cp > 1 && !kind.vision && kind.kind.attention != model::AttentionFlavour::Linear) {
       double kv_width = spec.is_mla()
                             ? static_cast<double>(spec.num_heads) * static_cast<double>(*spec.qk_nope_head_dim + *spec.qk_rope_head_dim + *spec.v_head_dim)
@@ -136,21 +136,39 @@ StepTime estimate_time(const model::Model& model, const Layout& l, const Trainin
         double comm = 3.0 * (l.cp - 1) * (tokens * kv_width * bc / l.tp / bw + cp_link.latency);
         // Each step's transfer runs under the previous block's attention; the layer's attention share of its
         // forward + backward (about half, a documented approximation) is what can hide it.
-        double hide = 0.5 * 3.0 * per_kind[k].fwd_s;
-        cp_s[k] = std::max(0.0, comm - overlap.cp * hide);
+        double hide = 0.5 * 3.0 * lt.fwd_s;
+        kt.cp_s = std::max(0.0, comm - overlap.cp * hide);
       } else {
         // Four all-to-alls (q, k, v, output) forward and their four in backward.
         double bytes = tokens * h * bc / l.tp;
-        cp_s[k] = 8.0 * ((l.cp - 1.0) / l.cp * bytes / (cp_link.bandwidth * hw.efficiency.comm) + cp_link.latency);
+        kt.cp_s = 8.0 * ((l.cp - 1.0) / l.cp * bytes / (cp_link.bandwidth * hw.efficiency.comm) + cp_link.latency);
       }
     }
     if (l.ep > 1 && kind.kind.ffn == model::FfnFlavour::Moe && !kind.vision) {
       double topk = static_cast<double>(spec.experts_per_token.value_or(1));
       double bytes = tokens * topk * h * bc / l.tsp();
       // dispatch + combine, forward and backward: four all-to-alls of (ep-1)/ep of the routed tokens.
-      ep_s[k] = (1.0 - overlap.ep) * 4.0 * ((l.ep - 1.0) / l.ep * bytes / (ep_link.bandwidth * hw.efficiency.comm) + ep_link.latency);
+      kt.ep_s = (1.0 - overlap.ep) * 4.0 * ((l.ep - 1.0) / l.ep * bytes / (ep_link.bandwidth * hw.efficiency.comm) + ep_link.latency);
     }
+    out.push_back(kt);
   }
+  return result;
+}
+
+StepTime estimate_time(const model::Model& model, const Layout& l, const Training& training, const hardware::Hardware& hw, const MemoryEstimate& mem,
+                       const Overlap& overlap, const KindTimes* precomputed) {
+  KindTimes computed;
+  if (precomputed == nullptr) {
+    computed = kind_times(model, l, training, hw, overlap);
+    precomputed = &computed;
+  }
+  const std::vector<KindTime>& per_kind = precomputed->kinds;
+  const model::ModelSpec& spec = model.spec;
+  double h = static_cast<double>(spec.hidden_size);
+  double bc = training.compute_bytes;
+  double tokens = static_cast<double>(training.seq) / l.cp * l.mbs;  // per rank before TP/SP sharding
+  const hardware::Level& dp_link = hw.level_for_span(1LL * l.tp * l.cp * l.dp);
+  const hardware::Level& pp_link = hw.level_for_span(1LL * l.tp * l.cp * l.dp * std::min(2, l.pp));
 
   StepTime out;
   std::size_t P = static_cast<std::size_t>(l.pp);
@@ -165,11 +183,11 @@ StepTime estimate_time(const model::Model& model, const Layout& l, const Trainin
     std::size_t k = static_cast<std::size_t>(kind);
     double n = static_cast<double>(count);
     compute[si] += n * 3.0 * per_kind[k].fwd_s;  // forward + backward (2x)
-    recompute[si] += n * per_kind[k].recompute_s;
-    tpc[si] += n * tp_s[k];
-    cpc[si] += n * cp_s[k];
-    epc[si] += n * ep_s[k];
-    hw_flops_mb += n * (3.0 * per_kind[k].fwd_flops + per_kind[k].recompute_flops) * l.tp;
+    recompute[si] += n * per_kind[k].recompute_s[static_cast<int>(l.recompute)];
+    tpc[si] += n * per_kind[k].tp_s;
+    cpc[si] += n * per_kind[k].cp_s;
+    epc[si] += n * per_kind[k].ep_s;
+    hw_flops_mb += n * (3.0 * per_kind[k].fwd_flops + per_kind[k].recompute_flops[static_cast<int>(l.recompute)]) * l.tp;
   });
   // Loss: the logits upcast to fp32, softmax and its gradient read and write about 12 bytes per logit
   // (memory bound), forward and backward, once per MTP depth too.
@@ -239,7 +257,7 @@ StepTime estimate_time(const model::Model& model, const Layout& l, const Trainin
 
   double devices = static_cast<double>(l.devices());
   double sequences = static_cast<double>(training.global_batch > 0 ? training.global_batch : 1LL * l.dp * l.mbs * l.micro_batches);
-  out.model_flops = 3.0 * model_forward_flops_per_sequence(model, training) * sequences;
+  out.model_flops = 3.0 * precomputed->model_flops_per_sequence * sequences;
   double head_flops = 2.0 * static_cast<double>(training.seq) * h * static_cast<double>(spec.vocab_size) * static_cast<double>(1 + model.mtp_layers());
   out.hardware_flops = (hw_flops_mb / l.mbs * l.cp + 3.0 * head_flops) * sequences;
   out.mfu = out.model_flops / (out.step_s * devices * hw.peak_flops);

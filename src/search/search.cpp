@@ -124,14 +124,17 @@ bool ranks_before(const Candidate& a, const Candidate& b) {
 }
 
 std::vector<Layout> enumerate(const model::Model& model, const Space& space, const Training& training, const hardware::Hardware& hw, long long devices) {
-  (void)hw;
   std::vector<Layout> out;
   const model::ModelSpec& spec = model.spec;
   long long layers = model.body_layers() + model.vision_layers();
   auto values = [](const Dim& d, std::vector<int> fallback) { return d ? *d : fallback; };
-  for (int tp : values(space.tp, powers_of_two_up_to(devices))) {
+  // Auto domains: TP powers of two within a node (across nodes only when allowed), CP powers of two up to 32,
+  // PP any divisor up to the layers, EP powers of two up to the experts, expert TP 1 or TP, VPP 1-4, micro-batch
+  // sizes 1-8, every ZeRO stage, SP on and off with TP, both CP algorithms with CP.
+  long long tp_limit = space.allow_tp_across_nodes ? devices : std::min(devices, hw.devices_per_node());
+  for (int tp : values(space.tp, powers_of_two_up_to(tp_limit))) {
     if (tp < 1 || devices % tp != 0) continue;
-    for (int cp : values(space.cp, powers_of_two_up_to(std::min<long long>(devices / tp, 64)))) {
+    for (int cp : values(space.cp, powers_of_two_up_to(std::min<long long>(devices / tp, 32)))) {
       if (cp < 1 || (devices / tp) % cp != 0) continue;
       long long rest = devices / tp / cp;
       std::vector<int> pp_auto;
@@ -149,7 +152,7 @@ std::vector<Layout> enumerate(const model::Model& model, const Space& space, con
           if (tp > 1) etp_auto.push_back(tp);
         }
         std::vector<int> vpp_auto = {1};
-        for (int v = 2; v <= 8 && pp > 1 && 1LL * pp * v <= layers; ++v) vpp_auto.push_back(v);
+        for (int v = 2; v <= 4 && pp > 1 && 1LL * pp * v <= layers; ++v) vpp_auto.push_back(v);
         std::vector<int> mbs_auto;
         for (int b : powers_of_two_up_to(8)) {
           if (training.global_batch % (1LL * dp * b) == 0) mbs_auto.push_back(b);
@@ -208,8 +211,14 @@ Result search(const model::Model& model, const Space& space, const Training& tra
   std::vector<std::map<std::string, long long>> rejected(static_cast<std::size_t>(threads));
   std::atomic<long long> done{0};
   std::atomic<std::size_t> next{0};
+  // Grouped evaluation: what one layer of each kind costs depends only on these fields, so each worker prices it
+  // once per group and reuses it for every DP / PP / VPP / ZeRO variant (results are the same as without).
+  using MemoryKey = std::tuple<int, int, bool, int, int, int>;     // mbs, tp, sp, cp, ep, etp
+  using TimeKey = std::tuple<int, int, bool, int, int, int, int>;  // the same and the CP algorithm
   auto work = [&](int worker) {
     auto& rej = rejected[static_cast<std::size_t>(worker)];
+    std::map<MemoryKey, std::vector<KindMemory>> memory_groups;
+    std::map<TimeKey, perf::KindTimes> time_groups;
     constexpr std::size_t kBatch = 64;
     for (;;) {
       std::size_t begin = next.fetch_add(kBatch);
@@ -225,12 +234,15 @@ Result search(const model::Model& model, const Space& space, const Training& tra
           ++rej["tp across nodes"];
           continue;
         }
-        auto violations = check_layout(model, l, training, devices);
+        auto violations = check_layout(model, l, training, devices, false);
         if (!violations.empty()) {
           ++rej[violations.front().rule];
           continue;
         }
-        MemoryEstimate mem = estimate_memory(model, l, training, capacity);
+        MemoryKey mk{l.mbs, l.tp, l.sp, l.cp, l.ep, l.etp};
+        auto km = memory_groups.find(mk);
+        if (km == memory_groups.end()) km = memory_groups.emplace(mk, kind_memory(model, l, training)).first;
+        MemoryEstimate mem = estimate_memory(model, l, training, capacity, &km->second);
         if (!mem.fits()) {
           ++rej["out of memory"];
           continue;
@@ -239,7 +251,10 @@ Result search(const model::Model& model, const Space& space, const Training& tra
         c.layout = l;
         c.peak_memory_bytes = mem.peak_bytes;
         c.peak_stage = mem.peak_stage;
-        c.time = perf::estimate_time(model, l, training, hw, mem);
+        TimeKey tk{l.mbs, l.tp, l.sp, l.cp, static_cast<int>(l.cp_algo), l.ep, l.etp};
+        auto kt = time_groups.find(tk);
+        if (kt == time_groups.end()) kt = time_groups.emplace(tk, perf::kind_times(model, l, training, hw)).first;
+        c.time = perf::estimate_time(model, l, training, hw, mem, {}, &kt->second);
         slots[i] = std::move(c);
       }
       done.fetch_add(static_cast<long long>(end - begin));
