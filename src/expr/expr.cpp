@@ -68,6 +68,17 @@ void float_divmod(double vx, double wx, double& floordiv, double& mod) {
 }  // namespace
 
 Value binary(Op op, const Value& a, const Value& b) {
+  if (!a.is_int && !b.is_int) {  // the common case in the records: floats throughout
+    switch (op) {
+      case Op::Add: return Value::of_double(a.d + b.d);
+      case Op::Sub: return Value::of_double(a.d - b.d);
+      case Op::Mul: return Value::of_double(a.d * b.d);
+      case Op::Div:
+        if (b.d != 0.0) return Value::of_double(a.d / b.d);
+        break;
+      default: break;
+    }
+  }
   if (a.is_int && b.is_int) {
     std::int64_t x = a.i;
     std::int64_t y = b.i;
@@ -560,6 +571,83 @@ void Expr::flatten() {
     }
     flat_.push_back(f);
   }
+}
+
+int Expr::specialize_node(int index, const Env& known, Expr& out) const {
+  const Node& n = nodes_[static_cast<std::size_t>(index)];
+  auto push = [&](Node node) {
+    out.nodes_.push_back(std::move(node));
+    return static_cast<int>(out.nodes_.size()) - 1;
+  };
+  auto constant = [&](Value v) { return push(Node{Op::Const, v, -1, {}, {}}); };
+  auto is_const = [&](int k) { return out.nodes_[static_cast<std::size_t>(k)].op == Op::Const; };
+  auto value = [&](int k) { return out.nodes_[static_cast<std::size_t>(k)].value; };
+  switch (n.op) {
+    case Op::Const: return constant(n.value);
+    case Op::Name:
+      if (known.has(n.symbol)) return constant(known.get(n.symbol));
+      out.names_.push_back(n.symbol);
+      return push(n);
+    case Op::And:
+    case Op::Or: {
+      int a = specialize_node(n.kids[0], known, out);
+      if (is_const(a)) {
+        bool t = value(a).truthy();
+        if ((n.op == Op::And && !t) || (n.op == Op::Or && t)) return a;
+        return specialize_node(n.kids[1], known, out);
+      }
+      int b = specialize_node(n.kids[1], known, out);
+      return push(Node{n.op, {}, -1, {a, b}, {}});
+    }
+    case Op::IfElse: {
+      int test = specialize_node(n.kids[0], known, out);
+      if (is_const(test)) return specialize_node(value(test).truthy() ? n.kids[1] : n.kids[2], known, out);
+      int body = specialize_node(n.kids[1], known, out);
+      int orelse = specialize_node(n.kids[2], known, out);
+      return push(Node{Op::IfElse, {}, -1, {test, body, orelse}, {}});
+    }
+    default: {
+      Node copy{n.op, n.value, n.symbol, {}, n.cmps};
+      bool all_const = true;
+      for (int kid : n.kids) {
+        int k = specialize_node(kid, known, out);
+        copy.kids.push_back(k);
+        all_const = all_const && is_const(k);
+      }
+      if (all_const) {
+        // Fold by evaluating the constant subtree with this evaluator; leave it if it would raise.
+        Expr sub;
+        std::vector<int> map;
+        for (int k : copy.kids) {
+          sub.nodes_.push_back(Node{Op::Const, value(k), -1, {}, {}});
+          map.push_back(static_cast<int>(sub.nodes_.size()) - 1);
+        }
+        Node top = copy;
+        top.kids = map;
+        sub.nodes_.push_back(top);
+        sub.root_ = static_cast<int>(sub.nodes_.size()) - 1;
+        sub.flatten();
+        Symbols none;
+        Env empty(none);
+        try {
+          return constant(sub.eval_node(sub.root_, empty));
+        } catch (const Error&) {
+        }
+      }
+      return push(std::move(copy));
+    }
+  }
+}
+
+Expr Expr::specialize(const Env& known) const {
+  Expr out;
+  out.source_ = source_;
+  out.where_ = where_;
+  out.root_ = specialize_node(root_, known, out);
+  std::sort(out.names_.begin(), out.names_.end());
+  out.names_.erase(std::unique(out.names_.begin(), out.names_.end()), out.names_.end());
+  out.flatten();
+  return out;
 }
 
 bool Expr::reads(int symbol) const { return std::binary_search(names_.begin(), names_.end(), symbol); }

@@ -108,6 +108,12 @@ class Expr {
   static Expr constant(Value v, std::string source);
 
   [[nodiscard]] Value eval(const Env& env) const;
+  // The same expression with every name `known` binds replaced by its value and every subtree that became
+  // constant folded, by this evaluator (no reassociation, so it gives the same bits). Names `known` does not
+  // bind stay; a fold that would raise (division by zero) is left for evaluation, so laziness is kept.
+  [[nodiscard]] Expr specialize(const Env& known) const;
+  [[nodiscard]] bool is_constant() const { return flat_.size() == 1 && flat_[0].op == Op::Const; }
+  [[nodiscard]] Value constant_value() const { return flat_[0].value; }
   [[nodiscard]] double eval_double(const Env& env) const { return eval(env).as_double(); }
   [[nodiscard]] const std::string& source() const { return source_; }
   [[nodiscard]] const std::vector<int>& names() const { return names_; }  // symbol indices read, each once
@@ -132,6 +138,7 @@ class Expr {
     Value value{};
   };
   void flatten();
+  int specialize_node(int index, const Env& known, Expr& out) const;
   [[nodiscard]] Value eval_node(int index, const Env& env) const;
   std::vector<Node> nodes_;
   std::vector<Flat> flat_;

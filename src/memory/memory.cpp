@@ -68,13 +68,13 @@ expr::Env layer_env(const model::Model& model, const model::BoundKind& kind, con
   return env;
 }
 
-ModeActivations layer_activations(const model::Model& model, expr::Env env) {
+ModeActivations layer_activations(const model::Model& model, const model::BoundKind& kind, expr::Env env) {
   const model::OpRecords& rec = *model.records;
   ModeActivations out;
-  out.full.attention = rec.full_recompute->eval_double(env);
+  out.full.attention = kind.full_recompute->eval_double(env);
   std::uint32_t dropped = 0;  // switches `selective` drops, as a bit set
   for (const auto& name : model.selective) dropped |= 1u << rec.switch_index(name);
-  for (const auto& slot : rec.slots) {
+  for (const auto& slot : kind.slots) {
     if (slot.when && !slot.when->eval(env).truthy()) continue;
     expr::Value all = expr::Value::of_int(0);
     expr::Value kept = expr::Value::of_int(0);
@@ -88,8 +88,8 @@ ModeActivations layer_activations(const model::Model& model, expr::Env env) {
     double off = slot.formula.eval_double(env);
     env.set(rec.total_symbol, kept);
     double sel = slot.formula.eval_double(env);
-    double* off_part = slot.part == "attention" ? &out.off.attention : slot.part == "ffn" ? &out.off.ffn : &out.off.norm;
-    double* sel_part = slot.part == "attention" ? &out.selective.attention : slot.part == "ffn" ? &out.selective.ffn : &out.selective.norm;
+    double* off_part = slot.part == 0 ? &out.off.attention : slot.part == 1 ? &out.off.ffn : &out.off.norm;
+    double* sel_part = slot.part == 0 ? &out.selective.attention : slot.part == 1 ? &out.selective.ffn : &out.selective.norm;
     *off_part += off;
     *sel_part += sel;
   }
@@ -97,8 +97,7 @@ ModeActivations layer_activations(const model::Model& model, expr::Env env) {
 }
 
 LayerActivation layer_activation(const model::Model& model, const model::BoundKind& kind, const expr::Env& bound, Recompute mode) {
-  (void)kind;
-  return layer_activations(model, bound).of(mode);
+  return layer_activations(model, kind, bound).of(mode);
 }
 
 LayerActivation layer_activation(const model::Model& model, int kind, const Layout& layout, const Training& training, Recompute mode) {
@@ -150,7 +149,7 @@ std::vector<KindMemory> kind_memory(const model::Model& model, const Layout& l, 
   std::vector<KindMemory> out;
   out.reserve(model.kinds.size());
   for (const auto& kind : model.kinds) {
-    ModeActivations modes = layer_activations(model, layer_env(model, kind, l, training));
+    ModeActivations modes = layer_activations(model, kind, layer_env(model, kind, l, training));
     KindMemory k;
     k.act[static_cast<int>(Recompute::Off)] = modes.off.total();
     k.act[static_cast<int>(Recompute::Selective)] = modes.selective.total();
@@ -205,6 +204,7 @@ MemoryEstimate estimate_memory(const model::Model& model, const Layout& l, const
 
   MemoryEstimate est;
   est.capacity_bytes = capacity;
+  est.stages.reserve(static_cast<std::size_t>(l.pp));
   for (int s = 0; s < l.pp; ++s) {
     const Sums& x = sums[static_cast<std::size_t>(s)];
     StageMemory m;

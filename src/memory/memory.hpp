@@ -33,7 +33,7 @@ struct ModeActivations {
 expr::Env layer_env(const model::Model& model, const model::BoundKind& kind, const Layout& layout, const Training& training);
 LayerActivation layer_activation(const model::Model& model, const model::BoundKind& kind, const expr::Env& env, Recompute mode);
 // All three modes from one pass over the slots (each element evaluated once).
-ModeActivations layer_activations(const model::Model& model, expr::Env env);
+ModeActivations layer_activations(const model::Model& model, const model::BoundKind& kind, expr::Env env);
 LayerActivation layer_activation(const model::Model& model, int kind, const Layout& layout, const Training& training, Recompute mode);
 
 // Which layers each pipeline stage and chunk holds, in model order.

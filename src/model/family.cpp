@@ -191,7 +191,7 @@ void set_real(expr::Env& env, const expr::Symbols& symbols, const std::string& n
 // Binds the model names a layer of `kind` reads (see the header of op_records.yaml).
 BoundKind bind(const ModelSpec& spec, const Profile& profile, const LayerKind& kind, const OpRecords& records, bool vision) {
   const expr::Symbols& sym = records.symbols;
-  BoundKind bound{kind, vision, expr::Env(sym)};
+  BoundKind bound{kind, vision, expr::Env(sym), {}, std::nullopt, {}};
   expr::Env& env = bound.env;
   auto count = [&](const std::string& name, Count v) { set_count(env, sym, name, v); };
   for (const auto& [op, n] : kind.ops) count("n_" + op, n);
@@ -265,6 +265,33 @@ BoundKind bind(const ModelSpec& spec, const Profile& profile, const LayerKind& k
       bound.norm_params += n;
     else
       bound.expert_params += n;
+  }
+  // Specialise the records to this kind: model names folded in, slots and terms whose `when` is false dropped.
+  auto fold_when = [&](const std::optional<expr::Expr>& when, bool& keep) -> std::optional<expr::Expr> {
+    keep = true;
+    if (!when) return std::nullopt;
+    expr::Expr w = when->specialize(env);
+    if (w.is_constant()) {
+      keep = w.constant_value().truthy();
+      return std::nullopt;
+    }
+    return w;
+  };
+  for (const auto& slot : records.slots) {
+    bool keep = true;
+    int part = slot.part == "attention" ? 0 : slot.part == "ffn" ? 1 : 2;
+    KindSlot ks{&slot, part, fold_when(slot.when, keep), slot.formula.specialize(env), {}};
+    if (!keep) continue;
+    for (const auto& entry : slot.entries) ks.entries.push_back(SlotEntry{entry.op, entry.elements.specialize(env)});
+    bound.slots.push_back(std::move(ks));
+  }
+  if (records.full_recompute) bound.full_recompute = records.full_recompute->specialize(env);
+  for (const auto& term : records.work) {
+    bool keep = true;
+    WorkTerm w{term.name, term.kind, term.op, term.shard, fold_when(term.when, keep), term.formula.specialize(env), std::nullopt};
+    if (!keep) continue;
+    if (term.rows) w.rows = term.rows->specialize(env);
+    bound.work.push_back(std::move(w));
   }
   if (moe && spec.num_experts.value_or(0) > 0) {
     bound.active_expert_params = bound.expert_params * static_cast<double>(spec.experts_per_token.value_or(1)) / static_cast<double>(*spec.num_experts);

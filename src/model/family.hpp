@@ -47,11 +47,25 @@ Profile profile_from_json(const nlohmann::json& tree, const std::string& file, c
 Profile load_profile(const std::string& path, const OpRecords& records);
 std::vector<Profile> load_profiles(const std::string& dir, const OpRecords& records);
 
-// One distinct layer kind of a resolved model, its model names bound, its parameters counted.
+// A slot of the op records specialised to one kind: its model names folded in, dropped when its `when` is
+// false for the kind.
+struct KindSlot {
+  const Slot* slot = nullptr;      // the record it came from (name, part)
+  int part = 0;                    // 0 attention, 1 ffn, 2 norm (the slot's part, resolved once)
+  std::optional<expr::Expr> when;  // none: always
+  expr::Expr formula;
+  std::vector<SlotEntry> entries;
+};
+
+// One distinct layer kind of a resolved model, its model names bound, its parameters counted, and the records'
+// expressions specialised to it (so each estimate evaluates only what depends on the layout).
 struct BoundKind {
   LayerKind kind;
   bool vision = false;
   expr::Env env;  // model names only; layout names are added by the estimators on a copy
+  std::vector<KindSlot> slots;
+  std::optional<expr::Expr> full_recompute;
+  std::vector<WorkTerm> work;
   double attention_params = 0;
   double ffn_params = 0;  // dense FFN, router, shared experts
   double norm_params = 0;

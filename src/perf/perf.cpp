@@ -39,7 +39,7 @@ LayerTime layer_time(const model::Model& model, const model::BoundKind& kind, co
   std::vector<char> dropped(rec.switches.size(), 0);
   for (const auto& name : model.selective) dropped[static_cast<std::size_t>(rec.switch_index(name))] = 1;
   LayerTime out;
-  for (const auto& term : rec.work) {
+  for (const auto& term : kind.work) {
     if (term.when && !term.when->eval(env).truthy()) continue;
     double amount = term.formula.eval_double(env);
     double div = term.shard == model::Shard::Tensor ? l.tp : term.shard == model::Shard::SequenceParallel ? l.tsp() : 1;
@@ -79,7 +79,7 @@ double model_forward_flops_per_sequence(const model::Model& model, const Trainin
   for (const auto& g : model.stack) {
     const model::BoundKind& kind = model.kinds[static_cast<std::size_t>(g.kind)];
     expr::Env env = layer_env(model, kind, one, training);
-    for (const auto& term : model.records->work) {
+    for (const auto& term : kind.work) {
       if (term.kind == model::WorkKind::Memory) continue;
       if (term.when && !term.when->eval(env).truthy()) continue;
       flops += static_cast<double>(g.count) * term.formula.eval_double(env);
