@@ -193,7 +193,7 @@ TEST_F(BadInput, LayoutsAndOptions) {
       {"EP on a dense model", "estimate --model llama3-8b --devices 8 --global-batch 8 --ep 2", {"layout", "ep on dense"}},
       {"True as a recompute mode", "estimate --model llama3-8b --devices 8 --global-batch 8 --recompute True", {"--recompute", "True", "not a recompute mode"}},
       {"typo of full", "estimate --model llama3-8b --devices 8 --global-batch 8 --recompute fulll", {"--recompute", "fulll"}},
-      {"explain a stage that does not exist", "estimate --model llama3-8b --devices 8 --global-batch 8 --explain 5", {"--explain", "stage 5"}},
+      {"explain a stage that does not exist", "estimate --model llama3-8b --devices 8 --global-batch 8 --explain --explain-stage 5", {"--explain", "stage 5"}},
       {"output folder missing",
        "estimate --model llama3-8b --devices 8 --global-batch 8 --output /nonexistent/dir/x.json --format json",
        {"x.json", "does not exist"}},

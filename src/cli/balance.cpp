@@ -142,14 +142,8 @@ void run_guide(const BalanceOptions& o) {
   if (o.stages < 3) fail("--stages", "is required and must be at least 3 for a decomposition");
   if (o.layers_total <= 0) fail("--layers-total", "is required: the body layers of the model");
   std::vector<Rc> kinds;
-  std::string list = o.kinds.empty() ? "selective,comm,both,full" : o.kinds;
-  std::size_t start = 0;
-  while (start <= list.size()) {
-    std::size_t comma = list.find(',', start);
-    std::string name = list.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-    if (!name.empty()) kinds.push_back(balance::parse_rc(name, "--recompute-kinds"));
-    if (comma == std::string::npos) break;
-    start = comma + 1;
+  for (const std::string& name : io::split_commas(o.kinds.empty() ? "selective,comm,both,full" : o.kinds)) {
+    kinds.push_back(balance::parse_rc(name, "--recompute-kinds"));
   }
   auto runs = balance::guide(o.stages, o.layers_total, kinds, !o.no_constant);
   long long base = o.layers_total / o.stages;
@@ -186,17 +180,10 @@ void run_balance(const BalanceOptions& o) {
                : o.interleave > 1 ? (o.less_memory ? simulate::Schedule::InterleavedLessMemory : simulate::Schedule::Interleaved)
                                   : simulate::Schedule::OneF1B;
   if (!o.kinds.empty()) {
-    std::size_t start = 0;
     p.kinds.push_back(Rc::None);
-    while (start <= o.kinds.size()) {
-      std::size_t comma = o.kinds.find(',', start);
-      std::string name = o.kinds.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-      if (!name.empty()) {
-        Rc r = balance::parse_rc(name, "--recompute-kinds");
-        if (std::find(p.kinds.begin(), p.kinds.end(), r) == p.kinds.end()) p.kinds.push_back(r);
-      }
-      if (comma == std::string::npos) break;
-      start = comma + 1;
+    for (const std::string& name : io::split_commas(o.kinds)) {
+      Rc r = balance::parse_rc(name, "--recompute-kinds");
+      if (std::find(p.kinds.begin(), p.kinds.end(), r) == p.kinds.end()) p.kinds.push_back(r);
     }
     // `none` is only allowed where the layers state its memory.
     if (p.layers.has_memory() && std::find(p.layers.kinds.begin(), p.layers.kinds.end(), Rc::None) == p.layers.kinds.end()) {

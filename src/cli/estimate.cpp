@@ -42,9 +42,8 @@ Run add_estimate(CLI::App& app) {
   cmd->add_option("--optimizer-shard", o->optimizer_shard, "ZeRO shard group size (default: all of DP x CP)")->check(CLI::NonNegativeNumber);
   cmd->add_option("--recompute", o->recompute, "activation recompute: off, selective or full")->capture_default_str();
   cmd->add_flag("--sp", o->sp, "sequence parallelism (shards the TP-replicated activations)");
-  cmd->add_option("--explain", o->explain, "print each memory term of this stage with its formula and inputs (default: the peak stage)")
-      ->expected(0, 1)
-      ->default_val(-2);
+  cmd->add_flag("--explain", o->explain_flag, "print each memory term of one stage (the peak one unless --explain-stage) with its formula and inputs");
+  cmd->add_option("--explain-stage", o->explain, "the stage --explain prints")->check(CLI::NonNegativeNumber);
   return [o]() {
     std::string data = io::data_dir();
     model::Catalog catalog = model::load_catalog(data);
@@ -97,9 +96,8 @@ Run add_estimate(CLI::App& app) {
       out = io::memory_table(model, l, mem, hw.name);
       out += perf::time_summary(time);
     }
-    int explain = o->explain;
-    if (explain != -2) {
-      if (explain < 0) explain = mem.peak_stage;
+    if (o->explain_flag || o->explain >= 0) {
+      int explain = o->explain >= 0 ? o->explain : mem.peak_stage;
       if (explain >= l.pp) fail("--explain", "stage {} does not exist; PP is {}", explain, l.pp);
       std::string lines;
       for (const auto& line : explain_stage(model, l, training, mem, explain)) lines += line + "\n";

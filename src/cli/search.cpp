@@ -100,13 +100,7 @@ Run add_search(CLI::App& app) {
     }
     if (given("--recompute") || o->config.empty()) {
       nlohmann::json modes = nlohmann::json::array();
-      std::size_t start = 0;
-      while (start <= o->recompute.size()) {
-        std::size_t comma = o->recompute.find(',', start);
-        modes.push_back(o->recompute.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
-        if (comma == std::string::npos) break;
-        start = comma + 1;
-      }
+      for (const std::string& mode : io::split_commas(o->recompute)) modes.push_back(mode);
       space.recompute = read_recompute_modes(modes.size() == 1 ? modes[0] : modes, "--recompute");
     }
     if (given("--optimizer-shard")) space.optimizer_shard = o->optimizer_shard;

@@ -165,6 +165,17 @@ bool exists(const std::string& path) {
 
 std::string stem(const std::string& path) { return fs::path(path).stem().string(); }
 
+std::vector<std::string> split_commas(const std::string& text) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  for (;;) {
+    std::size_t comma = text.find(',', start);
+    out.push_back(text.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+    if (comma == std::string::npos) return out;
+    start = comma + 1;
+  }
+}
+
 std::string data_dir() {
   const char* env = std::getenv("SAPP_DATA_DIR");
   if (env != nullptr && *env != '\0') return env;

@@ -183,11 +183,6 @@ void set_count(expr::Env& env, const expr::Symbols& symbols, const std::string& 
   if (index >= 0) env.set(index, expr::Value::of_int(value));
 }
 
-void set_real(expr::Env& env, const expr::Symbols& symbols, const std::string& name, double value) {
-  int index = symbols.find(name);
-  if (index >= 0) env.set(index, expr::Value::of_double(value));
-}
-
 // Binds the model names a layer of `kind` reads (see the header of op_records.yaml).
 BoundKind bind(const ModelSpec& spec, const Profile& profile, const LayerKind& kind, const OpRecords& records, bool vision) {
   const expr::Symbols& sym = records.symbols;
@@ -296,7 +291,6 @@ BoundKind bind(const ModelSpec& spec, const Profile& profile, const LayerKind& k
   if (moe && spec.num_experts.value_or(0) > 0) {
     bound.active_expert_params = bound.expert_params * static_cast<double>(spec.experts_per_token.value_or(1)) / static_cast<double>(*spec.num_experts);
   }
-  (void)set_real;
   return bound;
 }
 

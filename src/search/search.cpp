@@ -20,17 +20,12 @@ Dim parse_dim(const std::string& text, const std::string& where) {
   if (t == "auto") return std::nullopt;
   if (t.empty()) fail(where, "an empty value allows nothing; give a degree, a list like 1,2,4, or auto");
   std::vector<int> out;
-  std::size_t start = 0;
-  while (start <= t.size()) {
-    std::size_t comma = t.find(',', start);
-    std::string item = t.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+  for (const std::string& item : io::split_commas(t)) {
     if (item.empty() || item.find_first_not_of("0123456789") != std::string::npos || item.size() > 9) {
       fail(where, "'{}' is not a degree: expected a whole number, a list like 1,2,4, or auto", item.empty() ? text : item);
     }
     int v = std::stoi(item);
     if (std::find(out.begin(), out.end(), v) == out.end()) out.push_back(v);
-    if (comma == std::string::npos) break;
-    start = comma + 1;
   }
   return out;
 }
