@@ -1,3 +1,5 @@
+#include <cmath>
+
 #include <fmt/format.h>
 
 #include "balance/decompose.hpp"
@@ -267,8 +269,11 @@ void run_balance(const BalanceOptions& o) {
       }
       Simulated s = run_sim(p, x);
       naive[name] = sim_json(s);
-      out += fmt::format("  {}: simulated step time {:.2f}{}; peak {} MB{}\n", name, s.sim.end, s.eval.fits ? "" : " (DOES NOT FIT)", peaks(s.sim.peak_memory),
-                         s.eval.fits && sol.feasible ? fmt::format("; optimised split is {:.1f}% faster", 100.0 * (s.sim.end - best.sim.end) / s.sim.end) : "");
+      out +=
+          fmt::format("  {}: simulated step time {:.2f}{}; peak {} MB{}\n", name, s.sim.end, s.eval.fits ? "" : " (DOES NOT FIT)", peaks(s.sim.peak_memory),
+                      s.eval.fits && sol.feasible ? fmt::format("; the optimised split is {:.1f}% {}", 100.0 * std::fabs(s.sim.end - best.sim.end) / s.sim.end,
+                                                                best.sim.end <= s.sim.end ? "faster" : "slower (simulated)")
+                                                  : "");
     }
     j["naive"] = naive;
   }
