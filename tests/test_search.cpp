@@ -250,3 +250,41 @@ TEST(SearchCli, JsonHasTheDocumentedFields) {
   double second = j["candidates"][1]["step_time_s"].get<double>();
   EXPECT_LE(first, second);
 }
+
+TEST(Topology, RankOrderDecidesWhichLinkAGroupUses) {
+  // TP 8 innermost stays on NVLink; with PP innermost the TP group is strided across 8 nodes and its
+  // collectives run on the inter-node link.
+  auto m = test::bundled("llama3-70b");
+  auto hw = test::device("h100-sxm");
+  Training t = job(64, 8192);
+  Layout l;
+  l.tp = 8;
+  l.pp = 8;
+  l.dp = 1;
+  l.micro_batches = 64;
+  l.sp = true;
+  EXPECT_EQ(group_span(l, t.rank_order, 't'), 8);
+  auto inner = perf::estimate_time(m, l, t, hw);
+  t.rank_order = parse_rank_order("pp-dp-cp-tp", "test");
+  EXPECT_EQ(group_span(l, t.rank_order, 't'), 64);
+  auto outer = perf::estimate_time(m, l, t, hw);
+  EXPECT_GT(outer.breakdown.tp_comm_s, 4 * inner.breakdown.tp_comm_s);
+  EXPECT_THROW(parse_rank_order("tp-tp-dp-pp", "test"), Error);
+}
+
+TEST(Topology, AUserHardwareFileWorks) {
+  std::string dir = test::temp_dir();
+  test::write_file(dir + "/my-gpu.yaml", R"(name: My accelerator
+peak_flops: 500.0e12
+memory_gib: 96
+hbm_bandwidth: 4.0e12
+levels:
+  - {name: node, devices: 4, bandwidth: 200.0e9, latency: 4.0e-6}
+  - {name: cluster, devices: 0, bandwidth: 25.0e9, latency: 10.0e-6}
+)");
+  auto r = test::run_sapp("estimate --model llama3-8b --hardware " + dir + "/my-gpu.yaml --devices 8 --global-batch 8 --tp 4 --format json");
+  ASSERT_EQ(r.status, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_DOUBLE_EQ(j["capacity_bytes"].get<double>(), 96.0 * 1073741824.0);
+  EXPECT_GT(j["step_time_s"].get<double>(), 0.0);
+}

@@ -473,10 +473,8 @@ Solution solve_exhaustive(const Problem& p, long long limit) {
   long long examined = 0;
   Assignment x = empty_assignment(p);
   // Cell contents in model order, then every recompute mix of every cell.
-  std::function<void(std::size_t)> mixes;
   std::vector<std::pair<std::size_t, std::vector<std::pair<std::size_t, long long>>>> plan;  // cell -> (type, n)
-  std::function<void(std::size_t, std::size_t, long long)> assign_mix = [&](std::size_t ci, std::size_t ti, long long left_in_type) {
-    (void)left_in_type;
+  std::function<void(std::size_t, std::size_t)> assign_mix = [&](std::size_t ci, std::size_t ti) {
     if (ci == plan.size()) {
       if (++examined > limit) fail("--solver", "exhaustive enumeration passed {} assignments; use the dp solver for problems this size", limit);
       simulate::StageTimes t = stage_times(p, x);
@@ -497,7 +495,7 @@ Solution solve_exhaustive(const Problem& p, long long limit) {
     }
     const auto& [cell, parts] = plan[ci];
     if (ti == parts.size()) {
-      assign_mix(ci + 1, 0, 0);
+      assign_mix(ci + 1, 0);
       return;
     }
     auto [type, n] = parts[ti];
@@ -508,7 +506,7 @@ Solution solve_exhaustive(const Problem& p, long long limit) {
     std::function<void(std::size_t, long long)> split = [&](std::size_t ki, long long rest) {
       if (ki + 1 == st.kinds.size()) {
         slot[static_cast<std::size_t>(st.kinds[ki])] = rest;
-        assign_mix(ci, ti + 1, 0);
+        assign_mix(ci, ti + 1);
         slot[static_cast<std::size_t>(st.kinds[ki])] = 0;
         return;
       }
@@ -546,7 +544,7 @@ Solution solve_exhaustive(const Problem& p, long long limit) {
         pos += counts[cell];
         plan.emplace_back(cell, parts);
       }
-      assign_mix(0, 0, 0);
+      assign_mix(0, 0);
       return;
     }
     int v = static_cast<int>(c) / S;

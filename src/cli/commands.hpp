@@ -8,6 +8,7 @@
 #include <CLI/CLI.hpp>
 
 #include "memory/layout.hpp"
+#include "perf/perf.hpp"
 
 namespace sapp::cli {
 
@@ -32,11 +33,14 @@ struct JobOptions {
   bool fp8 = false;
   double param_bytes = 2, grad_bytes = 4, optimizer_bytes = 12, compute_bytes = 2;
   double capacity_factor = 1.0;
+  std::string rank_order = "tp-cp-dp-pp";
+  double overlap_tp = -1, overlap_dp = -1, overlap_ep = -1, overlap_cp = -1, overlap_pp = -1;  // -1: the model's default
   std::string format = "table";
   std::string output = "-";
 };
 void add_job_options(CLI::App& cmd, JobOptions& o, bool devices_required);
 Training training_from(const JobOptions& o);
+perf::Overlap overlap_from(const JobOptions& o);
 
 // Writes `text` to the --output target atomically ("-" = stdout).
 void emit(const std::string& output, const std::string& text);

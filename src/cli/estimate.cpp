@@ -77,7 +77,7 @@ Run add_estimate(CLI::App& app) {
     if (!violations.empty()) fail("layout", "{}: {}", violations.front().rule, violations.front().detail);
     double capacity = o->job.memory_limit_gib > 0 ? o->job.memory_limit_gib * 1073741824.0 : hw.memory_bytes;
     MemoryEstimate mem = estimate_memory(model, l, training, capacity);
-    perf::StepTime time = perf::estimate_time(model, l, training, hw);
+    perf::StepTime time = perf::estimate_time(model, l, training, hw, mem, overlap_from(o->job));
 
     std::string out;
     if (o->job.format == "json") {

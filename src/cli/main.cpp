@@ -32,6 +32,14 @@ void add_job_options(CLI::App& cmd, JobOptions& o, bool devices_required) {
       ->check(CLI::NonNegativeNumber);
   cmd.add_option("--compute-bytes", o.compute_bytes, "bytes per activation element")->capture_default_str()->check(CLI::PositiveNumber);
   cmd.add_option("--capacity-factor", o.capacity_factor, "MoE routed-token factor (1 = dropless, balanced)")->capture_default_str()->check(CLI::PositiveNumber);
+  cmd.add_option("--rank-order", o.rank_order, "rank order of the launcher, innermost first; decides which link each group's collectives use")
+      ->capture_default_str();
+  cmd.add_option("--overlap-tp", o.overlap_tp, "fraction of TP collectives hidden under compute (default 0.5)")->check(CLI::Range(0.0, 1.0));
+  cmd.add_option("--overlap-dp", o.overlap_dp, "fraction of DP gradient/parameter collectives hidden (default 0.9, capped by the last backward)")
+      ->check(CLI::Range(0.0, 1.0));
+  cmd.add_option("--overlap-ep", o.overlap_ep, "fraction of MoE all-to-all hidden (default 0)")->check(CLI::Range(0.0, 1.0));
+  cmd.add_option("--overlap-cp", o.overlap_cp, "fraction of the ring-CP attention that hides its KV exchange (default 0.5)")->check(CLI::Range(0.0, 1.0));
+  cmd.add_option("--overlap-pp", o.overlap_pp, "fraction of steady-state pipeline sends hidden (default 1)")->check(CLI::Range(0.0, 1.0));
   cmd.add_option("--format,-f", o.format, "output format")->check(CLI::IsMember({"table", "json", "csv"}))->capture_default_str();
   cmd.add_option("--output,-o", o.output, "write the output to this file (atomically) instead of stdout");
 }
@@ -49,7 +57,18 @@ Training training_from(const JobOptions& o) {
   t.compute_bytes = o.compute_bytes;
   t.capacity_factor = o.capacity_factor;
   t.reserve_bytes = o.reserve_gib * 1073741824.0;
+  t.rank_order = parse_rank_order(o.rank_order, "--rank-order");
   return t;
+}
+
+perf::Overlap overlap_from(const JobOptions& o) {
+  perf::Overlap ov;
+  if (o.overlap_tp >= 0) ov.tp = o.overlap_tp;
+  if (o.overlap_dp >= 0) ov.dp = o.overlap_dp;
+  if (o.overlap_ep >= 0) ov.ep = o.overlap_ep;
+  if (o.overlap_cp >= 0) ov.cp = o.overlap_cp;
+  if (o.overlap_pp >= 0) ov.pp = o.overlap_pp;
+  return ov;
 }
 
 void emit(const std::string& output, const std::string& text) { io::write_atomic(output, text); }

@@ -107,6 +107,7 @@ Run add_search(CLI::App& app) {
     if (given("--allow-tp-across-nodes")) space.allow_tp_across_nodes = true;
     double capacity = o->job.memory_limit_gib > 0 ? o->job.memory_limit_gib * 1073741824.0 : hw.memory_bytes;
     search::Options opts;
+    opts.overlap = overlap_from(o->job);
     opts.threads = o->threads > 0 ? o->threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     if (!o->quiet) {
       opts.progress = [](long long done, long long total) {

@@ -79,6 +79,38 @@ Recompute read_activation_checkpoint_mode(const nlohmann::json& stated, const st
   return one_mode(stated, where);
 }
 
+std::array<char, 4> parse_rank_order(const std::string& text, const std::string& where) {
+  std::vector<std::string> parts;
+  std::size_t start = 0;
+  for (;;) {
+    std::size_t dash = text.find('-', start);
+    parts.push_back(text.substr(start, dash == std::string::npos ? std::string::npos : dash - start));
+    if (dash == std::string::npos) break;
+    start = dash + 1;
+  }
+  std::array<char, 4> order{};
+  std::string seen;
+  if (parts.size() != 4) fail(where, "'{}' is not a rank order: expected the four of tp, cp, dp, pp joined by '-', innermost first", text);
+  for (std::size_t i = 0; i < 4; ++i) {
+    const std::string& p = parts[i];
+    if (p != "tp" && p != "cp" && p != "dp" && p != "pp") fail(where, "'{}' in '{}' is not one of tp, cp, dp, pp", p, text);
+    if (seen.find(p[0]) != std::string::npos) fail(where, "'{}' names {} twice", text, p);
+    seen.push_back(p[0]);
+    order[i] = p[0];
+  }
+  return order;
+}
+
+long long group_span(const Layout& l, const std::array<char, 4>& order, char dim) {
+  auto size = [&](char d) -> long long { return d == 't' ? l.tp : d == 'c' ? l.cp : d == 'd' ? l.dp : l.pp; };
+  long long inner = 1;
+  for (char d : order) {
+    if (d == dim) return inner * size(d);
+    inner *= size(d);
+  }
+  return inner;
+}
+
 std::string Layout::describe() const {
   std::string s = fmt::format("dp{} tp{}{} pp{}", dp, tp, sp ? "+sp" : "", pp);
   if (vpp > 1) s += fmt::format(" vpp{}", vpp);

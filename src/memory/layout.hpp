@@ -2,6 +2,7 @@
 // layout must meet. Plain value types shared by the memory, performance and search parts.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -61,7 +62,16 @@ struct Training {
   double reserve_bytes = 1073741824.0;  // allocator fragmentation and framework context, per device
   bool interleave_less_memory = false;
   bool fp8 = false;  // GEMMs in FP8 (Transformer Engine); attention and element-wise ops stay in BF16
+  // How the launcher orders ranks, innermost first (Megatron's default: TP, then CP, DP, PP). It decides which
+  // link each group's collectives run on. Experts follow Megatron's expert layout (expert-TP x EP innermost).
+  std::array<char, 4> rank_order = {'t', 'c', 'd', 'p'};
 };
+
+// Reads a rank order like "tp-cp-dp-pp" (a permutation of tp, cp, dp and pp, innermost first).
+std::array<char, 4> parse_rank_order(const std::string& text, const std::string& where);
+// The consecutive ranks one group of `dim` ('t', 'c', 'd', 'p') spans under the order: the product of the
+// degrees inside it, times its own degree.
+long long group_span(const Layout& layout, const std::array<char, 4>& order, char dim);
 
 struct Violation {
   std::string rule;    // short name, used as the rejection reason in searches

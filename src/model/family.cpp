@@ -55,7 +55,7 @@ Profile profile_from_json(const json& tree, const std::string& file, const std::
     }
   }
   if (top.has("defaults")) p.defaults = read_facts(tree.at("defaults"), file, "defaults");
-  io::Reader kinds = top.child("kinds");
+  (void)top.child("kinds");  // checks it is a mapping
   if (tree.at("kinds").empty()) top.bad("kinds", "at least one layer kind");
   for (const auto& [name, data] : tree.at("kinds").items()) {
     io::Reader rd{data, file, "kinds." + name};
@@ -90,7 +90,6 @@ Profile profile_from_json(const json& tree, const std::string& file, const std::
     if (rd.has("defaults")) k.defaults = read_facts(data.at("defaults"), file, "kinds." + name + ".defaults");
     p.kinds.push_back(std::move(k));
   }
-  (void)kinds;
   if (top.has("default")) {
     p.default_kind = top.string("default");
     if (p.kind(p.default_kind) == nullptr) top.bad("default", "the name of one of its kinds");

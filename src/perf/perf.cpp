@@ -103,10 +103,10 @@ KindTimes kind_times(const model::Model& model, const Layout& l, const Training&
   double h = static_cast<double>(spec.hidden_size);
   double bc = training.compute_bytes;
   double tokens = static_cast<double>(training.seq) / l.cp * l.mbs;  // per rank before TP/SP sharding
-  // Links: rank order TP (innermost), CP, then the expert layout expert-TP x EP x expert-DP over the same ranks
-  // (Megatron): an EP group spans expert-TP x EP consecutive ranks.
-  const hardware::Level& tp_link = hw.level_for_span(l.tp);
-  const hardware::Level& cp_link = hw.level_for_span(1LL * l.tp * l.cp);
+  // Links follow the rank order (training.rank_order, innermost first); experts use Megatron's expert layout,
+  // expert-TP x EP x expert-DP over the same ranks, so an EP group spans expert-TP x EP consecutive ranks.
+  const hardware::Level& tp_link = hw.level_for_span(group_span(l, training.rank_order, 't'));
+  const hardware::Level& cp_link = hw.level_for_span(group_span(l, training.rank_order, 'c'));
   const hardware::Level& ep_link = hw.level_for_span(1LL * l.etp * l.ep);
   KindTimes result;
   result.model_flops_per_sequence = model_forward_flops_per_sequence(model, training);
@@ -167,8 +167,9 @@ StepTime estimate_time(const model::Model& model, const Layout& l, const Trainin
   double h = static_cast<double>(spec.hidden_size);
   double bc = training.compute_bytes;
   double tokens = static_cast<double>(training.seq) / l.cp * l.mbs;  // per rank before TP/SP sharding
-  const hardware::Level& dp_link = hw.level_for_span(1LL * l.tp * l.cp * l.dp);
-  const hardware::Level& pp_link = hw.level_for_span(1LL * l.tp * l.cp * l.dp * std::min(2, l.pp));
+  const hardware::Level& dp_link = hw.level_for_span(group_span(l, training.rank_order, 'd'));
+  // Neighbouring stages are one PP stride apart: the pair spans that stride times two.
+  const hardware::Level& pp_link = hw.level_for_span(group_span(l, training.rank_order, 'p') / l.pp * std::min(2, l.pp));
 
   StepTime out;
   std::size_t P = static_cast<std::size_t>(l.pp);
@@ -177,8 +178,7 @@ StepTime estimate_time(const model::Model& model, const Layout& l, const Trainin
                     static_cast<double>(1 + model.mtp_layers());
   std::vector<double> compute(P, 0), recompute(P, 0), tpc(P, 0), cpc(P, 0), epc(P, 0);
   double hw_flops_mb = 0;  // per micro-batch, summed over stages (one model replica)
-  for_each_chunk_group(model, l, [&](int stage, int chunk, int kind, long long count) {
-    (void)chunk;
+  for_each_chunk_group(model, l, [&](int stage, int /*chunk*/, int kind, long long count) {
     std::size_t si = static_cast<std::size_t>(stage);
     std::size_t k = static_cast<std::size_t>(kind);
     double n = static_cast<double>(count);
@@ -221,7 +221,7 @@ StepTime estimate_time(const model::Model& model, const Layout& l, const Trainin
     double pe = st.expert_param_elements;
     double dp_group = static_cast<double>(l.dp) * l.cp;
     double edp_group = std::max(1, l.expert_dp());
-    const hardware::Level& edp_link = hw.level_for_span(1LL * l.tp * l.cp * l.dp);
+    const hardware::Level& edp_link = dp_link;  // expert-DP ranks lie within the DP x CP x TP block
     double c = 0;
     if (l.zero == 0) {
       c += ring_seconds(hw, dp_link, dp_group, pn * training.grad_bytes, 2.0) + ring_seconds(hw, edp_link, edp_group, pe * training.grad_bytes, 2.0);

@@ -248,8 +248,8 @@ Result search(const model::Model& model, const Space& space, const Training& tra
         c.peak_stage = mem.peak_stage;
         TimeKey tk{l.mbs, l.tp, l.sp, l.cp, static_cast<int>(l.cp_algo), l.ep, l.etp};
         auto kt = time_groups.find(tk);
-        if (kt == time_groups.end()) kt = time_groups.emplace(tk, perf::kind_times(model, l, training, hw)).first;
-        c.time = perf::estimate_time(model, l, training, hw, mem, {}, &kt->second);
+        if (kt == time_groups.end()) kt = time_groups.emplace(tk, perf::kind_times(model, l, training, hw, options.overlap)).first;
+        c.time = perf::estimate_time(model, l, training, hw, mem, options.overlap, &kt->second);
         slots[i] = std::move(c);
       }
       done.fetch_add(static_cast<long long>(end - begin));

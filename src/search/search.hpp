@@ -53,6 +53,7 @@ struct Result {
 
 struct Options {
   int threads = 1;
+  perf::Overlap overlap;
   // Called about every half second from the calling thread with (done, total); may be empty.
   std::function<void(long long, long long)> progress;
 };
