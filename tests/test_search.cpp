@@ -4,6 +4,7 @@
 
 #include "helpers.hpp"
 #include "io/error.hpp"
+#include "perf/calibrate.hpp"
 #include "search/search.hpp"
 
 using namespace sapp;
@@ -287,4 +288,32 @@ levels:
   auto j = nlohmann::json::parse(r.out);
   EXPECT_DOUBLE_EQ(j["capacity_bytes"].get<double>(), 96.0 * 1073741824.0);
   EXPECT_GT(j["step_time_s"].get<double>(), 0.0);
+}
+
+TEST(Calibrate, RecoversAPlantedEfficiencyScale) {
+  // Runs "measured" on a device whose compute is 0.7x as efficient as the catalog says: calibration recovers 0.7.
+  auto hw = test::device("a100-80g");
+  hardware::Hardware slow = hw;
+  slow.efficiency.gemm *= 0.7;
+  slow.efficiency.attention *= 0.7;
+  slow.efficiency.memory *= 0.7;
+  std::vector<perf::MeasuredRun> runs;
+  for (auto [name, tp, pp] : std::vector<std::tuple<const char*, int, int>>{{"llama3-8b", 1, 1}, {"llama3-8b", 2, 2}, {"llama3-70b", 8, 2}}) {
+    perf::MeasuredRun r;
+    r.name = name;
+    r.model = test::bundled(name);
+    r.devices = 16;
+    r.training = job(64, 4096);
+    r.layout.tp = tp;
+    r.layout.pp = pp;
+    r.layout.dp = static_cast<int>(16 / (tp * pp));
+    r.layout.micro_batches = static_cast<int>(64 / r.layout.dp);
+    r.layout.sp = tp > 1;
+    r.layout.recompute = Recompute::Full;
+    r.step_time_s = perf::estimate_time(r.model, r.layout, r.training, slow).step_s;
+    runs.push_back(std::move(r));
+  }
+  auto c = perf::calibrate(runs, hw);
+  EXPECT_NEAR(c.scale, 0.7, 0.01);
+  for (double e : c.errors_after) EXPECT_LT(std::fabs(e), 0.02);
 }

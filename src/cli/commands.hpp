@@ -18,6 +18,7 @@ using Run = std::function<void()>;
 Run add_estimate(CLI::App& app);
 Run add_search(CLI::App& app);
 Run add_balance(CLI::App& app);
+Run add_calibrate(CLI::App& app);
 
 // Options shared by estimate and search: what is trained on what.
 struct JobOptions {

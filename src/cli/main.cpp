@@ -85,6 +85,7 @@ int main(int argc, char** argv) {
   auto estimate = sapp::cli::add_estimate(app);
   auto search = sapp::cli::add_search(app);
   auto balance = sapp::cli::add_balance(app);
+  auto calibrate = sapp::cli::add_calibrate(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -104,6 +105,8 @@ int main(int argc, char** argv) {
       search();
     else if (app.got_subcommand("balance"))
       balance();
+    else if (app.got_subcommand("calibrate"))
+      calibrate();
   } catch (const sapp::Error& e) {
     std::fprintf(stderr, "sapp: error: %s\n", e.what());
     return 1;

@@ -1,0 +1,132 @@
+#include "perf/calibrate.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "io/error.hpp"
+#include "io/files.hpp"
+#include "perf/perf.hpp"
+
+namespace sapp::perf {
+
+std::vector<MeasuredRun> runs_from_json(const nlohmann::json& tree, const std::string& file, const model::Catalog& catalog) {
+  io::Reader top{tree, file, ""};
+  top.only({"runs"});
+  if (!top.has("runs") || !tree.at("runs").is_array() || tree.at("runs").empty()) top.bad("runs", "a non-empty list of measured runs");
+  std::vector<MeasuredRun> out;
+  const auto& list = tree.at("runs");
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    std::string key = "runs[" + std::to_string(i) + "]";
+    io::Reader rd{list[i], file, key};
+    rd.only({"name", "model", "devices", "global_batch", "seq", "tp", "pp", "cp", "vpp", "mbs", "zero", "sp", "recompute", "fp8", "flash_attention",
+             "step_time_s", "tokens_per_s_per_device"});
+    MeasuredRun run;
+    run.name = rd.string_or("name", key);
+    run.model = model::resolve(model::load_model(rd.string("model"), catalog.dir), catalog.records, catalog.profiles);
+    run.devices = rd.integer("devices");
+    run.training.global_batch = rd.integer("global_batch");
+    run.training.seq = rd.integer("seq");
+    run.training.fp8 = rd.boolean_or("fp8", false);
+    run.training.flash_attention = rd.boolean_or("flash_attention", true);
+    Layout& l = run.layout;
+    l.tp = static_cast<int>(rd.integer("tp"));
+    l.pp = static_cast<int>(rd.integer("pp"));
+    l.cp = static_cast<int>(rd.integer_or("cp", 1));
+    l.vpp = static_cast<int>(rd.integer_or("vpp", 1));
+    l.mbs = static_cast<int>(rd.integer_or("mbs", 1));
+    l.zero = static_cast<int>(rd.integer_or("zero", 1));
+    l.sp = rd.boolean_or("sp", l.tp > 1);
+    if (list[i].contains("recompute")) l.recompute = read_activation_checkpoint_mode(list[i].at("recompute"), at(file, key + ".recompute"));
+    long long replica = 1LL * l.tp * l.pp * l.cp;
+    if (replica <= 0 || run.devices % replica != 0) rd.bad("devices", "a multiple of tp x pp x cp");
+    l.dp = static_cast<int>(run.devices / replica);
+    if (run.training.global_batch % (1LL * l.dp * l.mbs) != 0) rd.bad("global_batch", "a multiple of dp x mbs");
+    l.micro_batches = static_cast<int>(run.training.global_batch / (1LL * l.dp * l.mbs));
+    auto violations = check_layout(run.model, l, run.training, run.devices);
+    if (!violations.empty()) fail(at(file, key), "{}: {}", violations.front().rule, violations.front().detail);
+    if (rd.has("step_time_s") == rd.has("tokens_per_s_per_device")) rd.bad("step_time_s", "exactly one of step_time_s or tokens_per_s_per_device");
+    if (rd.has("step_time_s")) {
+      run.step_time_s = rd.number("step_time_s");
+    } else {
+      double tps = rd.number("tokens_per_s_per_device");
+      if (tps <= 0) rd.bad("tokens_per_s_per_device", "a positive throughput");
+      run.step_time_s = static_cast<double>(run.training.global_batch * run.training.seq) / (tps * static_cast<double>(run.devices));
+    }
+    if (run.step_time_s <= 0) rd.bad("step_time_s", "a positive time");
+    out.push_back(std::move(run));
+  }
+  return out;
+}
+
+namespace {
+
+// Scales the efficiencies the runs exercise: BF16 GEMMs only if some run is BF16, FP8 GEMMs only if some is FP8.
+hardware::Hardware scaled(const hardware::Hardware& hw, double scale, bool bf16, bool fp8) {
+  hardware::Hardware h = hw;
+  auto cap = [&](double v) { return std::min(1.0, v * scale); };
+  if (bf16) h.efficiency.gemm = cap(hw.efficiency.gemm);
+  if (fp8) h.efficiency.gemm_fp8 = cap(hw.efficiency.gemm_fp8);
+  h.efficiency.attention = cap(hw.efficiency.attention);
+  h.efficiency.memory = cap(hw.efficiency.memory);
+  return h;
+}
+
+std::vector<double> errors(const std::vector<MeasuredRun>& runs, const hardware::Hardware& hw) {
+  std::vector<double> out;
+  for (const auto& r : runs) {
+    double est = estimate_time(r.model, r.layout, r.training, hw).step_s;
+    out.push_back((est - r.step_time_s) / r.step_time_s);
+  }
+  return out;
+}
+
+double loss(const std::vector<MeasuredRun>& runs, const hardware::Hardware& hw) {
+  double sum = 0;
+  for (const auto& r : runs) {
+    double est = estimate_time(r.model, r.layout, r.training, hw).step_s;
+    double e = std::log(est / r.step_time_s);
+    sum += e * e;
+  }
+  return sum;
+}
+
+}  // namespace
+
+Calibration calibrate(const std::vector<MeasuredRun>& runs, const hardware::Hardware& hw) {
+  if (runs.empty()) fail("calibrate", "needs at least one measured run");
+  Calibration c;
+  c.errors_before = errors(runs, hw);
+  bool bf16 = std::any_of(runs.begin(), runs.end(), [](const MeasuredRun& r) { return !r.training.fp8; });
+  bool fp8 = std::any_of(runs.begin(), runs.end(), [](const MeasuredRun& r) { return r.training.fp8; });
+  auto scaled_hw = [&](double x) { return scaled(hw, x, bf16, fp8); };
+  // Golden-section search of the scale on [0.2, 2] (efficiencies are capped at 1).
+  const double phi = (std::sqrt(5.0) - 1.0) / 2.0;
+  double a = 0.2;
+  double b = 2.0;
+  double x1 = b - phi * (b - a);
+  double x2 = a + phi * (b - a);
+  double f1 = loss(runs, scaled_hw(x1));
+  double f2 = loss(runs, scaled_hw(x2));
+  for (int i = 0; i < 60 && b - a > 1e-4; ++i) {
+    if (f1 < f2) {
+      b = x2;
+      x2 = x1;
+      f2 = f1;
+      x1 = b - phi * (b - a);
+      f1 = loss(runs, scaled_hw(x1));
+    } else {
+      a = x1;
+      x1 = x2;
+      f1 = f2;
+      x2 = a + phi * (b - a);
+      f2 = loss(runs, scaled_hw(x2));
+    }
+  }
+  c.scale = (a + b) / 2.0;
+  hardware::Hardware fitted = scaled_hw(c.scale);
+  c.efficiency = fitted.efficiency;
+  c.errors_after = errors(runs, fitted);
+  return c;
+}
+
+}  // namespace sapp::perf

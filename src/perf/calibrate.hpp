@@ -1,0 +1,41 @@
+// perf/calibrate: fits a device's achievable-efficiency factors to measured step times.
+//
+// Given runs measured on one device type (model, layout, run facts, and the step time or tokens/s/device they
+// reached), finds the one scale on the compute efficiencies the runs exercise (BF16 and/or FP8 GEMM, attention,
+// element-wise) that minimises the squared log error of the estimated step times, by golden-section search. The result is the
+// `efficiency:` block to put in the hardware YAML, with the errors before and after.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "hardware/hardware.hpp"
+#include "memory/layout.hpp"
+#include "model/family.hpp"
+
+namespace sapp::perf {
+
+struct MeasuredRun {
+  std::string name;
+  model::Model model;
+  Layout layout;
+  Training training;
+  long long devices = 0;
+  double step_time_s = 0;  // measured
+};
+
+struct Calibration {
+  double scale = 1;  // multiplies the exercised GEMM efficiencies, attention and memory (each capped at 1)
+  hardware::Efficiency efficiency;
+  std::vector<double> errors_before;  // (estimated - measured) / measured step time, per run
+  std::vector<double> errors_after;
+};
+
+// Reads runs from a YAML/JSON tree: runs[] of {name?, model, devices, global_batch, seq, tp, pp, cp?, vpp?, mbs?,
+// zero?, sp?, recompute?, fp8?, flash_attention?, step_time_s | tokens_per_s_per_device}.
+std::vector<MeasuredRun> runs_from_json(const nlohmann::json& tree, const std::string& file, const model::Catalog& catalog);
+Calibration calibrate(const std::vector<MeasuredRun>& runs, const hardware::Hardware& hw);
+
+}  // namespace sapp::perf
