@@ -270,6 +270,7 @@ void add_time_json(nlohmann::json& j, const StepTime& t) {
   j["tokens_per_s_per_device"] = t.tokens_per_s_per_device;
   j["mfu"] = t.mfu;
   j["model_flops_per_step"] = t.model_flops;
+  j["hardware_flops_per_step"] = t.hardware_flops;  // with recompute
   const Breakdown& b = t.breakdown;
   j["breakdown"] = {{"compute_s", b.compute_s}, {"recompute_s", b.recompute_s}, {"tp_comm_s", b.tp_comm_s},
                     {"cp_comm_s", b.cp_comm_s}, {"ep_comm_s", b.ep_comm_s},     {"dp_comm_s", b.dp_comm_s},
