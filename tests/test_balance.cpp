@@ -302,3 +302,21 @@ TEST(BalanceCli, DemoIsProvedOptimalAndWritesYamlAndSvg) {
   EXPECT_FALSE(j["naive"]["no_recompute"]["fits"].get<bool>());
   EXPECT_TRUE(std::filesystem::exists(dir + "/demo.svg"));
 }
+
+TEST(BalanceCli, BundledExamplesRun) {
+  std::string src = SAPP_SOURCE_DIR;
+  auto d = test::run_sapp("balance decompose --measured " + src + "/examples/measured-peaks.yaml --format json");
+  ASSERT_EQ(d.status, 0) << d.err;
+  auto j = nlohmann::json::parse(d.out);
+  // The terms the example's comment says its peaks were made from.
+  EXPECT_NEAR(j["memory_parameter"].get<double>(), 1710, 1e-6);
+  EXPECT_NEAR(j["activation_mb"]["none"].get<double>(), 994, 1e-6);
+  EXPECT_NEAR(j["activation_mb"]["full"].get<double>(), 32, 1e-6);
+  EXPECT_NEAR(j["constant_mb"].get<double>(), -1896, 1e-6);
+  auto m = test::run_sapp("balance --layers " + src + "/data/layers/demo.json --stages 4 --micro-batches 8 --manual " + src +
+                          "/examples/manual-strategy.yaml --format json");
+  ASSERT_EQ(m.status, 0) << m.err;
+  auto mj = nlohmann::json::parse(m.out);
+  EXPECT_TRUE(mj["manual"].contains("front_loaded"));
+  EXPECT_GT(mj["manual"]["even_all_selective"]["simulated_step_time"].get<double>(), 0.0);
+}
