@@ -21,11 +21,12 @@ namespace sapp::expr {
 // A Python number: an exact int or a double. Booleans are ints 0/1, as in Python.
 struct Value {
   bool is_int = true;
+  bool bound = false;  // in an Env: whether the name holds a value (fits the padding: still 24 bytes)
   std::int64_t i = 0;
   double d = 0.0;
 
-  static Value of_int(std::int64_t v) { return Value{true, v, 0.0}; }
-  static Value of_double(double v) { return Value{false, 0, v}; }
+  static Value of_int(std::int64_t v) { return Value{true, true, v, 0.0}; }
+  static Value of_double(double v) { return Value{false, true, 0, v}; }
   [[nodiscard]] double as_double() const { return is_int ? static_cast<double>(i) : d; }
   [[nodiscard]] bool truthy() const { return is_int ? i != 0 : d != 0.0; }
   friend bool operator==(const Value& a, const Value& b) { return a.is_int == b.is_int && (a.is_int ? a.i == b.i : a.d == b.d); }
@@ -48,32 +49,30 @@ class Symbols {
 // The values bound to a Symbols table; a name never bound is "unset" and reading it is an error that names it.
 class Env {
  public:
-  explicit Env(const Symbols& symbols) : symbols_(&symbols), values_(symbols.size()), set_(symbols.size(), 0) {}
+  explicit Env(const Symbols& symbols) : symbols_(&symbols), values_(symbols.size()) {}
   void set(int index, Value v) {
     grow(index);
+    v.bound = true;
     values_[static_cast<std::size_t>(index)] = v;
-    set_[static_cast<std::size_t>(index)] = 1;
   }
   void set(std::string_view name, double v);
   void set_int(std::string_view name, std::int64_t v);
   void unset(int index) {
     grow(index);
-    set_[static_cast<std::size_t>(index)] = 0;
+    values_[static_cast<std::size_t>(index)].bound = false;
   }
-  [[nodiscard]] bool has(int index) const { return index >= 0 && static_cast<std::size_t>(index) < set_.size() && set_[static_cast<std::size_t>(index)]; }
+  [[nodiscard]] bool has(int index) const {
+    return index >= 0 && static_cast<std::size_t>(index) < values_.size() && values_[static_cast<std::size_t>(index)].bound;
+  }
   [[nodiscard]] const Value& get(int index) const { return values_[static_cast<std::size_t>(index)]; }
   [[nodiscard]] const Symbols& symbols() const { return *symbols_; }
 
  private:
   void grow(int index) {
-    if (static_cast<std::size_t>(index) >= values_.size()) {
-      values_.resize(static_cast<std::size_t>(index) + 1);
-      set_.resize(static_cast<std::size_t>(index) + 1, 0);
-    }
+    if (static_cast<std::size_t>(index) >= values_.size()) values_.resize(static_cast<std::size_t>(index) + 1);
   }
   const Symbols* symbols_;
   std::vector<Value> values_;
-  std::vector<char> set_;
 };
 
 enum class Op : std::uint8_t {

@@ -78,16 +78,23 @@ ModeActivations layer_activations(const model::Model& model, const model::BoundK
     if (slot.when && !slot.when->eval(env).truthy()) continue;
     expr::Value all = expr::Value::of_int(0);
     expr::Value kept = expr::Value::of_int(0);
+    bool any_dropped = false;
     for (const auto& entry : slot.entries) {
       expr::Value v = entry.elements.eval(env);
       all = expr::binary(expr::Op::Add, all, v);
       int sw = rec.op_switch[static_cast<std::size_t>(entry.op)];
-      if (sw < 0 || !(dropped & (1u << sw))) kept = expr::binary(expr::Op::Add, kept, v);
+      if (sw < 0 || !(dropped & (1u << sw)))
+        kept = expr::binary(expr::Op::Add, kept, v);
+      else
+        any_dropped = true;
     }
     env.set(rec.total_symbol, all);
     double off = slot.formula.eval_double(env);
-    env.set(rec.total_symbol, kept);
-    double sel = slot.formula.eval_double(env);
+    double sel = off;  // the same total gives the same bits: evaluate again only when selective drops something
+    if (any_dropped) {
+      env.set(rec.total_symbol, kept);
+      sel = slot.formula.eval_double(env);
+    }
     double* off_part = slot.part == 0 ? &out.off.attention : slot.part == 1 ? &out.off.ffn : &out.off.norm;
     double* sel_part = slot.part == 0 ? &out.selective.attention : slot.part == 1 ? &out.selective.ffn : &out.selective.norm;
     *off_part += off;

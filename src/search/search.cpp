@@ -106,17 +106,7 @@ std::vector<int> divisors(long long n) {
   return out;
 }
 
-std::tuple<int, int, int, int, int, int, int, int, int, int, int, int, int> key(const Layout& l) {
-  return {
-      l.tp, l.pp, l.cp, l.dp, l.ep, l.etp, l.vpp, l.mbs, l.zero, l.sp ? 1 : 0, static_cast<int>(l.cp_algo), static_cast<int>(l.recompute), l.optimizer_shard};
-}
-
 }  // namespace
-
-bool ranks_before(const Candidate& a, const Candidate& b) {
-  if (a.time.step_s != b.time.step_s) return a.time.step_s < b.time.step_s;
-  return key(a.layout) < key(b.layout);
-}
 
 std::vector<Layout> enumerate(const model::Model& model, const Space& space, const Training& training, const hardware::Hardware& hw, long long devices) {
   std::vector<Layout> out;
@@ -279,13 +269,18 @@ Result search(const model::Model& model, const Space& space, const Training& tra
   }
   Result r;
   r.evaluated = static_cast<long long>(n);
-  for (auto& s : slots) {
-    if (s) r.ranked.push_back(std::move(*s));
+  // Rank by step time; ties keep the enumeration order (a function of the space alone, so the same for any
+  // thread count). Sort (time, slot) pairs, then move each candidate once into its rank.
+  std::vector<std::pair<double, std::size_t>> order;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (slots[i]) order.emplace_back(slots[i]->time.step_s, i);
   }
+  std::sort(order.begin(), order.end());
+  r.ranked.reserve(order.size());
+  for (const auto& [time, i] : order) r.ranked.push_back(std::move(*slots[i]));
   for (const auto& per : rejected) {
     for (const auto& [reason, count] : per) r.rejected[reason] += count;
   }
-  std::sort(r.ranked.begin(), r.ranked.end(), ranks_before);
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return r;
 }

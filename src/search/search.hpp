@@ -1,7 +1,7 @@
 // search: the ND search space (every degree as one value, a list, or auto), its enumeration, the constraints
 // with a named reason per rejection, and the ranking by step time. Candidates are priced in parallel on a
 // standard-library thread pool; results are identical for any thread count (each candidate has a fixed slot,
-// ties break on the layout itself).
+// ties keep the enumeration order).
 #pragma once
 
 #include <atomic>
@@ -61,8 +61,5 @@ struct Options {
 std::vector<Layout> enumerate(const model::Model& model, const Space& space, const Training& training, const hardware::Hardware& hw, long long devices);
 Result search(const model::Model& model, const Space& space, const Training& training, const hardware::Hardware& hw, long long devices, double capacity_bytes,
               const Options& options);
-
-// Orders two candidates: faster first, then by the layout's degrees (deterministic ties).
-bool ranks_before(const Candidate& a, const Candidate& b);
 
 }  // namespace sapp::search
