@@ -46,11 +46,7 @@ std::string estimate_json(const std::string& model_name, const std::string& hard
   l.zero = zero;
   l.sp = sp;
   l.recompute = parse_recompute(recompute, "recompute");
-  long long replica = 1LL * tp * pp * cp;
-  if (replica <= 0 || devices % replica != 0) fail("devices", "{} is not a multiple of tp x pp x cp = {}", devices, replica);
-  l.dp = static_cast<int>(devices / replica);
-  if (global_batch % (1LL * l.dp * mbs) != 0) fail("global_batch", "{} is not a multiple of dp x mbs = {}", global_batch, 1LL * l.dp * mbs);
-  l.micro_batches = static_cast<int>(global_batch / (1LL * l.dp * mbs));
+  derive_data_parallel(l, devices, global_batch, "devices", "global_batch");
   auto v = check_layout(x.model, l, t, devices);
   if (!v.empty()) fail("layout", "{}: {}", v.front().rule, v.front().detail);
   MemoryEstimate mem = estimate_memory(x.model, l, t, x.hw.memory_bytes);

@@ -50,8 +50,7 @@ std::vector<Case> load_cases() {
     l.cp = c.value("cp", 1);
     l.vpp = c.value("vpp", 1);
     l.mbs = c.value("mbs", 1);
-    l.dp = static_cast<int>(v.gpus / (1LL * l.tp * l.pp * l.cp));
-    l.micro_batches = static_cast<int>(v.training.global_batch / (1LL * l.dp * l.mbs));
+    derive_data_parallel(l, v.gpus, v.training.global_batch, v.name + ": gpus", v.name + ": batch");
     if (v.megatron2021) {
       // 2021 Megatron: fp16 on A100, eager attention, fp16 gradients, full recompute, no sequence parallelism, no
       // distributed optimizer.

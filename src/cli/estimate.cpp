@@ -63,16 +63,7 @@ Run add_estimate(CLI::App& app) {
     l.sp = o->sp;
     l.cp_algo = o->cp_algo == "ring" ? CpAlgo::Ring : CpAlgo::AllToAll;
     l.recompute = parse_recompute(o->recompute, "--recompute");
-    long long per_replica = 1LL * l.tp * l.pp * l.cp;
-    if (o->job.devices % per_replica != 0) {
-      fail("--devices", "{} devices are not a multiple of TP x PP x CP = {}", o->job.devices, per_replica);
-    }
-    l.dp = static_cast<int>(o->job.devices / per_replica);
-    long long per_step = 1LL * l.dp * l.mbs;
-    if (o->job.global_batch % per_step != 0) {
-      fail("--global-batch", "{} is not a multiple of DP x micro-batch size = {} x {} = {}", o->job.global_batch, l.dp, l.mbs, per_step);
-    }
-    l.micro_batches = static_cast<int>(o->job.global_batch / per_step);
+    derive_data_parallel(l, o->job.devices, o->job.global_batch, "--devices", "--global-batch");
     auto violations = check_layout(model, l, training, o->job.devices);
     if (!violations.empty()) fail("layout", "{}: {}", violations.front().rule, violations.front().detail);
     double capacity = o->job.memory_limit_gib > 0 ? o->job.memory_limit_gib * 1073741824.0 : hw.memory_bytes;

@@ -111,6 +111,19 @@ long long group_span(const Layout& l, const std::array<char, 4>& order, char dim
   return inner;
 }
 
+void derive_data_parallel(Layout& l, long long devices, long long global_batch, const std::string& devices_key, const std::string& batch_key) {
+  long long replica = 1LL * l.tp * l.pp * l.cp;
+  if (replica <= 0 || devices <= 0 || devices % replica != 0) {
+    fail(devices_key, "{} devices are not a multiple of TP x PP x CP = {} x {} x {} = {}", devices, l.tp, l.pp, l.cp, replica);
+  }
+  l.dp = static_cast<int>(devices / replica);
+  long long per_step = 1LL * l.dp * l.mbs;
+  if (per_step <= 0 || global_batch % per_step != 0) {
+    fail(batch_key, "{} is not a multiple of DP x micro-batch size = {} x {} = {}", global_batch, l.dp, l.mbs, per_step);
+  }
+  l.micro_batches = static_cast<int>(global_batch / per_step);
+}
+
 std::string Layout::describe() const {
   std::string s = fmt::format("dp{} tp{}{} pp{}", dp, tp, sp ? "+sp" : "", pp);
   if (vpp > 1) s += fmt::format(" vpp{}", vpp);

@@ -79,6 +79,10 @@ struct Violation {
 };
 
 // Every rule the layout breaks for this model and run (empty when it is valid). The first is the one to report.
+// Sets DP (devices / (TP x PP x CP)) and the micro-batch count (global batch / (DP x micro-batch size)) of a
+// layout whose other degrees are given; refuses, naming `devices_key` or `batch_key`, what does not divide.
+void derive_data_parallel(Layout& layout, long long devices, long long global_batch, const std::string& devices_key, const std::string& batch_key);
+
 // `details = false` leaves the sentences empty (a search only counts the rules).
 std::vector<Violation> check_layout(const model::Model& model, const Layout& layout, const Training& training, long long devices, bool details = true);
 

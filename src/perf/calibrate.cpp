@@ -37,11 +37,7 @@ std::vector<MeasuredRun> runs_from_json(const nlohmann::json& tree, const std::s
     l.zero = static_cast<int>(rd.integer_or("zero", 1));
     l.sp = rd.boolean_or("sp", l.tp > 1);
     if (list[i].contains("recompute")) l.recompute = read_activation_checkpoint_mode(list[i].at("recompute"), at(file, key + ".recompute"));
-    long long replica = 1LL * l.tp * l.pp * l.cp;
-    if (replica <= 0 || run.devices % replica != 0) rd.bad("devices", "a multiple of tp x pp x cp");
-    l.dp = static_cast<int>(run.devices / replica);
-    if (run.training.global_batch % (1LL * l.dp * l.mbs) != 0) rd.bad("global_batch", "a multiple of dp x mbs");
-    l.micro_batches = static_cast<int>(run.training.global_batch / (1LL * l.dp * l.mbs));
+    derive_data_parallel(l, run.devices, run.training.global_batch, at(file, key + ".devices"), at(file, key + ".global_batch"));
     auto violations = check_layout(run.model, l, run.training, run.devices);
     if (!violations.empty()) fail(at(file, key), "{}: {}", violations.front().rule, violations.front().detail);
     if (rd.has("step_time_s") == rd.has("tokens_per_s_per_device")) rd.bad("step_time_s", "exactly one of step_time_s or tokens_per_s_per_device");
