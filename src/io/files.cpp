@@ -21,11 +21,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return s;
-}
-
 nlohmann::json scalar(const YAML::Node& node) {
   const std::string& text = node.Scalar();
   if (node.Tag() == "!") return text;  // quoted: always a string
@@ -164,6 +159,11 @@ bool exists(const std::string& path) {
 }
 
 std::string stem(const std::string& path) { return fs::path(path).stem().string(); }
+
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return s;
+}
 
 std::vector<std::string> split_commas(const std::string& text) {
   std::vector<std::string> out;

@@ -22,6 +22,9 @@ std::vector<std::string> list_files(const std::string& dir, const std::string& e
 bool exists(const std::string& path);
 std::string stem(const std::string& path);
 
+// Lower-cased copy (ASCII), for case-insensitive keywords.
+std::string lower(std::string text);
+
 // Splits "a,b,c" at commas (empty items kept, so callers can refuse them by name).
 std::vector<std::string> split_commas(const std::string& text);
 

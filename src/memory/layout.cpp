@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <cctype>
+#include <numeric>
 
 #include <fmt/format.h>
 
 #include "io/error.hpp"
+#include "io/files.hpp"
 
 namespace sapp {
 
@@ -23,8 +25,9 @@ const char* to_string(CpAlgo a) { return a == CpAlgo::Ring ? "ring" : "all2all";
 Recompute parse_recompute(const std::string& text, const std::string& where) {
   std::string t;
   for (char c : text) {
-    if (!std::isspace(static_cast<unsigned char>(c))) t.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+    if (!std::isspace(static_cast<unsigned char>(c))) t.push_back(c);
   }
+  t = io::lower(t);
   if (t == "off" || t == "none" || t == "false" || t == "no") return Recompute::Off;
   if (t == "selective") return Recompute::Selective;
   if (t == "full") return Recompute::Full;
@@ -40,8 +43,7 @@ Recompute one_mode(const nlohmann::json& value, const std::string& where) {
   }
   if (!value.is_string()) fail(where, "{} is not a recompute mode; expected one of off, selective, full, a list of them, or auto", value.dump());
   std::string text = value.get<std::string>();
-  std::string t;
-  for (char c : text) t.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+  std::string t = io::lower(text);
   if (t == "off" || t == "none") return Recompute::Off;
   if (t == "selective") return Recompute::Selective;
   if (t == "full") return Recompute::Full;
@@ -51,11 +53,7 @@ Recompute one_mode(const nlohmann::json& value, const std::string& where) {
 }  // namespace
 
 std::vector<Recompute> read_recompute_modes(const nlohmann::json& stated, const std::string& where) {
-  if (stated.is_string()) {
-    std::string t;
-    for (char c : stated.get<std::string>()) t.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
-    if (t == "auto") return {Recompute::Off, Recompute::Selective, Recompute::Full};
-  }
+  if (stated.is_string() && io::lower(stated.get<std::string>()) == "auto") return {Recompute::Off, Recompute::Selective, Recompute::Full};
   std::vector<nlohmann::json> listed;
   if (stated.is_array()) {
     if (stated.empty()) fail(where, "an empty list allows no recompute mode");
@@ -122,6 +120,11 @@ void derive_data_parallel(Layout& l, long long devices, long long global_batch, 
     fail(batch_key, "{} is not a multiple of DP x micro-batch size = {} x {} = {}", global_batch, l.dp, l.mbs, per_step);
   }
   l.micro_batches = static_cast<int>(global_batch / per_step);
+}
+
+double Layout::expert_zero_group() const {
+  int edp = std::max(1, expert_dp());
+  return optimizer_shard > 0 ? std::gcd(optimizer_shard, edp) : edp;
 }
 
 std::string Layout::describe() const {

@@ -47,6 +47,9 @@ struct Layout {
   [[nodiscard]] long long devices() const { return 1LL * dp * tp * pp * cp; }
   [[nodiscard]] int tsp() const { return sp ? tp : 1; }
   [[nodiscard]] int expert_dp() const { return dp * cp * tp / (ep * etp); }
+  // The ranks ZeRO shards non-expert (all of DP x CP, or the optimizer shard size) and expert states over.
+  [[nodiscard]] double zero_group() const { return optimizer_shard > 0 ? optimizer_shard : static_cast<double>(dp) * cp; }
+  [[nodiscard]] double expert_zero_group() const;
   [[nodiscard]] std::string describe() const;
 };
 

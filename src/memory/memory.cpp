@@ -205,8 +205,8 @@ MemoryEstimate estimate_memory(const model::Model& model, const Layout& l, const
   double s_local = static_cast<double>(training.seq) / l.cp;
   double tokens = s_local * l.mbs;
   double dropout = spec.dropout.value_or(model.profile.defaults.count("dropout") ? model.profile.defaults.at("dropout") : 0) > 0 ? 1.0 : 0.0;
-  double dp_shard = l.optimizer_shard > 0 ? l.optimizer_shard : static_cast<double>(l.dp) * l.cp;
-  double edp_shard = l.optimizer_shard > 0 ? std::gcd(l.optimizer_shard, std::max(1, l.expert_dp())) : std::max(1, l.expert_dp());
+  double dp_shard = l.zero_group();
+  double edp_shard = l.expert_zero_group();
   long long mtp = model.mtp_layers();
 
   MemoryEstimate est;
@@ -249,9 +249,7 @@ MemoryEstimate estimate_memory(const model::Model& model, const Layout& l, const
     if (l.tp > 1) m.tp_buffer = 2.0 * full_tokens * h * bc;  // all-gathered input + reduce-scatter staging
     if (l.ep > 1 && has_moe) m.ep_buffer = 2.0 * tokens * static_cast<double>(spec.experts_per_token.value_or(1)) * h * bc / l.tsp();
     if (l.cp > 1) {
-      double kv_width = spec.is_mla()
-                            ? static_cast<double>(spec.num_heads) * static_cast<double>(*spec.qk_nope_head_dim + *spec.qk_rope_head_dim + *spec.v_head_dim)
-                            : 2.0 * static_cast<double>(spec.kv_heads() * spec.effective_head_dim());
+      double kv_width = spec.kv_exchange_width();
       m.cp_buffer = l.cp_algo == CpAlgo::Ring ? 2.0 * tokens * kv_width * bc / l.tp : 2.0 * full_tokens * h * bc / l.tp;
     }
     if (l.zero >= 2 && dp_shard > 1) m.dp_buffer = training.grad_bytes * std::min(40e6, pn + pe);   // bucket
@@ -270,8 +268,8 @@ MemoryEstimate estimate_memory(const model::Model& model, const Layout& l, const
 std::vector<std::string> explain_stage(const model::Model& model, const Layout& l, const Training& training, const MemoryEstimate& est, int stage) {
   const StageMemory& m = est.stages.at(static_cast<std::size_t>(stage));
   auto gib = [](double b) { return b / 1073741824.0; };
-  double dp_shard = l.optimizer_shard > 0 ? l.optimizer_shard : static_cast<double>(l.dp) * l.cp;
-  double edp_shard = l.optimizer_shard > 0 ? std::gcd(l.optimizer_shard, std::max(1, l.expert_dp())) : std::max(1, l.expert_dp());
+  double dp_shard = l.zero_group();
+  double edp_shard = l.expert_zero_group();
   std::vector<std::string> out;
   out.push_back(
       fmt::format("stage {} of {}: {} layers; non-expert parameters per rank Pn = {:.6g} (attention and FFN / TP {}, norms replicated, embedding/head / TP), "

@@ -15,6 +15,11 @@ Count ModelSpec::shared_expert_width() const {
   return 0;
 }
 
+double ModelSpec::kv_exchange_width() const {
+  if (is_mla()) return static_cast<double>(num_heads) * static_cast<double>(*qk_nope_head_dim + *qk_rope_head_dim + *v_head_dim);
+  return 2.0 * static_cast<double>(kv_heads() * effective_head_dim());
+}
+
 namespace {
 
 struct Source {

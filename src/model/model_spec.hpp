@@ -95,6 +95,9 @@ struct ModelSpec {
   // Total width of the shared expert(s): Qwen states one shared expert's whole width, DeepSeek a count of
   // routed-width experts. Never a floor division of one by the other (a reference defect).
   [[nodiscard]] Count shared_expert_width() const;
+  // Elements per token of the K and V a context-parallel ring passes on: the up-projected heads for MLA, the
+  // KV heads otherwise.
+  [[nodiscard]] double kv_exchange_width() const;
 };
 
 // Reads a model file (.json HF config, or .yaml/.yml with the same keys). Errors name the file, key and value.

@@ -127,9 +127,7 @@ KindTimes kind_times(const model::Model& model, const Layout& l, const Training&
     // Each collective moves the layer's activation tensor; backward repeats them: 2 x collectives passes.
     kt.tp_s = (1.0 - overlap.tp) * ring_seconds(hw, tp_link, l.tp, ktokens * kh * bc, 2.0 * collectives);
     if (l.cp > 1 && !kind.vision && kind.kind.attention != model::AttentionFlavour::Linear) {
-      double kv_width = spec.is_mla()
-                            ? static_cast<double>(spec.num_heads) * static_cast<double>(*spec.qk_nope_head_dim + *spec.qk_rope_head_dim + *spec.v_head_dim)
-                            : 2.0 * static_cast<double>(spec.kv_heads() * spec.effective_head_dim());
+      double kv_width = spec.kv_exchange_width();
       if (l.cp_algo == CpAlgo::Ring) {
         // cp-1 steps of the local K,V block forward; backward passes K,V and their gradients (2x).
         double bw = cp_link.bandwidth * hw.efficiency.comm;
@@ -238,7 +236,7 @@ StepTime estimate_time(const model::Model& model, const Layout& l, const Trainin
     double exposed = std::max(c * (1.0 - overlap.dp), c - backward_last);
     dp_comm = std::max(dp_comm, exposed);
     // Optimizer step: read/write weights, grads and states of the local shard once (memory bound).
-    double shard_n = l.zero >= 1 ? (l.optimizer_shard > 0 ? l.optimizer_shard : dp_group) : 1.0;
+    double shard_n = l.zero >= 1 ? l.zero_group() : 1.0;
     double shard_e = l.zero >= 1 ? edp_group : 1.0;
     double touched = (pn / shard_n + pe / shard_e) * (2.0 * training.optimizer_bytes + training.grad_bytes + 2.0 * training.param_bytes);
     optimizer = std::max(optimizer, touched / (hw.hbm_bandwidth * hw.efficiency.memory));
