@@ -1,5 +1,7 @@
 #include "hardware/hardware.hpp"
 
+#include <algorithm>
+
 #include "io/error.hpp"
 #include "io/files.hpp"
 
@@ -10,6 +12,27 @@ const Level& Hardware::level_for_span(long long span) const {
     if (level.devices == 0 || span <= level.devices) return level;
   }
   return levels.back();
+}
+
+Level Hardware::ring_link(long long size, long long stride) const {
+  stride = std::max(1LL, stride);
+  size = std::max(1LL, size);
+  long long span = size * stride;
+  Level out = level_for_span(span);
+  double bandwidth = 0;
+  long long below = 1;  // group members inside one unit of the previous (inner) level
+  for (const auto& level : levels) {
+    long long within = level.devices == 0 || span <= level.devices ? size : std::max(1LL, std::min(size, level.devices / stride));
+    if (within > below) {
+      // The ring crosses this level's links: `below` members of each inner unit drive one link each.
+      double b = static_cast<double>(below) * level.bandwidth;
+      bandwidth = bandwidth == 0 ? b : std::min(bandwidth, b);
+    }
+    below = within;
+    if (within == size) break;
+  }
+  if (bandwidth > 0) out.bandwidth = bandwidth;
+  return out;
 }
 
 Hardware hardware_from_json(const nlohmann::json& tree, const std::string& file, const std::string& id) {

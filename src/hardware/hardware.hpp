@@ -43,6 +43,11 @@ struct Hardware {
   // The innermost level whose unit holds `span` consecutive ranks (a group of `span` ranks with stride 1 in
   // the rank order, aligned): the link its collective runs on.
   [[nodiscard]] const Level& level_for_span(long long span) const;
+  // The link a ring collective over `size` ranks spaced `stride` apart runs on. Crossing a level, the members
+  // inside one unit of the level below drive that many of its per-device links at once (NCCL runs one ring
+  // channel per member's NIC), capped by the inner links the ring also uses; latency is the outermost level's.
+  // A group with one member per node gets one NIC; eight members of a DGX node get eight NICs, capped by NVLink.
+  [[nodiscard]] Level ring_link(long long size, long long stride) const;
 };
 
 Hardware hardware_from_json(const nlohmann::json& tree, const std::string& file, const std::string& id);

@@ -65,6 +65,7 @@ expr::Env layer_env(const model::Model& model, const model::BoundKind& kind, con
   set(env, sym.fa, static_cast<long long>(training.flash_attention ? 1 : 0));
   set_number(env, sym.bc, training.compute_bytes);
   set_number(env, sym.cap, training.capacity_factor);
+  set(env, sym.fp8, static_cast<long long>(training.fp8 ? 1 : 0));
   return env;
 }
 

@@ -282,9 +282,10 @@ BoundKind bind(const ModelSpec& spec, const Profile& profile, const LayerKind& k
   if (records.full_recompute) bound.full_recompute = records.full_recompute->specialize(env);
   for (const auto& term : records.work) {
     bool keep = true;
-    WorkTerm w{term.name, term.kind, term.op, term.shard, fold_when(term.when, keep), term.formula.specialize(env), std::nullopt};
+    WorkTerm w{term.name, term.kind, term.op, term.shard, fold_when(term.when, keep), term.formula.specialize(env), std::nullopt, std::nullopt};
     if (!keep) continue;
     if (term.rows) w.rows = term.rows->specialize(env);
+    if (term.backward) w.backward = term.backward->specialize(env);
     bound.work.push_back(std::move(w));
   }
   if (moe && spec.num_experts.value_or(0) > 0) {

@@ -143,9 +143,9 @@ OpRecords op_records_from_json(const json& tree, const std::string& file) {
   if (!work.is_object()) fail(where(file, "work"), "must map names to work terms");
   for (const auto& [name, data] : work.items()) {
     std::string key = "work." + name;
-    only(data, file, key, {"kind", "op", "shard", "when", "formula", "rows"});
+    only(data, file, key, {"kind", "op", "shard", "when", "formula", "rows", "backward"});
     io::Reader rd{data, file, key};
-    WorkTerm term{name, WorkKind::Gemm, -1, Shard::Tensor, std::nullopt, expr::Expr::constant(expr::Value::of_int(0), "0"), std::nullopt};
+    WorkTerm term{name, WorkKind::Gemm, -1, Shard::Tensor, std::nullopt, expr::Expr::constant(expr::Value::of_int(0), "0"), std::nullopt, std::nullopt};
     std::string kind = rd.string("kind");
     if (kind == "gemm")
       term.kind = WorkKind::Gemm;
@@ -170,13 +170,16 @@ OpRecords op_records_from_json(const json& tree, const std::string& file) {
     term.formula = expression(data.at("formula"), r.symbols, file, key + ".formula");
     if (data.contains("when") && !data.at("when").is_null()) term.when = expression(data.at("when"), r.symbols, file, key + ".when");
     if (data.contains("rows") && !data.at("rows").is_null()) term.rows = expression(data.at("rows"), r.symbols, file, key + ".rows");
+    if (data.contains("backward") && !data.at("backward").is_null()) {
+      term.backward = expression(data.at("backward"), r.symbols, file, key + ".backward");
+    }
     r.work.push_back(std::move(term));
   }
   for (const auto& op : r.ops) r.op_switch.push_back(op.switch_name.empty() ? -1 : r.switch_index(op.switch_name));
   if (r.switches.size() > 32) fail(where(file, "switches"), "lists {} switches; at most 32", r.switches.size());
   auto find = [&](const char* name) { return r.symbols.find(name); };
   r.layout = LayoutSymbols{find("s"),  find("seq"), find("ctx"),       find("b"),  find("t"),  find("tsp"), find("cp"),
-                           find("ep"), find("etp"), find("tok_shard"), find("fa"), find("bc"), find("cap")};
+                           find("ep"), find("etp"), find("tok_shard"), find("fa"), find("bc"), find("cap"), find("fp8")};
   return r;
 }
 

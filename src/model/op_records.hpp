@@ -52,12 +52,13 @@ struct WorkTerm {
   Shard shard = Shard::Tensor;
   std::optional<expr::Expr> when;
   expr::Expr formula;
-  std::optional<expr::Expr> rows;  // GEMM rows (tokens) per rank; sizes the efficiency ramp. Default s * b.
+  std::optional<expr::Expr> rows;      // GEMM rows (tokens) per rank; sizes the efficiency ramp. Default s * b.
+  std::optional<expr::Expr> backward;  // backward work over forward work; default 2 (two GEMMs per forward GEMM)
 };
 
 // Indices of the names the estimators bind per layout, resolved once when the records load (-1: unread).
 struct LayoutSymbols {
-  int s = -1, seq = -1, ctx = -1, b = -1, t = -1, tsp = -1, cp = -1, ep = -1, etp = -1, tok_shard = -1, fa = -1, bc = -1, cap = -1;
+  int s = -1, seq = -1, ctx = -1, b = -1, t = -1, tsp = -1, cp = -1, ep = -1, etp = -1, tok_shard = -1, fa = -1, bc = -1, cap = -1, fp8 = -1;
 };
 
 struct OpRecords {

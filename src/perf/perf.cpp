@@ -14,6 +14,7 @@ namespace {
 
 struct LayerTime {
   double fwd_s = 0;            // forward compute
+  double bwd_s = 0;            // backward compute (each term's `backward` factor, 2 unless stated)
   double fwd_flops = 0;        // gemm + attention FLOPs (model FLOPs)
   double recompute_s[3] = {};  // forward work re-run in backward, per recompute mode
   double recompute_flops[3] = {};
@@ -48,6 +49,7 @@ LayerTime layer_time(const model::Model& model, const model::BoundKind& kind, co
     if (kind.vision && !term.rows) rows = static_cast<double>(model.spec.vision->tokens) * l.mbs;
     double seconds = compute_seconds(hw, term.kind, amount, training.fp8, rows);
     out.fwd_s += seconds;
+    out.bwd_s += seconds * (term.backward ? term.backward->eval_double(env) : 2.0);
     bool flops = term.kind != model::WorkKind::Memory;
     if (flops) out.fwd_flops += amount;
     const model::OpRecord& op = rec.ops[static_cast<std::size_t>(term.op)];
@@ -64,11 +66,32 @@ LayerTime layer_time(const model::Model& model, const model::BoundKind& kind, co
   return out;
 }
 
-// Ring collective over n ranks on `level`: each rank moves (n-1)/n of `bytes` per pass.
-double ring_seconds(const hardware::Hardware& hw, const hardware::Level& level, double n, double bytes, double passes) {
+// Ring collective over n ranks on `link` (Hardware::ring_link): each rank moves (n-1)/n of `bytes` per pass.
+double ring_seconds(const hardware::Hardware& hw, const hardware::Level& link, double n, double bytes, double passes) {
   if (n <= 1 || bytes <= 0) return 0;
-  double bw = level.bandwidth * hw.efficiency.comm;
-  return passes * ((n - 1) / n * bytes / bw + (n - 1) * level.latency);
+  double bw = link.bandwidth * hw.efficiency.comm;
+  return passes * ((n - 1) / n * bytes / bw + (n - 1) * link.latency);
+}
+
+// The ring link of one parallel dimension's group under the layout's rank order.
+hardware::Level group_ring_link(const hardware::Hardware& hw, const Layout& l, const std::array<char, 4>& order, char dim, long long size) {
+  return hw.ring_link(size, std::max(1LL, group_span(l, order, dim) / std::max(1LL, size)));
+}
+
+// Exposed DP communication of one stage. Megatron's overlapped gradient reduce starts a model chunk's buckets
+// during that chunk's last backward; with v interleaved chunks, the last p micro-batches run their backward
+// chunk by chunk (v-1 first), so chunk j's reduce can also hide behind the j*p chunk-backwards still to come.
+// The reduces share one network and run in that order. The parameter all-gather mirrors it at the start of the
+// next step's forward (chunk j is first needed after j*p chunk-forwards). `overlap` caps the hidden share
+// (overlapped collectives still slow the kernels they share the GPU with). Without PP, p = v = 1: the reduce
+// hides behind the last micro-batch's backward, the gather behind the first forward.
+double dp_exposed(double reduce, double gather, double backward_mb, double forward_mb, int p, int v, double overlap) {
+  double bc = backward_mb / v, fc = forward_mb / v;
+  double finish = -1e300;  // time the reduces end, measured from the end of the last backward
+  for (int j = v - 1; j >= 0; --j) finish = std::max(finish, -(1.0 * j * p + 1.0) * bc) + reduce / v;
+  double late = 0;  // how long the first forward of some chunk waits for its parameters
+  for (int j = 0; j < v; ++j) late = std::max(late, (j + 1.0) * gather / v - (1.0 * j * p + 1.0) * fc);
+  return std::max(std::max(0.0, finish), reduce * (1.0 - overlap)) + std::max(late, gather * (1.0 - overlap));
 }
 
 }  // namespace
@@ -105,7 +128,7 @@ KindTimes kind_times(const model::Model& model, const Layout& l, const Training&
   double tokens = static_cast<double>(training.seq) / l.cp * l.mbs;  // per rank before TP/SP sharding
   // Links follow the rank order (training.rank_order, innermost first); experts use Megatron's expert layout,
   // expert-TP x EP x expert-DP over the same ranks, so an EP group spans expert-TP x EP consecutive ranks.
-  const hardware::Level& tp_link = hw.level_for_span(group_span(l, training.rank_order, 't'));
+  const hardware::Level tp_link = group_ring_link(hw, l, training.rank_order, 't', l.tp);
   const hardware::Level& cp_link = hw.level_for_span(group_span(l, training.rank_order, 'c'));
   const hardware::Level& ep_link = hw.level_for_span(1LL * l.etp * l.ep);
   KindTimes result;
@@ -116,6 +139,7 @@ KindTimes kind_times(const model::Model& model, const Layout& l, const Training&
     KindTime kt;
     LayerTime lt = layer_time(model, kind, l, training, hw);
     kt.fwd_s = lt.fwd_s;
+    kt.bwd_s = lt.bwd_s;
     kt.fwd_flops = lt.fwd_flops;
     for (int m = 0; m < 3; ++m) {
       kt.recompute_s[m] = lt.recompute_s[m];
@@ -165,7 +189,11 @@ StepTime estimate_time(const model::Model& model, const Layout& l, const Trainin
   double h = static_cast<double>(spec.hidden_size);
   double bc = training.compute_bytes;
   double tokens = static_cast<double>(training.seq) / l.cp * l.mbs;  // per rank before TP/SP sharding
-  const hardware::Level& dp_link = hw.level_for_span(group_span(l, training.rank_order, 'd'));
+  // The gradient group is DP x CP: it reaches as far as the outer of the two dimensions.
+  long long dp_span = std::max(group_span(l, training.rank_order, 'd'), group_span(l, training.rank_order, 'c'));
+  const hardware::Level dp_link = hw.ring_link(1LL * l.dp * l.cp, dp_span / (1LL * l.dp * l.cp));
+  // Expert-DP ranks lie within the DP x CP x TP block, outside expert-TP x EP (Megatron's expert layout).
+  const hardware::Level edp_link = hw.ring_link(std::max(1, l.expert_dp()), 1LL * l.etp * l.ep);
   // Neighbouring stages are one PP stride apart: the pair spans that stride times two.
   const hardware::Level& pp_link = hw.level_for_span(group_span(l, training.rank_order, 'p') / l.pp * std::min(2, l.pp));
 
@@ -176,15 +204,18 @@ StepTime estimate_time(const model::Model& model, const Layout& l, const Trainin
                     static_cast<double>(1 + model.mtp_layers());
   std::vector<double> compute(P, 0), recompute(P, 0), tpc(P, 0), cpc(P, 0), epc(P, 0);
   double hw_flops_mb = 0;  // per micro-batch, summed over stages (one model replica)
+  const double again = l.recompute == Recompute::Full ? 1.0 : 0.0;
   for_each_chunk_group(model, l, [&](int stage, int /*chunk*/, int kind, long long count) {
     std::size_t si = static_cast<std::size_t>(stage);
     std::size_t k = static_cast<std::size_t>(kind);
     double n = static_cast<double>(count);
-    compute[si] += n * 3.0 * per_kind[k].fwd_s;  // forward + backward (2x)
+    compute[si] += n * (per_kind[k].fwd_s + per_kind[k].bwd_s);
     recompute[si] += n * per_kind[k].recompute_s[static_cast<int>(l.recompute)];
-    tpc[si] += n * per_kind[k].tp_s;
-    cpc[si] += n * per_kind[k].cp_s;
-    epc[si] += n * per_kind[k].ep_s;
+    // Full recompute re-runs each layer's forward with its collectives: TP's forward half of its forward +
+    // backward passes, ring CP's forward third, EP's dispatch and combine (half).
+    tpc[si] += n * per_kind[k].tp_s * (1.0 + again / 2.0);
+    cpc[si] += n * per_kind[k].cp_s * (1.0 + again / 3.0);
+    epc[si] += n * per_kind[k].ep_s * (1.0 + again / 2.0);
     hw_flops_mb += n * (3.0 * per_kind[k].fwd_flops + per_kind[k].recompute_flops[static_cast<int>(l.recompute)]) * l.tp;
   });
   // Loss: the logits upcast to fp32, softmax and its gradient read and write about 12 bytes per logit
@@ -219,25 +250,27 @@ StepTime estimate_time(const model::Model& model, const Layout& l, const Trainin
     double pe = st.expert_param_elements;
     double dp_group = static_cast<double>(l.dp) * l.cp;
     double edp_group = std::max(1, l.expert_dp());
-    const hardware::Level& edp_link = dp_link;  // expert-DP ranks lie within the DP x CP x TP block
-    double c = 0;
-    if (l.zero == 0) {
-      c += ring_seconds(hw, dp_link, dp_group, pn * training.grad_bytes, 2.0) + ring_seconds(hw, edp_link, edp_group, pe * training.grad_bytes, 2.0);
-    } else {
-      c += ring_seconds(hw, dp_link, dp_group, pn * training.grad_bytes, 1.0) + ring_seconds(hw, edp_link, edp_group, pe * training.grad_bytes, 1.0);
-      c += ring_seconds(hw, dp_link, dp_group, pn * training.param_bytes, 1.0) + ring_seconds(hw, edp_link, edp_group, pe * training.param_bytes, 1.0);
-    }
+    // Gradient reduce (all-reduce without ZeRO, reduce-scatter with it) after the backward, parameter
+    // all-gather (ZeRO >= 1) before the next forward.
+    double passes = l.zero == 0 ? 2.0 : 1.0;
+    double reduce =
+        ring_seconds(hw, dp_link, dp_group, pn * training.grad_bytes, passes) + ring_seconds(hw, edp_link, edp_group, pe * training.grad_bytes, passes);
+    double gather = l.zero == 0 ? 0.0
+                                : ring_seconds(hw, dp_link, dp_group, pn * training.param_bytes, 1.0) +
+                                      ring_seconds(hw, edp_link, edp_group, pe * training.param_bytes, 1.0);
+    double one_mb = out.stage_s[static_cast<std::size_t>(st.stage)];
+    double exposed = dp_exposed(reduce, gather, one_mb * 2.0 / 3.0, one_mb / 3.0, l.pp, l.vpp, overlap.dp);
     if (l.zero == 3) {
-      // Parameters gathered for forward and backward of every micro-batch, gradients reduce-scattered each time.
-      c += (m - 1.0) *
-           (ring_seconds(hw, dp_link, dp_group, pn * training.param_bytes, 2.0) + ring_seconds(hw, dp_link, dp_group, pn * training.grad_bytes, 1.0));
+      // Parameters gathered for forward and backward of every other micro-batch, gradients reduce-scattered each
+      // time, hidden like the rest up to the overlap fraction.
+      double extra = (m - 1.0) *
+                     (ring_seconds(hw, dp_link, dp_group, pn * training.param_bytes, 2.0) + ring_seconds(hw, dp_link, dp_group, pn * training.grad_bytes, 1.0));
+      exposed += extra * (1.0 - overlap.dp);
     }
-    double backward_last = out.stage_s[static_cast<std::size_t>(st.stage)] * 2.0 / 3.0;
-    double exposed = std::max(c * (1.0 - overlap.dp), c - backward_last);
     dp_comm = std::max(dp_comm, exposed);
     // Optimizer step: read/write weights, grads and states of the local shard once (memory bound).
     double shard_n = l.zero >= 1 ? l.zero_group() : 1.0;
-    double shard_e = l.zero >= 1 ? edp_group : 1.0;
+    double shard_e = l.zero >= 1 ? l.expert_zero_group() : 1.0;
     double touched = (pn / shard_n + pe / shard_e) * (2.0 * training.optimizer_bytes + training.grad_bytes + 2.0 * training.param_bytes);
     optimizer = std::max(optimizer, touched / (hw.hbm_bandwidth * hw.efficiency.memory));
   }
