@@ -273,6 +273,135 @@ TEST(Topology, RankOrderDecidesWhichLinkAGroupUses) {
   EXPECT_THROW(parse_rank_order("tp-tp-dp-pp", "test"), Error);
 }
 
+TEST(Topology, RingsCrossingNodesUseTheNicsOfEveryMemberInANode) {
+  // DGX H100: NVLink 450 GB/s per GPU and direction, one 50 GB/s NIC per GPU. A ring with k members per node
+  // drives k NICs (one NCCL channel each), capped by NVLink.
+  auto hw = test::device("h100-sxm");
+  EXPECT_DOUBLE_EQ(hw.ring_link(8, 1).bandwidth, 450e9);   // one node
+  EXPECT_DOUBLE_EQ(hw.ring_link(16, 1).bandwidth, 400e9);  // 8 per node: 8 NICs, under NVLink
+  EXPECT_DOUBLE_EQ(hw.ring_link(32, 2).bandwidth, 200e9);  // 4 per node
+  EXPECT_DOUBLE_EQ(hw.ring_link(16, 8).bandwidth, 50e9);   // one per node: its own NIC
+  EXPECT_DOUBLE_EQ(hw.ring_link(16, 8).latency, hw.levels.back().latency);
+  EXPECT_DOUBLE_EQ(hw.ring_link(4, 2).latency, hw.levels.front().latency);
+  // Data parallelism packed in a node (TP 1) therefore reduces its gradients 8x faster per byte than the same
+  // DP degree with TP 8 (one member per node), other things equal.
+  auto m = test::bundled("llama3-8b");
+  Training t = job(256, 4096);
+  Layout packed;
+  packed.dp = 32;
+  packed.micro_batches = 8;
+  packed.zero = 1;
+  auto one = perf::Overlap{};
+  one.dp = 0;  // expose all of it, to compare the collective itself
+  double packed_s = perf::estimate_time(m, packed, t, hw, one).breakdown.dp_comm_s;
+  Layout strided = packed;
+  strided.tp = 8;
+  strided.dp = 4;
+  strided.micro_batches = 64;
+  // 32 ranks of 1/1 of the model vs 4 ranks of 1/8 of it on one NIC each: (31/32) / 400 vs (3/4) / 8 / 50.
+  double strided_s = perf::estimate_time(m, strided, t, hw, one).breakdown.dp_comm_s;
+  EXPECT_NEAR(packed_s / strided_s, (31.0 / 32 / 400e9) / (3.0 / 4 / 8 / 50e9), 0.05);
+}
+
+TEST(StepTime, FullRecomputeRepeatsTheForwardCollectives) {
+  // Megatron's full recompute re-runs each layer's forward, its TP collectives included: one more forward's
+  // worth on top of forward + backward, i.e. 1.5x the exposed TP time.
+  auto m = test::bundled("llama3-70b");
+  auto hw = test::device("h100-sxm");
+  Training t = job(64, 4096);
+  Layout l;
+  l.tp = 8;
+  l.pp = 1;
+  l.dp = 8;
+  l.micro_batches = 8;
+  l.sp = true;
+  l.recompute = Recompute::Off;
+  double off = perf::estimate_time(m, l, t, hw).breakdown.tp_comm_s;
+  l.recompute = Recompute::Selective;
+  double selective = perf::estimate_time(m, l, t, hw).breakdown.tp_comm_s;
+  l.recompute = Recompute::Full;
+  double full = perf::estimate_time(m, l, t, hw).breakdown.tp_comm_s;
+  EXPECT_GT(off, 0.0);
+  EXPECT_DOUBLE_EQ(selective, off);  // core attention only: no collective inside it
+  EXPECT_NEAR(full / off, 1.5, 1e-12);
+}
+
+TEST(StepTime, InterleavingHidesMoreOfTheGradientReduce) {
+  // With v model chunks per stage, a chunk's gradient reduce starts while the later chunks still run their
+  // last backwards; without interleaving only the last micro-batch's backward hides it. With nothing
+  // overlapped both expose the whole collective.
+  auto m = test::bundled("llama3-70b");
+  auto hw = test::device("h100-sxm");
+  Training t = job(128, 4096);
+  Layout l;
+  l.tp = 8;
+  l.pp = 4;
+  l.dp = 4;  // strided across nodes: one NIC per member
+  l.micro_batches = 32;
+  l.sp = true;
+  l.zero = 1;
+  double plain = perf::estimate_time(m, l, t, hw).breakdown.dp_comm_s;
+  l.vpp = 5;
+  double interleaved = perf::estimate_time(m, l, t, hw).breakdown.dp_comm_s;
+  EXPECT_GT(plain, 0.0);
+  EXPECT_LT(interleaved, 0.7 * plain);
+  perf::Overlap none;
+  none.dp = 0;
+  double exposed_interleaved = perf::estimate_time(m, l, t, hw, none).breakdown.dp_comm_s;
+  l.vpp = 1;
+  double exposed_plain = perf::estimate_time(m, l, t, hw, none).breakdown.dp_comm_s;
+  EXPECT_NEAR(exposed_interleaved, exposed_plain, 1e-9 * exposed_plain);
+  EXPECT_GT(exposed_plain, plain);
+}
+
+TEST(StepTime, FlashAttentionBackwardRecomputesTheScores) {
+  // FlashAttention-2's backward runs five matmuls against the forward's two (2.5x); eager attention's four
+  // (2x), like every GEMM. So backward - 2 x forward is half the attention forward with flash, zero without.
+  auto m = test::bundled("llama3-8b");
+  auto hw = test::device("h100-sxm");
+  Training t = job(8, 8192);
+  Layout l;
+  l.micro_batches = 8;
+  auto flash = perf::kind_times(m, l, t, hw).kinds.at(0);
+  // Attention forward FLOPs of one layer, causal: 2 matmuls x 2 FLOPs x s x ctx x a x dh, ctx = (s + 1) / 2.
+  double s = 8192, ctx = (s + 1) / 2, a = 32, dh = 128;
+  double attention_s = 2 * 2 * s * ctx * a * dh / (hw.peak_flops * hw.efficiency.attention);
+  EXPECT_NEAR(flash.bwd_s - 2 * flash.fwd_s, 0.5 * attention_s, 1e-3 * attention_s);
+  t.flash_attention = false;
+  auto eager = perf::kind_times(m, l, t, hw).kinds.at(0);
+  EXPECT_NEAR(eager.bwd_s, 2 * eager.fwd_s, 1e-12 * eager.fwd_s);
+}
+
+TEST(StepTime, Fp8AddsTheCastTrafficOfEveryGemmInput) {
+  // Transformer Engine casts each GEMM input to FP8 with its transpose (4 bytes moved per element); on a
+  // dense Llama layer at TP 1 the inputs are h (QKV), a x dv (output projection), h (FFN in), ffn (FFN out).
+  auto m = test::bundled("llama3-8b");
+  auto hw = test::device("h100-sxm");
+  Training t = job(8, 4096);
+  Layout l;
+  l.micro_batches = 8;
+  t.fp8 = true;
+  const model::BoundKind& kind = m.kinds.at(0);
+  expr::Env env = layer_env(m, kind, l, t);
+  double bytes = 0;
+  int terms = 0;
+  for (const auto& w : kind.work) {
+    if (w.name.rfind("fp8_casts", 0) != 0) continue;
+    ++terms;
+    if (!w.when || w.when->eval(env).truthy()) bytes += w.formula.eval_double(env);
+  }
+  EXPECT_EQ(terms, 2);
+  double h = 4096, ffn = 14336, adv = 32 * 128, s = 4096;
+  EXPECT_DOUBLE_EQ(bytes, s * 4 * (2 * h + adv + ffn));
+  t.fp8 = false;
+  expr::Env bf16 = layer_env(m, kind, l, t);
+  for (const auto& w : kind.work) {
+    if (w.name.rfind("fp8_casts", 0) == 0) {
+      EXPECT_FALSE(w.when->eval(bf16).truthy()) << w.name;
+    }
+  }
+}
+
 TEST(Topology, AUserHardwareFileWorks) {
   std::string dir = test::temp_dir();
   test::write_file(dir + "/my-gpu.yaml", R"(name: My accelerator
