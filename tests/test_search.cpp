@@ -446,3 +446,31 @@ TEST(Calibrate, RecoversAPlantedEfficiencyScale) {
   EXPECT_NEAR(c.scale, 0.7, 0.01);
   for (double e : c.errors_after) EXPECT_LT(std::fabs(e), 0.02);
 }
+
+TEST(Calibrate, EachRunIsPricedWithWhatItsSystemOverlapped) {
+  // A run's `overlap:` block reaches the estimate: the same run with TP overlap 0.9 is faster than with the
+  // default 0.5, and a fraction outside [0, 1] is refused with the file and key.
+  std::string runs = R"(runs:
+  - {name: a, model: llama3-70b, devices: 64, global_batch: 128, seq: 4096, tp: 8, pp: 2, mbs: 1, overlap: {tp: 0.9, dp: 0.5}, step_time_s: 10}
+  - {name: b, model: llama3-70b, devices: 64, global_batch: 128, seq: 4096, tp: 8, pp: 2, mbs: 1, step_time_s: 10}
+)";
+  auto parsed = perf::runs_from_json(test::parse_yaml_for_test(runs), "runs.yaml", test::catalog());
+  ASSERT_EQ(parsed.size(), 2u);
+  EXPECT_DOUBLE_EQ(parsed[0].overlap.tp, 0.9);
+  EXPECT_DOUBLE_EQ(parsed[0].overlap.dp, 0.5);
+  EXPECT_DOUBLE_EQ(parsed[1].overlap.tp, perf::Overlap{}.tp);
+  auto c = perf::calibrate(parsed, test::device("h100-sxm"));
+  EXPECT_LT(c.errors_before[0], c.errors_before[1]);  // same measured time, faster estimate with more overlap
+  std::string bad = R"(runs:
+  - {name: a, model: llama3-70b, devices: 64, global_batch: 128, seq: 4096, tp: 8, pp: 2, overlap: {tp: 1.5}, step_time_s: 10}
+)";
+  try {
+    (void)perf::runs_from_json(test::parse_yaml_for_test(bad), "runs.yaml", test::catalog());
+    FAIL() << "an overlap of 1.5 was accepted";
+  } catch (const Error& e) {
+    std::string what = e.what();
+    EXPECT_NE(what.find("runs.yaml"), std::string::npos) << what;
+    EXPECT_NE(what.find("runs[0].overlap.tp"), std::string::npos) << what;
+    EXPECT_NE(what.find("1.5"), std::string::npos) << what;
+  }
+}

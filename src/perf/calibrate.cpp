@@ -18,7 +18,7 @@ std::vector<MeasuredRun> runs_from_json(const nlohmann::json& tree, const std::s
   for (std::size_t i = 0; i < list.size(); ++i) {
     std::string key = "runs[" + std::to_string(i) + "]";
     io::Reader rd{list[i], file, key};
-    rd.only({"name", "model", "devices", "global_batch", "seq", "tp", "pp", "cp", "vpp", "mbs", "zero", "sp", "recompute", "fp8", "flash_attention",
+    rd.only({"name", "model", "devices", "global_batch", "seq", "tp", "pp", "cp", "vpp", "mbs", "zero", "sp", "recompute", "fp8", "flash_attention", "overlap",
              "step_time_s", "tokens_per_s_per_device"});
     MeasuredRun run;
     run.name = rd.string_or("name", key);
@@ -36,6 +36,20 @@ std::vector<MeasuredRun> runs_from_json(const nlohmann::json& tree, const std::s
     l.mbs = static_cast<int>(rd.integer_or("mbs", 1));
     l.zero = static_cast<int>(rd.integer_or("zero", 1));
     l.sp = rd.boolean_or("sp", l.tp > 1);
+    if (rd.has("overlap")) {
+      io::Reader ov{list[i].at("overlap"), file, key + ".overlap"};
+      ov.only({"tp", "dp", "ep", "cp", "pp"});
+      auto fraction = [&](const char* name, double& into) {
+        if (!ov.has(name)) return;
+        into = ov.number(name);
+        if (into < 0 || into > 1) ov.bad(name, "a fraction in [0, 1]");
+      };
+      fraction("tp", run.overlap.tp);
+      fraction("dp", run.overlap.dp);
+      fraction("ep", run.overlap.ep);
+      fraction("cp", run.overlap.cp);
+      fraction("pp", run.overlap.pp);
+    }
     if (list[i].contains("recompute")) l.recompute = read_activation_checkpoint_mode(list[i].at("recompute"), at(file, key + ".recompute"));
     derive_data_parallel(l, run.devices, run.training.global_batch, at(file, key + ".devices"), at(file, key + ".global_batch"));
     auto violations = check_layout(run.model, l, run.training, run.devices);
@@ -70,7 +84,7 @@ hardware::Hardware scaled(const hardware::Hardware& hw, double scale, bool bf16,
 std::vector<double> errors(const std::vector<MeasuredRun>& runs, const hardware::Hardware& hw) {
   std::vector<double> out;
   for (const auto& r : runs) {
-    double est = estimate_time(r.model, r.layout, r.training, hw).step_s;
+    double est = estimate_time(r.model, r.layout, r.training, hw, r.overlap).step_s;
     out.push_back((est - r.step_time_s) / r.step_time_s);
   }
   return out;
@@ -79,7 +93,7 @@ std::vector<double> errors(const std::vector<MeasuredRun>& runs, const hardware:
 double loss(const std::vector<MeasuredRun>& runs, const hardware::Hardware& hw) {
   double sum = 0;
   for (const auto& r : runs) {
-    double est = estimate_time(r.model, r.layout, r.training, hw).step_s;
+    double est = estimate_time(r.model, r.layout, r.training, hw, r.overlap).step_s;
     double e = std::log(est / r.step_time_s);
     sum += e * e;
   }

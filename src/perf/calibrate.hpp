@@ -14,6 +14,7 @@
 #include "hardware/hardware.hpp"
 #include "memory/layout.hpp"
 #include "model/family.hpp"
+#include "perf/perf.hpp"
 
 namespace sapp::perf {
 
@@ -24,6 +25,7 @@ struct MeasuredRun {
   Training training;
   long long devices = 0;
   double step_time_s = 0;  // measured
+  Overlap overlap;         // what the measured system overlapped (a run's `overlap:` block; defaults otherwise)
 };
 
 struct Calibration {
