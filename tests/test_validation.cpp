@@ -89,7 +89,8 @@ std::vector<Case> load_cases() {
       // NeMo on H100: FP8 GEMMs, sequence parallelism with TP, distributed optimizer, no recompute.
       v.hw = test::device("h100-sxm");
       v.training.fp8 = true;
-      v.overlap.tp = 0.9;  // NeMo's performance recipes enable TP communication overlap (userbuffers)
+      v.training.grad_bytes = 2;  // NeMo's performance scripts set grad_reduce_in_fp32 = False for FP8 runs
+      v.overlap.tp = 0.9;         // NeMo's performance recipes enable TP communication overlap (userbuffers)
       l.recompute = Recompute::Off;
       l.zero = 1;
       l.sp = l.tp > 1;
@@ -119,6 +120,8 @@ TEST(Validation, PublishedRunsWithinFifteenPercentMedian) {
     MemoryEstimate mem = estimate_memory(c.model, c.layout, c.training, c.hw.memory_bytes);
     perf::StepTime t = perf::estimate_time(c.model, c.layout, c.training, c.hw, mem, c.overlap);
     double p = predicted(c, t);
+    // A published run ran: its layout must fit sapp's memory model on its device.
+    EXPECT_TRUE(mem.fits()) << c.name << ": the published layout is estimated at " << mem.peak_bytes / 1073741824.0 << " GiB";
     double err = (p - c.measured) / c.measured;
     errors.push_back(std::fabs(err));
     if (!c.fitted) held_out.push_back(std::fabs(err));

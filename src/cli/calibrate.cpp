@@ -32,7 +32,8 @@ Run add_calibrate(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("calibrate", "fit a device's efficiency factors to measured step times; prints the efficiency block for its YAML");
   cmd->add_option("--hardware,-H", o->hardware, "bundled device or hardware YAML to calibrate")->capture_default_str();
   cmd->add_option("--runs", o->runs,
-                  "YAML of measured runs: runs[] of {model, devices, global_batch, seq, tp, pp, cp, vpp, mbs, zero, sp, recompute, fp8, step_time_s | "
+                  "YAML of measured runs: runs[] of {model, devices, global_batch, seq, tp, pp, cp, vpp, mbs, zero, sp, recompute, fp8, grad_bytes, overlap, "
+                  "step_time_s | "
                   "tokens_per_s_per_device}")
       ->required();
   cmd->add_option("--format,-f", o->format, "output format")->check(CLI::IsMember({"table", "json"}))->capture_default_str();

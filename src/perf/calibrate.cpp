@@ -19,7 +19,7 @@ std::vector<MeasuredRun> runs_from_json(const nlohmann::json& tree, const std::s
     std::string key = "runs[" + std::to_string(i) + "]";
     io::Reader rd{list[i], file, key};
     rd.only({"name", "model", "devices", "global_batch", "seq", "tp", "pp", "cp", "vpp", "mbs", "zero", "sp", "recompute", "fp8", "flash_attention", "overlap",
-             "step_time_s", "tokens_per_s_per_device"});
+             "grad_bytes", "step_time_s", "tokens_per_s_per_device"});
     MeasuredRun run;
     run.name = rd.string_or("name", key);
     run.model = model::resolve(model::load_model(rd.string("model"), catalog.dir), catalog.records, catalog.profiles);
@@ -28,6 +28,8 @@ std::vector<MeasuredRun> runs_from_json(const nlohmann::json& tree, const std::s
     run.training.seq = rd.integer("seq");
     run.training.fp8 = rd.boolean_or("fp8", false);
     run.training.flash_attention = rd.boolean_or("flash_attention", true);
+    run.training.grad_bytes = rd.number_or("grad_bytes", run.training.grad_bytes);
+    if (run.training.grad_bytes <= 0) rd.bad("grad_bytes", "a positive number of bytes per gradient");
     Layout& l = run.layout;
     l.tp = static_cast<int>(rd.integer("tp"));
     l.pp = static_cast<int>(rd.integer("pp"));
