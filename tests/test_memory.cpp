@@ -138,6 +138,34 @@ TEST(MegatronTheoreticalMemory, SixPlusTwelveOverDPWithDistributedOptimizer) {
   EXPECT_DOUBLE_EQ((st.params + st.grads + st.optimizer) / st.param_elements, 6.0 + 12.0 / 8.0);
 }
 
+TEST(Memory, HalfPrecisionGradientsGetAnFp32CopyAtTheOptimizerStep) {
+  // Megatron's mixed-precision optimizer sets main_param.grad = grad.float(): with 2-byte gradients the step
+  // holds 4 more bytes per parameter of its shard (all of them without the distributed optimizer), after the
+  // activations are gone. 2021 fp16 Megatron without ZeRO therefore peaks at 2 + 2 + 12 + 4 = 20 B/param when
+  // the activations are small; with 4-byte gradients there is no copy (18 B/param, Megatron's figure).
+  auto m = test::bundled("llama3-8b");
+  Training t;
+  t.seq = 1024;
+  t.global_batch = 8;
+  t.grad_bytes = 2;
+  Layout l;
+  l.dp = 8;
+  l.micro_batches = 1;
+  l.zero = 0;
+  l.recompute = Recompute::Full;
+  auto est = estimate_memory(m, l, t, 1e15);
+  const auto& st = est.stages[0];
+  EXPECT_DOUBLE_EQ(st.optimizer_step / st.param_elements, 4.0);
+  ASSERT_GT(st.optimizer_step, st.activations + st.buffers);
+  EXPECT_DOUBLE_EQ((st.total() - st.reserve) / st.param_elements, 20.0);
+  l.zero = 1;  // distributed optimizer: the copy covers the shard only
+  auto sharded = estimate_memory(m, l, t, 1e15).stages[0];
+  EXPECT_DOUBLE_EQ(sharded.optimizer_step / sharded.param_elements, 4.0 / 8.0);
+  t.grad_bytes = 4;
+  l.zero = 0;
+  EXPECT_DOUBLE_EQ(estimate_memory(m, l, t, 1e15).stages[0].optimizer_step, 0.0);
+}
+
 TEST(Memory, ZeroStagesShardMore) {
   auto m = test::bundled("llama3-70b");
   Training t;

@@ -78,10 +78,10 @@ Run add_estimate(CLI::App& app) {
       perf::add_time_json(j, time);
       out = j.dump(2) + "\n";
     } else if (o->job.format == "csv") {
-      out = "stage,layers,params,grads,optimizer,activations,buffers,reserve,total\n";
+      out = "stage,layers,params,grads,optimizer,activations,buffers,reserve,optimizer_step,total\n";
       for (const auto& s : mem.stages) {
-        out += fmt::format("{},{},{:.0f},{:.0f},{:.0f},{:.0f},{:.0f},{:.0f},{:.0f}\n", s.stage, s.layers, s.params, s.grads, s.optimizer, s.activations,
-                           s.buffers, s.reserve, s.total());
+        out += fmt::format("{},{},{:.0f},{:.0f},{:.0f},{:.0f},{:.0f},{:.0f},{:.0f},{:.0f}\n", s.stage, s.layers, s.params, s.grads, s.optimizer, s.activations,
+                           s.buffers, s.reserve, s.optimizer_step, s.total());
       }
     } else {
       out = io::memory_table(model, l, mem, hw.name);

@@ -38,6 +38,7 @@ json memory_json(const model::Model& model, const Layout& layout, const MemoryEs
                             {"activations", s.activations},
                             {"buffers", s.buffers},
                             {"reserve", s.reserve},
+                            {"optimizer_step", s.optimizer_step},
                             {"total", s.total()}}}});
   }
   return json{
@@ -65,6 +66,11 @@ std::string memory_table(const model::Model& model, const Layout& layout, const 
   }
   out += fmt::format("peak {} GiB on stage {} of {} GiB ({}): {}\n", gib(est.peak_bytes), est.peak_stage, gib(est.capacity_bytes), hw,
                      est.fits() ? "fits" : "DOES NOT FIT");
+  const StageMemory& peak = est.stages.at(static_cast<std::size_t>(est.peak_stage));
+  if (peak.optimizer_step > peak.activations + peak.buffers) {
+    out += fmt::format("stage {} peaks in the optimizer step: its fp32 gradient copy ({} GiB) outweighs activations + buffers ({} GiB)\n", peak.stage,
+                       gib(peak.optimizer_step), gib(peak.activations + peak.buffers));
+  }
   return out;
 }
 

@@ -244,6 +244,9 @@ MemoryEstimate estimate_memory(const model::Model& model, const Layout& l, const
     m.grads = training.grad_bytes * (pn / (l.zero >= 2 ? dp_shard : 1.0) + pe / (l.zero >= 2 ? edp_shard : 1.0));
     m.optimizer = training.optimizer_bytes * (pn / (l.zero >= 1 ? dp_shard : 1.0) + pe / (l.zero >= 1 ? edp_shard : 1.0));
     m.activations = m.layer_activations + m.recompute_working + m.embedding_activations + m.head_activations;
+    if (training.grad_bytes < 4 && training.optimizer_bytes > 0) {
+      m.optimizer_step = 4.0 * (pn / (l.zero >= 1 ? dp_shard : 1.0) + pe / (l.zero >= 1 ? edp_shard : 1.0));
+    }
 
     // Communication workspaces, in bytes. Layers run one at a time, so the per-layer ones do not add up.
     double full_tokens = static_cast<double>(training.seq) / l.cp * l.mbs;
@@ -300,6 +303,13 @@ std::vector<std::string> explain_stage(const model::Model& model, const Layout& 
       gib(m.activations), gib(m.layer_activations), gib(m.recompute_working), gib(m.embedding_activations), gib(m.head_activations)));
   out.push_back(fmt::format("buffers     {:10.3f} GiB = max(TP {:.3f}, EP {:.3f}, CP {:.3f}) + DP {:.3f} GiB", gib(m.buffers), gib(m.tp_buffer),
                             gib(m.ep_buffer), gib(m.cp_buffer), gib(m.dp_buffer)));
+  if (m.optimizer_step > 0) {
+    out.push_back(
+        fmt::format("opt. step   {:10.3f} GiB = 4 B x (Pn{} + Pe{})  [fp32 copy of the {}-byte gradients; counted instead of activations + buffers {:.3f} "
+                    "GiB when larger]",
+                    gib(m.optimizer_step), l.zero >= 1 ? fmt::format(" / {}", dp_shard) : "", l.zero >= 1 ? fmt::format(" / {}", edp_shard) : "",
+                    training.grad_bytes, gib(m.activations + m.buffers)));
+  }
   out.push_back(fmt::format("reserve     {:10.3f} GiB (allocator and framework context)", gib(m.reserve)));
   out.push_back(fmt::format("total       {:10.3f} GiB of {:.3f} GiB capacity", gib(m.total()), gib(est.capacity_bytes)));
   return out;

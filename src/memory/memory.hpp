@@ -97,7 +97,11 @@ struct StageMemory {
   double activations = 0;
   double buffers = 0;
   double reserve = 0;
-  [[nodiscard]] double total() const { return params + grads + optimizer + activations + buffers + reserve; }
+  // FP32 copies of the gradients the optimizer step makes of its shard when gradients are kept in fewer than 4
+  // bytes (Megatron's mixed-precision optimizers: main_param.grad = grad.float()). Activations and buffers are
+  // free by then, so the stage peaks at whichever of the two phases is larger.
+  double optimizer_step = 0;
+  [[nodiscard]] double total() const { return params + grads + optimizer + std::max(activations + buffers, optimizer_step) + reserve; }
   // Elements and parts, for --explain.
   double param_elements = 0;
   double expert_param_elements = 0;
