@@ -16,6 +16,7 @@ struct LayerTime {
   double fwd_s = 0;            // forward compute
   double bwd_s = 0;            // backward compute (each term's `backward` factor, 2 unless stated)
   double fwd_flops = 0;        // gemm + attention FLOPs (model FLOPs)
+  double bwd_flops = 0;        // the backward's, as executed (flash attention's rerun scores included)
   double recompute_s[3] = {};  // forward work re-run in backward, per recompute mode
   double recompute_flops[3] = {};
 };
@@ -49,9 +50,13 @@ LayerTime layer_time(const model::Model& model, const model::BoundKind& kind, co
     if (kind.vision && !term.rows) rows = static_cast<double>(model.spec.vision->tokens) * l.mbs;
     double seconds = compute_seconds(hw, term.kind, amount, training.fp8, rows);
     out.fwd_s += seconds;
-    out.bwd_s += seconds * (term.backward ? term.backward->eval_double(env) : 2.0);
+    double backward = term.backward ? term.backward->eval_double(env) : 2.0;
+    out.bwd_s += seconds * backward;
     bool flops = term.kind != model::WorkKind::Memory;
-    if (flops) out.fwd_flops += amount;
+    if (flops) {
+      out.fwd_flops += amount;
+      out.bwd_flops += amount * backward;
+    }
     const model::OpRecord& op = rec.ops[static_cast<std::size_t>(term.op)];
     // Full recompute re-runs every forward term; selective the terms of ops under a dropped switch.
     const int full = static_cast<int>(Recompute::Full);
@@ -141,6 +146,7 @@ KindTimes kind_times(const model::Model& model, const Layout& l, const Training&
     kt.fwd_s = lt.fwd_s;
     kt.bwd_s = lt.bwd_s;
     kt.fwd_flops = lt.fwd_flops;
+    kt.bwd_flops = lt.bwd_flops;
     for (int m = 0; m < 3; ++m) {
       kt.recompute_s[m] = lt.recompute_s[m];
       kt.recompute_flops[m] = lt.recompute_flops[m];
@@ -216,7 +222,7 @@ StepTime estimate_time(const model::Model& model, const Layout& l, const Trainin
     tpc[si] += n * per_kind[k].tp_s * (1.0 + again / 2.0);
     cpc[si] += n * per_kind[k].cp_s * (1.0 + again / 3.0);
     epc[si] += n * per_kind[k].ep_s * (1.0 + again / 2.0);
-    hw_flops_mb += n * (3.0 * per_kind[k].fwd_flops + per_kind[k].recompute_flops[static_cast<int>(l.recompute)]) * l.tp;
+    hw_flops_mb += n * (per_kind[k].fwd_flops + per_kind[k].bwd_flops + per_kind[k].recompute_flops[static_cast<int>(l.recompute)]) * l.tp;
   });
   // Loss: the logits upcast to fp32, softmax and its gradient read and write about 12 bytes per logit
   // (memory bound), forward and backward, once per MTP depth too.

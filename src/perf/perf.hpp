@@ -55,7 +55,7 @@ StepTime estimate_time(const model::Model& model, const Layout& layout, const Tr
 // One layer of each kind for one micro-batch: forward and recompute seconds, FLOPs, exposed TP/CP/EP
 // communication. Depends only on mbs, tp, sp, cp, cp_algo, ep and etp (grouped evaluation).
 struct KindTime {
-  double fwd_s = 0, bwd_s = 0, fwd_flops = 0;
+  double fwd_s = 0, bwd_s = 0, fwd_flops = 0, bwd_flops = 0;
   double recompute_s[3] = {0, 0, 0};  // under off, selective, full (indexed by Recompute)
   double recompute_flops[3] = {0, 0, 0};
   double tp_s = 0, cp_s = 0, ep_s = 0;
