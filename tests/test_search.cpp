@@ -1,5 +1,9 @@
 // The ND search: auto equals the explicit full lists, every rejection reason fires, SP matters, gradient
 // accumulation without PP is searched, and results do not depend on the thread count.
+#include <algorithm>
+#include <fstream>
+#include <iterator>
+
 #include <gtest/gtest.h>
 
 #include "helpers.hpp"
@@ -250,6 +254,23 @@ TEST(SearchCli, JsonHasTheDocumentedFields) {
   double first = j["candidates"][0]["step_time_s"].get<double>();
   double second = j["candidates"][1]["step_time_s"].get<double>();
   EXPECT_LE(first, second);
+}
+
+TEST(SearchCli, OutputIsByteIdenticalForAnyThreadCount) {
+  // The CSV carries every ranked candidate's numbers and no timing: the same bytes on 1, 2 and 3 threads.
+  std::string dir = test::temp_dir();
+  std::string args = "search --model mixtral-8x7b --devices 64 --global-batch 256 --seq 4096 --top 1000 --format csv -q";
+  std::vector<std::string> outputs;
+  for (int threads : {1, 2, 3}) {
+    std::string file = dir + "/t" + std::to_string(threads) + ".csv";
+    auto r = test::run_sapp(args + " --threads " + std::to_string(threads) + " --output " + file);
+    ASSERT_EQ(r.status, 0) << r.err;
+    std::ifstream in(file, std::ios::binary);
+    outputs.emplace_back(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  ASSERT_GT(std::count(outputs[0].begin(), outputs[0].end(), '\n'), 100);
+  EXPECT_EQ(outputs[0], outputs[1]);
+  EXPECT_EQ(outputs[0], outputs[2]);
 }
 
 TEST(Topology, RankOrderDecidesWhichLinkAGroupUses) {
