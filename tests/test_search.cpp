@@ -51,7 +51,7 @@ TEST(Search, AutoEqualsTheExplicitFullLists) {
   listed.pp = std::vector<int>{1, 2, 4, 8, 16};
   listed.ep = std::vector<int>{1};
   listed.etp = std::vector<int>{1};
-  listed.vpp = std::vector<int>{1, 2, 3, 4};
+  listed.vpp = std::vector<int>{1, 2, 3, 4, 8, 16};  // 32 layers: 8 and 16 chunks split PP 2 and 4 stages evenly
   listed.mbs = std::vector<int>{1, 2, 4, 8};
   listed.zero = std::vector<int>{0, 1, 2, 3};
   listed.recompute = read_recompute_modes(nlohmann::json("auto"), "test");

@@ -114,7 +114,7 @@ std::vector<Layout> enumerate(const model::Model& model, const Space& space, con
   long long layers = model.body_layers() + model.vision_layers();
   auto values = [](const Dim& d, std::vector<int> fallback) { return d ? *d : fallback; };
   // Auto domains: TP powers of two within a node (across nodes only when allowed), CP powers of two up to 32,
-  // PP any divisor up to the layers, EP powers of two up to the experts, expert TP 1 or TP, VPP 1-4, micro-batch
+  // PP any divisor up to the layers, EP powers of two up to the experts, expert TP 1 or TP, VPP 1-4 and the larger even splits of a stage, micro-batch
   // sizes 1-8, every ZeRO stage, SP on and off with TP, both CP algorithms with CP.
   long long tp_limit = space.allow_tp_across_nodes ? devices : std::min(devices, hw.devices_per_node());
   for (int tp : values(space.tp, powers_of_two_up_to(tp_limit))) {
@@ -136,8 +136,15 @@ std::vector<Layout> enumerate(const model::Model& model, const Space& space, con
           for (int e : powers_of_two_up_to(*spec.num_experts)) ep_auto.push_back(e);
           if (tp > 1) etp_auto.push_back(tp);
         }
+        // Interleaving: 2-4 chunks per stage, and beyond that every chunk count that splits the stage's layers
+        // evenly (Megatron's interleaved schedule with uniform chunks: NeMo runs VP 5, 6, 10, 20).
         std::vector<int> vpp_auto = {1};
         for (int v = 2; v <= 4 && pp > 1 && 1LL * pp * v <= layers; ++v) vpp_auto.push_back(v);
+        if (pp > 1 && layers % pp == 0) {
+          for (int d : divisors(layers / pp)) {
+            if (d > 4) vpp_auto.push_back(d);
+          }
+        }
         std::vector<int> mbs_auto;
         for (int b : powers_of_two_up_to(8)) {
           if (training.global_batch % (1LL * dp * b) == 0) mbs_auto.push_back(b);
