@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/deps.sh
-cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DSAPP_BENCH=OFF >/dev/null
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build -j"$(nproc)" --target sapp_cli
 ./build/sapp search --model llama3-70b --hardware h100-sxm --devices 64 --global-batch 128 --seq 8192 --top 10
 ./build/sapp balance --layers data/layers/demo.json --stages 16 --micro-batches 16 --interleave 3 --memory-limit 56000 \
