@@ -375,6 +375,50 @@ TEST(StepTime, InterleavingHidesMoreOfTheGradientReduce) {
   EXPECT_GT(exposed_plain, plain);
 }
 
+TEST(StepTime, ShardedGradientsAreReducedEveryMicroBatch) {
+  // With nothing overlapped and gradients as wide as parameters (one collective = x): ZeRO 1 reduce-scatters
+  // once and gathers once per step (2x for any micro-batch count m); ZeRO 2 reduce-scatters every micro-batch
+  // ((m + 1) x); ZeRO 3 also gathers for every forward and every backward (3m x).
+  auto m = test::bundled("llama3-8b");
+  auto hw = test::device("h100-sxm");
+  perf::Overlap none;
+  none.dp = 0;
+  auto dp_comm = [&](int zero, int micro_batches) {
+    Training t = job(8LL * micro_batches, 4096);
+    t.grad_bytes = 2;
+    Layout l;
+    l.dp = 8;
+    l.micro_batches = micro_batches;
+    l.zero = zero;
+    return perf::estimate_time(m, l, t, hw, none).breakdown.dp_comm_s;
+  };
+  double x = dp_comm(1, 1) / 2;
+  ASSERT_GT(x, 0.0);
+  EXPECT_NEAR(dp_comm(1, 8), 2 * x, 1e-12);
+  EXPECT_NEAR(dp_comm(2, 1), 2 * x, 1e-12);
+  EXPECT_NEAR(dp_comm(2, 8), 9 * x, 1e-12);
+  EXPECT_NEAR(dp_comm(3, 1), 3 * x, 1e-12);
+  EXPECT_NEAR(dp_comm(3, 8), 24 * x, 1e-12);
+}
+
+TEST(StepTime, ZeroThreeGathersTheExpertsToo) {
+  // ZeRO 3 without EP gathers every expert of the stage for every micro-batch: for Qwen3-235B on 256 GPUs that
+  // is tens of GB per micro-batch, far more than its compute can hide.
+  auto m = test::bundled("qwen3-235b-a22b");
+  auto hw = test::device("h100-sxm");
+  Training t = job(512, 4096);
+  Layout l;
+  l.tp = 2;
+  l.sp = true;
+  l.pp = 8;
+  l.vpp = 4;
+  l.dp = 16;
+  l.micro_batches = 32;
+  l.zero = 3;
+  auto time = perf::estimate_time(m, l, t, hw);
+  EXPECT_GT(time.breakdown.dp_comm_s, 3 * time.breakdown.compute_s);
+}
+
 TEST(StepTime, FlashAttentionBackwardRecomputesTheScores) {
   // FlashAttention-2's backward runs five matmuls against the forward's two (2.5x); eager attention's four
   // (2x), like every GEMM. So backward - 2 x forward is half the attention forward with flash, zero without.

@@ -266,12 +266,18 @@ StepTime estimate_time(const model::Model& model, const Layout& l, const Trainin
                                       ring_seconds(hw, edp_link, edp_group, pe * training.param_bytes, 1.0);
     double one_mb = out.stage_s[static_cast<std::size_t>(st.stage)];
     double exposed = dp_exposed(reduce, gather, one_mb * 2.0 / 3.0, one_mb / 3.0, l.pp, l.vpp, overlap.dp);
-    if (l.zero == 3) {
-      // Parameters gathered for forward and backward of every other micro-batch, gradients reduce-scattered each
-      // time, hidden like the rest up to the overlap fraction.
-      double extra = (m - 1.0) *
-                     (ring_seconds(hw, dp_link, dp_group, pn * training.param_bytes, 2.0) + ring_seconds(hw, dp_link, dp_group, pn * training.grad_bytes, 1.0));
-      exposed += extra * (1.0 - overlap.dp);
+    if (l.zero >= 2) {
+      // Sharded gradients cannot accumulate whole: every micro-batch but the last (whose reduce is the one above)
+      // reduce-scatters its gradients during its backward (ZeRO 2). ZeRO 3 also gathers the parameters for every
+      // forward but the first (gathered above) and for every backward. Expert parameters go over the expert-DP
+      // group. Each hides behind that micro-batch's forward or backward on the stage, up to the overlap fraction.
+      auto hidden = [&](double c, double window) { return std::max(c * (1.0 - overlap.dp), c - window); };
+      double rs = ring_seconds(hw, dp_link, dp_group, pn * training.grad_bytes, 1.0) + ring_seconds(hw, edp_link, edp_group, pe * training.grad_bytes, 1.0);
+      double ag = l.zero < 3 ? 0.0
+                             : ring_seconds(hw, dp_link, dp_group, pn * training.param_bytes, 1.0) +
+                                   ring_seconds(hw, edp_link, edp_group, pe * training.param_bytes, 1.0);
+      double forward_mb = one_mb / 3.0, backward_mb = one_mb * 2.0 / 3.0;
+      exposed += (m - 1.0) * (hidden(rs + ag, backward_mb) + hidden(ag, forward_mb)) + hidden(ag, backward_mb);
     }
     dp_comm = std::max(dp_comm, exposed);
     // Optimizer step: read/write weights, grads and states of the local shard once (memory bound).
