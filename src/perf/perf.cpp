@@ -205,10 +205,17 @@ StepTime estimate_time(const model::Model& model, const Layout& l, const Trainin
 
   StepTime out;
   std::size_t P = static_cast<std::size_t>(l.pp);
-  out.stage_s.assign(P, 0.0);
   double head_fwd = compute_seconds(hw, model::WorkKind::Gemm, 2.0 * tokens * h * static_cast<double>(spec.vocab_size) / l.tp, training.fp8, tokens) *
                     static_cast<double>(1 + model.mtp_layers());
-  std::vector<double> compute(P, 0), recompute(P, 0), tpc(P, 0), cpc(P, 0), epc(P, 0);
+  // Per stage, one micro-batch: compute, recompute, exposed TP / CP / EP, and their sum (one allocation: this
+  // runs once per searched candidate).
+  std::vector<double> per_stage(6 * P, 0.0);
+  double* compute = per_stage.data();
+  double* recompute = compute + P;
+  double* tpc = recompute + P;
+  double* cpc = tpc + P;
+  double* epc = cpc + P;
+  double* stage_s = epc + P;
   double hw_flops_mb = 0;  // per micro-batch, summed over stages (one model replica)
   const double again = l.recompute == Recompute::Full ? 1.0 : 0.0;
   for_each_chunk_group(model, l, [&](int stage, int /*chunk*/, int kind, long long count) {
@@ -229,13 +236,13 @@ StepTime estimate_time(const model::Model& model, const Layout& l, const Trainin
   double loss = compute_seconds(hw, model::WorkKind::Memory, tokens * static_cast<double>(spec.vocab_size) / l.tp * 12.0, false) *
                 static_cast<double>(1 + model.mtp_layers());
   compute[P - 1] += 3.0 * head_fwd + loss;
-  for (std::size_t si = 0; si < P; ++si) out.stage_s[si] = compute[si] + recompute[si] + tpc[si] + cpc[si] + epc[si];
+  for (std::size_t si = 0; si < P; ++si) stage_s[si] = compute[si] + recompute[si] + tpc[si] + cpc[si] + epc[si];
   double m = l.micro_batches;
   double v = l.vpp;
-  double slowest = *std::max_element(out.stage_s.begin(), out.stage_s.end());
-  std::size_t slow = static_cast<std::size_t>(std::max_element(out.stage_s.begin(), out.stage_s.end()) - out.stage_s.begin());
+  double slowest = *std::max_element(stage_s, stage_s + P);
+  std::size_t slow = static_cast<std::size_t>(std::max_element(stage_s, stage_s + P) - stage_s);
   double sum = 0;
-  for (double t : out.stage_s) sum += t;
+  for (std::size_t si = 0; si < P; ++si) sum += stage_s[si];
   // 1F1B: fill and drain pass every stage once, the steady state runs at the slowest stage:
   // (m - 1) * max + sum; uniform stages give (m + p - 1) * t. Interleaved: chunks of t/v, the fill shrinks by v.
   double pipeline = l.pp == 1 ? m * sum : (v == 1 ? (m - 1.0) * slowest + sum : sum / v + (m * v - 1.0) * slowest / v);
@@ -264,7 +271,7 @@ StepTime estimate_time(const model::Model& model, const Layout& l, const Trainin
     double gather = l.zero == 0 ? 0.0
                                 : ring_seconds(hw, dp_link, dp_group, pn * training.param_bytes, 1.0) +
                                       ring_seconds(hw, edp_link, edp_group, pe * training.param_bytes, 1.0);
-    double one_mb = out.stage_s[static_cast<std::size_t>(st.stage)];
+    double one_mb = stage_s[static_cast<std::size_t>(st.stage)];
     double exposed = dp_exposed(reduce, gather, one_mb * 2.0 / 3.0, one_mb / 3.0, l.pp, l.vpp, overlap.dp);
     if (l.zero >= 2) {
       // Sharded gradients cannot accumulate whole: every micro-batch but the last (whose reduce is the one above)

@@ -48,7 +48,6 @@ struct StepTime {
   double model_flops = 0;     // per step, whole job
   double hardware_flops = 0;  // with recompute
   Breakdown breakdown;
-  std::vector<double> stage_s;  // per stage, one micro-batch, forward + backward + recompute + exposed TP/CP/EP
 };
 
 StepTime estimate_time(const model::Model& model, const Layout& layout, const Training& training, const hardware::Hardware& hw, const Overlap& overlap = {});
