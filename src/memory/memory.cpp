@@ -77,23 +77,25 @@ ModeActivations layer_activations(const model::Model& model, const model::BoundK
   for (const auto& name : model.selective) dropped |= 1u << rec.switch_index(name);
   for (const auto& slot : kind.slots) {
     if (slot.when && !slot.when->eval(env).truthy()) continue;
-    expr::Value all = expr::Value::of_int(0);
-    expr::Value kept = expr::Value::of_int(0);
+    // Entries are element counts per token (exact in a double); the slot formulas divide `total` with `/`, so
+    // summing in doubles gives the bits an integer total would.
+    double all = 0;
+    double kept = 0;
     bool any_dropped = false;
     for (const auto& entry : slot.entries) {
-      expr::Value v = entry.elements.eval(env);
-      all = expr::binary(expr::Op::Add, all, v);
+      double v = entry.elements.eval_double(env);
+      all += v;
       int sw = rec.op_switch[static_cast<std::size_t>(entry.op)];
       if (sw < 0 || !(dropped & (1u << sw)))
-        kept = expr::binary(expr::Op::Add, kept, v);
+        kept += v;
       else
         any_dropped = true;
     }
-    env.set(rec.total_symbol, all);
+    env.set(rec.total_symbol, expr::Value::of_double(all));
     double off = slot.formula.eval_double(env);
     double sel = off;  // the same total gives the same bits: evaluate again only when selective drops something
     if (any_dropped) {
-      env.set(rec.total_symbol, kept);
+      env.set(rec.total_symbol, expr::Value::of_double(kept));
       sel = slot.formula.eval_double(env);
     }
     double* off_part = slot.part == 0 ? &out.off.attention : slot.part == 1 ? &out.off.ffn : &out.off.norm;
