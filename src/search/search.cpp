@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <exception>
+#include <mutex>
 #include <thread>
 #include <tuple>
 
@@ -196,6 +198,7 @@ std::vector<Layout> enumerate(const model::Model& model, const Space& space, con
 Result search(const model::Model& model, const Space& space, const Training& training, const hardware::Hardware& hw, long long devices, double capacity,
               const Options& options) {
   auto t0 = std::chrono::steady_clock::now();
+  if (training.fp8 && hw.peak_flops_fp8 <= 0) fail(hw.source, "peak_flops_fp8 is not stated: {} has no FP8 rate to price FP8 GEMMs with", hw.name);
   std::vector<Layout> layouts = enumerate(model, space, training, hw, devices);
   const std::size_t n = layouts.size();
   std::vector<std::optional<Candidate>> slots(n);
@@ -252,20 +255,36 @@ Result search(const model::Model& model, const Space& space, const Training& tra
       done.fetch_add(static_cast<long long>(end - begin));
     }
   };
+  // An error inside a worker (bad data met while pricing) stops every worker and is rethrown here, on the
+  // caller's thread, instead of terminating the process.
+  std::mutex failure_mutex;
+  std::exception_ptr failure;
+  auto guarded = [&](int worker) {
+    try {
+      work(worker);
+    } catch (...) {
+      {
+        std::lock_guard<std::mutex> lock(failure_mutex);
+        if (!failure) failure = std::current_exception();
+      }
+      next.store(n);
+      done.store(static_cast<long long>(n));
+    }
+  };
   if (threads == 1) {
     if (options.progress) {
-      std::thread worker(work, 0);
+      std::thread worker(guarded, 0);
       while (done.load() < static_cast<long long>(n)) {
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
         if (std::chrono::steady_clock::now() - t0 > std::chrono::seconds(1)) options.progress(done.load(), static_cast<long long>(n));
       }
       worker.join();
     } else {
-      work(0);
+      guarded(0);
     }
   } else {
     std::vector<std::thread> pool;
-    for (int w = 0; w < threads; ++w) pool.emplace_back(work, w);
+    for (int w = 0; w < threads; ++w) pool.emplace_back(guarded, w);
     if (options.progress) {
       while (done.load() < static_cast<long long>(n)) {
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
@@ -274,6 +293,7 @@ Result search(const model::Model& model, const Space& space, const Training& tra
     }
     for (auto& t : pool) t.join();
   }
+  if (failure) std::rethrow_exception(failure);
   Result r;
   r.evaluated = static_cast<long long>(n);
   // Rank by step time; ties keep the enumeration order (a function of the space alone, so the same for any
