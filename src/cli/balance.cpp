@@ -342,10 +342,10 @@ Run add_balance(CLI::App& app) {
   auto o = std::make_shared<BalanceOptions>();
   CLI::App* cmd = app.add_subcommand("balance", "pipeline balancing: layers and recompute per stage and chunk, proved optimal; schedule simulation and SVG");
   cmd->add_option("--layers,-l", o->layers, "layers JSON (layers_description with HEAD, BODY, TAIL)");
-  cmd->add_option("--stages,-s", o->stages, "pipeline stages")->check(CLI::PositiveNumber);
-  cmd->add_option("--micro-batches,-m", o->micro_batches, "micro-batches per step")->check(CLI::PositiveNumber);
-  cmd->add_option("--memory-limit", o->memory_limit, "per-device memory limit in MB (0: none)")->check(CLI::NonNegativeNumber);
-  cmd->add_option("--interleave,-i", o->interleave, "chunks per stage (interleaved 1F1B)")->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("--stages,-s", o->stages, "pipeline stages")->check(positive_number());
+  cmd->add_option("--micro-batches,-m", o->micro_batches, "micro-batches per step")->check(positive_number());
+  cmd->add_option("--memory-limit", o->memory_limit, "per-device memory limit in MB (0: none)")->check(non_negative_number());
+  cmd->add_option("--interleave,-i", o->interleave, "chunks per stage (interleaved 1F1B)")->capture_default_str()->check(positive_number());
   cmd->add_flag("--less-memory", o->less_memory, "interleaved schedule's less-memory variant");
   cmd->add_flag("--zero-bubble", o->zero_bubble, "zero-bubble (ZB-H1 style) schedule with split backward");
   cmd->add_option("--recompute-kinds", o->kinds, "allowed recompute kinds, e.g. full,selective,comm,both (default: every kind the layers state)");
@@ -354,7 +354,7 @@ Run add_balance(CLI::App& app) {
   cmd->add_option("--solver", o->solver, "dp: exact dynamic program; enumerate: try every assignment (small cases)")
       ->check(CLI::IsMember({"dp", "enumerate"}))
       ->capture_default_str();
-  cmd->add_option("--chunk-spread", o->chunk_spread, "most layers the chunks of one stage may differ by")->capture_default_str()->check(CLI::NonNegativeNumber);
+  cmd->add_option("--chunk-spread", o->chunk_spread, "most layers the chunks of one stage may differ by")->capture_default_str()->check(non_negative_number());
   cmd->add_option("--svg", o->svg, "write the simulated timeline and memory curves to this SVG file");
   cmd->add_option("--manual", o->manual, "YAML of hand-written strategies (offset, recompute, select_recompute, select_comm_recompute) to simulate");
   cmd->add_flag("--naive", o->naive, "also simulate the even splits with no recompute and with all layers recomputed");

@@ -14,6 +14,27 @@ namespace sapp::cli {
 
 using Run = std::function<void()>;
 
+// Option checks whose refusals read as a sentence ("--tp: 0 is not a positive number") rather than CLI11's
+// range dump.
+inline CLI::Validator positive_number() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        double v = 0;
+        if (!CLI::detail::lexical_cast(text, v) || !(v > 0)) return text + " is not a positive number";
+        return {};
+      },
+      "POSITIVE");
+}
+inline CLI::Validator non_negative_number() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        double v = 0;
+        if (!CLI::detail::lexical_cast(text, v) || !(v >= 0)) return text + " is not a number >= 0";
+        return {};
+      },
+      "NONNEGATIVE");
+}
+
 // Registers each subcommand; the returned callable runs it after parsing.
 Run add_estimate(CLI::App& app);
 Run add_search(CLI::App& app);

@@ -28,22 +28,22 @@ Run add_estimate(CLI::App& app) {
   auto o = std::make_shared<EstimateOptions>();
   CLI::App* cmd = app.add_subcommand("estimate", "price one layout: per-stage memory by category, step time, MFU");
   add_job_options(*cmd, o->job, true);
-  cmd->add_option("--tp", o->tp, "tensor parallel degree")->capture_default_str()->check(CLI::PositiveNumber);
-  cmd->add_option("--pp", o->pp, "pipeline parallel degree")->capture_default_str()->check(CLI::PositiveNumber);
-  cmd->add_option("--cp", o->cp, "context parallel degree")->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("--tp", o->tp, "tensor parallel degree")->capture_default_str()->check(positive_number());
+  cmd->add_option("--pp", o->pp, "pipeline parallel degree")->capture_default_str()->check(positive_number());
+  cmd->add_option("--cp", o->cp, "context parallel degree")->capture_default_str()->check(positive_number());
   cmd->add_option("--cp-algo", o->cp_algo, "context parallel algorithm")->check(CLI::IsMember({"ring", "all2all"}))->capture_default_str();
-  cmd->add_option("--ep", o->ep, "expert parallel degree (carved out of DP x CP x TP)")->capture_default_str()->check(CLI::PositiveNumber);
-  cmd->add_option("--etp", o->etp, "expert tensor parallel degree")->capture_default_str()->check(CLI::PositiveNumber);
-  cmd->add_option("--vpp", o->vpp, "virtual pipeline chunks per stage (interleaved 1F1B)")->capture_default_str()->check(CLI::PositiveNumber);
-  cmd->add_option("--mbs", o->mbs, "micro-batch size")->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("--ep", o->ep, "expert parallel degree (carved out of DP x CP x TP)")->capture_default_str()->check(positive_number());
+  cmd->add_option("--etp", o->etp, "expert tensor parallel degree")->capture_default_str()->check(positive_number());
+  cmd->add_option("--vpp", o->vpp, "virtual pipeline chunks per stage (interleaved 1F1B)")->capture_default_str()->check(positive_number());
+  cmd->add_option("--mbs", o->mbs, "micro-batch size")->capture_default_str()->check(positive_number());
   cmd->add_option("--zero", o->zero, "ZeRO stage: 0 none, 1 optimizer (Megatron distributed optimizer), 2 + grads, 3 + params")
       ->capture_default_str()
       ->check(CLI::Range(0, 3));
-  cmd->add_option("--optimizer-shard", o->optimizer_shard, "ZeRO shard group size (default: all of DP x CP)")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--optimizer-shard", o->optimizer_shard, "ZeRO shard group size (default: all of DP x CP)")->check(non_negative_number());
   cmd->add_option("--recompute", o->recompute, "activation recompute: off, selective or full")->capture_default_str();
   cmd->add_flag("--sp", o->sp, "sequence parallelism (shards the TP-replicated activations)");
   cmd->add_flag("--explain", o->explain_flag, "print each memory term of one stage (the peak one unless --explain-stage) with its formula and inputs");
-  cmd->add_option("--explain-stage", o->explain, "the stage --explain prints")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--explain-stage", o->explain, "the stage --explain prints")->check(non_negative_number());
   return [o]() {
     std::string data = io::data_dir();
     model::Catalog catalog = model::load_catalog(data);

@@ -14,24 +14,24 @@ void add_job_options(CLI::App& cmd, JobOptions& o, bool devices_required) {
   cmd.add_option("--model,-m", o.model, "bundled model name (e.g. llama3-70b) or a HuggingFace config.json / YAML path")->required();
   cmd.add_option("--hardware,-H", o.hardware, "bundled device (h100-sxm, a100-80g, h200, b200, mi300x, ascend-910b, ascend-910c) or a hardware YAML path")
       ->capture_default_str();
-  auto* dev = cmd.add_option("--devices,-d", o.devices, "number of devices in the job")->check(CLI::PositiveNumber);
+  auto* dev = cmd.add_option("--devices,-d", o.devices, "number of devices in the job")->check(positive_number());
   if (devices_required) dev->required();
-  cmd.add_option("--global-batch,-b", o.global_batch, "global batch in sequences")->required()->check(CLI::PositiveNumber);
-  cmd.add_option("--seq,-s", o.seq, "sequence length in tokens")->capture_default_str()->check(CLI::PositiveNumber);
-  cmd.add_option("--memory-limit", o.memory_limit_gib, "per-device memory budget in GiB (default: the device's HBM)")->check(CLI::NonNegativeNumber);
+  cmd.add_option("--global-batch,-b", o.global_batch, "global batch in sequences")->required()->check(positive_number());
+  cmd.add_option("--seq,-s", o.seq, "sequence length in tokens")->capture_default_str()->check(positive_number());
+  cmd.add_option("--memory-limit", o.memory_limit_gib, "per-device memory budget in GiB (default: the device's HBM)")->check(non_negative_number());
   cmd.add_option("--reserve-gib", o.reserve_gib, "per-device reserve for allocator fragmentation and framework context, GiB")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(non_negative_number());
   cmd.add_flag("--no-flash-attention", o.no_flash, "price eager attention (an s x s score tensor) instead of flash attention");
   cmd.add_flag("--fp8", o.fp8, "GEMMs in FP8 at the device's FP8 peak (attention and element-wise ops stay BF16)");
   cmd.add_flag("--less-memory", o.less_memory, "interleaved schedule's less-memory variant (fewer warm-up micro-batches)");
-  cmd.add_option("--param-bytes", o.param_bytes, "bytes per weight")->capture_default_str()->check(CLI::PositiveNumber);
-  cmd.add_option("--grad-bytes", o.grad_bytes, "bytes per gradient")->capture_default_str()->check(CLI::PositiveNumber);
+  cmd.add_option("--param-bytes", o.param_bytes, "bytes per weight")->capture_default_str()->check(positive_number());
+  cmd.add_option("--grad-bytes", o.grad_bytes, "bytes per gradient")->capture_default_str()->check(positive_number());
   cmd.add_option("--optimizer-bytes", o.optimizer_bytes, "optimizer bytes per parameter (fp32 master + 2 Adam moments = 12)")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
-  cmd.add_option("--compute-bytes", o.compute_bytes, "bytes per activation element")->capture_default_str()->check(CLI::PositiveNumber);
-  cmd.add_option("--capacity-factor", o.capacity_factor, "MoE routed-token factor (1 = dropless, balanced)")->capture_default_str()->check(CLI::PositiveNumber);
+      ->check(non_negative_number());
+  cmd.add_option("--compute-bytes", o.compute_bytes, "bytes per activation element")->capture_default_str()->check(positive_number());
+  cmd.add_option("--capacity-factor", o.capacity_factor, "MoE routed-token factor (1 = dropless, balanced)")->capture_default_str()->check(positive_number());
   cmd.add_option("--rank-order", o.rank_order, "rank order of the launcher, innermost first; decides which link each group's collectives use")
       ->capture_default_str();
   cmd.add_option("--overlap-tp", o.overlap_tp, "fraction of TP collectives hidden under compute (default 0.5)")->check(CLI::Range(0.0, 1.0));

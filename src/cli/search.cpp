@@ -51,10 +51,10 @@ Run add_search(CLI::App& app) {
   cmd->add_option("--sp", o->sp, "sequence parallelism: on, off or auto")->check(CLI::IsMember({"on", "off", "auto"}))->capture_default_str();
   cmd->add_option("--cp-algo", o->cp_algo, "ring, all2all or auto")->check(CLI::IsMember({"ring", "all2all", "auto"}))->capture_default_str();
   cmd->add_option("--recompute", o->recompute, "recompute modes: off, selective, full, a list, or auto")->capture_default_str();
-  cmd->add_option("--optimizer-shard", o->optimizer_shard, "ZeRO shard group size (default: all of DP x CP)")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--optimizer-shard", o->optimizer_shard, "ZeRO shard group size (default: all of DP x CP)")->check(non_negative_number());
   cmd->add_flag("--allow-tp-across-nodes", o->allow_tp_across_nodes, "let TP groups span nodes");
-  cmd->add_option("--top,-k", o->top, "show the K fastest layouts")->capture_default_str()->check(CLI::PositiveNumber);
-  cmd->add_option("--threads,-j", o->threads, "worker threads (default: all cores); results do not depend on it")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--top,-k", o->top, "show the K fastest layouts")->capture_default_str()->check(positive_number());
+  cmd->add_option("--threads,-j", o->threads, "worker threads (default: all cores); results do not depend on it")->check(non_negative_number());
   cmd->add_flag("--quiet,-q", o->quiet, "no progress line");
   return [o, cmd]() {
     std::string data = io::data_dir();
@@ -71,8 +71,8 @@ Run add_search(CLI::App& app) {
       search::space_from_json(tree.at("search"), o->config, space);
     }
     auto given = [&](const char* name) { return cmd->count(name) > 0; };
-    auto dim = [&](const char* name, const std::string& text, search::Dim& out) {
-      if (given(name) || o->config.empty()) out = search::parse_dim(text, name);
+    auto dim = [&](const char* name, const std::string& text, search::Dim& out, int lowest = 1, int highest = 1000000) {
+      if (given(name) || o->config.empty()) out = search::parse_dim(text, name, lowest, highest);
     };
     dim("--tp", o->tp, space.tp);
     dim("--pp", o->pp, space.pp);
@@ -81,7 +81,7 @@ Run add_search(CLI::App& app) {
     dim("--etp", o->etp, space.etp);
     dim("--vpp", o->vpp, space.vpp);
     dim("--mbs", o->mbs, space.mbs);
-    dim("--zero", o->zero, space.zero);
+    dim("--zero", o->zero, space.zero, 0, 3);
     if (given("--sp") || o->config.empty()) {
       if (o->sp == "on")
         space.sp = std::vector<bool>{true};

@@ -14,7 +14,15 @@
 
 namespace sapp::search {
 
-Dim parse_dim(const std::string& text, const std::string& where) {
+namespace {
+
+void check_range(int v, const std::string& where, int lowest, int highest) {
+  if (v < lowest || v > highest) fail(where, "{} is out of range: expected whole numbers from {} to {}, a list of them, or auto", v, lowest, highest);
+}
+
+}  // namespace
+
+Dim parse_dim(const std::string& text, const std::string& where, int lowest, int highest) {
   std::string t;
   for (char c : text) {
     if (!std::isspace(static_cast<unsigned char>(c))) t.push_back(c);
@@ -27,13 +35,14 @@ Dim parse_dim(const std::string& text, const std::string& where) {
       fail(where, "'{}' is not a degree: expected a whole number, a list like 1,2,4, or auto", item.empty() ? text : item);
     }
     int v = std::stoi(item);
+    check_range(v, where, lowest, highest);
     if (std::find(out.begin(), out.end(), v) == out.end()) out.push_back(v);
   }
   return out;
 }
 
-Dim dim_from_json(const nlohmann::json& v, const std::string& where) {
-  if (v.is_string()) return parse_dim(v.get<std::string>(), where);
+Dim dim_from_json(const nlohmann::json& v, const std::string& where, int lowest, int highest) {
+  if (v.is_string()) return parse_dim(v.get<std::string>(), where, lowest, highest);
   std::vector<nlohmann::json> items;
   if (v.is_array()) {
     if (v.empty()) fail(where, "an empty list allows nothing; give a degree, a list, or auto");
@@ -47,6 +56,7 @@ Dim dim_from_json(const nlohmann::json& v, const std::string& where) {
       fail(where, "{} is not a degree: expected a whole number, a list of them, or auto", x.dump());
     }
     int d = static_cast<int>(x.get<long long>());
+    check_range(d, where, lowest, highest);
     if (std::find(out.begin(), out.end(), d) == out.end()) out.push_back(d);
   }
   return out;
@@ -55,8 +65,8 @@ Dim dim_from_json(const nlohmann::json& v, const std::string& where) {
 void space_from_json(const nlohmann::json& dims, const std::string& file, Space& space) {
   io::Reader rd{dims, file, "search"};
   rd.only({"tp", "pp", "cp", "ep", "etp", "vpp", "mbs", "zero", "sp", "cp_algo", "recompute", "optimizer_shard", "allow_tp_across_nodes"});
-  auto dim = [&](const char* key, Dim& out) {
-    if (rd.has(key)) out = dim_from_json(dims.at(key), at(file, "search." + std::string(key)));
+  auto dim = [&](const char* key, Dim& out, int lowest = 1, int highest = 1000000) {
+    if (rd.has(key)) out = dim_from_json(dims.at(key), at(file, "search." + std::string(key)), lowest, highest);
   };
   dim("tp", space.tp);
   dim("pp", space.pp);
@@ -65,7 +75,7 @@ void space_from_json(const nlohmann::json& dims, const std::string& file, Space&
   dim("etp", space.etp);
   dim("vpp", space.vpp);
   dim("mbs", space.mbs);
-  dim("zero", space.zero);
+  dim("zero", space.zero, 0, 3);
   if (rd.has("sp")) {
     const auto& v = dims.at("sp");
     if (v.is_string() && v.get<std::string>() == "auto")

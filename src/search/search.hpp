@@ -31,9 +31,10 @@ struct Space {
   bool allow_tp_across_nodes = false;
 };
 
-// Reads "auto", "4" or "1,2,4" for a degree; `where` names the option or key in errors.
-Dim parse_dim(const std::string& text, const std::string& where);
-Dim dim_from_json(const nlohmann::json& v, const std::string& where);
+// Reads "auto", "4" or "1,2,4" for a degree; `where` names the option or key in errors. Values outside
+// [lowest, highest] are refused (degrees start at 1; the ZeRO stage is 0-3).
+Dim parse_dim(const std::string& text, const std::string& where, int lowest = 1, int highest = 1000000);
+Dim dim_from_json(const nlohmann::json& v, const std::string& where, int lowest = 1, int highest = 1000000);
 // Reads a search YAML's dimensions (and recompute, per seed 000) into `space`.
 void space_from_json(const nlohmann::json& dims, const std::string& file, Space& space);
 
