@@ -31,16 +31,21 @@ Loaded load(const std::string& model_name, const std::string& hardware_name) {
 }
 
 std::string estimate_json(const std::string& model_name, const std::string& hardware_name, long long devices, long long global_batch, long long seq, int tp,
-                          int pp, int cp, int ep, int vpp, int mbs, int zero, bool sp, const std::string& recompute) {
+                          int pp, int cp, int ep, int etp, int vpp, int mbs, int zero, bool sp, const std::string& recompute, bool fp8) {
+  for (auto [name, degree] : {std::pair{"tp", tp}, {"pp", pp}, {"cp", cp}, {"ep", ep}, {"etp", etp}, {"vpp", vpp}, {"mbs", mbs}}) {
+    if (degree < 1) fail(name, "{} is not a positive degree", degree);
+  }
   Loaded x = load(model_name, hardware_name);
   Training t;
   t.global_batch = global_batch;
   t.seq = seq;
+  t.fp8 = fp8;
   Layout l;
   l.tp = tp;
   l.pp = pp;
   l.cp = cp;
   l.ep = ep;
+  l.etp = etp;
   l.vpp = vpp;
   l.mbs = mbs;
   l.zero = zero;
@@ -56,17 +61,29 @@ std::string estimate_json(const std::string& model_name, const std::string& hard
 }
 
 std::string search_json(const std::string& model_name, const std::string& hardware_name, long long devices, long long global_batch, long long seq, int top,
-                        int threads) {
+                        int threads, const std::string& tp, const std::string& pp, const std::string& cp, const std::string& ep, const std::string& vpp,
+                        const std::string& mbs, const std::string& zero, const std::string& recompute, bool fp8) {
   Loaded x = load(model_name, hardware_name);
   Training t;
   t.global_batch = global_batch;
   t.seq = seq;
+  t.fp8 = fp8;
+  // Each dimension as the CLI takes it: "auto", "4" or "1,2,4".
+  search::Space space;
+  space.tp = search::parse_dim(tp, "tp");
+  space.pp = search::parse_dim(pp, "pp");
+  space.cp = search::parse_dim(cp, "cp");
+  space.ep = search::parse_dim(ep, "ep");
+  space.vpp = search::parse_dim(vpp, "vpp");
+  space.mbs = search::parse_dim(mbs, "mbs");
+  space.zero = search::parse_dim(zero, "zero", 0, 3);
+  space.recompute = read_recompute_modes(nlohmann::json(recompute), "recompute");
   search::Options o;
   o.threads = threads;
   search::Result r;
   {
     py::gil_scoped_release release;  // the search runs its own threads
-    r = search::search(x.model, search::Space{}, t, x.hw, devices, x.hw.memory_bytes, o);
+    r = search::search(x.model, space, t, x.hw, devices, x.hw.memory_bytes, o);
   }
   nlohmann::json cands = nlohmann::json::array();
   for (std::size_t i = 0; i < r.ranked.size() && i < static_cast<std::size_t>(top); ++i) {
@@ -108,10 +125,11 @@ PYBIND11_MODULE(_sapp, m) {
   m.doc() = "sapp: symbolic automatic parallel planner (thin bindings over libsapp; results as JSON text)";
   py::register_exception<Error>(m, "SappError", PyExc_ValueError);
   m.def("estimate", &estimate_json, py::arg("model"), py::arg("hardware"), py::arg("devices"), py::arg("global_batch"), py::arg("seq"), py::arg("tp") = 1,
-        py::arg("pp") = 1, py::arg("cp") = 1, py::arg("ep") = 1, py::arg("vpp") = 1, py::arg("mbs") = 1, py::arg("zero") = 1, py::arg("sp") = false,
-        py::arg("recompute") = "off");
+        py::arg("pp") = 1, py::arg("cp") = 1, py::arg("ep") = 1, py::arg("etp") = 1, py::arg("vpp") = 1, py::arg("mbs") = 1, py::arg("zero") = 1,
+        py::arg("sp") = false, py::arg("recompute") = "off", py::arg("fp8") = false);
   m.def("search", &search_json, py::arg("model"), py::arg("hardware"), py::arg("devices"), py::arg("global_batch"), py::arg("seq"), py::arg("top") = 10,
-        py::arg("threads") = 1);
+        py::arg("threads") = 1, py::arg("tp") = "auto", py::arg("pp") = "auto", py::arg("cp") = "auto", py::arg("ep") = "auto", py::arg("vpp") = "auto",
+        py::arg("mbs") = "auto", py::arg("zero") = "auto", py::arg("recompute") = "auto", py::arg("fp8") = false);
   m.def("balance", &balance_json, py::arg("layers"), py::arg("stages"), py::arg("micro_batches"), py::arg("memory_limit_mb") = 0.0, py::arg("interleave") = 1,
         py::arg("less_memory") = false);
 }
