@@ -324,6 +324,17 @@ TEST(Topology, RingsCrossingNodesUseTheNicsOfEveryMemberInANode) {
   EXPECT_NEAR(packed_s / strided_s, (31.0 / 32 / 400e9) / (3.0 / 4 / 8 / 50e9), 0.05);
 }
 
+TEST(Topology, AllToAllSendsEachShareOverItsOwnLevel) {
+  // EP 16 over two DGX H100 nodes: 7/16 of a rank's bytes go to node peers over NVLink, 8/16 over its NIC; the
+  // NIC share governs. One member per node: 15/16 over the NIC. Within a node: 7/8 over NVLink.
+  auto hw = test::device("h100-sxm");
+  EXPECT_DOUBLE_EQ(hw.all_to_all(8, 1).seconds_per_byte, 7.0 / 8 / 450e9);
+  EXPECT_DOUBLE_EQ(hw.all_to_all(16, 1).seconds_per_byte, 8.0 / 16 / 50e9);
+  EXPECT_DOUBLE_EQ(hw.all_to_all(16, 8).seconds_per_byte, 15.0 / 16 / 50e9);
+  EXPECT_DOUBLE_EQ(hw.all_to_all(1, 1).seconds_per_byte, 0.0);
+  EXPECT_DOUBLE_EQ(hw.all_to_all(16, 1).latency, hw.levels.back().latency);
+}
+
 TEST(StepTime, FullRecomputeRepeatsTheForwardCollectives) {
   // Megatron's full recompute re-runs each layer's forward, its TP collectives included: one more forward's
   // worth on top of forward + backward, i.e. 1.5x the exposed TP time.

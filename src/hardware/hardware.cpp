@@ -35,6 +35,26 @@ Level Hardware::ring_link(long long size, long long stride) const {
   return out;
 }
 
+Hardware::AllToAll Hardware::all_to_all(long long size, long long stride) const {
+  stride = std::max(1LL, stride);
+  size = std::max(1LL, size);
+  long long span = size * stride;
+  AllToAll out;
+  out.latency = level_for_span(span).latency;
+  if (size <= 1) return out;
+  long long below = 1;  // peers (self included) inside one unit of the previous level
+  for (const auto& level : levels) {
+    long long within = level.devices == 0 || span <= level.devices ? size : std::max(1LL, std::min(size, level.devices / stride));
+    if (within > below && level.bandwidth > 0) {
+      double share = static_cast<double>(within - below) / static_cast<double>(size);
+      out.seconds_per_byte = std::max(out.seconds_per_byte, share / level.bandwidth);
+    }
+    below = within;
+    if (within == size) break;
+  }
+  return out;
+}
+
 Hardware hardware_from_json(const nlohmann::json& tree, const std::string& file, const std::string& id) {
   io::Reader top{tree, file, ""};
   top.only({"name", "source", "peak_flops", "peak_flops_fp8", "memory_bytes", "memory_gib", "hbm_bandwidth", "levels", "efficiency"});

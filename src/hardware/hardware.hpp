@@ -48,6 +48,15 @@ struct Hardware {
   // channel per member's NIC), capped by the inner links the ring also uses; latency is the outermost level's.
   // A group with one member per node gets one NIC; eight members of a DGX node get eight NICs, capped by NVLink.
   [[nodiscard]] Level ring_link(long long size, long long stride) const;
+  // An all-to-all over `size` ranks spaced `stride` apart: each rank sends 1/size of its bytes to every peer, the
+  // share to peers in its own node over the node's links and the rest over its own NIC (each level's traffic on
+  // that level's per-device link, at once). Returns the seconds per byte sent by one rank (before the comm
+  // efficiency) and the outermost latency.
+  struct AllToAll {
+    double seconds_per_byte = 0;
+    double latency = 0;
+  };
+  [[nodiscard]] AllToAll all_to_all(long long size, long long stride) const;
 };
 
 Hardware hardware_from_json(const nlohmann::json& tree, const std::string& file, const std::string& id);

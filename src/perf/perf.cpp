@@ -135,7 +135,9 @@ KindTimes kind_times(const model::Model& model, const Layout& l, const Training&
   // expert-TP x EP x expert-DP over the same ranks, so an EP group spans expert-TP x EP consecutive ranks.
   const hardware::Level tp_link = group_ring_link(hw, l, training.rank_order, 't', l.tp);
   const hardware::Level& cp_link = hw.level_for_span(group_span(l, training.rank_order, 'c'));
-  const hardware::Level& ep_link = hw.level_for_span(1LL * l.etp * l.ep);
+  // Megatron's expert layout: expert-TP innermost, then EP, over consecutive ranks.
+  const hardware::Hardware::AllToAll ep_a2a = hw.all_to_all(l.ep, l.etp);
+  const hardware::Hardware::AllToAll cp_a2a = hw.all_to_all(l.cp, group_span(l, training.rank_order, 'c') / l.cp);
   KindTimes result;
   result.model_flops_per_sequence = model_forward_flops_per_sequence(model, training);
   std::vector<KindTime>& out = result.kinds;
@@ -169,14 +171,14 @@ KindTimes kind_times(const model::Model& model, const Layout& l, const Training&
       } else {
         // Four all-to-alls (q, k, v, output) forward and their four in backward.
         double bytes = tokens * h * bc / l.tp;
-        kt.cp_s = 8.0 * ((l.cp - 1.0) / l.cp * bytes / (cp_link.bandwidth * hw.efficiency.comm) + cp_link.latency);
+        kt.cp_s = 8.0 * (bytes * cp_a2a.seconds_per_byte / hw.efficiency.comm + cp_a2a.latency);
       }
     }
     if (l.ep > 1 && kind.kind.ffn == model::FfnFlavour::Moe && !kind.vision) {
       double topk = static_cast<double>(spec.experts_per_token.value_or(1));
       double bytes = tokens * topk * h * bc / l.tsp();
       // dispatch + combine, forward and backward: four all-to-alls of (ep-1)/ep of the routed tokens.
-      kt.ep_s = (1.0 - overlap.ep) * 4.0 * ((l.ep - 1.0) / l.ep * bytes / (ep_link.bandwidth * hw.efficiency.comm) + ep_link.latency);
+      kt.ep_s = (1.0 - overlap.ep) * 4.0 * (bytes * ep_a2a.seconds_per_byte / hw.efficiency.comm + ep_a2a.latency);
     }
     out.push_back(kt);
   }
