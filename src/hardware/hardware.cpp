@@ -14,6 +14,10 @@ const Level& Hardware::level_for_span(long long span) const {
   return levels.back();
 }
 
+void Hardware::require_fp8_rate() const {
+  if (peak_flops_fp8 <= 0) fail(source, "peak_flops_fp8 is not stated: {} has no FP8 rate to price FP8 GEMMs with", name);
+}
+
 Level Hardware::ring_link(long long size, long long stride) const {
   stride = std::max(1LL, stride);
   size = std::max(1LL, size);

@@ -39,6 +39,8 @@ struct Hardware {
   std::vector<Level> levels;  // innermost first; the last one is unbounded
   Efficiency efficiency;
 
+  // Refuses FP8 pricing on a device whose file states no FP8 rate (naming the file).
+  void require_fp8_rate() const;
   [[nodiscard]] long long devices_per_node() const { return levels.empty() ? 1 : levels.front().devices; }
   // The innermost level whose unit holds `span` consecutive ranks (a group of `span` ranks with stride 1 in
   // the rank order, aligned): the link its collective runs on.

@@ -126,7 +126,7 @@ StepTime estimate_time(const model::Model& model, const Layout& l, const Trainin
 }
 
 KindTimes kind_times(const model::Model& model, const Layout& l, const Training& training, const hardware::Hardware& hw, const Overlap& overlap) {
-  if (training.fp8 && hw.peak_flops_fp8 <= 0) fail(hw.source, "peak_flops_fp8 is not stated: {} has no FP8 rate to price FP8 GEMMs with", hw.name);
+  if (training.fp8) hw.require_fp8_rate();
   const model::ModelSpec& spec = model.spec;
   double h = static_cast<double>(spec.hidden_size);
   double bc = training.compute_bytes;

@@ -126,8 +126,9 @@ std::vector<Layout> enumerate(const model::Model& model, const Space& space, con
   long long layers = model.body_layers() + model.vision_layers();
   auto values = [](const Dim& d, std::vector<int> fallback) { return d ? *d : fallback; };
   // Auto domains: TP powers of two within a node (across nodes only when allowed), CP powers of two up to 32,
-  // PP any divisor up to the layers, EP powers of two up to the experts, expert TP 1 or TP, VPP 1-4 and the larger even splits of a stage, micro-batch
-  // sizes 1-8, every ZeRO stage, SP on and off with TP, both CP algorithms with CP.
+  // PP any divisor up to the layers, EP powers of two up to the experts, expert TP 1 or TP, VPP 1-4 and the
+  // larger even splits of a stage, micro-batch sizes 1-8, every ZeRO stage, SP on and off with TP, both CP
+  // algorithms with CP.
   long long tp_limit = space.allow_tp_across_nodes ? devices : std::min(devices, hw.devices_per_node());
   for (int tp : values(space.tp, powers_of_two_up_to(tp_limit))) {
     if (tp < 1 || devices % tp != 0) continue;
@@ -208,7 +209,7 @@ std::vector<Layout> enumerate(const model::Model& model, const Space& space, con
 Result search(const model::Model& model, const Space& space, const Training& training, const hardware::Hardware& hw, long long devices, double capacity,
               const Options& options) {
   auto t0 = std::chrono::steady_clock::now();
-  if (training.fp8 && hw.peak_flops_fp8 <= 0) fail(hw.source, "peak_flops_fp8 is not stated: {} has no FP8 rate to price FP8 GEMMs with", hw.name);
+  if (training.fp8) hw.require_fp8_rate();  // before the workers start, so the refusal is one clean error
   std::vector<Layout> layouts = enumerate(model, space, training, hw, devices);
   const std::size_t n = layouts.size();
   std::vector<std::optional<Candidate>> slots(n);
