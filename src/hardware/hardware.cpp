@@ -14,6 +14,16 @@ const Level& Hardware::level_for_span(long long span) const {
   return levels.back();
 }
 
+namespace {
+
+// How many members of a group of `size` ranks spaced `stride` apart share one unit of `level`.
+long long members_per_unit(const Level& level, long long size, long long stride) {
+  if (level.devices == 0 || size * stride <= level.devices) return size;
+  return std::max(1LL, std::min(size, level.devices / stride));
+}
+
+}  // namespace
+
 void Hardware::require_fp8_rate() const {
   if (peak_flops_fp8 <= 0) fail(source, "peak_flops_fp8 is not stated: {} has no FP8 rate to price FP8 GEMMs with", name);
 }
@@ -21,12 +31,11 @@ void Hardware::require_fp8_rate() const {
 Level Hardware::ring_link(long long size, long long stride) const {
   stride = std::max(1LL, stride);
   size = std::max(1LL, size);
-  long long span = size * stride;
-  Level out = level_for_span(span);
+  Level out = level_for_span(size * stride);
   double bandwidth = 0;
   long long below = 1;  // group members inside one unit of the previous (inner) level
   for (const auto& level : levels) {
-    long long within = level.devices == 0 || span <= level.devices ? size : std::max(1LL, std::min(size, level.devices / stride));
+    long long within = members_per_unit(level, size, stride);
     if (within > below) {
       // The ring crosses this level's links: `below` members of each inner unit drive one link each.
       double b = static_cast<double>(below) * level.bandwidth;
@@ -42,13 +51,12 @@ Level Hardware::ring_link(long long size, long long stride) const {
 Hardware::AllToAll Hardware::all_to_all(long long size, long long stride) const {
   stride = std::max(1LL, stride);
   size = std::max(1LL, size);
-  long long span = size * stride;
   AllToAll out;
-  out.latency = level_for_span(span).latency;
+  out.latency = level_for_span(size * stride).latency;
   if (size <= 1) return out;
   long long below = 1;  // peers (self included) inside one unit of the previous level
   for (const auto& level : levels) {
-    long long within = level.devices == 0 || span <= level.devices ? size : std::max(1LL, std::min(size, level.devices / stride));
+    long long within = members_per_unit(level, size, stride);
     if (within > below && level.bandwidth > 0) {
       double share = static_cast<double>(within - below) / static_cast<double>(size);
       out.seconds_per_byte = std::max(out.seconds_per_byte, share / level.bandwidth);
