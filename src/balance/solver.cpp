@@ -383,7 +383,7 @@ Solution solve(const Problem& p) {
       long long min_k = s == S - 1 ? max_k : 0;  // the last stage takes the rest
       for (long long k = min_k; k <= max_k; ++k) {
         std::vector<StageChoice> opts = options_of(s, pos, k);
-        auto& there = g[static_cast<std::size_t>(s + 1)][static_cast<std::size_t>(pos + k)];
+        auto& there = g[static_cast<std::size_t>(s) + 1][static_cast<std::size_t>(pos) + static_cast<std::size_t>(k)];
         for (std::size_t o = 0; o < opts.size(); ++o) {
           for (std::size_t i = 0; i < here.size(); ++i) {
             there.push_back(State{std::max(here[i].max_t, opts[o].cell_max), here[i].sum_t + opts[o].time, pos, i, k, o});
@@ -392,7 +392,7 @@ Solution solve(const Problem& p) {
       }
     }
     // Keep each next front Pareto-minimal in (max, sum).
-    for (auto& front : g[static_cast<std::size_t>(s + 1)]) {
+    for (auto& front : g[static_cast<std::size_t>(s) + 1]) {
       if (front.size() < 2) continue;
       std::vector<std::size_t> order(front.size());
       for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
@@ -464,7 +464,7 @@ Solution solve_exhaustive(const Problem& p, long long limit) {
   Setup st = setup(p);
   const int S = p.stages;
   const int V = p.chunks;
-  const std::size_t cells = static_cast<std::size_t>(S * V);
+  const std::size_t cells = static_cast<std::size_t>(S) * static_cast<std::size_t>(V);
   std::vector<long long> counts(cells, 0);  // in virtual order v * S + s
   Solution best;
   best.method = "exhaustive enumeration, memory checked by simulation";
@@ -526,7 +526,7 @@ Solution solve_exhaustive(const Problem& p, long long limit) {
         long long hi = 0;
         for (int v = 0; v < V; ++v) {
           if (reserved(p, v, s)) continue;
-          long long n = counts[static_cast<std::size_t>(v * S + s)];
+          long long n = counts[static_cast<std::size_t>(v) * static_cast<std::size_t>(S) + static_cast<std::size_t>(s)];
           lo = std::min(lo, n);
           hi = std::max(hi, n);
         }

@@ -124,7 +124,7 @@ std::vector<Layout> enumerate(const model::Model& model, const Space& space, con
   std::vector<Layout> out;
   const model::ModelSpec& spec = model.spec;
   long long layers = model.body_layers() + model.vision_layers();
-  auto values = [](const Dim& d, std::vector<int> fallback) { return d ? *d : fallback; };
+  auto values = [](const Dim& d, const std::vector<int>& fallback) { return d ? *d : fallback; };
   // Auto domains: TP powers of two within a node (across nodes only when allowed), CP powers of two up to 32,
   // PP any divisor up to the layers, EP powers of two up to the experts, expert TP 1 or TP, VPP 1-4 and the
   // larger even splits of a stage, micro-batch sizes 1-8, every ZeRO stage, SP on and off with TP, both CP
@@ -261,7 +261,7 @@ Result search(const model::Model& model, const Space& space, const Training& tra
         auto kt = time_groups.find(tk);
         if (kt == time_groups.end()) kt = time_groups.emplace(tk, perf::kind_times(model, l, training, hw, options.overlap)).first;
         c.time = perf::estimate_time(model, l, training, hw, mem, options.overlap, &kt->second);
-        slots[i] = std::move(c);
+        slots[i] = c;
       }
       done.fetch_add(static_cast<long long>(end - begin));
     }
@@ -295,6 +295,7 @@ Result search(const model::Model& model, const Space& space, const Training& tra
     }
   } else {
     std::vector<std::thread> pool;
+    pool.reserve(static_cast<std::size_t>(threads));
     for (int w = 0; w < threads; ++w) pool.emplace_back(guarded, w);
     if (options.progress) {
       while (done.load() < static_cast<long long>(n)) {
@@ -308,14 +309,14 @@ Result search(const model::Model& model, const Space& space, const Training& tra
   Result r;
   r.evaluated = static_cast<long long>(n);
   // Rank by step time; ties keep the enumeration order (a function of the space alone, so the same for any
-  // thread count). Sort (time, slot) pairs, then move each candidate once into its rank.
+  // thread count). Sort (time, slot) pairs, then copy each candidate once into its rank.
   std::vector<std::pair<double, std::size_t>> order;
   for (std::size_t i = 0; i < n; ++i) {
     if (slots[i]) order.emplace_back(slots[i]->time.step_s, i);
   }
   std::sort(order.begin(), order.end());
   r.ranked.reserve(order.size());
-  for (const auto& [time, i] : order) r.ranked.push_back(std::move(*slots[i]));
+  for (const auto& [time, i] : order) r.ranked.push_back(*slots[i]);
   for (const auto& per : rejected) {
     for (const auto& [reason, count] : per) r.rejected[reason] += count;
   }

@@ -130,6 +130,7 @@ std::vector<std::vector<int>> in_flight_vectors(Schedule schedule, int S, int V,
 SimResult simulate(Schedule schedule, int S, int V, int m, const StageTimes& t) {
   bool split = schedule == Schedule::ZeroBubble;
   std::vector<std::vector<Block>> orders;
+  orders.reserve(static_cast<std::size_t>(S));
   for (int s = 0; s < S; ++s) orders.push_back(stage_order(schedule, S, V, m, s));
   auto idx = [&](int kind, int v, int s, int k) { return ((static_cast<std::size_t>(kind) * V + v) * S + s) * m + k; };
   std::vector<double> done(static_cast<std::size_t>(3) * V * S * m, -1.0);
