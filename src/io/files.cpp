@@ -176,6 +176,12 @@ std::vector<std::string> split_commas(const std::string& text) {
   }
 }
 
+std::vector<nlohmann::json> one_or_many(const nlohmann::json& value, const std::string& where, const std::string& empty_message) {
+  if (!value.is_array()) return {value};
+  if (value.empty()) fail(where, "{}", empty_message);
+  return std::vector<nlohmann::json>(value.begin(), value.end());
+}
+
 std::string data_dir() {
   const char* env = std::getenv("SAPP_DATA_DIR");
   if (env != nullptr && *env != '\0') return env;

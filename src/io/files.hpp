@@ -28,6 +28,10 @@ std::string lower(std::string text);
 // Splits "a,b,c" at commas (empty items kept, so callers can refuse them by name).
 std::vector<std::string> split_commas(const std::string& text);
 
+// A YAML/JSON value that may be one item or a list of them, as a list; an empty list is refused at `where`
+// with `empty_message`.
+std::vector<nlohmann::json> one_or_many(const nlohmann::json& value, const std::string& where, const std::string& empty_message);
+
 // The data directory: $SAPP_DATA_DIR if set, else the one compiled in.
 std::string data_dir();
 

@@ -54,15 +54,8 @@ Recompute one_mode(const nlohmann::json& value, const std::string& where) {
 
 std::vector<Recompute> read_recompute_modes(const nlohmann::json& stated, const std::string& where) {
   if (stated.is_string() && io::lower(stated.get<std::string>()) == "auto") return {Recompute::Off, Recompute::Selective, Recompute::Full};
-  std::vector<nlohmann::json> listed;
-  if (stated.is_array()) {
-    if (stated.empty()) fail(where, "an empty list allows no recompute mode");
-    for (const auto& v : stated) listed.push_back(v);
-  } else {
-    listed.push_back(stated);
-  }
   std::vector<Recompute> modes;
-  for (const auto& v : listed) {
+  for (const auto& v : io::one_or_many(stated, where, "an empty list allows no recompute mode")) {
     Recompute m = one_mode(v, where);
     if (std::find(modes.begin(), modes.end(), m) == modes.end()) modes.push_back(m);
   }

@@ -242,12 +242,14 @@ MemoryEstimate estimate_memory(const model::Model& model, const Layout& l, const
     }
     m.param_elements = pn;
     m.expert_param_elements = pe;
-    m.params = training.param_bytes * (pn / (l.zero >= 3 ? dp_shard : 1.0) + pe / (l.zero >= 3 ? edp_shard : 1.0));
-    m.grads = training.grad_bytes * (pn / (l.zero >= 2 ? dp_shard : 1.0) + pe / (l.zero >= 2 ? edp_shard : 1.0));
-    m.optimizer = training.optimizer_bytes * (pn / (l.zero >= 1 ? dp_shard : 1.0) + pe / (l.zero >= 1 ? edp_shard : 1.0));
+    // Elements per rank of a state that ZeRO shards from `stage` on (1: optimizer states, 2: + grads, 3: + params).
+    auto held = [&](int stage) { return l.zero >= stage ? pn / dp_shard + pe / edp_shard : pn + pe; };
+    m.params = training.param_bytes * held(3);
+    m.grads = training.grad_bytes * held(2);
+    m.optimizer = training.optimizer_bytes * held(1);
     m.activations = m.layer_activations + m.recompute_working + m.embedding_activations + m.head_activations;
     if (training.grad_bytes < 4 && training.optimizer_bytes > 0) {
-      m.optimizer_step = 4.0 * (pn / (l.zero >= 1 ? dp_shard : 1.0) + pe / (l.zero >= 1 ? edp_shard : 1.0));
+      m.optimizer_step = 4.0 * held(1);
     }
 
     // Communication workspaces, in bytes. Layers run one at a time, so the per-layer ones do not add up.

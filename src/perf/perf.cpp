@@ -280,11 +280,10 @@ StepTime estimate_time(const model::Model& model, const Layout& l, const Trainin
       // reduce-scatters its gradients during its backward (ZeRO 2). ZeRO 3 also gathers the parameters for every
       // forward but the first (gathered above) and for every backward. Expert parameters go over the expert-DP
       // group. Each hides behind that micro-batch's forward or backward on the stage, up to the overlap fraction.
+      // With ZeRO >= 1, `reduce` is one reduce-scatter and `gather` one all-gather of the stage's shard.
       auto hidden = [&](double c, double window) { return std::max(c * (1.0 - overlap.dp), c - window); };
-      double rs = ring_seconds(hw, dp_link, dp_group, pn * training.grad_bytes, 1.0) + ring_seconds(hw, edp_link, edp_group, pe * training.grad_bytes, 1.0);
-      double ag = l.zero < 3 ? 0.0
-                             : ring_seconds(hw, dp_link, dp_group, pn * training.param_bytes, 1.0) +
-                                   ring_seconds(hw, edp_link, edp_group, pe * training.param_bytes, 1.0);
+      double rs = reduce;
+      double ag = l.zero == 3 ? gather : 0.0;
       double forward_mb = one_mb / 3.0, backward_mb = one_mb * 2.0 / 3.0;
       exposed += (m - 1.0) * (hidden(rs + ag, backward_mb) + hidden(ag, forward_mb)) + hidden(ag, backward_mb);
     }

@@ -43,15 +43,8 @@ Dim parse_dim(const std::string& text, const std::string& where, int lowest, int
 
 Dim dim_from_json(const nlohmann::json& v, const std::string& where, int lowest, int highest) {
   if (v.is_string()) return parse_dim(v.get<std::string>(), where, lowest, highest);
-  std::vector<nlohmann::json> items;
-  if (v.is_array()) {
-    if (v.empty()) fail(where, "an empty list allows nothing; give a degree, a list, or auto");
-    for (const auto& x : v) items.push_back(x);
-  } else {
-    items.push_back(v);
-  }
   std::vector<int> out;
-  for (const auto& x : items) {
+  for (const auto& x : io::one_or_many(v, where, "an empty list allows nothing; give a degree, a list, or auto")) {
     if (x.is_boolean() || !x.is_number_integer() || x.get<long long>() < 0 || x.get<long long>() > 1000000) {
       fail(where, "{} is not a degree: expected a whole number, a list of them, or auto", x.dump());
     }
