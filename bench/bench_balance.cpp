@@ -3,8 +3,8 @@
 // the same layers (interleave 1) runs in the same binary as a baseline.
 #include <benchmark/benchmark.h>
 
-#include "balance/solver.hpp"
-#include "io/files.hpp"
+#include "core/files.hpp"
+#include "pipeline/solver.hpp"
 
 namespace {
 

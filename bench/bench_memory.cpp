@@ -2,8 +2,8 @@
 // The Llama-3-8B estimate (one layer kind instead of three) runs in the same binary as a baseline.
 #include <benchmark/benchmark.h>
 
-#include "io/files.hpp"
-#include "memory/memory.hpp"
+#include "core/files.hpp"
+#include "cost/memory.hpp"
 
 namespace {
 
@@ -20,10 +20,10 @@ Fixture& fixture() {
 
 void BM_EstimateMemory_DeepSeekV3(benchmark::State& state) {
   auto& f = fixture();
-  sapp::Training t;
+  sapp::plan::Training t;
   t.seq = 4096;
   t.global_batch = 4096;
-  sapp::Layout l;  // 2048 H100: TP 8, PP 16, EP 64, DP 16, interleaved 2, selective recompute
+  sapp::plan::Layout l;  // 2048 H100: TP 8, PP 16, EP 64, DP 16, interleaved 2, selective recompute
   l.tp = 8;
   l.sp = true;
   l.pp = 16;
@@ -31,9 +31,9 @@ void BM_EstimateMemory_DeepSeekV3(benchmark::State& state) {
   l.dp = 16;
   l.ep = 64;
   l.micro_batches = 256;
-  l.recompute = sapp::Recompute::Selective;
+  l.recompute = sapp::plan::Recompute::Selective;
   for (auto _ : state) {
-    auto est = sapp::estimate_memory(f.deepseek, l, t, 85520809984.0);
+    auto est = sapp::cost::estimate_memory(f.deepseek, l, t, 85520809984.0);
     benchmark::DoNotOptimize(est.peak_bytes);
   }
   state.SetItemsProcessed(state.iterations());
@@ -42,16 +42,16 @@ BENCHMARK(BM_EstimateMemory_DeepSeekV3);
 
 void BM_EstimateMemory_Llama3_8B_baseline(benchmark::State& state) {
   auto& f = fixture();
-  sapp::Training t;
+  sapp::plan::Training t;
   t.seq = 8192;
   t.global_batch = 64;
-  sapp::Layout l;
+  sapp::plan::Layout l;
   l.tp = 2;
   l.sp = true;
   l.dp = 4;
   l.micro_batches = 16;
   for (auto _ : state) {
-    auto est = sapp::estimate_memory(f.llama, l, t, 85520809984.0);
+    auto est = sapp::cost::estimate_memory(f.llama, l, t, 85520809984.0);
     benchmark::DoNotOptimize(est.peak_bytes);
   }
   state.SetItemsProcessed(state.iterations());

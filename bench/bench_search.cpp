@@ -5,7 +5,7 @@
 
 #include <benchmark/benchmark.h>
 
-#include "io/files.hpp"
+#include "core/files.hpp"
 #include "search/search.hpp"
 
 namespace {
@@ -26,7 +26,7 @@ Fixture& fixture() {
 void run(benchmark::State& state, const std::string& model_name, long long devices, long long gbs, long long seq) {
   auto& f = fixture();
   sapp::model::Model m = f.load(model_name);
-  sapp::Training t;
+  sapp::plan::Training t;
   t.global_batch = gbs;
   t.seq = seq;
   sapp::search::Space space;  // all auto, every recompute mode

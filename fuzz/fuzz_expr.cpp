@@ -4,8 +4,8 @@
 #include <cstdint>
 #include <string>
 
-#include "expr/expr.hpp"
-#include "io/error.hpp"
+#include "core/error.hpp"
+#include "core/expr.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   std::string text(reinterpret_cast<const char*>(data), size);

@@ -3,13 +3,13 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
-#include "balance/solver.hpp"
+#include "core/error.hpp"
+#include "core/files.hpp"
+#include "cost/memory.hpp"
+#include "cost/time.hpp"
 #include "hardware/hardware.hpp"
-#include "io/error.hpp"
-#include "io/files.hpp"
-#include "io/report.hpp"
-#include "memory/memory.hpp"
-#include "perf/perf.hpp"
+#include "pipeline/solver.hpp"
+#include "report/report.hpp"
 #include "search/search.hpp"
 
 namespace py = pybind11;
@@ -36,11 +36,11 @@ std::string estimate_json(const std::string& model_name, const std::string& hard
     if (degree < 1) fail(name, "{} is not a positive degree", degree);
   }
   Loaded x = load(model_name, hardware_name);
-  Training t;
+  plan::Training t;
   t.global_batch = global_batch;
   t.seq = seq;
   t.fp8 = fp8;
-  Layout l;
+  plan::Layout l;
   l.tp = tp;
   l.pp = pp;
   l.cp = cp;
@@ -50,13 +50,13 @@ std::string estimate_json(const std::string& model_name, const std::string& hard
   l.mbs = mbs;
   l.zero = zero;
   l.sp = sp;
-  l.recompute = parse_recompute(recompute, "recompute");
-  derive_data_parallel(l, devices, global_batch, "devices", "global_batch");
-  auto v = check_layout(x.model, l, t, devices);
+  l.recompute = plan::parse_recompute(recompute, "recompute");
+  plan::derive_data_parallel(l, devices, global_batch, "devices", "global_batch");
+  auto v = plan::check_layout(x.model, l, t, devices);
   if (!v.empty()) fail("layout", "{}: {}", v.front().rule, v.front().detail);
-  MemoryEstimate mem = estimate_memory(x.model, l, t, x.hw.memory_bytes);
+  cost::MemoryEstimate mem = cost::estimate_memory(x.model, l, t, x.hw.memory_bytes);
   nlohmann::json j = io::memory_json(x.model, l, mem);
-  perf::add_time_json(j, perf::estimate_time(x.model, l, t, x.hw, mem));
+  cost::add_time_json(j, cost::estimate_time(x.model, l, t, x.hw, mem));
   return j.dump();
 }
 
@@ -64,7 +64,7 @@ std::string search_json(const std::string& model_name, const std::string& hardwa
                         int threads, const std::string& tp, const std::string& pp, const std::string& cp, const std::string& ep, const std::string& vpp,
                         const std::string& mbs, const std::string& zero, const std::string& recompute, bool fp8) {
   Loaded x = load(model_name, hardware_name);
-  Training t;
+  plan::Training t;
   t.global_batch = global_batch;
   t.seq = seq;
   t.fp8 = fp8;
@@ -77,7 +77,7 @@ std::string search_json(const std::string& model_name, const std::string& hardwa
   space.vpp = search::parse_dim(vpp, "vpp");
   space.mbs = search::parse_dim(mbs, "mbs");
   space.zero = search::parse_dim(zero, "zero", 0, 3);
-  space.recompute = read_recompute_modes(nlohmann::json(recompute), "recompute");
+  space.recompute = plan::read_recompute_modes(nlohmann::json(recompute), "recompute");
   search::Options o;
   o.threads = threads;
   search::Result r;
@@ -89,7 +89,7 @@ std::string search_json(const std::string& model_name, const std::string& hardwa
   for (std::size_t i = 0; i < r.ranked.size() && i < static_cast<std::size_t>(top); ++i) {
     const auto& c = r.ranked[i];
     nlohmann::json j{{"layout", io::layout_json(c.layout)}, {"peak_memory_bytes", c.peak_memory_bytes}};
-    perf::add_time_json(j, c.time);
+    cost::add_time_json(j, c.time);
     cands.push_back(j);
   }
   return nlohmann::json{{"candidates", cands}, {"rejected", r.rejected}, {"evaluated", r.evaluated}, {"search_seconds", r.seconds}}.dump();

@@ -56,7 +56,7 @@ Run run_sapp(const std::string& args, const std::string& env) {
 
 #include <stdexcept>
 
-#include "io/files.hpp"
+#include "core/files.hpp"
 
 namespace sapp {
 std::string io_replace_for_test(const std::string& from, const std::string& to) {

@@ -3,8 +3,8 @@
 
 #include <string>
 
+#include "cost/memory.hpp"
 #include "hardware/hardware.hpp"
-#include "memory/memory.hpp"
 #include "model/family.hpp"
 
 namespace sapp::test {

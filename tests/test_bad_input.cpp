@@ -4,9 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include "core/error.hpp"
 #include "helpers.hpp"
-#include "io/error.hpp"
-#include "memory/layout.hpp"
+#include "plan/layout.hpp"
 
 namespace fs = std::filesystem;
 using sapp::test::run_sapp;
@@ -215,17 +215,20 @@ TEST_F(BadInput, LayoutsAndOptions) {
 }
 
 TEST(RecomputeDimension, Seed000Semantics) {
-  using sapp::Recompute;
+  using sapp::plan::Recompute;
   auto yaml = [](const std::string& text) { return sapp::io_yaml_for_test(text)["recompute"]; };
-  EXPECT_EQ(sapp::read_recompute_modes(yaml("recompute: off"), "x"), std::vector<Recompute>{Recompute::Off});  // YAML off is false
-  EXPECT_EQ(sapp::read_recompute_modes(yaml("recompute: auto"), "x"), (std::vector<Recompute>{Recompute::Off, Recompute::Selective, Recompute::Full}));
-  EXPECT_EQ(sapp::read_recompute_modes(yaml("recompute: [full, off, full]"), "x"), (std::vector<Recompute>{Recompute::Full, Recompute::Off}));
-  EXPECT_EQ(sapp::read_recompute_modes(yaml("recompute: none"), "x"), std::vector<Recompute>{Recompute::Off});
-  EXPECT_THROW(sapp::read_recompute_modes(yaml("recompute: True"), "x"), sapp::Error);
-  EXPECT_THROW(sapp::read_recompute_modes(yaml("recompute: []"), "x"), sapp::Error);
-  EXPECT_THROW(sapp::read_recompute_modes(yaml("recompute: fast"), "x"), sapp::Error);
-  EXPECT_EQ(sapp::read_activation_checkpoint_mode(nlohmann::json(), "x"), Recompute::Off);
-  EXPECT_THROW(sapp::read_activation_checkpoint_mode(yaml("recompute: [off]"), "x"), sapp::Error);
-  EXPECT_THROW(sapp::read_activation_checkpoint_mode(yaml("recompute: auto"), "x"), sapp::Error);
-  EXPECT_THROW(sapp::read_activation_checkpoint_mode(yaml("recompute: true"), "x"), sapp::Error);
+  EXPECT_EQ(sapp::plan::read_recompute_modes(yaml("recompute: off"), "x"),
+            std::vector<sapp::plan::Recompute>{sapp::plan::Recompute::Off});  // YAML off is false
+  EXPECT_EQ(sapp::plan::read_recompute_modes(yaml("recompute: auto"), "x"),
+            (std::vector<sapp::plan::Recompute>{sapp::plan::Recompute::Off, sapp::plan::Recompute::Selective, sapp::plan::Recompute::Full}));
+  EXPECT_EQ(sapp::plan::read_recompute_modes(yaml("recompute: [full, off, full]"), "x"),
+            (std::vector<sapp::plan::Recompute>{sapp::plan::Recompute::Full, sapp::plan::Recompute::Off}));
+  EXPECT_EQ(sapp::plan::read_recompute_modes(yaml("recompute: none"), "x"), std::vector<sapp::plan::Recompute>{sapp::plan::Recompute::Off});
+  EXPECT_THROW(sapp::plan::read_recompute_modes(yaml("recompute: True"), "x"), sapp::Error);
+  EXPECT_THROW(sapp::plan::read_recompute_modes(yaml("recompute: []"), "x"), sapp::Error);
+  EXPECT_THROW(sapp::plan::read_recompute_modes(yaml("recompute: fast"), "x"), sapp::Error);
+  EXPECT_EQ(sapp::plan::read_activation_checkpoint_mode(nlohmann::json(), "x"), sapp::plan::Recompute::Off);
+  EXPECT_THROW(sapp::plan::read_activation_checkpoint_mode(yaml("recompute: [off]"), "x"), sapp::Error);
+  EXPECT_THROW(sapp::plan::read_activation_checkpoint_mode(yaml("recompute: auto"), "x"), sapp::Error);
+  EXPECT_THROW(sapp::plan::read_activation_checkpoint_mode(yaml("recompute: true"), "x"), sapp::Error);
 }

@@ -6,12 +6,12 @@
 
 #include <gtest/gtest.h>
 
-#include "balance/decompose.hpp"
-#include "balance/solver.hpp"
+#include "core/error.hpp"
+#include "core/files.hpp"
 #include "helpers.hpp"
-#include "io/error.hpp"
-#include "io/files.hpp"
-#include "simulate/svg.hpp"
+#include "pipeline/decompose.hpp"
+#include "pipeline/solver.hpp"
+#include "pipeline/svg.hpp"
 
 using namespace sapp;
 using balance::Rc;

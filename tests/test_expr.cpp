@@ -2,8 +2,8 @@
 // Expected values are what CPython 3.11 prints for the same expressions (the language's specification).
 #include <gtest/gtest.h>
 
-#include "expr/expr.hpp"
-#include "io/error.hpp"
+#include "core/error.hpp"
+#include "core/expr.hpp"
 
 using sapp::expr::Env;
 using sapp::expr::Expr;

@@ -13,7 +13,7 @@ namespace {
 
 struct Gpt3 {
   model::Model m = test::bundled("gpt3-175b");
-  Training training;
+  plan::Training training;
   double s = 2048, b = 1, h = 12288, a = 96;
   Gpt3() {
     training.seq = 2048;
@@ -21,11 +21,11 @@ struct Gpt3 {
     training.flash_attention = false;  // the paper's attention materialises the s x s scores
     training.compute_bytes = 2;
   }
-  double layer(const Layout& l, Recompute mode) { return layer_activation(m, 0, l, training, mode).total(); }
+  double layer(const plan::Layout& l, plan::Recompute mode) { return cost::layer_activation(m, 0, l, training, mode).total(); }
 };
 
-Layout tp(int t, bool sp) {
-  Layout l;
+plan::Layout tp(int t, bool sp) {
+  plan::Layout l;
   l.tp = t;
   l.sp = sp;
   return l;
@@ -35,51 +35,51 @@ Layout tp(int t, bool sp) {
 
 TEST(Korthikanti2022, NoParallelism_sbh_34_plus_5as_over_h) {
   Gpt3 g;
-  EXPECT_EQ(g.layer(tp(1, false), Recompute::Off), g.s * g.b * g.h * (34 + 5 * g.a * g.s / g.h));
+  EXPECT_EQ(g.layer(tp(1, false), plan::Recompute::Off), g.s * g.b * g.h * (34 + 5 * g.a * g.s / g.h));
 }
 
 TEST(Korthikanti2022, MicroBatchScalesLinearly) {
   Gpt3 g;
-  Layout l = tp(1, false);
+  plan::Layout l = tp(1, false);
   l.mbs = 4;
-  EXPECT_EQ(g.layer(l, Recompute::Off), g.s * 4 * g.h * (34 + 5 * g.a * g.s / g.h));
+  EXPECT_EQ(g.layer(l, plan::Recompute::Off), g.s * 4 * g.h * (34 + 5 * g.a * g.s / g.h));
 }
 
 TEST(Korthikanti2022, TensorParallel_sbh_10_plus_24_over_t_plus_5as_over_ht) {
   Gpt3 g;
   double t = 8;
-  EXPECT_EQ(g.layer(tp(8, false), Recompute::Off), g.s * g.b * g.h * (10 + 24 / t + 5 * g.a * g.s / (g.h * t)));
+  EXPECT_EQ(g.layer(tp(8, false), plan::Recompute::Off), g.s * g.b * g.h * (10 + 24 / t + 5 * g.a * g.s / (g.h * t)));
 }
 
 TEST(Korthikanti2022, TensorPlusSequenceParallel_sbh_34_over_t_plus_5as_over_ht) {
   Gpt3 g;
   double t = 8;
-  EXPECT_EQ(g.layer(tp(8, true), Recompute::Off), g.s * g.b * g.h * (34 / t + 5 * g.a * g.s / (g.h * t)));
+  EXPECT_EQ(g.layer(tp(8, true), plan::Recompute::Off), g.s * g.b * g.h * (34 / t + 5 * g.a * g.s / (g.h * t)));
 }
 
 TEST(Korthikanti2022, SelectiveRecomputePlusSequenceParallel_34sbh_over_t) {
   Gpt3 g;
   double t = 8;
-  EXPECT_EQ(g.layer(tp(8, true), Recompute::Selective), 34 * g.s * g.b * g.h / t);
+  EXPECT_EQ(g.layer(tp(8, true), plan::Recompute::Selective), 34 * g.s * g.b * g.h / t);
 }
 
 TEST(Korthikanti2022, FullRecomputeStoresTheInput_2sbh) {
   Gpt3 g;
-  EXPECT_EQ(g.layer(tp(1, false), Recompute::Full), 2 * g.s * g.b * g.h);
+  EXPECT_EQ(g.layer(tp(1, false), plan::Recompute::Full), 2 * g.s * g.b * g.h);
 }
 
 TEST(Korthikanti2022, FirstStageOf1F1BHoldsPMicroBatches) {
   Gpt3 g;
-  Layout l;
+  plan::Layout l;
   l.pp = 4;
   l.dp = 1;
   l.micro_batches = 8;
-  auto flight = in_flight(l, false);
+  auto flight = plan::in_flight(l, false);
   EXPECT_EQ(flight[0][0], 4);  // p micro-batches on the first stage
   EXPECT_EQ(flight[0][3], 1);  // one on the last
   g.training.global_batch = 8;
-  MemoryEstimate est = estimate_memory(g.m, l, g.training, 1e15);
-  double per_layer = g.layer(l, Recompute::Off);
+  cost::MemoryEstimate est = cost::estimate_memory(g.m, l, g.training, 1e15);
+  double per_layer = g.layer(l, plan::Recompute::Off);
   EXPECT_EQ(est.stages[0].layers, 24);
   EXPECT_EQ(est.stages[0].layer_activations, 4 * 24 * per_layer);
 }
@@ -87,7 +87,7 @@ TEST(Korthikanti2022, FirstStageOf1F1BHoldsPMicroBatches) {
 TEST(FlashAttention, RemovesThe5asOverhTerm) {
   Gpt3 g;
   g.training.flash_attention = true;
-  double with_fa = g.layer(tp(1, false), Recompute::Off);
+  double with_fa = g.layer(tp(1, false), plan::Recompute::Off);
   // 34 sbh stays; the s x s scores, mask and dropout output go; the kernel keeps fp32 softmax statistics
   // (4 bytes per head per query): O(s), not O(s^2).
   EXPECT_EQ(with_fa, g.s * g.b * g.h * 34 + 4 * g.a * g.s * g.b);
@@ -96,44 +96,44 @@ TEST(FlashAttention, RemovesThe5asOverhTerm) {
 
 TEST(InterleavedInFlight, ReferencePins) {
   // reference-ppb.md section 5.5: a(S=3, V=2, m=2) = [[2,2,2],[2,2,1]]; less-memory (3, 2) = [[3,3,3],[3,2,1]].
-  Layout l;
+  plan::Layout l;
   l.pp = 3;
   l.vpp = 2;
   l.micro_batches = 2;
-  auto a = in_flight(l, false);
+  auto a = plan::in_flight(l, false);
   EXPECT_EQ(a, (std::vector<std::vector<long long>>{{2, 2, 2}, {2, 2, 1}}));
   l.micro_batches = 12;
-  auto lm = in_flight(l, true);
+  auto lm = plan::in_flight(l, true);
   EXPECT_EQ(lm, (std::vector<std::vector<long long>>{{3, 3, 3}, {3, 2, 1}}));
   // Megatron's interleaved warm-up: stage i holds (p - i - 1) * 2 + (v - 1) * p + 1 chunk-micro-batches.
-  auto big = in_flight(l, false);
+  auto big = plan::in_flight(l, false);
   for (int s = 0; s < 3; ++s) EXPECT_EQ(big[0][s] + big[1][s], (3 - s - 1) * 2 + (2 - 1) * 3 + 1);
 }
 
 TEST(MegatronTheoreticalMemory, EighteenBytesPerParameterWithoutDistributedOptimizer) {
   auto m = test::bundled("llama3-8b");
-  Training t;
+  plan::Training t;
   t.seq = 4096;
   t.global_batch = 8;
-  Layout l;
+  plan::Layout l;
   l.dp = 8;
   l.micro_batches = 1;
   l.zero = 0;
-  auto est = estimate_memory(m, l, t, 1e15);
+  auto est = cost::estimate_memory(m, l, t, 1e15);
   const auto& st = est.stages[0];
   EXPECT_DOUBLE_EQ((st.params + st.grads + st.optimizer) / st.param_elements, 18.0);
 }
 
 TEST(MegatronTheoreticalMemory, SixPlusTwelveOverDPWithDistributedOptimizer) {
   auto m = test::bundled("llama3-8b");
-  Training t;
+  plan::Training t;
   t.seq = 4096;
   t.global_batch = 8;
-  Layout l;
+  plan::Layout l;
   l.dp = 8;
   l.micro_batches = 1;
   l.zero = 1;
-  auto est = estimate_memory(m, l, t, 1e15);
+  auto est = cost::estimate_memory(m, l, t, 1e15);
   const auto& st = est.stages[0];
   EXPECT_DOUBLE_EQ((st.params + st.grads + st.optimizer) / st.param_elements, 6.0 + 12.0 / 8.0);
 }
@@ -144,41 +144,41 @@ TEST(Memory, HalfPrecisionGradientsGetAnFp32CopyAtTheOptimizerStep) {
   // activations are gone. 2021 fp16 Megatron without ZeRO therefore peaks at 2 + 2 + 12 + 4 = 20 B/param when
   // the activations are small; with 4-byte gradients there is no copy (18 B/param, Megatron's figure).
   auto m = test::bundled("llama3-8b");
-  Training t;
+  plan::Training t;
   t.seq = 1024;
   t.global_batch = 8;
   t.grad_bytes = 2;
-  Layout l;
+  plan::Layout l;
   l.dp = 8;
   l.micro_batches = 1;
   l.zero = 0;
-  l.recompute = Recompute::Full;
-  auto est = estimate_memory(m, l, t, 1e15);
+  l.recompute = plan::Recompute::Full;
+  auto est = cost::estimate_memory(m, l, t, 1e15);
   const auto& st = est.stages[0];
   EXPECT_DOUBLE_EQ(st.optimizer_step / st.param_elements, 4.0);
   ASSERT_GT(st.optimizer_step, st.activations + st.buffers);
   EXPECT_DOUBLE_EQ((st.total() - st.reserve) / st.param_elements, 20.0);
   l.zero = 1;  // distributed optimizer: the copy covers the shard only
-  auto sharded = estimate_memory(m, l, t, 1e15).stages[0];
+  auto sharded = cost::estimate_memory(m, l, t, 1e15).stages[0];
   EXPECT_DOUBLE_EQ(sharded.optimizer_step / sharded.param_elements, 4.0 / 8.0);
   t.grad_bytes = 4;
   l.zero = 0;
-  EXPECT_DOUBLE_EQ(estimate_memory(m, l, t, 1e15).stages[0].optimizer_step, 0.0);
+  EXPECT_DOUBLE_EQ(cost::estimate_memory(m, l, t, 1e15).stages[0].optimizer_step, 0.0);
 }
 
 TEST(Memory, ZeroStagesShardMore) {
   auto m = test::bundled("llama3-70b");
-  Training t;
+  plan::Training t;
   t.seq = 4096;
   t.global_batch = 64;
-  Layout l;
+  plan::Layout l;
   l.dp = 8;
   l.tp = 8;
   l.micro_batches = 8;
   double previous = 1e300;
   for (int z = 0; z <= 3; ++z) {
     l.zero = z;
-    double peak = estimate_memory(m, l, t, 1e15).peak_bytes;
+    double peak = cost::estimate_memory(m, l, t, 1e15).peak_bytes;
     EXPECT_LT(peak, previous) << "zero " << z;
     previous = peak;
   }
@@ -186,44 +186,44 @@ TEST(Memory, ZeroStagesShardMore) {
 
 TEST(Memory, RecomputeModesOrderActivations) {
   auto m = test::bundled("llama3-8b");
-  Training t;
+  plan::Training t;
   t.seq = 8192;
   t.global_batch = 8;
   t.flash_attention = false;
-  Layout l;
+  plan::Layout l;
   l.dp = 8;
-  double off = layer_activation(m, 0, l, t, Recompute::Off).total();
-  double sel = layer_activation(m, 0, l, t, Recompute::Selective).total();
-  double full = layer_activation(m, 0, l, t, Recompute::Full).total();
+  double off = cost::layer_activation(m, 0, l, t, plan::Recompute::Off).total();
+  double sel = cost::layer_activation(m, 0, l, t, plan::Recompute::Selective).total();
+  double full = cost::layer_activation(m, 0, l, t, plan::Recompute::Full).total();
   EXPECT_GT(off, sel);
   EXPECT_GT(sel, full);
 }
 
 TEST(Memory, MoELayersDivideExpertsByEP) {
   auto m = test::bundled("mixtral-8x7b");
-  Training t;
+  plan::Training t;
   t.seq = 4096;
   t.global_batch = 64;
-  Layout a;
+  plan::Layout a;
   a.dp = 8;
   a.micro_batches = 8;
-  Layout b = a;
+  plan::Layout b = a;
   b.ep = 8;
-  auto ea = estimate_memory(m, a, t, 1e15);
-  auto eb = estimate_memory(m, b, t, 1e15);
+  auto ea = cost::estimate_memory(m, a, t, 1e15);
+  auto eb = cost::estimate_memory(m, b, t, 1e15);
   EXPECT_NEAR(ea.stages[0].expert_param_elements / eb.stages[0].expert_param_elements, 8.0, 1e-9);
 }
 
 TEST(Memory, LayoutRulesNameTheRule) {
   auto m = test::bundled("llama3-8b");
-  Training t;
+  plan::Training t;
   t.seq = 4096;
   t.global_batch = 16;
-  Layout l;
+  plan::Layout l;
   l.tp = 3;
   l.dp = 2;
   l.micro_batches = 8;
-  auto v = check_layout(m, l, t, 6);
+  auto v = plan::check_layout(m, l, t, 6);
   ASSERT_FALSE(v.empty());
   EXPECT_EQ(v.front().rule, "tp/heads");
 }

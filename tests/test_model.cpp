@@ -5,9 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include "core/error.hpp"
+#include "core/files.hpp"
 #include "helpers.hpp"
-#include "io/error.hpp"
-#include "io/files.hpp"
 
 using sapp::test::bundled;
 

@@ -6,23 +6,23 @@
 
 #include <gtest/gtest.h>
 
+#include "core/error.hpp"
+#include "cost/calibrate.hpp"
 #include "helpers.hpp"
-#include "io/error.hpp"
-#include "perf/calibrate.hpp"
 #include "search/search.hpp"
 
 using namespace sapp;
 
 namespace {
 
-Training job(long long gbs, long long seq) {
-  Training t;
+plan::Training job(long long gbs, long long seq) {
+  plan::Training t;
   t.global_batch = gbs;
   t.seq = seq;
   return t;
 }
 
-search::Result run(const model::Model& m, const search::Space& space, const Training& t, long long devices, int threads = 1, double capacity = 0) {
+search::Result run(const model::Model& m, const search::Space& space, const plan::Training& t, long long devices, int threads = 1, double capacity = 0) {
   auto hw = test::device("h100-sxm");
   search::Options o;
   o.threads = threads;
@@ -43,7 +43,7 @@ bool same_ranking(const search::Result& a, const search::Result& b) {
 
 TEST(Search, AutoEqualsTheExplicitFullLists) {
   auto m = test::bundled("llama3-8b");
-  Training t = job(64, 4096);
+  plan::Training t = job(64, 4096);
   search::Space automatic;
   search::Space listed;
   listed.tp = std::vector<int>{1, 2, 4, 8};
@@ -54,7 +54,7 @@ TEST(Search, AutoEqualsTheExplicitFullLists) {
   listed.vpp = std::vector<int>{1, 2, 3, 4, 8, 16};  // 32 layers: 8 and 16 chunks split PP 2 and 4 stages evenly
   listed.mbs = std::vector<int>{1, 2, 4, 8};
   listed.zero = std::vector<int>{0, 1, 2, 3};
-  listed.recompute = read_recompute_modes(nlohmann::json("auto"), "test");
+  listed.recompute = plan::read_recompute_modes(nlohmann::json("auto"), "test");
   auto a = run(m, automatic, t, 16);
   auto b = run(m, listed, t, 16);
   ASSERT_FALSE(a.ranked.empty());
@@ -63,7 +63,7 @@ TEST(Search, AutoEqualsTheExplicitFullLists) {
 
 TEST(Search, ResultsAreIdenticalForAnyThreadCount) {
   auto m = test::bundled("mixtral-8x7b");
-  Training t = job(256, 4096);
+  plan::Training t = job(256, 4096);
   search::Space space;
   auto one = run(m, space, t, 64, 1);
   auto two = run(m, space, t, 64, 2);
@@ -78,26 +78,26 @@ TEST(Search, ResultsAreIdenticalForAnyThreadCount) {
 
 TEST(Search, SequenceParallelismChangesTheEstimate) {
   auto m = test::bundled("llama3-70b");
-  Training t = job(64, 8192);
+  plan::Training t = job(64, 8192);
   auto hw = test::device("h100-sxm");
-  Layout l;
+  plan::Layout l;
   l.tp = 8;
   l.pp = 4;
   l.dp = 2;
   l.micro_batches = 32;
-  Layout with_sp = l;
+  plan::Layout with_sp = l;
   with_sp.sp = true;
-  auto mem_off = estimate_memory(m, l, t, hw.memory_bytes);
-  auto mem_on = estimate_memory(m, with_sp, t, hw.memory_bytes);
+  auto mem_off = cost::estimate_memory(m, l, t, hw.memory_bytes);
+  auto mem_on = cost::estimate_memory(m, with_sp, t, hw.memory_bytes);
   EXPECT_LT(mem_on.peak_bytes, mem_off.peak_bytes);
-  auto time_off = perf::estimate_time(m, l, t, hw);
-  auto time_on = perf::estimate_time(m, with_sp, t, hw);
+  auto time_off = cost::estimate_time(m, l, t, hw);
+  auto time_on = cost::estimate_time(m, with_sp, t, hw);
   EXPECT_NE(time_on.step_s, time_off.step_s);
 }
 
 TEST(Search, GradientAccumulationWithoutPipelineIsSearched) {
   auto m = test::bundled("llama3-8b");
-  Training t = job(128, 4096);
+  plan::Training t = job(128, 4096);
   search::Space space;
   space.pp = std::vector<int>{1};
   auto r = run(m, space, t, 8);
@@ -152,7 +152,7 @@ TEST(Search, EveryRejectionReasonFires) {
   probes.push_back({"llama3-8b", 8, 8, 1000, sp({1}, {1}, {8}), "seq/cp"});
   {
     auto s = sp({2}, {1}, {4});
-    s.cp_algo = std::vector<CpAlgo>{CpAlgo::AllToAll};
+    s.cp_algo = std::vector<plan::CpAlgo>{plan::CpAlgo::AllToAll};
     probes.push_back({"qwen2.5-vl-7b", 8, 8, 4096, s, "heads/cp"});  // 28 heads over 2 x 4
   }
   {
@@ -222,17 +222,17 @@ TEST(Search, EveryRejectionReasonFires) {
   // The two rules a search cannot reach (it derives DP from the devices and never generates a degree below 1),
   // checked on layouts directly.
   auto m = test::bundled("llama3-8b");
-  Layout l;
+  plan::Layout l;
   l.dp = 3;
-  EXPECT_EQ(check_layout(m, l, job(3, 4096), 8).front().rule, "device count");
+  EXPECT_EQ(plan::check_layout(m, l, job(3, 4096), 8).front().rule, "device count");
   l.mbs = 0;
-  EXPECT_EQ(check_layout(m, l, job(3, 4096), 3).front().rule, "degree below 1");
+  EXPECT_EQ(plan::check_layout(m, l, job(3, 4096), 3).front().rule, "degree below 1");
 }
 
 TEST(Search, YamlConfigReadsRecomputePerSeed000) {
   search::Space s;
   search::space_from_json(test::parse_yaml_for_test("tp: [1, 2]\npp: auto\nrecompute: off\n"), "s.yaml", s);
-  EXPECT_EQ(s.recompute, std::vector<Recompute>{Recompute::Off});
+  EXPECT_EQ(s.recompute, std::vector<plan::Recompute>{plan::Recompute::Off});
   EXPECT_EQ(*s.tp, (std::vector<int>{1, 2}));
   EXPECT_FALSE(s.pp.has_value());
   EXPECT_THROW(search::space_from_json(test::parse_yaml_for_test("recompute: True\n"), "s.yaml", s), Error);
@@ -278,20 +278,20 @@ TEST(Topology, RankOrderDecidesWhichLinkAGroupUses) {
   // collectives run on the inter-node link.
   auto m = test::bundled("llama3-70b");
   auto hw = test::device("h100-sxm");
-  Training t = job(64, 8192);
-  Layout l;
+  plan::Training t = job(64, 8192);
+  plan::Layout l;
   l.tp = 8;
   l.pp = 8;
   l.dp = 1;
   l.micro_batches = 64;
   l.sp = true;
-  EXPECT_EQ(group_span(l, t.rank_order, 't'), 8);
-  auto inner = perf::estimate_time(m, l, t, hw);
-  t.rank_order = parse_rank_order("pp-dp-cp-tp", "test");
-  EXPECT_EQ(group_span(l, t.rank_order, 't'), 64);
-  auto outer = perf::estimate_time(m, l, t, hw);
+  EXPECT_EQ(plan::group_span(l, t.rank_order, 't'), 8);
+  auto inner = cost::estimate_time(m, l, t, hw);
+  t.rank_order = plan::parse_rank_order("pp-dp-cp-tp", "test");
+  EXPECT_EQ(plan::group_span(l, t.rank_order, 't'), 64);
+  auto outer = cost::estimate_time(m, l, t, hw);
   EXPECT_GT(outer.breakdown.tp_comm_s, 4 * inner.breakdown.tp_comm_s);
-  EXPECT_THROW(parse_rank_order("tp-tp-dp-pp", "test"), Error);
+  EXPECT_THROW(plan::parse_rank_order("tp-tp-dp-pp", "test"), Error);
 }
 
 TEST(Topology, RingsCrossingNodesUseTheNicsOfEveryMemberInANode) {
@@ -307,20 +307,20 @@ TEST(Topology, RingsCrossingNodesUseTheNicsOfEveryMemberInANode) {
   // Data parallelism packed in a node (TP 1) therefore reduces its gradients 8x faster per byte than the same
   // DP degree with TP 8 (one member per node), other things equal.
   auto m = test::bundled("llama3-8b");
-  Training t = job(256, 4096);
-  Layout packed;
+  plan::Training t = job(256, 4096);
+  plan::Layout packed;
   packed.dp = 32;
   packed.micro_batches = 8;
   packed.zero = 1;
-  auto one = perf::Overlap{};
+  auto one = cost::Overlap{};
   one.dp = 0;  // expose all of it, to compare the collective itself
-  double packed_s = perf::estimate_time(m, packed, t, hw, one).breakdown.dp_comm_s;
-  Layout strided = packed;
+  double packed_s = cost::estimate_time(m, packed, t, hw, one).breakdown.dp_comm_s;
+  plan::Layout strided = packed;
   strided.tp = 8;
   strided.dp = 4;
   strided.micro_batches = 64;
   // 32 ranks of 1/1 of the model vs 4 ranks of 1/8 of it on one NIC each: (31/32) / 400 vs (3/4) / 8 / 50.
-  double strided_s = perf::estimate_time(m, strided, t, hw, one).breakdown.dp_comm_s;
+  double strided_s = cost::estimate_time(m, strided, t, hw, one).breakdown.dp_comm_s;
   EXPECT_NEAR(packed_s / strided_s, (31.0 / 32 / 400e9) / (3.0 / 4 / 8 / 50e9), 0.05);
 }
 
@@ -340,19 +340,19 @@ TEST(StepTime, FullRecomputeRepeatsTheForwardCollectives) {
   // worth on top of forward + backward, i.e. 1.5x the exposed TP time.
   auto m = test::bundled("llama3-70b");
   auto hw = test::device("h100-sxm");
-  Training t = job(64, 4096);
-  Layout l;
+  plan::Training t = job(64, 4096);
+  plan::Layout l;
   l.tp = 8;
   l.pp = 1;
   l.dp = 8;
   l.micro_batches = 8;
   l.sp = true;
-  l.recompute = Recompute::Off;
-  double off = perf::estimate_time(m, l, t, hw).breakdown.tp_comm_s;
-  l.recompute = Recompute::Selective;
-  double selective = perf::estimate_time(m, l, t, hw).breakdown.tp_comm_s;
-  l.recompute = Recompute::Full;
-  double full = perf::estimate_time(m, l, t, hw).breakdown.tp_comm_s;
+  l.recompute = plan::Recompute::Off;
+  double off = cost::estimate_time(m, l, t, hw).breakdown.tp_comm_s;
+  l.recompute = plan::Recompute::Selective;
+  double selective = cost::estimate_time(m, l, t, hw).breakdown.tp_comm_s;
+  l.recompute = plan::Recompute::Full;
+  double full = cost::estimate_time(m, l, t, hw).breakdown.tp_comm_s;
   EXPECT_GT(off, 0.0);
   EXPECT_DOUBLE_EQ(selective, off);  // core attention only: no collective inside it
   EXPECT_NEAR(full / off, 1.5, 1e-12);
@@ -364,24 +364,24 @@ TEST(StepTime, InterleavingHidesMoreOfTheGradientReduce) {
   // overlapped both expose the whole collective.
   auto m = test::bundled("llama3-70b");
   auto hw = test::device("h100-sxm");
-  Training t = job(128, 4096);
-  Layout l;
+  plan::Training t = job(128, 4096);
+  plan::Layout l;
   l.tp = 8;
   l.pp = 4;
   l.dp = 4;  // strided across nodes: one NIC per member
   l.micro_batches = 32;
   l.sp = true;
   l.zero = 1;
-  double plain = perf::estimate_time(m, l, t, hw).breakdown.dp_comm_s;
+  double plain = cost::estimate_time(m, l, t, hw).breakdown.dp_comm_s;
   l.vpp = 5;
-  double interleaved = perf::estimate_time(m, l, t, hw).breakdown.dp_comm_s;
+  double interleaved = cost::estimate_time(m, l, t, hw).breakdown.dp_comm_s;
   EXPECT_GT(plain, 0.0);
   EXPECT_LT(interleaved, 0.7 * plain);
-  perf::Overlap none;
+  cost::Overlap none;
   none.dp = 0;
-  double exposed_interleaved = perf::estimate_time(m, l, t, hw, none).breakdown.dp_comm_s;
+  double exposed_interleaved = cost::estimate_time(m, l, t, hw, none).breakdown.dp_comm_s;
   l.vpp = 1;
-  double exposed_plain = perf::estimate_time(m, l, t, hw, none).breakdown.dp_comm_s;
+  double exposed_plain = cost::estimate_time(m, l, t, hw, none).breakdown.dp_comm_s;
   EXPECT_NEAR(exposed_interleaved, exposed_plain, 1e-9 * exposed_plain);
   EXPECT_GT(exposed_plain, plain);
 }
@@ -392,16 +392,16 @@ TEST(StepTime, ShardedGradientsAreReducedEveryMicroBatch) {
   // ((m + 1) x); ZeRO 3 also gathers for every forward and every backward (3m x).
   auto m = test::bundled("llama3-8b");
   auto hw = test::device("h100-sxm");
-  perf::Overlap none;
+  cost::Overlap none;
   none.dp = 0;
   auto dp_comm = [&](int zero, int micro_batches) {
-    Training t = job(8LL * micro_batches, 4096);
+    plan::Training t = job(8LL * micro_batches, 4096);
     t.grad_bytes = 2;
-    Layout l;
+    plan::Layout l;
     l.dp = 8;
     l.micro_batches = micro_batches;
     l.zero = zero;
-    return perf::estimate_time(m, l, t, hw, none).breakdown.dp_comm_s;
+    return cost::estimate_time(m, l, t, hw, none).breakdown.dp_comm_s;
   };
   double x = dp_comm(1, 1) / 2;
   ASSERT_GT(x, 0.0);
@@ -417,8 +417,8 @@ TEST(StepTime, ZeroThreeGathersTheExpertsToo) {
   // is tens of GB per micro-batch, far more than its compute can hide.
   auto m = test::bundled("qwen3-235b-a22b");
   auto hw = test::device("h100-sxm");
-  Training t = job(512, 4096);
-  Layout l;
+  plan::Training t = job(512, 4096);
+  plan::Layout l;
   l.tp = 2;
   l.sp = true;
   l.pp = 8;
@@ -426,7 +426,7 @@ TEST(StepTime, ZeroThreeGathersTheExpertsToo) {
   l.dp = 16;
   l.micro_batches = 32;
   l.zero = 3;
-  auto time = perf::estimate_time(m, l, t, hw);
+  auto time = cost::estimate_time(m, l, t, hw);
   EXPECT_GT(time.breakdown.dp_comm_s, 3 * time.breakdown.compute_s);
 }
 
@@ -435,16 +435,16 @@ TEST(StepTime, FlashAttentionBackwardRecomputesTheScores) {
   // (2x), like every GEMM. So backward - 2 x forward is half the attention forward with flash, zero without.
   auto m = test::bundled("llama3-8b");
   auto hw = test::device("h100-sxm");
-  Training t = job(8, 8192);
-  Layout l;
+  plan::Training t = job(8, 8192);
+  plan::Layout l;
   l.micro_batches = 8;
-  auto flash = perf::kind_times(m, l, t, hw).kinds.at(0);
+  auto flash = cost::kind_times(m, l, t, hw).kinds.at(0);
   // Attention forward FLOPs of one layer, causal: 2 matmuls x 2 FLOPs x s x ctx x a x dh, ctx = (s + 1) / 2.
   double s = 8192, ctx = (s + 1) / 2, a = 32, dh = 128;
   double attention_s = 2 * 2 * s * ctx * a * dh / (hw.peak_flops * hw.efficiency.attention);
   EXPECT_NEAR(flash.bwd_s - 2 * flash.fwd_s, 0.5 * attention_s, 1e-3 * attention_s);
   t.flash_attention = false;
-  auto eager = perf::kind_times(m, l, t, hw).kinds.at(0);
+  auto eager = cost::kind_times(m, l, t, hw).kinds.at(0);
   EXPECT_NEAR(eager.bwd_s, 2 * eager.fwd_s, 1e-12 * eager.fwd_s);
 }
 
@@ -453,12 +453,12 @@ TEST(StepTime, Fp8AddsTheCastTrafficOfEveryGemmInput) {
   // dense Llama layer at TP 1 the inputs are h (QKV), a x dv (output projection), h (FFN in), ffn (FFN out).
   auto m = test::bundled("llama3-8b");
   auto hw = test::device("h100-sxm");
-  Training t = job(8, 4096);
-  Layout l;
+  plan::Training t = job(8, 4096);
+  plan::Layout l;
   l.micro_batches = 8;
   t.fp8 = true;
   const model::BoundKind& kind = m.kinds.at(0);
-  expr::Env env = layer_env(m, kind, l, t);
+  expr::Env env = plan::layer_env(m, kind, l, t);
   double bytes = 0;
   int terms = 0;
   for (const auto& w : kind.work) {
@@ -470,7 +470,7 @@ TEST(StepTime, Fp8AddsTheCastTrafficOfEveryGemmInput) {
   double h = 4096, ffn = 14336, adv = 32 * 128, s = 4096;
   EXPECT_DOUBLE_EQ(bytes, s * 4 * (2 * h + adv + ffn));
   t.fp8 = false;
-  expr::Env bf16 = layer_env(m, kind, l, t);
+  expr::Env bf16 = plan::layer_env(m, kind, l, t);
   for (const auto& w : kind.work) {
     if (w.name.rfind("fp8_casts", 0) == 0) {
       EXPECT_FALSE(w.when->eval(bf16).truthy()) << w.name;
@@ -502,9 +502,9 @@ TEST(Calibrate, RecoversAPlantedEfficiencyScale) {
   slow.efficiency.gemm *= 0.7;
   slow.efficiency.attention *= 0.7;
   slow.efficiency.memory *= 0.7;
-  std::vector<perf::MeasuredRun> runs;
+  std::vector<cost::MeasuredRun> runs;
   for (auto [name, tp, pp] : std::vector<std::tuple<const char*, int, int>>{{"llama3-8b", 1, 1}, {"llama3-8b", 2, 2}, {"llama3-70b", 8, 2}}) {
-    perf::MeasuredRun r;
+    cost::MeasuredRun r;
     r.name = name;
     r.model = test::bundled(name);
     r.devices = 16;
@@ -514,11 +514,11 @@ TEST(Calibrate, RecoversAPlantedEfficiencyScale) {
     r.layout.dp = static_cast<int>(16 / (tp * pp));
     r.layout.micro_batches = static_cast<int>(64 / r.layout.dp);
     r.layout.sp = tp > 1;
-    r.layout.recompute = Recompute::Full;
-    r.step_time_s = perf::estimate_time(r.model, r.layout, r.training, slow).step_s;
+    r.layout.recompute = plan::Recompute::Full;
+    r.step_time_s = cost::estimate_time(r.model, r.layout, r.training, slow).step_s;
     runs.push_back(std::move(r));
   }
-  auto c = perf::calibrate(runs, hw);
+  auto c = cost::calibrate(runs, hw);
   EXPECT_NEAR(c.scale, 0.7, 0.01);
   for (double e : c.errors_after) EXPECT_LT(std::fabs(e), 0.02);
 }
@@ -530,18 +530,18 @@ TEST(Calibrate, EachRunIsPricedWithWhatItsSystemOverlapped) {
   - {name: a, model: llama3-70b, devices: 64, global_batch: 128, seq: 4096, tp: 8, pp: 2, mbs: 1, overlap: {tp: 0.9, dp: 0.5}, step_time_s: 10}
   - {name: b, model: llama3-70b, devices: 64, global_batch: 128, seq: 4096, tp: 8, pp: 2, mbs: 1, step_time_s: 10}
 )";
-  auto parsed = perf::runs_from_json(test::parse_yaml_for_test(runs), "runs.yaml", test::catalog());
+  auto parsed = cost::runs_from_json(test::parse_yaml_for_test(runs), "runs.yaml", test::catalog());
   ASSERT_EQ(parsed.size(), 2u);
   EXPECT_DOUBLE_EQ(parsed[0].overlap.tp, 0.9);
   EXPECT_DOUBLE_EQ(parsed[0].overlap.dp, 0.5);
-  EXPECT_DOUBLE_EQ(parsed[1].overlap.tp, perf::Overlap{}.tp);
-  auto c = perf::calibrate(parsed, test::device("h100-sxm"));
+  EXPECT_DOUBLE_EQ(parsed[1].overlap.tp, cost::Overlap{}.tp);
+  auto c = cost::calibrate(parsed, test::device("h100-sxm"));
   EXPECT_LT(c.errors_before[0], c.errors_before[1]);  // same measured time, faster estimate with more overlap
   std::string bad = R"(runs:
   - {name: a, model: llama3-70b, devices: 64, global_batch: 128, seq: 4096, tp: 8, pp: 2, overlap: {tp: 1.5}, step_time_s: 10}
 )";
   try {
-    (void)perf::runs_from_json(test::parse_yaml_for_test(bad), "runs.yaml", test::catalog());
+    (void)cost::runs_from_json(test::parse_yaml_for_test(bad), "runs.yaml", test::catalog());
     FAIL() << "an overlap of 1.5 was accepted";
   } catch (const Error& e) {
     std::string what = e.what();

@@ -7,9 +7,9 @@
 
 #include <gtest/gtest.h>
 
+#include "core/files.hpp"
+#include "cost/time.hpp"
 #include "helpers.hpp"
-#include "io/files.hpp"
-#include "perf/perf.hpp"
 #include "search/search.hpp"
 
 using namespace sapp;
@@ -20,14 +20,14 @@ struct Case {
   std::string name, source;
   model::Model model;
   hardware::Hardware hw;
-  Training training;
-  Layout layout;
+  plan::Training training;
+  plan::Layout layout;
   long long gpus = 0;
   double measured = 0;
   bool megatron2021 = false;
   bool rank_miss = false;  // known: search does not rank the published layout in its top 5
   bool fitted = false;     // a catalog efficiency was fitted to this run (not a held-out check)
-  perf::Overlap overlap;   // what the published system overlapped
+  cost::Overlap overlap;   // what the published system overlapped
   double h = 0, layers = 0;
 };
 
@@ -46,13 +46,13 @@ std::vector<Case> load_cases() {
     v.measured = c.at("measured").get<double>();
     v.training.seq = c.at("seq").get<long long>();
     v.training.global_batch = c.at("batch").get<long long>();
-    Layout& l = v.layout;
+    plan::Layout& l = v.layout;
     l.tp = c.at("tp").get<int>();
     l.pp = c.at("pp").get<int>();
     l.cp = c.value("cp", 1);
     l.vpp = c.value("vpp", 1);
     l.mbs = c.value("mbs", 1);
-    derive_data_parallel(l, v.gpus, v.training.global_batch, v.name + ": gpus", v.name + ": batch");
+    plan::derive_data_parallel(l, v.gpus, v.training.global_batch, v.name + ": gpus", v.name + ": batch");
     if (c.contains("model")) {
       v.model = test::bundled(c.at("model").get<std::string>());
     } else {
@@ -82,7 +82,7 @@ std::vector<Case> load_cases() {
       v.overlap.tp = 0;
       v.overlap.dp = 0;
       v.overlap.pp = 0;
-      l.recompute = Recompute::Full;
+      l.recompute = plan::Recompute::Full;
       l.zero = 0;
       l.sp = false;
     } else {
@@ -91,7 +91,7 @@ std::vector<Case> load_cases() {
       v.training.fp8 = true;
       v.training.grad_bytes = 2;  // NeMo's performance scripts set grad_reduce_in_fp32 = False for FP8 runs
       v.overlap.tp = 0.9;         // NeMo's performance recipes enable TP communication overlap (userbuffers)
-      l.recompute = Recompute::Off;
+      l.recompute = plan::Recompute::Off;
       l.zero = 1;
       l.sp = l.tp > 1;
     }
@@ -100,7 +100,7 @@ std::vector<Case> load_cases() {
   return out;
 }
 
-double predicted(const Case& c, const perf::StepTime& t) {
+double predicted(const Case& c, const cost::StepTime& t) {
   if (!c.megatron2021) return t.tokens_per_s_per_device;
   double B = static_cast<double>(c.training.global_batch), s = static_cast<double>(c.training.seq), V = 51200;
   double flops = 96.0 * B * s * c.layers * c.h * c.h * (1.0 + s / (6.0 * c.h) + V / (16.0 * c.layers * c.h));
@@ -115,10 +115,10 @@ TEST(Validation, PublishedRunsWithinFifteenPercentMedian) {
   std::vector<double> errors, held_out;
   std::printf("\n%-20s %-13s %-36s %10s %10s %8s %s\n", "case", "source", "layout", "measured", "estimated", "error", "peak GiB (fits)");
   for (const auto& c : cases) {
-    auto violations = check_layout(c.model, c.layout, c.training, c.gpus);
+    auto violations = plan::check_layout(c.model, c.layout, c.training, c.gpus);
     ASSERT_TRUE(violations.empty()) << c.name << ": " << violations.front().rule << ": " << violations.front().detail;
-    MemoryEstimate mem = estimate_memory(c.model, c.layout, c.training, c.hw.memory_bytes);
-    perf::StepTime t = perf::estimate_time(c.model, c.layout, c.training, c.hw, mem, c.overlap);
+    cost::MemoryEstimate mem = cost::estimate_memory(c.model, c.layout, c.training, c.hw.memory_bytes);
+    cost::StepTime t = cost::estimate_time(c.model, c.layout, c.training, c.hw, mem, c.overlap);
     double p = predicted(c, t);
     // A published run ran: its layout must fit sapp's memory model on its device.
     EXPECT_TRUE(mem.fits()) << c.name << ": the published layout is estimated at " << mem.peak_bytes / 1073741824.0 << " GiB";
@@ -162,18 +162,18 @@ TEST(Validation, SearchRanksThePublishedLayoutInTheTopFive) {
       space.cp = std::nullopt;
       space.vpp = std::nullopt;
       space.sp = std::vector<bool>{true, false};
-      space.cp_algo = std::vector<CpAlgo>{CpAlgo::Ring};
+      space.cp_algo = std::vector<plan::CpAlgo>{plan::CpAlgo::Ring};
     }
     search::Options opt;
     opt.threads = 2;
     opt.overlap = c.overlap;
     auto r = search::search(c.model, space, c.training, c.hw, c.gpus, c.hw.memory_bytes, opt);
-    MemoryEstimate mem = estimate_memory(c.model, c.layout, c.training, c.hw.memory_bytes);
-    double published = perf::estimate_time(c.model, c.layout, c.training, c.hw, mem, c.overlap).step_s;
+    cost::MemoryEstimate mem = cost::estimate_memory(c.model, c.layout, c.training, c.hw.memory_bytes);
+    double published = cost::estimate_time(c.model, c.layout, c.training, c.hw, mem, c.overlap).step_s;
     bool found = false;
     std::size_t rank = 0;
     for (std::size_t i = 0; i < r.ranked.size() && i < 5; ++i) {
-      const Layout& l = r.ranked[i].layout;
+      const plan::Layout& l = r.ranked[i].layout;
       bool same = l.tp == c.layout.tp && l.pp == c.layout.pp && l.cp == c.layout.cp && l.vpp == c.layout.vpp;
       if (same || std::fabs(r.ranked[i].time.step_s - published) <= 0.03 * published) {
         found = true;

@@ -2,12 +2,12 @@
 
 #include <fmt/format.h>
 
-#include "balance/decompose.hpp"
-#include "balance/solver.hpp"
 #include "cli/commands.hpp"
-#include "io/error.hpp"
-#include "io/files.hpp"
-#include "simulate/svg.hpp"
+#include "core/error.hpp"
+#include "core/files.hpp"
+#include "pipeline/decompose.hpp"
+#include "pipeline/solver.hpp"
+#include "pipeline/svg.hpp"
 
 namespace sapp::cli {
 

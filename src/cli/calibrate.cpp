@@ -4,9 +4,9 @@
 #include <fmt/format.h>
 
 #include "cli/commands.hpp"
+#include "core/files.hpp"
+#include "cost/calibrate.hpp"
 #include "hardware/hardware.hpp"
-#include "io/files.hpp"
-#include "perf/calibrate.hpp"
 
 namespace sapp::cli {
 
@@ -42,8 +42,8 @@ Run add_calibrate(CLI::App& app) {
     std::string data = io::data_dir();
     model::Catalog catalog = model::load_catalog(data);
     hardware::Hardware hw = hardware::load_hardware(o->hardware, data);
-    auto runs = perf::runs_from_json(io::read_tree(o->runs), o->runs, catalog);
-    perf::Calibration c = perf::calibrate(runs, hw);
+    auto runs = cost::runs_from_json(io::read_tree(o->runs), o->runs, catalog);
+    cost::Calibration c = cost::calibrate(runs, hw);
     const auto& e = c.efficiency;
     std::string out;
     if (o->format == "json") {

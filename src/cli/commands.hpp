@@ -7,8 +7,8 @@
 
 #include <CLI/CLI.hpp>
 
-#include "memory/layout.hpp"
-#include "perf/perf.hpp"
+#include "cost/time.hpp"
+#include "plan/layout.hpp"
 
 namespace sapp::cli {
 
@@ -61,8 +61,8 @@ struct JobOptions {
   std::string output = "-";
 };
 void add_job_options(CLI::App& cmd, JobOptions& o, bool devices_required);
-Training training_from(const JobOptions& o);
-perf::Overlap overlap_from(const JobOptions& o);
+plan::Training training_from(const JobOptions& o);
+cost::Overlap overlap_from(const JobOptions& o);
 
 // Writes `text` to the --output target atomically ("-" = stdout).
 void emit(const std::string& output, const std::string& text);

@@ -1,12 +1,12 @@
 #include <fmt/format.h>
 
 #include "cli/commands.hpp"
+#include "core/error.hpp"
+#include "core/files.hpp"
+#include "cost/memory.hpp"
+#include "cost/time.hpp"
 #include "hardware/hardware.hpp"
-#include "io/error.hpp"
-#include "io/files.hpp"
-#include "io/report.hpp"
-#include "memory/memory.hpp"
-#include "perf/perf.hpp"
+#include "report/report.hpp"
 
 namespace sapp::cli {
 
@@ -49,8 +49,8 @@ Run add_estimate(CLI::App& app) {
     model::Catalog catalog = model::load_catalog(data);
     model::Model model = model::resolve(model::load_model(o->job.model, data), catalog.records, catalog.profiles);
     hardware::Hardware hw = hardware::load_hardware(o->job.hardware, data);
-    Training training = training_from(o->job);
-    Layout l;
+    plan::Training training = training_from(o->job);
+    plan::Layout l;
     l.tp = o->tp;
     l.pp = o->pp;
     l.cp = o->cp;
@@ -61,21 +61,21 @@ Run add_estimate(CLI::App& app) {
     l.zero = o->zero;
     l.optimizer_shard = o->optimizer_shard;
     l.sp = o->sp;
-    l.cp_algo = o->cp_algo == "ring" ? CpAlgo::Ring : CpAlgo::AllToAll;
-    l.recompute = parse_recompute(o->recompute, "--recompute");
-    derive_data_parallel(l, o->job.devices, o->job.global_batch, "--devices", "--global-batch");
-    auto violations = check_layout(model, l, training, o->job.devices);
+    l.cp_algo = o->cp_algo == "ring" ? plan::CpAlgo::Ring : plan::CpAlgo::AllToAll;
+    l.recompute = plan::parse_recompute(o->recompute, "--recompute");
+    plan::derive_data_parallel(l, o->job.devices, o->job.global_batch, "--devices", "--global-batch");
+    auto violations = plan::check_layout(model, l, training, o->job.devices);
     if (!violations.empty()) fail("layout", "{}: {}", violations.front().rule, violations.front().detail);
     double capacity = o->job.memory_limit_gib > 0 ? o->job.memory_limit_gib * 1073741824.0 : hw.memory_bytes;
-    MemoryEstimate mem = estimate_memory(model, l, training, capacity);
-    perf::StepTime time = perf::estimate_time(model, l, training, hw, mem, overlap_from(o->job));
+    cost::MemoryEstimate mem = cost::estimate_memory(model, l, training, capacity);
+    cost::StepTime time = cost::estimate_time(model, l, training, hw, mem, overlap_from(o->job));
 
     std::string out;
     if (o->job.format == "json") {
       nlohmann::json j = io::memory_json(model, l, mem);
       j["hardware"] = hw.id;
       j["devices"] = o->job.devices;
-      perf::add_time_json(j, time);
+      cost::add_time_json(j, time);
       out = j.dump(2) + "\n";
     } else if (o->job.format == "csv") {
       out = "stage,layers,params,grads,optimizer,activations,buffers,reserve,optimizer_step,total\n";
@@ -85,13 +85,13 @@ Run add_estimate(CLI::App& app) {
       }
     } else {
       out = io::memory_table(model, l, mem, hw.name);
-      out += perf::time_summary(time);
+      out += cost::time_summary(time);
     }
     if (o->explain_flag || o->explain >= 0) {
       int explain = o->explain >= 0 ? o->explain : mem.peak_stage;
       if (explain >= l.pp) fail("--explain", "stage {} does not exist; PP is {}", explain, l.pp);
       std::string lines;
-      for (const auto& line : explain_stage(model, l, training, mem, explain)) lines += line + "\n";
+      for (const auto& line : cost::explain_stage(model, l, training, mem, explain)) lines += line + "\n";
       if (o->job.format == "table")
         out += "\n" + lines;
       else

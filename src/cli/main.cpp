@@ -5,8 +5,8 @@
 #include <fmt/format.h>
 
 #include "cli/commands.hpp"
-#include "io/error.hpp"
-#include "io/files.hpp"
+#include "core/error.hpp"
+#include "core/files.hpp"
 
 namespace sapp::cli {
 
@@ -44,8 +44,8 @@ void add_job_options(CLI::App& cmd, JobOptions& o, bool devices_required) {
   cmd.add_option("--output,-o", o.output, "write the output to this file (atomically) instead of stdout");
 }
 
-Training training_from(const JobOptions& o) {
-  Training t;
+plan::Training training_from(const JobOptions& o) {
+  plan::Training t;
   t.global_batch = o.global_batch;
   t.seq = o.seq;
   t.flash_attention = !o.no_flash;
@@ -57,12 +57,12 @@ Training training_from(const JobOptions& o) {
   t.compute_bytes = o.compute_bytes;
   t.capacity_factor = o.capacity_factor;
   t.reserve_bytes = o.reserve_gib * 1073741824.0;
-  t.rank_order = parse_rank_order(o.rank_order, "--rank-order");
+  t.rank_order = plan::parse_rank_order(o.rank_order, "--rank-order");
   return t;
 }
 
-perf::Overlap overlap_from(const JobOptions& o) {
-  perf::Overlap ov;
+cost::Overlap overlap_from(const JobOptions& o) {
+  cost::Overlap ov;
   if (o.overlap_tp >= 0) ov.tp = o.overlap_tp;
   if (o.overlap_dp >= 0) ov.dp = o.overlap_dp;
   if (o.overlap_ep >= 0) ov.ep = o.overlap_ep;

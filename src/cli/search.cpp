@@ -4,10 +4,10 @@
 #include <fmt/format.h>
 
 #include "cli/commands.hpp"
+#include "core/error.hpp"
+#include "core/files.hpp"
 #include "hardware/hardware.hpp"
-#include "io/error.hpp"
-#include "io/files.hpp"
-#include "io/report.hpp"
+#include "report/report.hpp"
 #include "search/search.hpp"
 
 namespace sapp::cli {
@@ -26,7 +26,7 @@ struct SearchOptions {
   bool quiet = false;
 };
 
-std::string breakdown_cell(const perf::Breakdown& b) {
+std::string breakdown_cell(const cost::Breakdown& b) {
   return fmt::format("comp {:.2f} rc {:.2f} tp {:.2f} cp {:.2f} ep {:.2f} dp {:.2f} pp {:.2f} bub {:.2f}", b.compute_s, b.recompute_s, b.tp_comm_s, b.cp_comm_s,
                      b.ep_comm_s, b.dp_comm_s, b.pp_comm_s, b.bubble_s);
 }
@@ -61,7 +61,7 @@ Run add_search(CLI::App& app) {
     model::Catalog catalog = model::load_catalog(data);
     model::Model model = model::resolve(model::load_model(o->job.model, data), catalog.records, catalog.profiles);
     hardware::Hardware hw = hardware::load_hardware(o->job.hardware, data);
-    Training training = training_from(o->job);
+    plan::Training training = training_from(o->job);
     search::Space space;
     if (!o->config.empty()) {
       nlohmann::json tree = io::read_tree(o->config);
@@ -92,16 +92,16 @@ Run add_search(CLI::App& app) {
     }
     if (given("--cp-algo") || o->config.empty()) {
       if (o->cp_algo == "ring")
-        space.cp_algo = std::vector<CpAlgo>{CpAlgo::Ring};
+        space.cp_algo = std::vector<plan::CpAlgo>{plan::CpAlgo::Ring};
       else if (o->cp_algo == "all2all")
-        space.cp_algo = std::vector<CpAlgo>{CpAlgo::AllToAll};
+        space.cp_algo = std::vector<plan::CpAlgo>{plan::CpAlgo::AllToAll};
       else
         space.cp_algo.reset();
     }
     if (given("--recompute") || o->config.empty()) {
       nlohmann::json modes = nlohmann::json::array();
       for (const std::string& mode : io::split_commas(o->recompute)) modes.push_back(mode);
-      space.recompute = read_recompute_modes(modes.size() == 1 ? modes[0] : modes, "--recompute");
+      space.recompute = plan::read_recompute_modes(modes.size() == 1 ? modes[0] : modes, "--recompute");
     }
     if (given("--optimizer-shard")) space.optimizer_shard = o->optimizer_shard;
     if (given("--allow-tp-across-nodes")) space.allow_tp_across_nodes = true;
@@ -126,8 +126,8 @@ Run add_search(CLI::App& app) {
       nlohmann::json cands = nlohmann::json::array();
       for (std::size_t i = 0; i < shown; ++i) {
         const auto& c = r.ranked[i];
-        nlohmann::json j = io::memory_json(model, c.layout, estimate_memory(model, c.layout, training, capacity));
-        perf::add_time_json(j, c.time);
+        nlohmann::json j = io::memory_json(model, c.layout, cost::estimate_memory(model, c.layout, training, capacity));
+        cost::add_time_json(j, c.time);
         j["rank"] = i + 1;
         cands.push_back(j);
       }
@@ -144,7 +144,7 @@ Run add_search(CLI::App& app) {
           "recompute_s,tp_comm_s,cp_comm_s,ep_comm_s,dp_comm_s,pp_comm_s,bubble_s,optimizer_s\n";
       for (std::size_t i = 0; i < shown; ++i) {
         const auto& c = r.ranked[i];
-        const Layout& l = c.layout;
+        const plan::Layout& l = c.layout;
         const auto& b = c.time.breakdown;
         out += fmt::format(
             "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.0f},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g}\n", i + 1,

@@ -2,8 +2,8 @@
 
 #include <algorithm>
 
-#include "io/error.hpp"
-#include "io/files.hpp"
+#include "core/error.hpp"
+#include "core/files.hpp"
 
 namespace sapp::hardware {
 

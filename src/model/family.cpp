@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include "io/error.hpp"
-#include "io/files.hpp"
+#include "core/error.hpp"
+#include "core/files.hpp"
 
 namespace sapp::model {
 

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "expr/expr.hpp"
+#include "core/expr.hpp"
 #include "model/model_spec.hpp"
 #include "model/op_records.hpp"
 

@@ -11,7 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "expr/expr.hpp"
+#include "core/expr.hpp"
 
 namespace sapp::model {
 

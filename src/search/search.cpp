@@ -9,8 +9,8 @@
 
 #include <fmt/format.h>
 
-#include "io/error.hpp"
-#include "io/files.hpp"
+#include "core/error.hpp"
+#include "core/files.hpp"
 
 namespace sapp::search {
 
@@ -84,13 +84,13 @@ void space_from_json(const nlohmann::json& dims, const std::string& file, Space&
     if (s == "auto")
       space.cp_algo.reset();
     else if (s == "ring")
-      space.cp_algo = std::vector<CpAlgo>{CpAlgo::Ring};
+      space.cp_algo = std::vector<plan::CpAlgo>{plan::CpAlgo::Ring};
     else if (s == "all2all")
-      space.cp_algo = std::vector<CpAlgo>{CpAlgo::AllToAll};
+      space.cp_algo = std::vector<plan::CpAlgo>{plan::CpAlgo::AllToAll};
     else
       rd.bad("cp_algo", "ring, all2all or auto");
   }
-  if (dims.contains("recompute")) space.recompute = read_recompute_modes(dims.at("recompute"), at(file, "search.recompute"));
+  if (dims.contains("recompute")) space.recompute = plan::read_recompute_modes(dims.at("recompute"), at(file, "search.recompute"));
   space.optimizer_shard = static_cast<int>(rd.integer_or("optimizer_shard", 0));
   space.allow_tp_across_nodes = rd.boolean_or("allow_tp_across_nodes", false);
 }
@@ -113,8 +113,9 @@ std::vector<int> divisors(long long n) {
 
 }  // namespace
 
-std::vector<Layout> enumerate(const model::Model& model, const Space& space, const Training& training, const hardware::Hardware& hw, long long devices) {
-  std::vector<Layout> out;
+std::vector<plan::Layout> enumerate(const model::Model& model, const Space& space, const plan::Training& training, const hardware::Hardware& hw,
+                                    long long devices) {
+  std::vector<plan::Layout> out;
   const model::ModelSpec& spec = model.spec;
   long long layers = model.body_layers() + model.vision_layers();
   auto values = [](const Dim& d, const std::vector<int>& fallback) { return d ? *d : fallback; };
@@ -165,11 +166,12 @@ std::vector<Layout> enumerate(const model::Model& model, const Space& space, con
                 for (int zero : values(space.zero, {0, 1, 2, 3})) {
                   std::vector<bool> sps = space.sp ? *space.sp : (tp > 1 ? std::vector<bool>{false, true} : std::vector<bool>{false});
                   for (bool sp : sps) {
-                    std::vector<CpAlgo> algos =
-                        space.cp_algo ? *space.cp_algo : (cp > 1 ? std::vector<CpAlgo>{CpAlgo::Ring, CpAlgo::AllToAll} : std::vector<CpAlgo>{CpAlgo::Ring});
-                    for (CpAlgo algo : algos) {
-                      for (Recompute rc : space.recompute) {
-                        Layout l;
+                    std::vector<plan::CpAlgo> algos = space.cp_algo ? *space.cp_algo
+                                                                    : (cp > 1 ? std::vector<plan::CpAlgo>{plan::CpAlgo::Ring, plan::CpAlgo::AllToAll}
+                                                                              : std::vector<plan::CpAlgo>{plan::CpAlgo::Ring});
+                    for (plan::CpAlgo algo : algos) {
+                      for (plan::Recompute rc : space.recompute) {
+                        plan::Layout l;
                         l.tp = tp;
                         l.cp = cp;
                         l.pp = pp;
@@ -199,11 +201,11 @@ std::vector<Layout> enumerate(const model::Model& model, const Space& space, con
   return out;
 }
 
-Result search(const model::Model& model, const Space& space, const Training& training, const hardware::Hardware& hw, long long devices, double capacity,
+Result search(const model::Model& model, const Space& space, const plan::Training& training, const hardware::Hardware& hw, long long devices, double capacity,
               const Options& options) {
   auto t0 = std::chrono::steady_clock::now();
   if (training.fp8) hw.require_fp8_rate();  // before the workers start, so the refusal is one clean error
-  std::vector<Layout> layouts = enumerate(model, space, training, hw, devices);
+  std::vector<plan::Layout> layouts = enumerate(model, space, training, hw, devices);
   const std::size_t n = layouts.size();
   std::vector<std::optional<Candidate>> slots(n);
   int threads = std::max(1, options.threads);
@@ -216,15 +218,15 @@ Result search(const model::Model& model, const Space& space, const Training& tra
   using TimeKey = std::tuple<int, int, bool, int, int, int, int>;  // the same and the CP algorithm
   auto work = [&](int worker) {
     auto& rej = rejected[static_cast<std::size_t>(worker)];
-    std::map<MemoryKey, std::vector<KindMemory>> memory_groups;
-    std::map<TimeKey, perf::KindTimes> time_groups;
+    std::map<MemoryKey, std::vector<cost::KindMemory>> memory_groups;
+    std::map<TimeKey, cost::KindTimes> time_groups;
     constexpr std::size_t kBatch = 64;
     for (;;) {
       std::size_t begin = next.fetch_add(kBatch);
       if (begin >= n) break;
       std::size_t end = std::min(n, begin + kBatch);
       for (std::size_t i = begin; i < end; ++i) {
-        const Layout& l = layouts[i];
+        const plan::Layout& l = layouts[i];
         if (l.micro_batches < 1) {
           ++rej["global batch"];
           continue;
@@ -233,15 +235,15 @@ Result search(const model::Model& model, const Space& space, const Training& tra
           ++rej["tp across nodes"];
           continue;
         }
-        auto violations = check_layout(model, l, training, devices, false);
+        auto violations = plan::check_layout(model, l, training, devices, false);
         if (!violations.empty()) {
           ++rej[violations.front().rule];
           continue;
         }
         MemoryKey mk{l.mbs, l.tp, l.sp, l.cp, l.ep, l.etp};
         auto km = memory_groups.find(mk);
-        if (km == memory_groups.end()) km = memory_groups.emplace(mk, kind_memory(model, l, training)).first;
-        MemoryEstimate mem = estimate_memory(model, l, training, capacity, &km->second);
+        if (km == memory_groups.end()) km = memory_groups.emplace(mk, cost::kind_memory(model, l, training)).first;
+        cost::MemoryEstimate mem = cost::estimate_memory(model, l, training, capacity, &km->second);
         if (!mem.fits()) {
           ++rej["out of memory"];
           continue;
@@ -252,8 +254,8 @@ Result search(const model::Model& model, const Space& space, const Training& tra
         c.peak_stage = mem.peak_stage;
         TimeKey tk{l.mbs, l.tp, l.sp, l.cp, static_cast<int>(l.cp_algo), l.ep, l.etp};
         auto kt = time_groups.find(tk);
-        if (kt == time_groups.end()) kt = time_groups.emplace(tk, perf::kind_times(model, l, training, hw, options.overlap)).first;
-        c.time = perf::estimate_time(model, l, training, hw, mem, options.overlap, &kt->second);
+        if (kt == time_groups.end()) kt = time_groups.emplace(tk, cost::kind_times(model, l, training, hw, options.overlap)).first;
+        c.time = cost::estimate_time(model, l, training, hw, mem, options.overlap, &kt->second);
         slots[i] = c;
       }
       done.fetch_add(static_cast<long long>(end - begin));

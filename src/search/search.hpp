@@ -13,9 +13,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cost/memory.hpp"
+#include "cost/time.hpp"
 #include "hardware/hardware.hpp"
-#include "memory/memory.hpp"
-#include "perf/perf.hpp"
 
 namespace sapp::search {
 
@@ -25,8 +25,8 @@ using Dim = std::optional<std::vector<int>>;
 struct Space {
   Dim tp, pp, cp, ep, etp, vpp, mbs, zero;
   std::optional<std::vector<bool>> sp;
-  std::optional<std::vector<CpAlgo>> cp_algo;
-  std::vector<Recompute> recompute = {Recompute::Off, Recompute::Selective, Recompute::Full};
+  std::optional<std::vector<plan::CpAlgo>> cp_algo;
+  std::vector<plan::Recompute> recompute = {plan::Recompute::Off, plan::Recompute::Selective, plan::Recompute::Full};
   int optimizer_shard = 0;
   bool allow_tp_across_nodes = false;
 };
@@ -39,10 +39,10 @@ Dim dim_from_json(const nlohmann::json& v, const std::string& where, int lowest 
 void space_from_json(const nlohmann::json& dims, const std::string& file, Space& space);
 
 struct Candidate {
-  Layout layout;
+  plan::Layout layout;
   double peak_memory_bytes = 0;
   int peak_stage = 0;
-  perf::StepTime time;
+  cost::StepTime time;
 };
 
 struct Result {
@@ -54,13 +54,14 @@ struct Result {
 
 struct Options {
   int threads = 1;
-  perf::Overlap overlap;
+  cost::Overlap overlap;
   // Called about every half second from the calling thread with (done, total); may be empty.
   std::function<void(long long, long long)> progress;
 };
 
-std::vector<Layout> enumerate(const model::Model& model, const Space& space, const Training& training, const hardware::Hardware& hw, long long devices);
-Result search(const model::Model& model, const Space& space, const Training& training, const hardware::Hardware& hw, long long devices, double capacity_bytes,
-              const Options& options);
+std::vector<plan::Layout> enumerate(const model::Model& model, const Space& space, const plan::Training& training, const hardware::Hardware& hw,
+                                    long long devices);
+Result search(const model::Model& model, const Space& space, const plan::Training& training, const hardware::Hardware& hw, long long devices,
+              double capacity_bytes, const Options& options);
 
 }  // namespace sapp::search

@@ -1,13 +1,13 @@
-#include "perf/calibrate.hpp"
+#include "cost/calibrate.hpp"
 
 #include <algorithm>
 #include <cmath>
 
-#include "io/error.hpp"
-#include "io/files.hpp"
-#include "perf/perf.hpp"
+#include "core/error.hpp"
+#include "core/files.hpp"
+#include "cost/time.hpp"
 
-namespace sapp::perf {
+namespace sapp::cost {
 
 std::vector<MeasuredRun> runs_from_json(const nlohmann::json& tree, const std::string& file, const model::Catalog& catalog) {
   io::Reader top{tree, file, ""};
@@ -30,7 +30,7 @@ std::vector<MeasuredRun> runs_from_json(const nlohmann::json& tree, const std::s
     run.training.flash_attention = rd.boolean_or("flash_attention", true);
     run.training.grad_bytes = rd.number_or("grad_bytes", run.training.grad_bytes);
     if (run.training.grad_bytes <= 0) rd.bad("grad_bytes", "a positive number of bytes per gradient");
-    Layout& l = run.layout;
+    plan::Layout& l = run.layout;
     l.tp = static_cast<int>(rd.integer("tp"));
     l.pp = static_cast<int>(rd.integer("pp"));
     l.cp = static_cast<int>(rd.integer_or("cp", 1));
@@ -52,9 +52,9 @@ std::vector<MeasuredRun> runs_from_json(const nlohmann::json& tree, const std::s
       fraction("cp", run.overlap.cp);
       fraction("pp", run.overlap.pp);
     }
-    if (list[i].contains("recompute")) l.recompute = read_activation_checkpoint_mode(list[i].at("recompute"), at(file, key + ".recompute"));
-    derive_data_parallel(l, run.devices, run.training.global_batch, at(file, key + ".devices"), at(file, key + ".global_batch"));
-    auto violations = check_layout(run.model, l, run.training, run.devices);
+    if (list[i].contains("recompute")) l.recompute = plan::read_activation_checkpoint_mode(list[i].at("recompute"), at(file, key + ".recompute"));
+    plan::derive_data_parallel(l, run.devices, run.training.global_batch, at(file, key + ".devices"), at(file, key + ".global_batch"));
+    auto violations = plan::check_layout(run.model, l, run.training, run.devices);
     if (!violations.empty()) fail(at(file, key), "{}: {}", violations.front().rule, violations.front().detail);
     if (rd.has("step_time_s") == rd.has("tokens_per_s_per_device")) rd.bad("step_time_s", "exactly one of step_time_s or tokens_per_s_per_device");
     if (rd.has("step_time_s")) {
@@ -141,4 +141,4 @@ Calibration calibrate(const std::vector<MeasuredRun>& runs, const hardware::Hard
   return c;
 }
 
-}  // namespace sapp::perf
+}  // namespace sapp::cost

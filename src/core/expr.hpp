@@ -14,7 +14,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "io/error.hpp"
+#include "core/error.hpp"
 
 namespace sapp::expr {
 

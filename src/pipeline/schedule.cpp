@@ -1,11 +1,11 @@
-#include "simulate/schedule.hpp"
+#include "pipeline/schedule.hpp"
 
 #include <algorithm>
 #include <cmath>
 
 #include <fmt/format.h>
 
-#include "io/error.hpp"
+#include "core/error.hpp"
 
 namespace sapp::simulate {
 

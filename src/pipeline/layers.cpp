@@ -1,9 +1,9 @@
-#include "balance/layers.hpp"
+#include "pipeline/layers.hpp"
 
 #include <cmath>
 
-#include "io/error.hpp"
-#include "io/files.hpp"
+#include "core/error.hpp"
+#include "core/files.hpp"
 
 namespace sapp::balance {
 

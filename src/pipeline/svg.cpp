@@ -1,4 +1,4 @@
-#include "simulate/svg.hpp"
+#include "pipeline/svg.hpp"
 
 #include <algorithm>
 #include <cmath>

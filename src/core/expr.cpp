@@ -1,4 +1,4 @@
-#include "expr/expr.hpp"
+#include "core/expr.hpp"
 
 #include <algorithm>
 #include <cctype>

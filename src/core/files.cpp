@@ -1,4 +1,4 @@
-#include "io/files.hpp"
+#include "core/files.hpp"
 
 #include <algorithm>
 #include <charconv>
@@ -13,7 +13,7 @@
 #include <unistd.h>
 #include <yaml-cpp/yaml.h>
 
-#include "io/error.hpp"
+#include "core/error.hpp"
 
 namespace sapp::io {
 

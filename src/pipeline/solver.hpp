@@ -33,8 +33,8 @@
 #include <string>
 #include <vector>
 
-#include "balance/layers.hpp"
-#include "simulate/schedule.hpp"
+#include "pipeline/layers.hpp"
+#include "pipeline/schedule.hpp"
 
 namespace sapp::balance {
 

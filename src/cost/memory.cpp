@@ -1,4 +1,4 @@
-#include "memory/memory.hpp"
+#include "cost/memory.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -7,67 +7,9 @@
 
 #include <fmt/format.h>
 
-#include "io/error.hpp"
+#include "core/error.hpp"
 
-namespace sapp {
-
-namespace {
-
-void set(expr::Env& env, int index, long long v) {
-  if (index >= 0) env.set(index, expr::Value::of_int(v));
-}
-
-void set(expr::Env& env, int index, double v) {
-  if (index >= 0) env.set(index, expr::Value::of_double(v));
-}
-
-// A whole number stays a Python int so the records' arithmetic keeps int semantics.
-void set_number(expr::Env& env, int index, double v) {
-  if (v == std::floor(v) && std::fabs(v) < 9e15)
-    set(env, index, static_cast<long long>(v));
-  else
-    set(env, index, v);
-}
-
-// Average number of keys a causal query attends: positions 1..S, capped by a sliding window w.
-double causal_context(long long seq, long long window) {
-  double S = static_cast<double>(seq);
-  if (window <= 0 || window >= seq) return (S + 1.0) / 2.0;
-  double w = static_cast<double>(window);
-  return (w * (w + 1.0) / 2.0 + (S - w) * w) / S;
-}
-
-}  // namespace
-
-expr::Env layer_env(const model::Model& model, const model::BoundKind& kind, const Layout& l, const Training& training) {
-  const model::LayoutSymbols& sym = model.records->layout;
-  expr::Env env = kind.env;
-  long long seq = training.seq;
-  int cp = l.cp;
-  double ctx = 0;
-  if (kind.vision) {
-    seq = model.spec.vision->tokens;
-    cp = 1;
-    ctx = static_cast<double>(seq);  // bidirectional
-  } else {
-    ctx = causal_context(seq, kind.kind.sliding ? model.spec.sliding_window.value_or(0) : 0);
-  }
-  set_number(env, sym.s, static_cast<double>(seq) / cp);
-  set(env, sym.seq, seq);
-  set(env, sym.ctx, ctx);
-  set(env, sym.b, static_cast<long long>(l.mbs));
-  set(env, sym.t, static_cast<long long>(l.tp));
-  set(env, sym.tsp, static_cast<long long>(l.tsp()));
-  set(env, sym.cp, static_cast<long long>(cp));
-  set(env, sym.ep, static_cast<long long>(l.ep));
-  set(env, sym.etp, static_cast<long long>(l.etp));
-  set(env, sym.tok_shard, static_cast<long long>(std::max(1, l.tsp() / l.etp)));
-  set(env, sym.fa, static_cast<long long>(training.flash_attention ? 1 : 0));
-  set_number(env, sym.bc, training.compute_bytes);
-  set_number(env, sym.cap, training.capacity_factor);
-  set(env, sym.fp8, static_cast<long long>(training.fp8 ? 1 : 0));
-  return env;
-}
+namespace sapp::cost {
 
 ModeActivations layer_activations(const model::Model& model, const model::BoundKind& kind, expr::Env env) {
   const model::OpRecords& rec = *model.records;
@@ -106,64 +48,24 @@ ModeActivations layer_activations(const model::Model& model, const model::BoundK
   return out;
 }
 
-LayerActivation layer_activation(const model::Model& model, const model::BoundKind& kind, const expr::Env& bound, Recompute mode) {
+LayerActivation layer_activation(const model::Model& model, const model::BoundKind& kind, const expr::Env& bound, plan::Recompute mode) {
   return layer_activations(model, kind, bound).of(mode);
 }
 
-LayerActivation layer_activation(const model::Model& model, int kind, const Layout& layout, const Training& training, Recompute mode) {
+LayerActivation layer_activation(const model::Model& model, int kind, const plan::Layout& layout, const plan::Training& training, plan::Recompute mode) {
   const model::BoundKind& k = model.kinds.at(static_cast<std::size_t>(kind));
-  return layer_activation(model, k, layer_env(model, k, layout, training), mode);
+  return layer_activation(model, k, plan::layer_env(model, k, layout, training), mode);
 }
 
-std::vector<StagePlan> plan_stages(const model::Model& model, const Layout& l) {
-  std::vector<StagePlan> plan(static_cast<std::size_t>(l.pp));
-  for (auto& st : plan) st.chunks.resize(static_cast<std::size_t>(l.vpp));
-  plan.front().first = true;
-  plan.back().last = true;
-  for_each_chunk_group(model, l, [&](int stage, int chunk, int kind, long long count) {
-    ChunkLayers& c = plan[static_cast<std::size_t>(stage)].chunks[static_cast<std::size_t>(chunk)];
-    if (!c.groups.empty() && c.groups.back().first == kind)
-      c.groups.back().second += count;
-    else
-      c.groups.emplace_back(kind, count);
-    c.layers += count;
-  });
-  return plan;
-}
-
-long long in_flight_count(const Layout& l, bool less_memory, int chunk, int stage) {
-  long long S = l.pp;
-  long long V = l.vpp;
-  long long m = l.micro_batches;
-  long long s = stage;
-  if (V == 1) return std::min(S - s, m);
-  long long n = S;
-  if (less_memory) {
-    if (chunk == V - 1) n = S - s;
-  } else {
-    if (chunk == 0) n += std::max(0LL, S - 2 * s - 1);
-    if (chunk == V - 1) n += std::min(0LL, S - 2 * s - 1);
-  }
-  return std::clamp(n, 1LL, m);
-}
-
-std::vector<std::vector<long long>> in_flight(const Layout& l, bool less_memory) {
-  std::vector<std::vector<long long>> a(static_cast<std::size_t>(l.vpp), std::vector<long long>(static_cast<std::size_t>(l.pp), 0));
-  for (int v = 0; v < l.vpp; ++v) {
-    for (int s = 0; s < l.pp; ++s) a[static_cast<std::size_t>(v)][static_cast<std::size_t>(s)] = in_flight_count(l, less_memory, v, s);
-  }
-  return a;
-}
-
-std::vector<KindMemory> kind_memory(const model::Model& model, const Layout& l, const Training& training) {
+std::vector<KindMemory> kind_memory(const model::Model& model, const plan::Layout& l, const plan::Training& training) {
   std::vector<KindMemory> out;
   out.reserve(model.kinds.size());
   for (const auto& kind : model.kinds) {
-    ModeActivations modes = layer_activations(model, kind, layer_env(model, kind, l, training));
+    ModeActivations modes = layer_activations(model, kind, plan::layer_env(model, kind, l, training));
     KindMemory k;
-    k.act[static_cast<int>(Recompute::Off)] = modes.off.total();
-    k.act[static_cast<int>(Recompute::Selective)] = modes.selective.total();
-    k.act[static_cast<int>(Recompute::Full)] = modes.full.total();
+    k.act[static_cast<int>(plan::Recompute::Off)] = modes.off.total();
+    k.act[static_cast<int>(plan::Recompute::Selective)] = modes.selective.total();
+    k.act[static_cast<int>(plan::Recompute::Full)] = modes.full.total();
     // TP shards attention and FFN matrices; norms are replicated. Experts are split over EP x expert-TP.
     k.dense_elems = (kind.attention_params + kind.ffn_params) / l.tp + kind.norm_params;
     k.expert_elems = kind.expert_params / (static_cast<double>(l.ep) * l.etp);
@@ -173,7 +75,8 @@ std::vector<KindMemory> kind_memory(const model::Model& model, const Layout& l, 
   return out;
 }
 
-MemoryEstimate estimate_memory(const model::Model& model, const Layout& l, const Training& training, double capacity, const std::vector<KindMemory>* per_kind) {
+MemoryEstimate estimate_memory(const model::Model& model, const plan::Layout& l, const plan::Training& training, double capacity,
+                               const std::vector<KindMemory>* per_kind) {
   const model::ModelSpec& spec = model.spec;
   std::vector<KindMemory> computed;
   if (per_kind == nullptr) {
@@ -189,7 +92,7 @@ MemoryEstimate estimate_memory(const model::Model& model, const Layout& l, const
   };
   std::vector<Sums> sums(static_cast<std::size_t>(l.pp));
   bool less = training.interleave_less_memory;
-  for_each_chunk_group(model, l, [&](int stage, int chunk, int kind, long long count) {
+  plan::for_each_chunk_group(model, l, [&](int stage, int chunk, int kind, long long count) {
     Sums& x = sums[static_cast<std::size_t>(stage)];
     std::size_t k = static_cast<std::size_t>(kind);
     double n = static_cast<double>(count);
@@ -197,8 +100,8 @@ MemoryEstimate estimate_memory(const model::Model& model, const Layout& l, const
     x.pn += n * km[k].dense_elems;
     x.pe += n * km[k].expert_elems;
     double act = km[k].act[static_cast<int>(l.recompute)];
-    x.act += static_cast<double>(in_flight_count(l, less, chunk, stage)) * n * act;
-    x.working = std::max(x.working, km[k].act[static_cast<int>(Recompute::Off)] - act);
+    x.act += static_cast<double>(plan::in_flight_count(l, less, chunk, stage)) * n * act;
+    x.working = std::max(x.working, km[k].act[static_cast<int>(plan::Recompute::Off)] - act);
     x.max_layer = std::max(x.max_layer, km[k].dense_elems + km[k].expert_elems);
     x.moe = x.moe || km[k].moe;
   });
@@ -231,14 +134,14 @@ MemoryEstimate estimate_memory(const model::Model& model, const Layout& l, const
     if (first) {
       pn += model.embedding_params / l.tp + model.vision_extra_params / l.tp;
       // Embedding output (and its dropout mask) for every micro-batch the first chunk holds.
-      m.embedding_activations = static_cast<double>(in_flight_count(l, less, 0, s)) * tokens * (bc * h + dropout * h) / l.tsp();
+      m.embedding_activations = static_cast<double>(plan::in_flight_count(l, less, 0, s)) * tokens * (bc * h + dropout * h) / l.tsp();
     }
     if (last) {
       pn += model.head_params / l.tp + model.final_norm_params + model.mtp_extra_params * static_cast<double>(mtp) / l.tp;
       if (spec.tie_word_embeddings && l.pp > 1) pn += model.embedding_params / l.tp;  // the last stage's copy
       // Final norm input, and logits in the compute dtype plus their fp32 upcast for the loss (one per MTP depth too).
       double logits = tokens * (bc + 4.0) * static_cast<double>(spec.vocab_size) / l.tp * static_cast<double>(1 + mtp);
-      m.head_activations = static_cast<double>(in_flight_count(l, less, l.vpp - 1, s)) * (tokens * bc * h / l.tsp() + logits);
+      m.head_activations = static_cast<double>(plan::in_flight_count(l, less, l.vpp - 1, s)) * (tokens * bc * h / l.tsp() + logits);
     }
     m.param_elements = pn;
     m.expert_param_elements = pe;
@@ -258,7 +161,7 @@ MemoryEstimate estimate_memory(const model::Model& model, const Layout& l, const
     if (l.ep > 1 && has_moe) m.ep_buffer = 2.0 * tokens * static_cast<double>(spec.experts_per_token.value_or(1)) * h * bc / l.tsp();
     if (l.cp > 1) {
       double kv_width = spec.kv_exchange_width();
-      m.cp_buffer = l.cp_algo == CpAlgo::Ring ? 2.0 * tokens * kv_width * bc / l.tp : 2.0 * full_tokens * h * bc / l.tp;
+      m.cp_buffer = l.cp_algo == plan::CpAlgo::Ring ? 2.0 * tokens * kv_width * bc / l.tp : 2.0 * full_tokens * h * bc / l.tp;
     }
     if (l.zero >= 2 && dp_shard > 1) m.dp_buffer = training.grad_bytes * std::min(40e6, pn + pe);   // bucket
     if (l.zero >= 3 && dp_shard > 1) m.dp_buffer += 2.0 * training.param_bytes * max_layer_params;  // gathered layer + prefetch
@@ -273,7 +176,7 @@ MemoryEstimate estimate_memory(const model::Model& model, const Layout& l, const
   return est;
 }
 
-std::vector<std::string> explain_stage(const model::Model& model, const Layout& l, const Training& training, const MemoryEstimate& est, int stage) {
+std::vector<std::string> explain_stage(const model::Model& model, const plan::Layout& l, const plan::Training& training, const MemoryEstimate& est, int stage) {
   const StageMemory& m = est.stages.at(static_cast<std::size_t>(stage));
   auto gib = [](double b) { return b / 1073741824.0; };
   double dp_shard = l.zero_group();
@@ -289,8 +192,8 @@ std::vector<std::string> explain_stage(const model::Model& model, const Layout& 
                             l.zero >= 2 ? fmt::format(" / {}", dp_shard) : "", l.zero >= 2 ? fmt::format(" / {}", edp_shard) : ""));
   out.push_back(fmt::format("optimizer   {:10.3f} GiB = {} B x (Pn{} + Pe{})  [fp32 master + 2 Adam moments]", gib(m.optimizer), training.optimizer_bytes,
                             l.zero >= 1 ? fmt::format(" / {}", dp_shard) : "", l.zero >= 1 ? fmt::format(" / {}", edp_shard) : ""));
-  auto flight = in_flight(l, training.interleave_less_memory);
-  std::vector<StagePlan> plan = plan_stages(model, l);
+  auto flight = plan::in_flight(l, training.interleave_less_memory);
+  std::vector<plan::StagePlan> plan = plan::plan_stages(model, l);
   for (int v = 0; v < l.vpp; ++v) {
     for (const auto& [kind, count] : plan[static_cast<std::size_t>(stage)].chunks[static_cast<std::size_t>(v)].groups) {
       LayerActivation a = layer_activation(model, kind, l, training, l.recompute);
@@ -319,4 +222,4 @@ std::vector<std::string> explain_stage(const model::Model& model, const Layout& 
   return out;
 }
 
-}  // namespace sapp
+}  // namespace sapp::cost

@@ -12,11 +12,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cost/memory.hpp"
 #include "hardware/hardware.hpp"
-#include "memory/layout.hpp"
-#include "memory/memory.hpp"
+#include "plan/layout.hpp"
 
-namespace sapp::perf {
+namespace sapp::cost {
 
 // Fractions of each communication that compute hides, stated and documented rather than buried in code.
 struct Overlap {
@@ -50,12 +50,13 @@ struct StepTime {
   Breakdown breakdown;
 };
 
-StepTime estimate_time(const model::Model& model, const Layout& layout, const Training& training, const hardware::Hardware& hw, const Overlap& overlap = {});
+StepTime estimate_time(const model::Model& model, const plan::Layout& layout, const plan::Training& training, const hardware::Hardware& hw,
+                       const Overlap& overlap = {});
 // One layer of each kind for one micro-batch: forward and recompute seconds, FLOPs, exposed TP/CP/EP
 // communication. Depends only on mbs, tp, sp, cp, cp_algo, ep and etp (grouped evaluation).
 struct KindTime {
   double fwd_s = 0, bwd_s = 0, fwd_flops = 0, bwd_flops = 0;
-  double recompute_s[3] = {0, 0, 0};  // under off, selective, full (indexed by Recompute)
+  double recompute_s[3] = {0, 0, 0};  // under off, selective, full (indexed by plan::Recompute)
   double recompute_flops[3] = {0, 0, 0};
   double tp_s = 0, cp_s = 0, ep_s = 0;
 };
@@ -63,17 +64,18 @@ struct KindTimes {
   std::vector<KindTime> kinds;
   double model_flops_per_sequence = 0;  // forward, whole model, no recompute (for MFU)
 };
-KindTimes kind_times(const model::Model& model, const Layout& layout, const Training& training, const hardware::Hardware& hw, const Overlap& overlap = {});
+KindTimes kind_times(const model::Model& model, const plan::Layout& layout, const plan::Training& training, const hardware::Hardware& hw,
+                     const Overlap& overlap = {});
 
 // The same, reusing the layout's memory estimate (its per-stage parameter counts size the DP collectives) and,
 // when given, kind_times() of a layout that shares the fields above.
-StepTime estimate_time(const model::Model& model, const Layout& layout, const Training& training, const hardware::Hardware& hw, const MemoryEstimate& memory,
-                       const Overlap& overlap = {}, const KindTimes* per_kind = nullptr);
+StepTime estimate_time(const model::Model& model, const plan::Layout& layout, const plan::Training& training, const hardware::Hardware& hw,
+                       const cost::MemoryEstimate& memory, const Overlap& overlap = {}, const KindTimes* per_kind = nullptr);
 
 // Forward FLOPs of the whole model for one sequence (no parallelism, no recompute): gemm + attention terms.
-double model_forward_flops_per_sequence(const model::Model& model, const Training& training);
+double model_forward_flops_per_sequence(const model::Model& model, const plan::Training& training);
 
 void add_time_json(nlohmann::json& j, const StepTime& t);
 std::string time_summary(const StepTime& t);
 
-}  // namespace sapp::perf
+}  // namespace sapp::cost

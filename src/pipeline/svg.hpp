@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "simulate/schedule.hpp"
+#include "pipeline/schedule.hpp"
 
 namespace sapp::simulate {
 

@@ -1,12 +1,12 @@
-#include "balance/decompose.hpp"
+#include "pipeline/decompose.hpp"
 
 #include <algorithm>
 #include <cmath>
 
 #include <fmt/format.h>
 
-#include "io/error.hpp"
-#include "io/files.hpp"
+#include "core/error.hpp"
+#include "core/files.hpp"
 
 namespace sapp::balance {
 

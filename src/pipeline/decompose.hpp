@@ -14,7 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "balance/layers.hpp"
+#include "pipeline/layers.hpp"
 
 namespace sapp::balance {
 

@@ -1,14 +1,14 @@
-#include "perf/perf.hpp"
+#include "cost/time.hpp"
 
 #include <algorithm>
 #include <cmath>
 
 #include <fmt/format.h>
 
-#include "io/error.hpp"
-#include "memory/memory.hpp"
+#include "core/error.hpp"
+#include "cost/memory.hpp"
 
-namespace sapp::perf {
+namespace sapp::cost {
 
 namespace {
 
@@ -35,9 +35,10 @@ double compute_seconds(const hardware::Hardware& hw, model::WorkKind kind, doubl
   return 0;
 }
 
-LayerTime layer_time(const model::Model& model, const model::BoundKind& kind, const Layout& l, const Training& training, const hardware::Hardware& hw) {
+LayerTime layer_time(const model::Model& model, const model::BoundKind& kind, const plan::Layout& l, const plan::Training& training,
+                     const hardware::Hardware& hw) {
   const model::OpRecords& rec = *model.records;
-  expr::Env env = layer_env(model, kind, l, training);
+  expr::Env env = plan::layer_env(model, kind, l, training);
   std::vector<char> dropped(rec.switches.size(), 0);
   for (const auto& name : model.selective) dropped[static_cast<std::size_t>(rec.switch_index(name))] = 1;
   LayerTime out;
@@ -59,8 +60,8 @@ LayerTime layer_time(const model::Model& model, const model::BoundKind& kind, co
     }
     const model::OpRecord& op = rec.ops[static_cast<std::size_t>(term.op)];
     // Full recompute re-runs every forward term; selective the terms of ops under a dropped switch.
-    const int full = static_cast<int>(Recompute::Full);
-    const int sel = static_cast<int>(Recompute::Selective);
+    const int full = static_cast<int>(plan::Recompute::Full);
+    const int sel = static_cast<int>(plan::Recompute::Selective);
     out.recompute_s[full] += seconds;
     if (flops) out.recompute_flops[full] += amount;
     if (!op.switch_name.empty() && dropped[static_cast<std::size_t>(rec.switch_index(op.switch_name))]) {
@@ -79,8 +80,8 @@ double ring_seconds(const hardware::Hardware& hw, const hardware::Level& link, d
 }
 
 // The ring link of one parallel dimension's group under the layout's rank order.
-hardware::Level group_ring_link(const hardware::Hardware& hw, const Layout& l, const std::array<char, 4>& order, char dim, long long size) {
-  return hw.ring_link(size, std::max(1LL, group_span(l, order, dim) / std::max(1LL, size)));
+hardware::Level group_ring_link(const hardware::Hardware& hw, const plan::Layout& l, const std::array<char, 4>& order, char dim, long long size) {
+  return hw.ring_link(size, std::max(1LL, plan::group_span(l, order, dim) / std::max(1LL, size)));
 }
 
 // Exposed DP communication of one stage. Megatron's overlapped gradient reduce starts a model chunk's buckets
@@ -101,12 +102,12 @@ double dp_exposed(double reduce, double gather, double backward_mb, double forwa
 
 }  // namespace
 
-double model_forward_flops_per_sequence(const model::Model& model, const Training& training) {
-  Layout one;
+double model_forward_flops_per_sequence(const model::Model& model, const plan::Training& training) {
+  plan::Layout one;
   double flops = 0;
   for (const auto& g : model.stack) {
     const model::BoundKind& kind = model.kinds[static_cast<std::size_t>(g.kind)];
-    expr::Env env = layer_env(model, kind, one, training);
+    expr::Env env = plan::layer_env(model, kind, one, training);
     for (const auto& term : kind.work) {
       if (term.kind == model::WorkKind::Memory) continue;
       if (term.when && !term.when->eval(env).truthy()) continue;
@@ -121,11 +122,11 @@ double model_forward_flops_per_sequence(const model::Model& model, const Trainin
   return flops;
 }
 
-StepTime estimate_time(const model::Model& model, const Layout& l, const Training& training, const hardware::Hardware& hw, const Overlap& overlap) {
+StepTime estimate_time(const model::Model& model, const plan::Layout& l, const plan::Training& training, const hardware::Hardware& hw, const Overlap& overlap) {
   return estimate_time(model, l, training, hw, estimate_memory(model, l, training, hw.memory_bytes), overlap, nullptr);
 }
 
-KindTimes kind_times(const model::Model& model, const Layout& l, const Training& training, const hardware::Hardware& hw, const Overlap& overlap) {
+KindTimes kind_times(const model::Model& model, const plan::Layout& l, const plan::Training& training, const hardware::Hardware& hw, const Overlap& overlap) {
   if (training.fp8) hw.require_fp8_rate();
   const model::ModelSpec& spec = model.spec;
   double h = static_cast<double>(spec.hidden_size);
@@ -134,10 +135,10 @@ KindTimes kind_times(const model::Model& model, const Layout& l, const Training&
   // Links follow the rank order (training.rank_order, innermost first); experts use Megatron's expert layout,
   // expert-TP x EP x expert-DP over the same ranks, so an EP group spans expert-TP x EP consecutive ranks.
   const hardware::Level tp_link = group_ring_link(hw, l, training.rank_order, 't', l.tp);
-  const hardware::Level& cp_link = hw.level_for_span(group_span(l, training.rank_order, 'c'));
+  const hardware::Level& cp_link = hw.level_for_span(plan::group_span(l, training.rank_order, 'c'));
   // Megatron's expert layout: expert-TP innermost, then EP, over consecutive ranks.
   const hardware::Hardware::AllToAll ep_a2a = hw.all_to_all(l.ep, l.etp);
-  const hardware::Hardware::AllToAll cp_a2a = hw.all_to_all(l.cp, group_span(l, training.rank_order, 'c') / l.cp);
+  const hardware::Hardware::AllToAll cp_a2a = hw.all_to_all(l.cp, plan::group_span(l, training.rank_order, 'c') / l.cp);
   KindTimes result;
   result.model_flops_per_sequence = model_forward_flops_per_sequence(model, training);
   std::vector<KindTime>& out = result.kinds;
@@ -160,7 +161,7 @@ KindTimes kind_times(const model::Model& model, const Layout& l, const Training&
     kt.tp_s = (1.0 - overlap.tp) * ring_seconds(hw, tp_link, l.tp, ktokens * kh * bc, 2.0 * collectives);
     if (l.cp > 1 && !kind.vision && kind.kind.attention != model::AttentionFlavour::Linear) {
       double kv_width = spec.kv_exchange_width();
-      if (l.cp_algo == CpAlgo::Ring) {
+      if (l.cp_algo == plan::CpAlgo::Ring) {
         // cp-1 steps of the local K,V block forward; backward passes K,V and their gradients (2x).
         double bw = cp_link.bandwidth * hw.efficiency.comm;
         double comm = 3.0 * (l.cp - 1) * (tokens * kv_width * bc / l.tp / bw + cp_link.latency);
@@ -185,8 +186,8 @@ KindTimes kind_times(const model::Model& model, const Layout& l, const Training&
   return result;
 }
 
-StepTime estimate_time(const model::Model& model, const Layout& l, const Training& training, const hardware::Hardware& hw, const MemoryEstimate& mem,
-                       const Overlap& overlap, const KindTimes* precomputed) {
+StepTime estimate_time(const model::Model& model, const plan::Layout& l, const plan::Training& training, const hardware::Hardware& hw,
+                       const cost::MemoryEstimate& mem, const Overlap& overlap, const KindTimes* precomputed) {
   KindTimes computed;
   if (precomputed == nullptr) {
     computed = kind_times(model, l, training, hw, overlap);
@@ -198,12 +199,12 @@ StepTime estimate_time(const model::Model& model, const Layout& l, const Trainin
   double bc = training.compute_bytes;
   double tokens = static_cast<double>(training.seq) / l.cp * l.mbs;  // per rank before TP/SP sharding
   // The gradient group is DP x CP: it reaches as far as the outer of the two dimensions.
-  long long dp_span = std::max(group_span(l, training.rank_order, 'd'), group_span(l, training.rank_order, 'c'));
+  long long dp_span = std::max(plan::group_span(l, training.rank_order, 'd'), plan::group_span(l, training.rank_order, 'c'));
   const hardware::Level dp_link = hw.ring_link(1LL * l.dp * l.cp, dp_span / (1LL * l.dp * l.cp));
   // Expert-DP ranks lie within the DP x CP x TP block, outside expert-TP x EP (Megatron's expert layout).
   const hardware::Level edp_link = hw.ring_link(std::max(1, l.expert_dp()), 1LL * l.etp * l.ep);
   // Neighbouring stages are one PP stride apart: the pair spans that stride times two.
-  const hardware::Level& pp_link = hw.level_for_span(group_span(l, training.rank_order, 'p') / l.pp * std::min(2, l.pp));
+  const hardware::Level& pp_link = hw.level_for_span(plan::group_span(l, training.rank_order, 'p') / l.pp * std::min(2, l.pp));
 
   StepTime out;
   std::size_t P = static_cast<std::size_t>(l.pp);
@@ -219,8 +220,8 @@ StepTime estimate_time(const model::Model& model, const Layout& l, const Trainin
   double* epc = cpc + P;
   double* stage_s = epc + P;
   double hw_flops_mb = 0;  // per micro-batch, summed over stages (one model replica)
-  const double again = l.recompute == Recompute::Full ? 1.0 : 0.0;
-  for_each_chunk_group(model, l, [&](int stage, int /*chunk*/, int kind, long long count) {
+  const double again = l.recompute == plan::Recompute::Full ? 1.0 : 0.0;
+  plan::for_each_chunk_group(model, l, [&](int stage, int /*chunk*/, int kind, long long count) {
     std::size_t si = static_cast<std::size_t>(stage);
     std::size_t k = static_cast<std::size_t>(kind);
     double n = static_cast<double>(count);
@@ -337,4 +338,4 @@ std::string time_summary(const StepTime& t) {
       b.bubble_s, b.optimizer_s);
 }
 
-}  // namespace sapp::perf
+}  // namespace sapp::cost

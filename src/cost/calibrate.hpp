@@ -11,18 +11,18 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cost/time.hpp"
 #include "hardware/hardware.hpp"
-#include "memory/layout.hpp"
 #include "model/family.hpp"
-#include "perf/perf.hpp"
+#include "plan/layout.hpp"
 
-namespace sapp::perf {
+namespace sapp::cost {
 
 struct MeasuredRun {
   std::string name;
   model::Model model;
-  Layout layout;
-  Training training;
+  plan::Layout layout;
+  plan::Training training;
   long long devices = 0;
   double step_time_s = 0;  // measured
   Overlap overlap;         // what the measured system overlapped (a run's `overlap:` block; defaults otherwise)
@@ -40,4 +40,4 @@ struct Calibration {
 std::vector<MeasuredRun> runs_from_json(const nlohmann::json& tree, const std::string& file, const model::Catalog& catalog);
 Calibration calibrate(const std::vector<MeasuredRun>& runs, const hardware::Hardware& hw);
 
-}  // namespace sapp::perf
+}  // namespace sapp::cost

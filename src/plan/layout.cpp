@@ -1,4 +1,4 @@
-#include "memory/layout.hpp"
+#include "plan/layout.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -6,10 +6,10 @@
 
 #include <fmt/format.h>
 
-#include "io/error.hpp"
-#include "io/files.hpp"
+#include "core/error.hpp"
+#include "core/files.hpp"
 
-namespace sapp {
+namespace sapp::plan {
 
 const char* to_string(Recompute r) {
   switch (r) {
@@ -221,4 +221,4 @@ std::vector<Violation> check_layout(const model::Model& model, const Layout& l, 
   return out;
 }
 
-}  // namespace sapp
+}  // namespace sapp::plan

@@ -1,4 +1,4 @@
-#include "balance/solver.hpp"
+#include "pipeline/solver.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -8,7 +8,7 @@
 
 #include <fmt/format.h>
 
-#include "io/error.hpp"
+#include "core/error.hpp"
 
 namespace sapp::balance {
 

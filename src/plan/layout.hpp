@@ -12,7 +12,7 @@
 
 #include "model/family.hpp"
 
-namespace sapp {
+namespace sapp::plan {
 
 enum class Recompute { Off, Selective, Full };
 enum class CpAlgo { Ring, AllToAll };
@@ -89,4 +89,4 @@ void derive_data_parallel(Layout& layout, long long devices, long long global_ba
 // `details = false` leaves the sentences empty (a search only counts the rules).
 std::vector<Violation> check_layout(const model::Model& model, const Layout& layout, const Training& training, long long devices, bool details = true);
 
-}  // namespace sapp
+}  // namespace sapp::plan

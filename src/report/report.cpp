@@ -1,4 +1,4 @@
-#include "io/report.hpp"
+#include "report/report.hpp"
 
 #include <fmt/format.h>
 
@@ -8,7 +8,7 @@ using nlohmann::json;
 
 std::string gib(double bytes) { return fmt::format("{:.2f}", bytes / 1073741824.0); }
 
-json layout_json(const Layout& l) {
+json layout_json(const plan::Layout& l) {
   return json{{"dp", l.dp},
               {"tp", l.tp},
               {"sp", l.sp},
@@ -25,7 +25,7 @@ json layout_json(const Layout& l) {
               {"recompute", to_string(l.recompute)}};
 }
 
-json memory_json(const model::Model& model, const Layout& layout, const MemoryEstimate& est) {
+json memory_json(const model::Model& model, const plan::Layout& layout, const cost::MemoryEstimate& est) {
   model::ParamCounts p = model.params();
   json stages = json::array();
   for (const auto& s : est.stages) {
@@ -54,7 +54,7 @@ json memory_json(const model::Model& model, const Layout& layout, const MemoryEs
       {"fits", est.fits()}};
 }
 
-std::string memory_table(const model::Model& model, const Layout& layout, const MemoryEstimate& est, const std::string& hw) {
+std::string memory_table(const model::Model& model, const plan::Layout& layout, const cost::MemoryEstimate& est, const std::string& hw) {
   model::ParamCounts p = model.params();
   std::string out = fmt::format("{} ({}): {:.2f} B parameters, {:.2f} B active\n", model.spec.name, model.spec.arch, p.total / 1e9, p.active / 1e9);
   out += fmt::format("layout: {}\n", layout.describe());
@@ -66,7 +66,7 @@ std::string memory_table(const model::Model& model, const Layout& layout, const 
   }
   out += fmt::format("peak {} GiB on stage {} of {} GiB ({}): {}\n", gib(est.peak_bytes), est.peak_stage, gib(est.capacity_bytes), hw,
                      est.fits() ? "fits" : "DOES NOT FIT");
-  const StageMemory& peak = est.stages.at(static_cast<std::size_t>(est.peak_stage));
+  const cost::StageMemory& peak = est.stages.at(static_cast<std::size_t>(est.peak_stage));
   if (peak.optimizer_step > peak.activations + peak.buffers) {
     out += fmt::format("stage {} peaks in the optimizer step: its fp32 gradient copy ({} GiB) outweighs activations + buffers ({} GiB)\n", peak.stage,
                        gib(peak.optimizer_step), gib(peak.activations + peak.buffers));

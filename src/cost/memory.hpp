@@ -1,0 +1,92 @@
+// memory: the per-device memory estimator. One layout in, per-stage bytes by category out.
+//
+// params, grads and optimizer states follow the ZeRO stage (Megatron's distributed optimizer is ZeRO-1:
+// 2 + 4 + 12/DP bytes per parameter with bf16 weights, fp32 gradients and Adam); activations are priced op
+// by op from the op records, times the micro-batches the schedule keeps in flight on each stage and chunk;
+// buffers are the communication workspaces, in bytes; a configurable reserve is added. Peak = max over stages.
+#pragma once
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "hardware/hardware.hpp"
+#include "model/family.hpp"
+#include "plan/layout.hpp"
+#include "plan/stages.hpp"
+
+namespace sapp::cost {
+
+// Bytes one layer of `kind` keeps for its backward for one micro-batch on one rank, under `mode`.
+struct LayerActivation {
+  double attention = 0;
+  double ffn = 0;
+  double norm = 0;
+  [[nodiscard]] double total() const { return attention + ffn + norm; }
+};
+
+struct ModeActivations {
+  LayerActivation off, selective, full;
+  [[nodiscard]] const LayerActivation& of(plan::Recompute mode) const {
+    return mode == plan::Recompute::Off ? off : mode == plan::Recompute::Selective ? selective : full;
+  }
+};
+
+LayerActivation layer_activation(const model::Model& model, const model::BoundKind& kind, const expr::Env& env, plan::Recompute mode);
+// All three modes from one pass over the slots (each element evaluated once).
+ModeActivations layer_activations(const model::Model& model, const model::BoundKind& kind, expr::Env env);
+LayerActivation layer_activation(const model::Model& model, int kind, const plan::Layout& layout, const plan::Training& training, plan::Recompute mode);
+
+struct StageMemory {
+  int stage = 0;
+  long long layers = 0;
+  double params = 0;
+  double grads = 0;
+  double optimizer = 0;
+  double activations = 0;
+  double buffers = 0;
+  double reserve = 0;
+  // FP32 copies of the gradients the optimizer step makes of its shard when gradients are kept in fewer than 4
+  // bytes (Megatron's mixed-precision optimizers: main_param.grad = grad.float()). Activations and buffers are
+  // free by then, so the stage peaks at whichever of the two phases is larger.
+  double optimizer_step = 0;
+  [[nodiscard]] double total() const { return params + grads + optimizer + std::max(activations + buffers, optimizer_step) + reserve; }
+  // Elements and parts, for --explain.
+  double param_elements = 0;
+  double expert_param_elements = 0;
+  double layer_activations = 0;      // in-flight layer activations
+  double recompute_working = 0;      // one layer rebuilt during its backward
+  double embedding_activations = 0;  // first stage
+  double head_activations = 0;       // last stage: final norm input and logits
+  double tp_buffer = 0, ep_buffer = 0, cp_buffer = 0, dp_buffer = 0;
+};
+
+struct MemoryEstimate {
+  std::vector<StageMemory> stages;
+  double peak_bytes = 0;
+  int peak_stage = 0;
+  double capacity_bytes = 0;
+  [[nodiscard]] bool fits() const { return peak_bytes <= capacity_bytes; }
+};
+
+// What one layer of each kind costs under a layout: activations (its mode and with nothing recomputed) and
+// parameter elements per rank. Depends only on mbs, tp, sp, cp, ep and etp, so a search prices it once per
+// group of layouts that share those (grouped evaluation).
+struct KindMemory {
+  double act[3] = {0, 0, 0};  // bytes per micro-batch under off, selective, full (indexed by plan::Recompute)
+  double dense_elems = 0;
+  double expert_elems = 0;
+  bool moe = false;
+};
+std::vector<KindMemory> kind_memory(const model::Model& model, const plan::Layout& layout, const plan::Training& training);
+
+// Prices one layout. The layout is assumed valid (see check_layout). `per_kind`, when given, must be
+// kind_memory() of a layout with the same mbs, tp, sp, cp, ep and etp.
+MemoryEstimate estimate_memory(const model::Model& model, const plan::Layout& layout, const plan::Training& training, double capacity_bytes,
+                               const std::vector<KindMemory>* per_kind = nullptr);
+
+// One line per term of one stage: name, bytes, the formula and its inputs.
+std::vector<std::string> explain_stage(const model::Model& model, const plan::Layout& layout, const plan::Training& training, const MemoryEstimate& estimate,
+                                       int stage);
+
+}  // namespace sapp::cost

@@ -1,0 +1,105 @@
+#include "plan/stages.hpp"
+
+#include <cmath>
+
+namespace sapp::plan {
+
+namespace {
+
+void set(expr::Env& env, int index, long long v) {
+  if (index >= 0) env.set(index, expr::Value::of_int(v));
+}
+
+void set(expr::Env& env, int index, double v) {
+  if (index >= 0) env.set(index, expr::Value::of_double(v));
+}
+
+// A whole number stays a Python int so the records' arithmetic keeps int semantics.
+void set_number(expr::Env& env, int index, double v) {
+  if (v == std::floor(v) && std::fabs(v) < 9e15)
+    set(env, index, static_cast<long long>(v));
+  else
+    set(env, index, v);
+}
+
+// Average number of keys a causal query attends: positions 1..S, capped by a sliding window w.
+double causal_context(long long seq, long long window) {
+  double S = static_cast<double>(seq);
+  if (window <= 0 || window >= seq) return (S + 1.0) / 2.0;
+  double w = static_cast<double>(window);
+  return (w * (w + 1.0) / 2.0 + (S - w) * w) / S;
+}
+
+}  // namespace
+
+expr::Env layer_env(const model::Model& model, const model::BoundKind& kind, const Layout& l, const Training& training) {
+  const model::LayoutSymbols& sym = model.records->layout;
+  expr::Env env = kind.env;
+  long long seq = training.seq;
+  int cp = l.cp;
+  double ctx = 0;
+  if (kind.vision) {
+    seq = model.spec.vision->tokens;
+    cp = 1;
+    ctx = static_cast<double>(seq);  // bidirectional
+  } else {
+    ctx = causal_context(seq, kind.kind.sliding ? model.spec.sliding_window.value_or(0) : 0);
+  }
+  set_number(env, sym.s, static_cast<double>(seq) / cp);
+  set(env, sym.seq, seq);
+  set(env, sym.ctx, ctx);
+  set(env, sym.b, static_cast<long long>(l.mbs));
+  set(env, sym.t, static_cast<long long>(l.tp));
+  set(env, sym.tsp, static_cast<long long>(l.tsp()));
+  set(env, sym.cp, static_cast<long long>(cp));
+  set(env, sym.ep, static_cast<long long>(l.ep));
+  set(env, sym.etp, static_cast<long long>(l.etp));
+  set(env, sym.tok_shard, static_cast<long long>(std::max(1, l.tsp() / l.etp)));
+  set(env, sym.fa, static_cast<long long>(training.flash_attention ? 1 : 0));
+  set_number(env, sym.bc, training.compute_bytes);
+  set_number(env, sym.cap, training.capacity_factor);
+  set(env, sym.fp8, static_cast<long long>(training.fp8 ? 1 : 0));
+  return env;
+}
+
+std::vector<StagePlan> plan_stages(const model::Model& model, const Layout& l) {
+  std::vector<StagePlan> plan(static_cast<std::size_t>(l.pp));
+  for (auto& st : plan) st.chunks.resize(static_cast<std::size_t>(l.vpp));
+  plan.front().first = true;
+  plan.back().last = true;
+  for_each_chunk_group(model, l, [&](int stage, int chunk, int kind, long long count) {
+    ChunkLayers& c = plan[static_cast<std::size_t>(stage)].chunks[static_cast<std::size_t>(chunk)];
+    if (!c.groups.empty() && c.groups.back().first == kind)
+      c.groups.back().second += count;
+    else
+      c.groups.emplace_back(kind, count);
+    c.layers += count;
+  });
+  return plan;
+}
+
+long long in_flight_count(const Layout& l, bool less_memory, int chunk, int stage) {
+  long long S = l.pp;
+  long long V = l.vpp;
+  long long m = l.micro_batches;
+  long long s = stage;
+  if (V == 1) return std::min(S - s, m);
+  long long n = S;
+  if (less_memory) {
+    if (chunk == V - 1) n = S - s;
+  } else {
+    if (chunk == 0) n += std::max(0LL, S - 2 * s - 1);
+    if (chunk == V - 1) n += std::min(0LL, S - 2 * s - 1);
+  }
+  return std::clamp(n, 1LL, m);
+}
+
+std::vector<std::vector<long long>> in_flight(const Layout& l, bool less_memory) {
+  std::vector<std::vector<long long>> a(static_cast<std::size_t>(l.vpp), std::vector<long long>(static_cast<std::size_t>(l.pp), 0));
+  for (int v = 0; v < l.vpp; ++v) {
+    for (int s = 0; s < l.pp; ++s) a[static_cast<std::size_t>(v)][static_cast<std::size_t>(s)] = in_flight_count(l, less_memory, v, s);
+  }
+  return a;
+}
+
+}  // namespace sapp::plan
