@@ -30,7 +30,7 @@ else:
 try:
     sapp.estimate("llama3-8b", "h100-sxm", 8, 8, 4096, tp=0)
 except sapp.SappError as e:
-    assert "tp" in str(e) and "positive" in str(e), str(e)
+    assert "tp" in str(e) and "below the minimum of 1" in str(e), str(e)
 else:
     raise AssertionError("a zero TP degree was accepted")
 

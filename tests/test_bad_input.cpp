@@ -199,7 +199,7 @@ TEST_F(BadInput, LayoutsAndOptions) {
       {"sequence not divisible by 2 CP", "estimate --model llama3-8b --devices 8 --global-batch 8 --seq 1000 --cp 8", {"layout", "seq/cp", "1000"}},
       {"devices not a multiple", "estimate --model llama3-8b --devices 12 --global-batch 12 --tp 8", {"--devices", "12", "TP x PP x CP"}},
       {"EP on a dense model", "estimate --model llama3-8b --devices 8 --global-batch 8 --ep 2", {"layout", "ep on dense"}},
-      {"zero TP degree", "estimate --model llama3-8b --devices 8 --global-batch 8 --tp 0", {"--tp", "0 is not a positive number"}},
+      {"zero TP degree", "estimate --model llama3-8b --devices 8 --global-batch 8 --tp 0", {"--tp", "0 is below the minimum of 1"}},
       {"zero PP degree in a search list", "search --model llama3-8b --devices 8 --global-batch 8 --pp 0,2", {"--pp", "0 is out of range", "1 to"}},
       {"ZeRO stage 4", "search --model llama3-8b --devices 8 --global-batch 8 --zero 4", {"--zero", "4 is out of range", "0 to 3"}},
       {"negative reserve", "estimate --model llama3-8b --devices 8 --global-batch 8 --reserve-gib -1", {"--reserve-gib", "-1"}},

@@ -132,7 +132,7 @@ kinds:
 )");
   const auto& cat = sapp::test::catalog();
   auto profiles = cat.profiles;
-  profiles.push_back(sapp::model::load_profile(dir + "/toyfam.yaml", cat.records));
+  profiles.push_back(sapp::model::load_profile(dir + "/toyfam.yaml", *cat.records));
   auto spec = sapp::model::model_from_json(nlohmann::json::parse(R"({"model_type":"toy_lm","hidden_size":64,"num_hidden_layers":3,
       "num_attention_heads":4,"vocab_size":1000,"intermediate_size":256,"tie_word_embeddings":true})"),
                                            "toy.json");

@@ -1,17 +1,23 @@
-// cli: the thin command-line layer. Each subcommand parses its options into library value types, calls the
-// library's one entry point for that job, and renders the result; nothing here computes an estimate.
+// cli: the thin command line. Each subcommand's options are generated from its request's option table
+// (app/request.hpp), the request is filled, the app entry point runs, and the report is rendered; nothing here
+// computes an estimate.
 #pragma once
 
 #include <functional>
+#include <map>
+#include <memory>
 #include <string>
 
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 
-#include "cost/time.hpp"
-#include "plan/layout.hpp"
+#include "app/request.hpp"
 
 namespace sapp::cli {
 
+// A subcommand's action, run after parsing; returns the exit code (app::ExitCode).
+using Command = std::function<int()>;
+// Older subcommands that exit 0 unless they throw.
 using Run = std::function<void()>;
 
 // Option checks whose refusals read as a sentence ("--tp: 0 is not a positive number") rather than CLI11's
@@ -35,34 +41,44 @@ inline CLI::Validator non_negative_number() {
       "NONNEGATIVE");
 }
 
-// Registers each subcommand; the returned callable runs it after parsing.
-Run add_estimate(CLI::App& app);
-Run add_search(CLI::App& app);
-Run add_balance(CLI::App& app);
-Run add_calibrate(CLI::App& app);
+// The text of each option given on the command line, keyed by the request's field keys.
+struct Given {
+  std::map<std::string, std::string> texts;
+  std::map<std::string, bool> flags;
+  // The options given, as the JSON object app::apply reads (flags as true, values as their text).
+  [[nodiscard]] nlohmann::json values(const CLI::App& cmd) const;
+};
 
-// Options shared by estimate and search: what is trained on what.
-struct JobOptions {
-  std::string model;
-  std::string hardware = "h100-sxm";
-  long long devices = 0;
-  long long global_batch = 0;
-  long long seq = 4096;
-  double memory_limit_gib = 0;  // 0: the device's capacity
-  double reserve_gib = 1.0;
-  bool no_flash = false;
-  bool less_memory = false;
-  bool fp8 = false;
-  double param_bytes = 2, grad_bytes = 4, optimizer_bytes = 12, compute_bytes = 2;
-  double capacity_factor = 1.0;
-  std::string rank_order = "tp-cp-dp-pp";
-  double overlap_tp = -1, overlap_dp = -1, overlap_ep = -1, overlap_cp = -1, overlap_pp = -1;  // -1: the model's default
+// Adds one option per field of a request's table to `cmd`, its default printed from a default request.
+template <typename Request>
+std::shared_ptr<Given> add_fields(CLI::App& cmd, const std::vector<app::Field<Request>>& fields) {
+  auto given = std::make_shared<Given>();
+  const Request defaults{};
+  for (const auto& f : fields) {
+    std::string name = app::where_of(app::Source::CommandLine, f.key);
+    if (!f.short_option.empty()) name = f.short_option + "," + name;
+    if (f.flag) {
+      cmd.add_flag(name, given->flags[f.key], f.help);
+    } else {
+      CLI::Option* option = cmd.add_option(name, given->texts[f.key], f.help);
+      std::string shown = f.show ? f.show(defaults) : std::string();
+      if (!shown.empty()) option->default_str(shown);
+    }
+  }
+  return given;
+}
+
+// Output options every reporting command has.
+struct Output {
   std::string format = "table";
   std::string output = "-";
 };
-void add_job_options(CLI::App& cmd, JobOptions& o, bool devices_required);
-plan::Training training_from(const JobOptions& o);
-cost::Overlap overlap_from(const JobOptions& o);
+void add_output(CLI::App& cmd, Output& o, const std::vector<std::string>& formats);
+
+Command add_estimate(CLI::App& app);
+Command add_search(CLI::App& app);
+Run add_balance(CLI::App& app);
+Run add_calibrate(CLI::App& app);
 
 // Writes `text` to the --output target atomically ("-" = stdout).
 void emit(const std::string& output, const std::string& text);

@@ -141,8 +141,8 @@ std::vector<Profile> load_profiles(const std::string& dir, const OpRecords& reco
 Catalog load_catalog(const std::string& data_dir) {
   Catalog c;
   c.dir = data_dir;
-  c.records = load_op_records(data_dir + "/op_records.yaml");
-  c.profiles = load_profiles(data_dir + "/op_profiles", c.records);
+  c.records = std::make_shared<const OpRecords>(load_op_records(data_dir + "/op_records.yaml"));
+  c.profiles = load_profiles(data_dir + "/op_profiles", *c.records);
   return c;
 }
 
@@ -342,10 +342,12 @@ ParamCounts Model::params() const {
   return c;
 }
 
-Model resolve(const ModelSpec& spec, const OpRecords& records, const std::vector<Profile>& profiles) {
+Model resolve(const ModelSpec& spec, std::shared_ptr<const OpRecords> shared_records, const std::vector<Profile>& profiles) {
+  if (!shared_records) throw std::logic_error("model::resolve: no op records");
+  const OpRecords& records = *shared_records;
   Model m;
   m.spec = spec;
-  m.records = &records;
+  m.records = std::move(shared_records);
   m.profile = choose_profile(spec, profiles);
   const Profile& p = m.profile;
   m.spec.arch = p.arch;

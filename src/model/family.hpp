@@ -7,6 +7,7 @@
 #pragma once
 
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -95,7 +96,7 @@ struct ParamCounts {
 
 struct Model {
   ModelSpec spec;
-  const OpRecords* records = nullptr;
+  std::shared_ptr<const OpRecords> records;  // shared with the catalog it came from: a copy never dangles
   Profile profile;
   std::vector<BoundKind> kinds;
   std::vector<LayerGroup> stack;  // model order: vision tower, body, MTP
@@ -113,12 +114,12 @@ struct Model {
 };
 
 const Profile& choose_profile(const ModelSpec& spec, const std::vector<Profile>& profiles);
-Model resolve(const ModelSpec& spec, const OpRecords& records, const std::vector<Profile>& profiles);
+Model resolve(const ModelSpec& spec, std::shared_ptr<const OpRecords> records, const std::vector<Profile>& profiles);
 
 // Everything read from a data directory once: records and profiles. Owned by the caller; no global cache.
 struct Catalog {
   std::string dir;
-  OpRecords records;
+  std::shared_ptr<const OpRecords> records;
   std::vector<Profile> profiles;
 };
 Catalog load_catalog(const std::string& data_dir);

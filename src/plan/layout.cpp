@@ -153,9 +153,27 @@ void divides(Report& bad, const char* rule, long long degree, long long size, co
 }  // namespace
 
 std::vector<Violation> check_layout(const model::Model& model, const Layout& l, const Training& training, long long devices, bool details) {
+  return check_layout(model, l, training, Cluster{devices, 0, false}, details);
+}
+
+std::vector<Violation> check_layout(const model::Model& model, const Layout& l, const Training& training, const Cluster& cluster, bool details) {
   std::vector<Violation> out;
   const model::ModelSpec& spec = model.spec;
+  const long long devices = cluster.devices;
   Report bad{out, details};
+  if (l.micro_batches < 1 && l.dp >= 1 && l.mbs >= 1 && training.global_batch > 0) {
+    bad("global batch", [&] {
+      return fmt::format("DP x micro-batch size = {} x {} = {} does not divide the global batch {}", l.dp, l.mbs, 1LL * l.dp * l.mbs, training.global_batch);
+    });
+    return out;
+  }
+  if (cluster.devices_per_node > 0 && !cluster.allow_tp_across_nodes && l.tp > cluster.devices_per_node) {
+    bad("tp across nodes", [&] {
+      return fmt::format("TP {} spans more than the {} devices of a node (its collectives would cross the NIC; allow with --allow-tp-across-nodes)", l.tp,
+                         cluster.devices_per_node);
+    });
+    return out;
+  }
   if (l.dp < 1 || l.tp < 1 || l.pp < 1 || l.cp < 1 || l.ep < 1 || l.etp < 1 || l.vpp < 1 || l.mbs < 1 || l.micro_batches < 1) {
     bad("degree below 1", [&] { return std::string("every degree, the micro-batch size and count must be at least 1"); });
     return out;

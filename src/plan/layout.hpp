@@ -86,7 +86,18 @@ struct Violation {
 // layout whose other degrees are given; refuses, naming `devices_key` or `batch_key`, what does not divide.
 void derive_data_parallel(Layout& layout, long long devices, long long global_batch, const std::string& devices_key, const std::string& batch_key);
 
-// `details = false` leaves the sentences empty (a search only counts the rules).
+// The machine a layout must be placed on, for the rules that depend on it.
+struct Cluster {
+  long long devices = 0;               // 0: not checked
+  long long devices_per_node = 0;      // 0: unknown (TP is not checked against it)
+  bool allow_tp_across_nodes = false;  // TP groups are kept within a node unless allowed
+};
+
+// Every rule the layout breaks for this model, run and cluster (empty when it is valid); the first is the one
+// to report. `estimate`, `search` and `plan` all call this one function. `details = false` leaves the sentences
+// empty (a search only counts the rules).
+std::vector<Violation> check_layout(const model::Model& model, const Layout& layout, const Training& training, const Cluster& cluster, bool details = true);
+// The same with only the device count known.
 std::vector<Violation> check_layout(const model::Model& model, const Layout& layout, const Training& training, long long devices, bool details = true);
 
 }  // namespace sapp::plan

@@ -1,8 +1,10 @@
 #include "report/report.hpp"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
-namespace sapp::io {
+namespace sapp::report {
 
 using nlohmann::json;
 
@@ -15,18 +17,24 @@ json layout_json(const plan::Layout& l) {
               {"pp", l.pp},
               {"vpp", l.vpp},
               {"cp", l.cp},
-              {"cp_algo", to_string(l.cp_algo)},
+              {"cp_algo", plan::to_string(l.cp_algo)},
               {"ep", l.ep},
               {"etp", l.etp},
               {"micro_batch_size", l.mbs},
               {"micro_batches", l.micro_batches},
               {"zero", l.zero},
               {"optimizer_shard", l.optimizer_shard},
-              {"recompute", to_string(l.recompute)}};
+              {"recompute", plan::to_string(l.recompute)}};
 }
 
-json memory_json(const model::Model& model, const plan::Layout& layout, const cost::MemoryEstimate& est) {
-  model::ParamCounts p = model.params();
+namespace {
+
+json params_json(const model::ParamCounts& p) {
+  return json{{"total", p.total},   {"active", p.active}, {"embedding", p.embedding}, {"head", p.head},
+              {"layers", p.layers}, {"mtp", p.mtp},       {"vision", p.vision}};
+}
+
+json stages_json(const cost::MemoryEstimate& est) {
   json stages = json::array();
   for (const auto& s : est.stages) {
     stages.push_back(json{{"stage", s.stage},
@@ -41,37 +49,197 @@ json memory_json(const model::Model& model, const plan::Layout& layout, const co
                             {"optimizer_step", s.optimizer_step},
                             {"total", s.total()}}}});
   }
-  return json{
-      {"model", model.spec.name},
-      {"arch", model.spec.arch},
-      {"params",
-       {{"total", p.total}, {"active", p.active}, {"embedding", p.embedding}, {"head", p.head}, {"layers", p.layers}, {"mtp", p.mtp}, {"vision", p.vision}}},
-      {"layout", layout_json(layout)},
-      {"stages", stages},
-      {"peak_memory_bytes", est.peak_bytes},
-      {"peak_stage", est.peak_stage},
-      {"capacity_bytes", est.capacity_bytes},
-      {"fits", est.fits()}};
+  return stages;
 }
 
-std::string memory_table(const model::Model& model, const plan::Layout& layout, const cost::MemoryEstimate& est, const std::string& hw) {
-  model::ParamCounts p = model.params();
-  std::string out = fmt::format("{} ({}): {:.2f} B parameters, {:.2f} B active\n", model.spec.name, model.spec.arch, p.total / 1e9, p.active / 1e9);
-  out += fmt::format("layout: {}\n", layout.describe());
+// The memory part of a layout's JSON, shared by estimate and each search row.
+json memory_json(const Subject& subject, const plan::Layout& layout, const cost::MemoryEstimate& est) {
+  return json{{"model", subject.model},
+              {"arch", subject.arch},
+              {"params", params_json(subject.params)},
+              {"layout", layout_json(layout)},
+              {"stages", stages_json(est)},
+              {"peak_memory_bytes", est.peak_bytes},
+              {"peak_stage", est.peak_stage},
+              {"capacity_bytes", est.capacity_bytes},
+              {"fits", est.fits()}};
+}
+
+// The largest exposed overhead of a step (not compute), e.g. "ep 0.59".
+std::string main_overhead(const cost::Breakdown& b) {
+  std::pair<double, const char*> terms[] = {{b.recompute_s, "recompute"}, {b.tp_comm_s, "tp"}, {b.cp_comm_s, "cp"},    {b.ep_comm_s, "ep"},
+                                            {b.dp_comm_s, "dp"},          {b.pp_comm_s, "pp"}, {b.bubble_s, "bubble"}, {b.optimizer_s, "optimizer"}};
+  auto most = std::max_element(std::begin(terms), std::end(terms), [](const auto& a, const auto& c) { return a.first < c.first; });
+  return most->first > 0 ? fmt::format("{} {:.2f}", most->second, most->first) : std::string("-");
+}
+
+}  // namespace
+
+json to_json(const EstimateReport& r) {
+  json j = memory_json(r.subject, r.layout, r.memory);
+  j["hardware"] = r.subject.hardware_id;
+  j["devices"] = r.subject.devices;
+  cost::add_time_json(j, r.time);
+  if (!r.explain.empty()) j["explain"] = r.explain;
+  if (!r.fits()) {
+    json s = json::array();
+    for (const auto& x : r.suggestions) {
+      s.push_back(json{{"change", x.change}, {"layout", layout_json(x.layout)}, {"peak_memory_bytes", x.peak_memory_bytes}, {"step_time_s", x.step_time_s}});
+    }
+    j["suggestions"] = s;
+  }
+  return j;
+}
+
+std::string to_table(const EstimateReport& r) {
+  const model::ParamCounts& p = r.subject.params;
+  const cost::MemoryEstimate& est = r.memory;
+  std::string out = fmt::format("{} ({}): {:.2f} B parameters, {:.2f} B active\n", r.subject.model, r.subject.arch, p.total / 1e9, p.active / 1e9);
+  out += fmt::format("layout: {}\n", r.layout.describe());
   out += fmt::format("{:>5} {:>6} {:>9} {:>9} {:>9} {:>11} {:>9} {:>9} {:>9}   (GiB per device)\n", "stage", "layers", "params", "grads", "optimizer",
                      "activations", "buffers", "reserve", "total");
   for (const auto& s : est.stages) {
     out += fmt::format("{:>5} {:>6} {:>9} {:>9} {:>9} {:>11} {:>9} {:>9} {:>9}{}\n", s.stage, s.layers, gib(s.params), gib(s.grads), gib(s.optimizer),
                        gib(s.activations), gib(s.buffers), gib(s.reserve), gib(s.total()), s.stage == est.peak_stage ? "  <- peak" : "");
   }
-  out += fmt::format("peak {} GiB on stage {} of {} GiB ({}): {}\n", gib(est.peak_bytes), est.peak_stage, gib(est.capacity_bytes), hw,
+  out += fmt::format("peak {} GiB on stage {} of {} GiB ({}): {}\n", gib(est.peak_bytes), est.peak_stage, gib(est.capacity_bytes), r.subject.hardware_name,
                      est.fits() ? "fits" : "DOES NOT FIT");
   const cost::StageMemory& peak = est.stages.at(static_cast<std::size_t>(est.peak_stage));
   if (peak.optimizer_step > peak.activations + peak.buffers) {
     out += fmt::format("stage {} peaks in the optimizer step: its fp32 gradient copy ({} GiB) outweighs activations + buffers ({} GiB)\n", peak.stage,
                        gib(peak.optimizer_step), gib(peak.activations + peak.buffers));
   }
+  out += cost::time_summary(r.time);
+  if (!r.fits()) {
+    if (r.suggestions.empty()) {
+      out += "no change tried (recompute, ZeRO stage, PP, micro-batch size, CP, TP, devices; alone or two at once) makes it fit\n";
+    } else {
+      out += "changes that make it fit, each re-priced (fastest first):\n";
+      for (const auto& s : r.suggestions) {
+        out += fmt::format("  {:<34} peak {:>7} GiB  step {:.3f} s  ({})\n", s.change, gib(s.peak_memory_bytes), s.step_time_s, s.layout.describe());
+      }
+    }
+  }
+  if (!r.explain.empty()) {
+    out += "\n";
+    for (const auto& line : r.explain) out += line + "\n";
+  }
   return out;
 }
 
-}  // namespace sapp::io
+std::string to_csv(const EstimateReport& r) {
+  std::string out = "stage,layers,params,grads,optimizer,activations,buffers,reserve,optimizer_step,total\n";
+  for (const auto& s : r.memory.stages) {
+    out += fmt::format("{},{},{:.0f},{:.0f},{:.0f},{:.0f},{:.0f},{:.0f},{:.0f},{:.0f}\n", s.stage, s.layers, s.params, s.grads, s.optimizer, s.activations,
+                       s.buffers, s.reserve, s.optimizer_step, s.total());
+  }
+  return out;
+}
+
+json to_json(const SearchReport& r, bool timing) {
+  json cands = json::array();
+  for (std::size_t i = 0; i < r.rows.size(); ++i) {
+    const auto& row = r.rows[i];
+    json j = memory_json(r.subject, row.candidate.layout, row.memory);
+    cost::add_time_json(j, row.candidate.time);
+    j["rank"] = i + 1;
+    j["twins"] = row.candidate.twins;
+    cands.push_back(j);
+  }
+  json closest = json::array();
+  for (const auto& o : r.closest) {
+    closest.push_back(json{{"layout", layout_json(o.layout)},
+                           {"peak_memory_bytes", o.peak_memory_bytes},
+                           {"over_capacity_bytes", o.peak_memory_bytes - r.subject.capacity_bytes},
+                           {"twins", o.twins}});
+  }
+  json j{{"model", r.subject.model},
+         {"hardware", r.subject.hardware_id},
+         {"devices", r.subject.devices},
+         {"global_batch", r.subject.global_batch},
+         {"seq", r.subject.seq},
+         {"capacity_bytes", r.subject.capacity_bytes},
+         {"candidates", cands},
+         {"fitting", r.fitting},
+         {"rejected", r.rejected},
+         {"evaluated", r.evaluated},
+         {"folded", r.folded}};
+  if (!r.any_fits()) j["closest"] = closest;
+  if (timing) {
+    j["search_seconds"] = r.seconds;
+    j["threads"] = r.threads;
+  }
+  return j;
+}
+
+namespace {
+
+std::string rejections_line(const SearchReport& r) {
+  std::vector<std::pair<long long, std::string>> sorted;
+  for (const auto& [reason, count] : r.rejected) sorted.emplace_back(-count, reason);
+  std::sort(sorted.begin(), sorted.end());
+  std::string reasons;
+  for (const auto& [neg, reason] : sorted) reasons += fmt::format("{}{} {}", reasons.empty() ? "" : ", ", -neg, reason);
+  return reasons;
+}
+
+}  // namespace
+
+std::string to_table(const SearchReport& r) {
+  long long rejected_total = 0;
+  for (const auto& [reason, count] : r.rejected) rejected_total += count;
+  std::string out = fmt::format("{} on {} x {}, global batch {} x {} tokens: {} candidates, {} fit, {} rejected, {:.2f} s on {} thread(s)\n", r.subject.model,
+                                r.subject.devices, r.subject.hardware_name, r.subject.global_batch, r.subject.seq, r.evaluated, r.fitting, rejected_total,
+                                r.seconds, r.threads);
+  std::string reasons = rejections_line(r);
+  if (!reasons.empty()) out += fmt::format("rejected: {}\n", reasons);
+  if (!r.any_fits()) {
+    out += fmt::format("no layout fits in {} GiB per device.\n", gib(r.subject.capacity_bytes));
+    if (!r.closest.empty()) {
+      out += "closest (least memory):\n";
+      for (const auto& o : r.closest) {
+        out += fmt::format("  {:>8} GiB ({:+.2f} GiB over)  {}{}\n", gib(o.peak_memory_bytes), (o.peak_memory_bytes - r.subject.capacity_bytes) / 1073741824.0,
+                           o.layout.describe(), o.twins > 1 ? fmt::format("  (and {} more of the same memory)", o.twins - 1) : std::string());
+      }
+    }
+    return out;
+  }
+  // Fits a 120-column terminal: the layout column is as wide as the widest layout shown (at most 64).
+  std::size_t width = 24;
+  for (const auto& row : r.rows) width = std::max(width, row.candidate.layout.describe().size());
+  width = std::min<std::size_t>(width, 64);
+  out += fmt::format("{:>4}  {:<{}} {:>5} {:>6} {:>7} {:>9} {:>5}  {}\n", "rank", "layout", width, r.folded ? "twins" : "", "GiB", "step s", "tok/s/dev", "MFU",
+                     fmt::format("top overhead (s); {} GiB/device", gib(r.subject.capacity_bytes)));
+  for (std::size_t i = 0; i < r.rows.size(); ++i) {
+    const search::Candidate& c = r.rows[i].candidate;
+    std::string layout = c.layout.describe();
+    if (layout.size() > width) {
+      out += fmt::format("{:>4}  {}\n", i + 1, layout);
+      layout.clear();
+    }
+    out += fmt::format("{:>4}  {:<{}} {:>5} {:>6} {:>7.3f} {:>9.0f} {:>4.1f}%  {}\n", layout.empty() ? std::string() : std::to_string(i + 1), layout, width,
+                       r.folded && c.twins > 1 ? fmt::format("x{}", c.twins) : std::string(), gib(c.peak_memory_bytes), c.time.step_s,
+                       c.time.tokens_per_s_per_device, 100.0 * c.time.mfu, main_overhead(c.time.breakdown));
+  }
+  if (r.folded) out += "(twins: layouts of the same step time and peak memory folded into one row; --unfold lists them)\n";
+  return out;
+}
+
+std::string to_csv(const SearchReport& r) {
+  std::string out =
+      "rank,dp,tp,sp,pp,vpp,cp,cp_algo,ep,etp,mbs,micro_batches,zero,recompute,peak_memory_bytes,step_time_s,tokens_per_s_per_device,mfu,compute_s,"
+      "recompute_s,tp_comm_s,cp_comm_s,ep_comm_s,dp_comm_s,pp_comm_s,bubble_s,optimizer_s,twins\n";
+  for (std::size_t i = 0; i < r.rows.size(); ++i) {
+    const auto& c = r.rows[i].candidate;
+    const plan::Layout& l = c.layout;
+    const auto& b = c.time.breakdown;
+    out +=
+        fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.0f},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{}\n",
+                    i + 1, l.dp, l.tp, l.sp ? 1 : 0, l.pp, l.vpp, l.cp, plan::to_string(l.cp_algo), l.ep, l.etp, l.mbs, l.micro_batches, l.zero,
+                    plan::to_string(l.recompute), c.peak_memory_bytes, c.time.step_s, c.time.tokens_per_s_per_device, c.time.mfu, b.compute_s, b.recompute_s,
+                    b.tp_comm_s, b.cp_comm_s, b.ep_comm_s, b.dp_comm_s, b.pp_comm_s, b.bubble_s, b.optimizer_s, c.twins);
+  }
+  return out;
+}
+
+}  // namespace sapp::report

@@ -1,17 +1,78 @@
-// io/report: machine-readable (JSON) and human (table) renderings of estimates, shared by the CLI and bindings.
+// report: what each command answers, as plain values, and its renderings. One renderer per format (table,
+// JSON, CSV) reads each report; the command line prints them and the Python bindings return the same JSON.
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "cost/memory.hpp"
+#include "cost/time.hpp"
+#include "model/family.hpp"
+#include "search/search.hpp"
 
-namespace sapp::io {
+namespace sapp::report {
+
+// The model and device a report is about.
+struct Subject {
+  std::string model;
+  std::string arch;
+  model::ParamCounts params;
+  std::string hardware_id;
+  std::string hardware_name;
+  long long devices = 0;
+  long long global_batch = 0;
+  long long seq = 0;
+  double capacity_bytes = 0;
+};
+
+// One change to a layout that does not fit, re-priced.
+struct Suggestion {
+  std::string change;  // e.g. "--recompute full"
+  plan::Layout layout;
+  double peak_memory_bytes = 0;
+  double step_time_s = 0;
+};
+
+struct EstimateReport {
+  Subject subject;
+  plan::Layout layout;
+  cost::MemoryEstimate memory;
+  cost::StepTime time;
+  std::vector<std::string> explain;     // --explain: one line per term of one stage
+  std::vector<Suggestion> suggestions;  // when it does not fit: changes that make it fit, fastest first
+  [[nodiscard]] bool fits() const { return memory.fits(); }
+};
+
+struct SearchRow {
+  search::Candidate candidate;
+  cost::MemoryEstimate memory;  // per-stage memory of the row's layout
+};
+
+struct SearchReport {
+  Subject subject;
+  std::vector<SearchRow> rows;  // ranked, fastest first
+  long long fitting = 0;
+  long long evaluated = 0;
+  std::map<std::string, long long> rejected;
+  std::vector<search::Overflow> closest;  // nothing fits: the layouts that came closest
+  double seconds = 0;
+  int threads = 1;
+  bool folded = true;
+  [[nodiscard]] bool any_fits() const { return fitting > 0; }
+};
+
+nlohmann::json to_json(const EstimateReport& report);
+std::string to_table(const EstimateReport& report);
+std::string to_csv(const EstimateReport& report);
+
+// `timing = false` leaves out what depends on the machine (search seconds, threads), for byte-identical output.
+nlohmann::json to_json(const SearchReport& report, bool timing = true);
+std::string to_table(const SearchReport& report);
+std::string to_csv(const SearchReport& report);
 
 nlohmann::json layout_json(const plan::Layout& layout);
-nlohmann::json memory_json(const model::Model& model, const plan::Layout& layout, const cost::MemoryEstimate& estimate);
-std::string memory_table(const model::Model& model, const plan::Layout& layout, const cost::MemoryEstimate& estimate, const std::string& hardware_name);
 std::string gib(double bytes);
 
-}  // namespace sapp::io
+}  // namespace sapp::report

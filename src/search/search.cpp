@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <exception>
+#include <iterator>
 #include <mutex>
 #include <thread>
 #include <tuple>
@@ -111,10 +113,11 @@ std::vector<int> divisors(long long n) {
   return out;
 }
 
-}  // namespace
-
-std::vector<plan::Layout> enumerate(const model::Model& model, const Space& space, const plan::Training& training, const hardware::Hardware& hw,
-                                    long long devices) {
+// Every layout of the space but for the ZeRO stage, SP, the CP algorithm and recompute, in enumeration order.
+// A stated degree that does not divide what is left of the devices is counted in `skipped` under "device count"
+// (auto never generates one).
+std::vector<plan::Layout> enumerate_blocks(const model::Model& model, const Space& space, const plan::Training& training, const hardware::Hardware& hw,
+                                           long long devices, std::map<std::string, long long>& skipped) {
   std::vector<plan::Layout> out;
   const model::ModelSpec& spec = model.spec;
   long long layers = model.body_layers() + model.vision_layers();
@@ -125,16 +128,25 @@ std::vector<plan::Layout> enumerate(const model::Model& model, const Space& spac
   // algorithms with CP.
   long long tp_limit = space.allow_tp_across_nodes ? devices : std::min(devices, hw.devices_per_node());
   for (int tp : values(space.tp, powers_of_two_up_to(tp_limit))) {
-    if (tp < 1 || devices % tp != 0) continue;
+    if (tp < 1 || devices % tp != 0) {
+      ++skipped["device count"];
+      continue;
+    }
     for (int cp : values(space.cp, powers_of_two_up_to(std::min<long long>(devices / tp, 32)))) {
-      if (cp < 1 || (devices / tp) % cp != 0) continue;
+      if (cp < 1 || (devices / tp) % cp != 0) {
+        ++skipped["device count"];
+        continue;
+      }
       long long rest = devices / tp / cp;
       std::vector<int> pp_auto;
       for (int d : divisors(rest)) {
         if (d <= layers) pp_auto.push_back(d);
       }
       for (int pp : values(space.pp, pp_auto)) {
-        if (pp < 1 || rest % pp != 0) continue;
+        if (pp < 1 || rest % pp != 0) {
+          ++skipped["device count"];
+          continue;
+        }
         int dp = static_cast<int>(rest / pp);
         std::vector<int> ep_auto = {1};
         std::vector<int> etp_auto = {1};
@@ -163,34 +175,18 @@ std::vector<plan::Layout> enumerate(const model::Model& model, const Space& spac
                 if (mbs < 1) continue;
                 long long per = 1LL * dp * mbs;
                 long long m = training.global_batch % per == 0 ? training.global_batch / per : 0;
-                for (int zero : values(space.zero, {0, 1, 2, 3})) {
-                  std::vector<bool> sps = space.sp ? *space.sp : (tp > 1 ? std::vector<bool>{false, true} : std::vector<bool>{false});
-                  for (bool sp : sps) {
-                    std::vector<plan::CpAlgo> algos = space.cp_algo ? *space.cp_algo
-                                                                    : (cp > 1 ? std::vector<plan::CpAlgo>{plan::CpAlgo::Ring, plan::CpAlgo::AllToAll}
-                                                                              : std::vector<plan::CpAlgo>{plan::CpAlgo::Ring});
-                    for (plan::CpAlgo algo : algos) {
-                      for (plan::Recompute rc : space.recompute) {
-                        plan::Layout l;
-                        l.tp = tp;
-                        l.cp = cp;
-                        l.pp = pp;
-                        l.dp = dp;
-                        l.ep = ep;
-                        l.etp = etp;
-                        l.vpp = vpp;
-                        l.mbs = mbs;
-                        l.micro_batches = static_cast<int>(m);
-                        l.zero = zero;
-                        l.sp = sp;
-                        l.cp_algo = algo;
-                        l.recompute = rc;
-                        l.optimizer_shard = space.optimizer_shard;
-                        out.push_back(l);
-                      }
-                    }
-                  }
-                }
+                plan::Layout l;
+                l.tp = tp;
+                l.cp = cp;
+                l.pp = pp;
+                l.dp = dp;
+                l.ep = ep;
+                l.etp = etp;
+                l.vpp = vpp;
+                l.mbs = mbs;
+                l.micro_batches = static_cast<int>(m);
+                l.optimizer_shard = space.optimizer_shard;
+                out.push_back(l);
               }
             }
           }
@@ -201,15 +197,168 @@ std::vector<plan::Layout> enumerate(const model::Model& model, const Space& spac
   return out;
 }
 
+// A block's variants over the ZeRO stage, SP, the CP algorithm and recompute, in enumeration order.
+template <typename Visit>
+void for_each_variant(const plan::Layout& block, const Space& space, Visit&& visit) {
+  plan::Layout l = block;
+  for (int zero : space.zero ? *space.zero : std::vector<int>{0, 1, 2, 3}) {
+    l.zero = zero;
+    std::vector<bool> sps = space.sp ? *space.sp : (block.tp > 1 ? std::vector<bool>{false, true} : std::vector<bool>{false});
+    for (bool sp : sps) {
+      l.sp = sp;
+      std::vector<plan::CpAlgo> algos = space.cp_algo ? *space.cp_algo
+                                                      : (block.cp > 1 ? std::vector<plan::CpAlgo>{plan::CpAlgo::Ring, plan::CpAlgo::AllToAll}
+                                                                      : std::vector<plan::CpAlgo>{plan::CpAlgo::Ring});
+      for (plan::CpAlgo algo : algos) {
+        l.cp_algo = algo;
+        for (plan::Recompute rc : space.recompute) {
+          l.recompute = rc;
+          visit(l);
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<plan::Layout> enumerate(const model::Model& model, const Space& space, const plan::Training& training, const hardware::Hardware& hw,
+                                    long long devices) {
+  std::vector<plan::Layout> out;
+  std::map<std::string, long long> skipped;
+  for (const plan::Layout& block : enumerate_blocks(model, space, training, hw, devices, skipped))
+    for_each_variant(block, space, [&](const plan::Layout& l) { out.push_back(l); });
+  return out;
+}
+
+namespace {
+
+// The best rows one worker has seen: the `top` fastest fitting candidates (or folded rows) and, for a search
+// where nothing fits, the `top` smallest overflows. Pruned to `top` whenever it doubles, so memory follows
+// `top`, not the size of the space. Every order is total (ties broken by the enumeration index, or by the
+// folded key), so merging the workers' keepers gives the same rows for any thread count.
+class Keeper {
+ public:
+  Keeper(std::size_t top, bool fold) : top_(top), fold_(fold) {}
+
+  void fit(const Candidate& c, std::size_t index) {
+    ++fitting_;
+    if (fold_) {
+      Key key{std::llround(c.time.step_s * 1e9), std::llround(c.peak_memory_bytes / 1024.0)};
+      auto it = folded_.find(key);
+      if (it != folded_.end()) {
+        ++it->second.candidate.twins;
+        if (index < it->second.index) {
+          long long twins = it->second.candidate.twins;
+          it->second = Row{c, index};
+          it->second.candidate.twins = twins;
+        }
+        return;
+      }
+      // A key worse than `top` others can never re-enter the top rows, so dropping it loses no count.
+      if (folded_.size() >= top_ && !(key < folded_.rbegin()->first)) return;
+      folded_.emplace(key, Row{c, index});
+      if (folded_.size() > top_) folded_.erase(std::prev(folded_.end()));
+      return;
+    }
+    rows_.push_back(Row{c, index});
+    if (rows_.size() >= 2 * std::min(top_, std::size_t{1} << 40) + 64) prune();
+  }
+
+  void overflow(const plan::Layout& l, double peak, std::size_t index) {
+    if (fitting_ > 0) return;
+    long long key = std::llround(peak / 1024.0);
+    auto it = closest_.find(key);
+    if (it != closest_.end()) {
+      ++it->second.first.twins;
+      if (index < it->second.second) it->second = {Overflow{l, peak, it->second.first.twins}, index};
+      return;
+    }
+    if (closest_.size() >= top_ && !(key < closest_.rbegin()->first)) return;
+    closest_.emplace(key, std::pair{Overflow{l, peak, 1}, index});
+    if (closest_.size() > top_) closest_.erase(std::prev(closest_.end()));
+  }
+
+  void merge(Keeper&& other) {
+    fitting_ += other.fitting_;
+    for (auto& [key, row] : other.folded_) {
+      auto [it, fresh] = folded_.emplace(key, row);
+      if (!fresh) {
+        long long twins = it->second.candidate.twins + row.candidate.twins;
+        if (row.index < it->second.index) it->second = row;
+        it->second.candidate.twins = twins;
+      }
+    }
+    while (folded_.size() > top_) folded_.erase(std::prev(folded_.end()));
+    rows_.insert(rows_.end(), other.rows_.begin(), other.rows_.end());
+    for (auto& [key, entry] : other.closest_) {
+      auto [it, fresh] = closest_.emplace(key, entry);
+      if (!fresh) {
+        long long twins = it->second.first.twins + entry.first.twins;
+        if (entry.second < it->second.second) it->second = entry;
+        it->second.first.twins = twins;
+      }
+    }
+    while (closest_.size() > top_) closest_.erase(std::prev(closest_.end()));
+  }
+
+  void finish(Result& r) {
+    r.fitting = fitting_;
+    if (fold_) {
+      for (auto& [key, row] : folded_) r.ranked.push_back(row.candidate);
+    } else {
+      prune();
+      for (auto& row : rows_) r.ranked.push_back(row.candidate);
+    }
+    if (fitting_ == 0) {
+      for (auto& [key, entry] : closest_) r.closest.push_back(entry.first);
+    }
+  }
+
+ private:
+  struct Row {
+    Candidate candidate;
+    std::size_t index = 0;
+  };
+  using Key = std::pair<long long, long long>;  // step time in ns, peak memory in KiB
+
+  void prune() {
+    auto faster = [](const Row& a, const Row& b) { return std::tie(a.candidate.time.step_s, a.index) < std::tie(b.candidate.time.step_s, b.index); };
+    std::size_t keep = std::min(top_, rows_.size());
+    std::partial_sort(rows_.begin(), rows_.begin() + static_cast<std::ptrdiff_t>(keep), rows_.end(), faster);
+    rows_.resize(keep);
+  }
+
+  std::size_t top_;
+  bool fold_;
+  long long fitting_ = 0;
+  std::vector<Row> rows_;
+  std::map<Key, Row> folded_;
+  std::map<long long, std::pair<Overflow, std::size_t>> closest_;  // by peak memory in KiB
+};
+
+}  // namespace
+
 Result search(const model::Model& model, const Space& space, const plan::Training& training, const hardware::Hardware& hw, long long devices, double capacity,
               const Options& options) {
   auto t0 = std::chrono::steady_clock::now();
   if (training.fp8) hw.require_fp8_rate();  // before the workers start, so the refusal is one clean error
-  std::vector<plan::Layout> layouts = enumerate(model, space, training, hw, devices);
-  const std::size_t n = layouts.size();
-  std::vector<std::optional<Candidate>> slots(n);
+  // Blocks share every degree but the ZeRO stage, SP, the CP algorithm and recompute; their variants are
+  // generated by the worker that prices them, so memory does not grow with the space.
+  std::map<std::string, long long> skipped;
+  const std::vector<plan::Layout> blocks = enumerate_blocks(model, space, training, hw, devices, skipped);
+  std::vector<std::size_t> first(blocks.size() + 1, 0);  // enumeration index of each block's first variant
+  for (std::size_t b = 0; b < blocks.size(); ++b) {
+    std::size_t count = 0;
+    for_each_variant(blocks[b], space, [&](const plan::Layout&) { ++count; });
+    first[b + 1] = first[b] + count;
+  }
+  const std::size_t n = first.back();
+  const std::size_t n_blocks = blocks.size();
   int threads = std::max(1, options.threads);
   std::vector<std::map<std::string, long long>> rejected(static_cast<std::size_t>(threads));
+  std::vector<Keeper> keepers(static_cast<std::size_t>(threads), Keeper(options.top, options.fold));
+  const plan::Cluster cluster{devices, hw.devices_per_node(), space.allow_tp_across_nodes};
   std::atomic<long long> done{0};
   std::atomic<std::size_t> next{0};
   // Grouped evaluation: what one layer of each kind costs depends only on these fields, so each worker prices it
@@ -218,47 +367,44 @@ Result search(const model::Model& model, const Space& space, const plan::Trainin
   using TimeKey = std::tuple<int, int, bool, int, int, int, int>;  // the same and the CP algorithm
   auto work = [&](int worker) {
     auto& rej = rejected[static_cast<std::size_t>(worker)];
+    Keeper& keeper = keepers[static_cast<std::size_t>(worker)];
     std::map<MemoryKey, std::vector<cost::KindMemory>> memory_groups;
     std::map<TimeKey, cost::KindTimes> time_groups;
-    constexpr std::size_t kBatch = 64;
+    auto price = [&](const plan::Layout& l, std::size_t i) {
+      auto violations = plan::check_layout(model, l, training, cluster, false);
+      if (!violations.empty()) {
+        ++rej[violations.front().rule];
+        return;
+      }
+      MemoryKey mk{l.mbs, l.tp, l.sp, l.cp, l.ep, l.etp};
+      auto km = memory_groups.find(mk);
+      if (km == memory_groups.end()) km = memory_groups.emplace(mk, cost::kind_memory(model, l, training)).first;
+      cost::MemoryEstimate mem = cost::estimate_memory(model, l, training, capacity, &km->second);
+      if (!mem.fits()) {
+        ++rej["out of memory"];
+        keeper.overflow(l, mem.peak_bytes, i);
+        return;
+      }
+      Candidate c;
+      c.layout = l;
+      c.peak_memory_bytes = mem.peak_bytes;
+      c.peak_stage = mem.peak_stage;
+      TimeKey tk{l.mbs, l.tp, l.sp, l.cp, static_cast<int>(l.cp_algo), l.ep, l.etp};
+      auto kt = time_groups.find(tk);
+      if (kt == time_groups.end()) kt = time_groups.emplace(tk, cost::kind_times(model, l, training, hw, options.overlap)).first;
+      c.time = cost::estimate_time(model, l, training, hw, mem, options.overlap, &kt->second);
+      keeper.fit(c, i);
+    };
+    constexpr std::size_t kBatch = 2;
     for (;;) {
       std::size_t begin = next.fetch_add(kBatch);
-      if (begin >= n) break;
-      std::size_t end = std::min(n, begin + kBatch);
-      for (std::size_t i = begin; i < end; ++i) {
-        const plan::Layout& l = layouts[i];
-        if (l.micro_batches < 1) {
-          ++rej["global batch"];
-          continue;
-        }
-        if (!space.allow_tp_across_nodes && l.tp > hw.devices_per_node()) {
-          ++rej["tp across nodes"];
-          continue;
-        }
-        auto violations = plan::check_layout(model, l, training, devices, false);
-        if (!violations.empty()) {
-          ++rej[violations.front().rule];
-          continue;
-        }
-        MemoryKey mk{l.mbs, l.tp, l.sp, l.cp, l.ep, l.etp};
-        auto km = memory_groups.find(mk);
-        if (km == memory_groups.end()) km = memory_groups.emplace(mk, cost::kind_memory(model, l, training)).first;
-        cost::MemoryEstimate mem = cost::estimate_memory(model, l, training, capacity, &km->second);
-        if (!mem.fits()) {
-          ++rej["out of memory"];
-          continue;
-        }
-        Candidate c;
-        c.layout = l;
-        c.peak_memory_bytes = mem.peak_bytes;
-        c.peak_stage = mem.peak_stage;
-        TimeKey tk{l.mbs, l.tp, l.sp, l.cp, static_cast<int>(l.cp_algo), l.ep, l.etp};
-        auto kt = time_groups.find(tk);
-        if (kt == time_groups.end()) kt = time_groups.emplace(tk, cost::kind_times(model, l, training, hw, options.overlap)).first;
-        c.time = cost::estimate_time(model, l, training, hw, mem, options.overlap, &kt->second);
-        slots[i] = c;
+      if (begin >= n_blocks) break;
+      std::size_t end = std::min(n_blocks, begin + kBatch);
+      for (std::size_t b = begin; b < end; ++b) {
+        std::size_t i = first[b];
+        for_each_variant(blocks[b], space, [&](const plan::Layout& l) { price(l, i++); });
       }
-      done.fetch_add(static_cast<long long>(end - begin));
+      done.fetch_add(static_cast<long long>(first[end] - first[begin]));
     }
   };
   // An error inside a worker (bad data met while pricing) stops every worker and is rethrown here, on the
@@ -273,45 +419,34 @@ Result search(const model::Model& model, const Space& space, const plan::Trainin
         std::lock_guard<std::mutex> lock(failure_mutex);
         if (!failure) failure = std::current_exception();
       }
-      next.store(n);
+      next.store(n_blocks);
       done.store(static_cast<long long>(n));
     }
   };
-  if (threads == 1) {
-    if (options.progress) {
-      std::thread worker(guarded, 0);
-      while (done.load() < static_cast<long long>(n)) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(100));
-        if (std::chrono::steady_clock::now() - t0 > std::chrono::seconds(1)) options.progress(done.load(), static_cast<long long>(n));
-      }
-      worker.join();
-    } else {
-      guarded(0);
+  auto report_progress = [&] {
+    while (done.load() < static_cast<long long>(n)) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      if (std::chrono::steady_clock::now() - t0 > std::chrono::seconds(1)) options.progress(done.load(), static_cast<long long>(n));
     }
+  };
+  if (threads == 1 && !options.progress) {
+    guarded(0);
   } else {
     std::vector<std::thread> pool;
     pool.reserve(static_cast<std::size_t>(threads));
     for (int w = 0; w < threads; ++w) pool.emplace_back(guarded, w);
-    if (options.progress) {
-      while (done.load() < static_cast<long long>(n)) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(100));
-        if (std::chrono::steady_clock::now() - t0 > std::chrono::seconds(1)) options.progress(done.load(), static_cast<long long>(n));
-      }
-    }
+    if (options.progress) report_progress();
     for (auto& t : pool) t.join();
   }
   if (failure) std::rethrow_exception(failure);
   Result r;
   r.evaluated = static_cast<long long>(n);
-  // Rank by step time; ties keep the enumeration order (a function of the space alone, so the same for any
-  // thread count). Sort (time, slot) pairs, then copy each candidate once into its rank.
-  std::vector<std::pair<double, std::size_t>> order;
-  for (std::size_t i = 0; i < n; ++i) {
-    if (slots[i]) order.emplace_back(slots[i]->time.step_s, i);
+  for (const auto& [reason, count] : skipped) {
+    r.rejected[reason] += count;
+    r.evaluated += count;
   }
-  std::sort(order.begin(), order.end());
-  r.ranked.reserve(order.size());
-  for (const auto& [time, i] : order) r.ranked.push_back(*slots[i]);
+  for (std::size_t w = 1; w < keepers.size(); ++w) keepers[0].merge(std::move(keepers[w]));
+  keepers[0].finish(r);
   for (const auto& per : rejected) {
     for (const auto& [reason, count] : per) r.rejected[reason] += count;
   }

@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <functional>
+#include <limits>
 #include <map>
 #include <optional>
 #include <string>
@@ -43,10 +44,22 @@ struct Candidate {
   double peak_memory_bytes = 0;
   int peak_stage = 0;
   cost::StepTime time;
+  // Layouts folded into this row: the same estimated step time (to the nanosecond) and peak memory (to the
+  // KiB), e.g. DP/CP/micro-batch permutations the model cannot tell apart. 1 when not folding.
+  long long twins = 1;
+};
+
+// A layout that does not fit, kept to say how close the search came.
+struct Overflow {
+  plan::Layout layout;
+  double peak_memory_bytes = 0;
+  long long twins = 1;  // layouts of the same peak memory (to the KiB) folded into this one
 };
 
 struct Result {
-  std::vector<Candidate> ranked;  // fitting candidates, fastest first (all of them; callers cut to --top)
+  std::vector<Candidate> ranked;  // the `top` fastest fitting candidates (or folded rows), fastest first
+  long long fitting = 0;          // fitting candidates in all (every twin counted)
+  std::vector<Overflow> closest;  // with no fitting candidate: the `top` that need the least memory
   std::map<std::string, long long> rejected;
   long long evaluated = 0;  // candidates generated and checked
   double seconds = 0;
@@ -55,7 +68,13 @@ struct Result {
 struct Options {
   int threads = 1;
   cost::Overlap overlap;
-  // Called about every half second from the calling thread with (done, total); may be empty.
+  // How many ranked rows to keep; memory stays proportional to it, not to the space.
+  std::size_t top = std::numeric_limits<std::size_t>::max();
+  // Fold candidates of identical step time and peak memory into one row (the first in enumeration order) with
+  // a count; ranks rows by (time, memory). Unfolded, ties keep the enumeration order.
+  bool fold = false;
+  // Called about every half second from the calling thread with (done, total) once a search has run for a
+  // second; may be empty.
   std::function<void(long long, long long)> progress;
 };
 

@@ -1,0 +1,34 @@
+// app: one entry point per command. Each takes its typed request (app/request.hpp), loads what it names (model,
+// device), applies the layout rules once, prices, and returns the command's report (report/report.hpp). The
+// command line, the Python bindings and the framework-config readers are thin adapters over these calls.
+#pragma once
+
+#include "app/request.hpp"
+#include "hardware/hardware.hpp"
+#include "model/family.hpp"
+#include "report/report.hpp"
+
+namespace sapp::app {
+
+// What a job names, loaded from the data directory (or the paths it gives).
+struct LoadedJob {
+  model::Catalog catalog;
+  model::Model model;
+  hardware::Hardware hardware;
+  double capacity_bytes = 0;  // the memory limit, or the device's HBM
+};
+LoadedJob load(const JobRequest& job);
+
+report::EstimateReport run_estimate(const EstimateRequest& request);
+report::SearchReport run_search(const SearchRequest& request);
+
+// Exit codes a script can rely on (documented in the README and `sapp --help`).
+enum ExitCode : int {
+  kExitOk = 0,          // an answer that fits
+  kExitBadInput = 1,    // a bad value, file or layout
+  kExitUsage = 2,       // a command-line usage mistake
+  kExitDoesNotFit = 3,  // estimate: the layout does not fit; search: no layout fits
+  kExitInternal = 4,    // a bug: please report it
+};
+
+}  // namespace sapp::app

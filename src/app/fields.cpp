@@ -1,0 +1,357 @@
+// The option tables of the estimate and search requests, and how a JSON value is checked into a field.
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <limits>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "app/request.hpp"
+#include "core/error.hpp"
+#include "core/files.hpp"
+
+namespace sapp::app {
+
+using nlohmann::json;
+
+std::string where_of(Source source, const std::string& key, const std::string& file) {
+  switch (source) {
+    case Source::CommandLine: {
+      std::string option = "--" + key;
+      std::replace(option.begin(), option.end(), '_', '-');
+      return option;
+    }
+    case Source::File: return at(file, key);
+    case Source::Python: return key;
+  }
+  return key;
+}
+
+namespace {
+
+std::string trimmed(const std::string& text) {
+  auto begin = text.find_first_not_of(" \t");
+  auto end = text.find_last_not_of(" \t");
+  return begin == std::string::npos ? std::string() : text.substr(begin, end - begin + 1);
+}
+
+// A whole number in [lowest, highest], from a JSON integer, an integral JSON float, or text (the command line).
+long long whole(const json& v, const std::string& where, long long lowest, long long highest, const char* unit) {
+  long long out = 0;
+  if (v.is_boolean()) fail(where, "{} is not a whole number of {}", v.dump(), unit);
+  if (v.is_number_integer()) {
+    if (v.is_number_unsigned() && v.get<unsigned long long>() > static_cast<unsigned long long>(highest))
+      fail(where, "{} is above the limit of {} {}", v.dump(), highest, unit);
+    out = v.get<long long>();
+  } else if (v.is_number_float()) {
+    double d = v.get<double>();
+    if (!std::isfinite(d) || d != std::floor(d)) fail(where, "{} is not a whole number of {}", v.dump(), unit);
+    if (d > static_cast<double>(highest)) fail(where, "{} is above the limit of {} {}", v.dump(), highest, unit);
+    if (d < static_cast<double>(lowest)) fail(where, "{} is below the minimum of {} {}", v.dump(), lowest, unit);
+    out = static_cast<long long>(d);
+  } else if (v.is_string()) {
+    std::string t = trimmed(v.get<std::string>());
+    if (t.empty() || t.find_first_not_of("0123456789") != std::string::npos) {
+      if (!t.empty() && t[0] == '-' && t.size() > 1 && t.find_first_not_of("0123456789", 1) == std::string::npos)
+        fail(where, "{} is below the minimum of {} {}", t, lowest, unit);
+      fail(where, "'{}' is not a whole number of {}", t, unit);
+    }
+    auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), out);
+    if (ec == std::errc::result_out_of_range || out > highest) fail(where, "{} is above the limit of {} {}", t, highest, unit);
+    if (ec != std::errc() || end != t.data() + t.size()) fail(where, "'{}' is not a whole number of {}", t, unit);
+  } else {
+    fail(where, "{} is not a whole number of {}", v.dump(), unit);
+  }
+  if (out < lowest) fail(where, "{} is below the minimum of {} {}", out, lowest, unit);
+  if (out > highest) fail(where, "{} is above the limit of {} {}", out, highest, unit);
+  return out;
+}
+
+int degree(const json& v, const std::string& where, long long lowest = 1) { return static_cast<int>(whole(v, where, lowest, kMaxDegree, "(a degree)")); }
+
+// A finite number in [lowest, highest].
+double real(const json& v, const std::string& where, double lowest, double highest, const char* unit) {
+  double out = 0;
+  if (v.is_number() && !v.is_boolean()) {
+    out = v.get<double>();
+  } else if (v.is_string()) {
+    std::string t = trimmed(v.get<std::string>());
+    char* end = nullptr;
+    errno = 0;
+    out = std::strtod(t.c_str(), &end);
+    if (t.empty() || end != t.c_str() + t.size()) fail(where, "'{}' is not a number ({})", t, unit);
+    if (errno == ERANGE && std::fabs(out) > 1.0) fail(where, "{} is out of range ({} to {} {})", t, lowest, highest, unit);
+  } else {
+    fail(where, "{} is not a number ({})", v.dump(), unit);
+  }
+  if (!std::isfinite(out)) fail(where, "{} is not a finite number ({})", v.is_string() ? v.get<std::string>() : v.dump(), unit);
+  if (out < lowest || out > highest) fail(where, "{:g} is out of range: expected {:g} to {:g} {}", out, lowest, highest, unit);
+  return out;
+}
+
+bool truth(const json& v, const std::string& where) {
+  if (v.is_boolean()) return v.get<bool>();
+  if (v.is_string()) {
+    std::string t = io::lower(trimmed(v.get<std::string>()));
+    if (t == "true" || t == "on" || t == "yes" || t == "1") return true;
+    if (t == "false" || t == "off" || t == "no" || t == "0") return false;
+  }
+  fail(where, "{} is not true or false", v.dump());
+}
+
+std::string text(const json& v, const std::string& where) {
+  if (!v.is_string()) fail(where, "{} is not text", v.dump());
+  return v.get<std::string>();
+}
+
+std::string choice(const json& v, const std::string& where, const std::vector<std::string>& allowed) {
+  std::string t = v.is_boolean() ? (v.get<bool>() ? "on" : "off") : text(v, where);
+  if (std::find(allowed.begin(), allowed.end(), t) == allowed.end()) fail(where, "'{}' is not one of {}", t, fmt::join(allowed, ", "));
+  return t;
+}
+
+// A search dimension: "auto", one value, "1,2,4", or a list.
+search::Dim dimension(const json& v, const std::string& where, int lowest = 1, int highest = static_cast<int>(kMaxDegree)) {
+  if (v.is_number_integer() && !v.is_boolean()) return std::vector<int>{static_cast<int>(whole(v, where, lowest, highest, "(a degree)"))};
+  return search::dim_from_json(v, where, lowest, highest);
+}
+
+std::string show_number(double v) { return fmt::format("{:g}", v); }
+std::string show_dim(const search::Dim& d) {
+  if (!d) return "auto";
+  return fmt::format("{}", fmt::join(*d, ","));
+}
+
+constexpr double kGiB = 1073741824.0;
+
+// The job's fields, for any request that holds a JobRequest `job`.
+template <typename Request>
+void add_job_fields(std::vector<Field<Request>>& f) {
+  using R = Request;
+  f.push_back({"model", "-m", "bundled model name (e.g. llama3-70b) or a HuggingFace config.json / YAML path (required)", false,
+               [](R& r, const json& v, const std::string& w) { r.job.model = text(v, w); }, [](const R&) { return std::string(); }});
+  f.push_back({"hardware", "-H", "bundled device (h100-sxm, a100-80g, h200, b200, mi300x, ascend-910b, ascend-910c) or a hardware YAML path", false,
+               [](R& r, const json& v, const std::string& w) { r.job.hardware = text(v, w); }, [](const R& r) { return r.job.hardware; }});
+  f.push_back({"devices", "-d", fmt::format("number of devices in the job (required; at most {})", kMaxDevices), false,
+               [](R& r, const json& v, const std::string& w) { r.job.devices = whole(v, w, 1, kMaxDevices, "devices"); },
+               [](const R&) { return std::string(); }});
+  f.push_back({"global_batch", "-b", fmt::format("global batch in sequences (required; at most {})", kMaxGlobalBatch), false,
+               [](R& r, const json& v, const std::string& w) { r.job.training.global_batch = whole(v, w, 1, kMaxGlobalBatch, "sequences"); },
+               [](const R&) { return std::string(); }});
+  f.push_back({"seq", "-s", "sequence length in tokens", false,
+               [](R& r, const json& v, const std::string& w) { r.job.training.seq = whole(v, w, 1, kMaxSequence, "tokens"); },
+               [](const R& r) { return std::to_string(r.job.training.seq); }});
+  f.push_back({"memory_limit_gib", "", "per-device memory budget in GiB (0: the device's HBM)", false,
+               [](R& r, const json& v, const std::string& w) { r.job.memory_limit_gib = real(v, w, 0, kMaxMemoryLimitGib, "GiB"); },
+               [](const R& r) { return show_number(r.job.memory_limit_gib); }});
+  f.push_back({"reserve_gib", "", "per-device reserve for allocator fragmentation and framework context, GiB", false,
+               [](R& r, const json& v, const std::string& w) { r.job.training.reserve_bytes = real(v, w, 0, kMaxMemoryLimitGib, "GiB") * kGiB; },
+               [](const R& r) { return show_number(r.job.training.reserve_bytes / kGiB); }});
+  f.push_back({"no_flash_attention", "", "price eager attention (an s x s score tensor) instead of flash attention", true,
+               [](R& r, const json& v, const std::string& w) { r.job.training.flash_attention = !truth(v, w); }, nullptr});
+  f.push_back({"fp8", "", "GEMMs in FP8 at the device's FP8 peak (attention and element-wise ops stay BF16)", true,
+               [](R& r, const json& v, const std::string& w) { r.job.training.fp8 = truth(v, w); }, nullptr});
+  f.push_back({"less_memory", "", "interleaved schedule's less-memory variant (fewer warm-up micro-batches)", true,
+               [](R& r, const json& v, const std::string& w) { r.job.training.interleave_less_memory = truth(v, w); }, nullptr});
+  f.push_back({"param_bytes", "", "bytes per weight", false,
+               [](R& r, const json& v, const std::string& w) { r.job.training.param_bytes = real(v, w, 0.5, 8, "bytes"); },
+               [](const R& r) { return show_number(r.job.training.param_bytes); }});
+  f.push_back({"grad_bytes", "", "bytes per gradient", false,
+               [](R& r, const json& v, const std::string& w) { r.job.training.grad_bytes = real(v, w, 0.5, 8, "bytes"); },
+               [](const R& r) { return show_number(r.job.training.grad_bytes); }});
+  f.push_back({"optimizer_bytes", "", "optimizer bytes per parameter (fp32 master + two Adam moments = 12)", false,
+               [](R& r, const json& v, const std::string& w) { r.job.training.optimizer_bytes = real(v, w, 0, 64, "bytes"); },
+               [](const R& r) { return show_number(r.job.training.optimizer_bytes); }});
+  f.push_back({"compute_bytes", "", "bytes per activation element", false,
+               [](R& r, const json& v, const std::string& w) { r.job.training.compute_bytes = real(v, w, 0.5, 8, "bytes"); },
+               [](const R& r) { return show_number(r.job.training.compute_bytes); }});
+  f.push_back({"capacity_factor", "", "MoE routed-token factor (1 = dropless, balanced)", false,
+               [](R& r, const json& v, const std::string& w) { r.job.training.capacity_factor = real(v, w, 0.01, 64, "(a factor)"); },
+               [](const R& r) { return show_number(r.job.training.capacity_factor); }});
+  f.push_back({"rank_order", "", "rank order of the launcher, innermost first; decides which link each group's collectives use", false,
+               [](R& r, const json& v, const std::string& w) { r.job.training.rank_order = plan::parse_rank_order(text(v, w), w); },
+               [](const R& r) {
+                 std::string out;
+                 for (char c : r.job.training.rank_order) out += std::string(out.empty() ? "" : "-") + c + "p";
+                 return out;
+               }});
+  f.push_back({"allow_tp_across_nodes", "", "let TP groups span nodes", true,
+               [](R& r, const json& v, const std::string& w) { r.job.allow_tp_across_nodes = truth(v, w); }, nullptr});
+  f.push_back({"overlap_tp", "", "fraction of TP collectives hidden under compute", false,
+               [](R& r, const json& v, const std::string& w) { r.job.overlap.tp = real(v, w, 0, 1, "(a fraction)"); },
+               [](const R& r) { return show_number(r.job.overlap.tp); }});
+  f.push_back({"overlap_dp", "", "fraction of DP gradient/parameter collectives hidden (capped by the last backward)", false,
+               [](R& r, const json& v, const std::string& w) { r.job.overlap.dp = real(v, w, 0, 1, "(a fraction)"); },
+               [](const R& r) { return show_number(r.job.overlap.dp); }});
+  f.push_back({"overlap_ep", "", "fraction of MoE all-to-all hidden", false,
+               [](R& r, const json& v, const std::string& w) { r.job.overlap.ep = real(v, w, 0, 1, "(a fraction)"); },
+               [](const R& r) { return show_number(r.job.overlap.ep); }});
+  f.push_back({"overlap_cp", "", "fraction of the ring-CP attention that hides its KV exchange", false,
+               [](R& r, const json& v, const std::string& w) { r.job.overlap.cp = real(v, w, 0, 1, "(a fraction)"); },
+               [](const R& r) { return show_number(r.job.overlap.cp); }});
+  f.push_back({"overlap_pp", "", "fraction of steady-state pipeline sends hidden", false,
+               [](R& r, const json& v, const std::string& w) { r.job.overlap.pp = real(v, w, 0, 1, "(a fraction)"); },
+               [](const R& r) { return show_number(r.job.overlap.pp); }});
+}
+
+std::vector<Field<EstimateRequest>> make_estimate_fields() {
+  using R = EstimateRequest;
+  std::vector<Field<R>> f;
+  add_job_fields(f);
+  f.push_back({"tp", "", "tensor parallel degree", false, [](R& r, const json& v, const std::string& w) { r.layout.tp = degree(v, w); },
+               [](const R& r) { return std::to_string(r.layout.tp); }});
+  f.push_back({"pp", "", "pipeline parallel degree", false, [](R& r, const json& v, const std::string& w) { r.layout.pp = degree(v, w); },
+               [](const R& r) { return std::to_string(r.layout.pp); }});
+  f.push_back({"cp", "", "context parallel degree", false, [](R& r, const json& v, const std::string& w) { r.layout.cp = degree(v, w); },
+               [](const R& r) { return std::to_string(r.layout.cp); }});
+  f.push_back({"cp_algo", "", "context parallel algorithm: ring or all2all", false,
+               [](R& r, const json& v, const std::string& w) {
+                 r.layout.cp_algo = choice(v, w, {"ring", "all2all"}) == "ring" ? plan::CpAlgo::Ring : plan::CpAlgo::AllToAll;
+               },
+               [](const R& r) { return std::string(plan::to_string(r.layout.cp_algo)); }});
+  f.push_back({"ep", "", "expert parallel degree (carved out of DP x CP x TP)", false,
+               [](R& r, const json& v, const std::string& w) { r.layout.ep = degree(v, w); }, [](const R& r) { return std::to_string(r.layout.ep); }});
+  f.push_back({"etp", "", "expert tensor parallel degree", false, [](R& r, const json& v, const std::string& w) { r.layout.etp = degree(v, w); },
+               [](const R& r) { return std::to_string(r.layout.etp); }});
+  f.push_back({"vpp", "", "virtual pipeline chunks per stage (interleaved 1F1B)", false,
+               [](R& r, const json& v, const std::string& w) { r.layout.vpp = degree(v, w); }, [](const R& r) { return std::to_string(r.layout.vpp); }});
+  f.push_back({"mbs", "", "micro-batch size", false, [](R& r, const json& v, const std::string& w) { r.layout.mbs = degree(v, w); },
+               [](const R& r) { return std::to_string(r.layout.mbs); }});
+  f.push_back({"zero", "", "ZeRO stage: 0 none, 1 optimizer (Megatron's distributed optimizer), 2 + gradients, 3 + parameters", false,
+               [](R& r, const json& v, const std::string& w) { r.layout.zero = static_cast<int>(whole(v, w, 0, 3, "(a ZeRO stage)")); },
+               [](const R& r) { return std::to_string(r.layout.zero); }});
+  f.push_back({"optimizer_shard", "", "ZeRO shard group size (0: all of DP x CP)", false,
+               [](R& r, const json& v, const std::string& w) { r.layout.optimizer_shard = degree(v, w, 0); },
+               [](const R& r) { return std::to_string(r.layout.optimizer_shard); }});
+  f.push_back({"recompute", "", "activation recompute: off, selective or full", false,
+               [](R& r, const json& v, const std::string& w) { r.layout.recompute = plan::read_activation_checkpoint_mode(v, w); },
+               [](const R& r) { return std::string(plan::to_string(r.layout.recompute)); }});
+  f.push_back({"sp", "", "sequence parallelism (shards the TP-replicated activations)", true,
+               [](R& r, const json& v, const std::string& w) { r.layout.sp = truth(v, w); }, nullptr});
+  f.push_back({"explain", "", "print each memory term of one stage (the peak one unless --explain-stage) with its formula and inputs", true,
+               [](R& r, const json& v, const std::string& w) { r.explain = truth(v, w); }, nullptr});
+  f.push_back({"explain_stage", "", "the stage --explain prints (implies --explain)", false,
+               [](R& r, const json& v, const std::string& w) {
+                 r.explain_stage = static_cast<int>(whole(v, w, 0, kMaxDegree, "(a stage index)"));
+                 r.explain = true;
+               },
+               [](const R&) { return std::string(); }});
+  return f;
+}
+
+std::vector<Field<SearchRequest>> make_search_fields() {
+  using R = SearchRequest;
+  std::vector<Field<R>> f;
+  add_job_fields(f);
+  f.push_back({"tp", "", "tensor parallel degrees: one, a list like 1,2,4, or auto (powers of two within a node)", false,
+               [](R& r, const json& v, const std::string& w) { r.space.tp = dimension(v, w); }, [](const R& r) { return show_dim(r.space.tp); }});
+  f.push_back({"pp", "", "pipeline parallel degrees (auto: every divisor up to the layers)", false,
+               [](R& r, const json& v, const std::string& w) { r.space.pp = dimension(v, w); }, [](const R& r) { return show_dim(r.space.pp); }});
+  f.push_back({"cp", "", "context parallel degrees (auto: powers of two up to 32)", false,
+               [](R& r, const json& v, const std::string& w) { r.space.cp = dimension(v, w); }, [](const R& r) { return show_dim(r.space.cp); }});
+  f.push_back({"ep", "", "expert parallel degrees (auto: powers of two up to the experts)", false,
+               [](R& r, const json& v, const std::string& w) { r.space.ep = dimension(v, w); }, [](const R& r) { return show_dim(r.space.ep); }});
+  f.push_back({"etp", "", "expert tensor parallel degrees (auto: 1 or TP)", false,
+               [](R& r, const json& v, const std::string& w) { r.space.etp = dimension(v, w); }, [](const R& r) { return show_dim(r.space.etp); }});
+  f.push_back({"vpp", "", "virtual pipeline chunks (auto: 1-4 and every larger even split of a stage)", false,
+               [](R& r, const json& v, const std::string& w) { r.space.vpp = dimension(v, w); }, [](const R& r) { return show_dim(r.space.vpp); }});
+  f.push_back({"mbs", "", "micro-batch sizes (auto: powers of two up to 8)", false,
+               [](R& r, const json& v, const std::string& w) { r.space.mbs = dimension(v, w); }, [](const R& r) { return show_dim(r.space.mbs); }});
+  f.push_back({"zero", "", "ZeRO stages 0-3", false, [](R& r, const json& v, const std::string& w) { r.space.zero = dimension(v, w, 0, 3); },
+               [](const R& r) { return show_dim(r.space.zero); }});
+  f.push_back({"sp", "", "sequence parallelism: on, off or auto", false,
+               [](R& r, const json& v, const std::string& w) {
+                 std::string t = choice(v, w, {"on", "off", "auto", "true", "false"});
+                 if (t == "auto")
+                   r.space.sp.reset();
+                 else
+                   r.space.sp = std::vector<bool>{t == "on" || t == "true"};
+               },
+               [](const R& r) { return r.space.sp ? std::string(r.space.sp->front() ? "on" : "off") : std::string("auto"); }});
+  f.push_back({"cp_algo", "", "ring, all2all or auto", false,
+               [](R& r, const json& v, const std::string& w) {
+                 std::string t = choice(v, w, {"ring", "all2all", "auto"});
+                 if (t == "auto")
+                   r.space.cp_algo.reset();
+                 else
+                   r.space.cp_algo = std::vector<plan::CpAlgo>{t == "ring" ? plan::CpAlgo::Ring : plan::CpAlgo::AllToAll};
+               },
+               [](const R& r) { return r.space.cp_algo ? std::string(plan::to_string(r.space.cp_algo->front())) : std::string("auto"); }});
+  f.push_back({"recompute", "", "recompute modes: off, selective, full, a list, or auto", false,
+               [](R& r, const json& v, const std::string& w) {
+                 if (v.is_string()) {
+                   json modes = json::array();
+                   for (const std::string& mode : io::split_commas(v.get<std::string>())) modes.push_back(trimmed(mode));
+                   r.space.recompute = plan::read_recompute_modes(modes.size() == 1 ? modes[0] : modes, w);
+                 } else {
+                   r.space.recompute = plan::read_recompute_modes(v, w);
+                 }
+               },
+               [](const R&) { return std::string("auto"); }});
+  f.push_back({"optimizer_shard", "", "ZeRO shard group size (0: all of DP x CP)", false,
+               [](R& r, const json& v, const std::string& w) { r.space.optimizer_shard = degree(v, w, 0); },
+               [](const R& r) { return std::to_string(r.space.optimizer_shard); }});
+  f.push_back({"top", "-k", "show the K fastest layouts (rows)", false,
+               [](R& r, const json& v, const std::string& w) { r.top = static_cast<int>(whole(v, w, 1, 1000000, "rows")); },
+               [](const R& r) { return std::to_string(r.top); }});
+  f.push_back({"threads", "-j", "worker threads (0: every core); results do not depend on it", false,
+               [](R& r, const json& v, const std::string& w) { r.threads = static_cast<int>(whole(v, w, 0, 4096, "threads")); },
+               [](const R& r) { return std::to_string(r.threads); }});
+  f.push_back({"unfold", "", "list layouts of identical time and memory one by one instead of one row with a count", true,
+               [](R& r, const json& v, const std::string& w) { r.unfold = truth(v, w); }, nullptr});
+  return f;
+}
+
+template <typename Request>
+void apply_fields(Request& request, const std::vector<Field<Request>>& fields, const json& values, Source source, const std::string& file,
+                  const std::set<std::string>& skip, const std::string& prefix = "") {
+  if (!values.is_object()) fail(file, "{}expected a mapping of options, got {}", prefix, values.type_name());
+  for (const auto& [key, value] : values.items()) {
+    if (skip.count(key)) continue;
+    auto it = std::find_if(fields.begin(), fields.end(), [&](const Field<Request>& f) { return f.key == key; });
+    if (it == fields.end()) {
+      std::vector<std::string> keys;
+      for (const auto& f : fields) keys.push_back(f.key);
+      fail(where_of(source, prefix + key, file), "unknown option; known: {}", fmt::join(keys, ", "));
+    }
+  }
+  // In table order, so the same values give the same request whatever order they were stated in.
+  for (const auto& f : fields) {
+    if (values.contains(f.key) && !values.at(f.key).is_null()) f.set(request, values.at(f.key), where_of(source, prefix + f.key, file));
+  }
+}
+
+}  // namespace
+
+const std::vector<Field<EstimateRequest>>& estimate_fields() {
+  static const std::vector<Field<EstimateRequest>> fields = make_estimate_fields();
+  return fields;
+}
+
+const std::vector<Field<SearchRequest>>& search_fields() {
+  static const std::vector<Field<SearchRequest>> fields = make_search_fields();
+  return fields;
+}
+
+void apply(EstimateRequest& request, const json& values, Source source, const std::string& file) {
+  if (source != Source::File) request.job.source = source;
+  apply_fields(request, estimate_fields(), values, source, file, {});
+}
+
+void apply(SearchRequest& request, const json& values, Source source, const std::string& file) {
+  if (source != Source::File) request.job.source = source;
+  if (values.is_object() && values.contains("config") && !values.at("config").is_null()) {
+    std::string path = text(values.at("config"), where_of(source, "config", file));
+    json tree = io::read_tree(path);
+    if (!tree.is_object()) fail(path, "expected a mapping of options (and/or a `search:` mapping of dimensions), got {}", tree.type_name());
+    if (tree.contains("search")) {
+      if (!tree.at("search").is_object()) fail(path, "search: expected a mapping of dimensions, got {}", tree.at("search").type_name());
+      apply_fields(request, search_fields(), tree.at("search"), Source::File, path, {}, "search.");
+    }
+    apply_fields(request, search_fields(), tree, Source::File, path, {"search"});
+  }
+  apply_fields(request, search_fields(), values, source, file, {"config"});
+}
+
+}  // namespace sapp::app

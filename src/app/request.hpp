@@ -1,0 +1,101 @@
+// app/request: the one typed request of each command, and the one option table each is filled through.
+//
+// Every front end fills the same request: the command line (one option per field, generated from the table),
+// a YAML/JSON file (`--config`, keys = the table's keys), the Python bindings (keyword arguments = the same
+// keys) and the framework-config readers. Defaults are the request's member initialisers, declared once;
+// `--help` prints them from a default-constructed request. Values arrive as JSON (the command line's text as a
+// JSON string) and each field's setter checks type and range, naming where the value came from.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "cost/time.hpp"
+#include "plan/layout.hpp"
+#include "search/search.hpp"
+
+namespace sapp::app {
+
+// Upper limits of the counts a request states; beyond them the arithmetic of a step (tokens, bytes, ranks)
+// would leave the ranges it is checked in. Each refusal names the option or key and its limit.
+inline constexpr long long kMaxDevices = 1LL << 20;      // 1 048 576 devices
+inline constexpr long long kMaxGlobalBatch = 1LL << 30;  // sequences per step
+inline constexpr long long kMaxSequence = 1LL << 26;     // tokens per sequence
+inline constexpr long long kMaxDegree = 1LL << 20;       // any parallel degree or micro-batch size
+inline constexpr double kMaxMemoryLimitGib = 1LL << 20;  // GiB per device
+
+// Run facts with plan::Training's defaults and a sequence length (the request's default: 4096 tokens).
+inline plan::Training with_sequence(long long seq) {
+  plan::Training t;
+  t.seq = seq;
+  return t;
+}
+
+// Where a value came from, for error messages: a command-line option, a file's key, or a Python argument.
+enum class Source { CommandLine, File, Python };
+
+// What is trained on what: shared by every command that prices a layout.
+struct JobRequest {
+  Source source = Source::CommandLine;  // the front end that filled the request: errors name keys its way
+  std::string model;                    // bundled model name or a config path
+  std::string hardware = "h100-sxm";    // bundled device or a hardware YAML path
+  long long devices = 0;
+  plan::Training training = with_sequence(4096);  // global batch, sequence, dtypes, precision, rank order, ...
+  double memory_limit_gib = 0;                    // 0: the device's HBM
+  bool allow_tp_across_nodes = false;
+  cost::Overlap overlap;
+};
+
+struct EstimateRequest {
+  JobRequest job;
+  plan::Layout layout;  // every degree but DP and the micro-batch count, which follow from the job
+  bool explain = false;
+  std::optional<int> explain_stage;  // default: the peak stage
+  bool suggest = true;               // when the layout does not fit, re-price the cheapest changes
+};
+
+struct SearchRequest {
+  JobRequest job;
+  search::Space space;
+  int top = 10;     // rows shown
+  int threads = 0;  // 0: every core
+  bool unfold = false;
+  // Called from the calling thread with (done, total) on searches longer than a second; may be empty.
+  std::function<void(long long, long long)> progress;
+};
+
+// One field of a request: its key (the JSON/YAML/Python key; the command line's option is --key with '-'
+// for '_'), a short option, its help, whether it is a flag on the command line, how it is set from a JSON
+// value, and how its current value reads (for --help).
+template <typename Request>
+struct Field {
+  std::string key;
+  std::string short_option;  // e.g. "-m", or empty
+  std::string help;
+  bool flag = false;
+  void (*set)(Request& request, const nlohmann::json& value, const std::string& where) = nullptr;
+  std::string (*show)(const Request& request) = nullptr;  // empty text: no default printed
+};
+
+const std::vector<Field<EstimateRequest>>& estimate_fields();
+const std::vector<Field<SearchRequest>>& search_fields();
+
+std::string where_of(Source source, const std::string& key, const std::string& file = "");
+
+// Sets every field named in `values` (a JSON object keyed by field keys); refuses unknown keys naming them.
+// A `config` key (search) is read first: a YAML/JSON file whose keys, at the top or under `search:`, are the
+// same fields; the other values override it.
+void apply(EstimateRequest& request, const nlohmann::json& values, Source source, const std::string& file = "");
+void apply(SearchRequest& request, const nlohmann::json& values, Source source, const std::string& file = "");
+
+// A usage mistake (a required value missing): the command line exits 2 for it instead of 1.
+class UsageError : public Error {
+ public:
+  using Error::Error;
+};
+
+}  // namespace sapp::app
