@@ -1,47 +1,68 @@
-"""Runs under ctest: the bindings return the CLI's fields and raise SappError on bad input."""
+"""Runs under ctest: the bindings take the command line's options and return exactly its JSON; bad input raises
+SappError. Arguments: the build's python folder, a layers JSON, the sapp binary."""
+import json
+import subprocess
 import sys
 
 sys.path.insert(0, sys.argv[1])  # the build folder holding sapp/ with the compiled _sapp module
 import sapp  # noqa: E402
 
-est = sapp.estimate("llama3-8b", "h100-sxm", 8, 8, 4096, tp=2, sp=True)
+LAYERS, SAPP = sys.argv[2], sys.argv[3]
+
+
+def cli_json(*args):
+    done = subprocess.run([SAPP, *args, "--format", "json"], capture_output=True, text=True, check=False)
+    assert done.returncode in (0, 3), done.stderr
+    return json.loads(done.stdout)
+
+
+def without_timing(report):
+    return {k: v for k, v in report.items() if k not in ("search_seconds", "threads")}
+
+
+# The same request from the command line and from Python gives the same report, key for key.
+est = sapp.estimate("llama3-8b", "h100-sxm", 8, 8, 4096, tp=2, sp=True, recompute="selective", zero=2)
+assert est == cli_json("estimate", "-m", "llama3-8b", "-d", "8", "-b", "8", "-s", "4096", "--tp", "2", "--sp", "--recompute", "selective", "--zero", "2")
 assert est["params"]["total"] > 8.0e9, est["params"]
-assert est["fits"] is True
+assert est["fits"] is True and est["layout"]["tp"] == 2 and est["layout"]["zero"] == 2
 assert est["step_time_s"] > 0 and 0 < est["mfu"] < 1
-assert len(est["stages"]) == 1
 
-res = sapp.search("llama3-8b", "h100-sxm", 8, 16, 4096, top=3)
-assert len(res["candidates"]) == 3
-times = [c["step_time_s"] for c in res["candidates"]]
-assert times == sorted(times), times
+found = sapp.search("mixtral-8x7b", "h100-sxm", 64, 128, 4096, top=5, etp="1", cp_algo="ring", optimizer_shard=0, threads=1)
+assert without_timing(found) == without_timing(
+    cli_json("search", "-m", "mixtral-8x7b", "-d", "64", "-b", "128", "-s", "4096", "--top", "5", "--etp", "1", "--cp-algo", "ring", "-j", "1"))
+times = [c["step_time_s"] for c in found["candidates"]]
+assert len(times) == 5 and times == sorted(times), times
 
-narrow = sapp.search("llama3-8b", "h100-sxm", 8, 16, 4096, top=50, tp="2", pp="1,2", recompute="off", fp8=True)
+# Every command-line option of estimate and search is a keyword here: the tables are the same.
+keys = {key for key, _, _ in sapp.fields("search")}
+assert {"tp", "etp", "sp", "cp_algo", "optimizer_shard", "threads", "unfold", "allow_tp_across_nodes", "overlap_ep"} <= keys, keys
+
+narrow = sapp.search("llama3-8b", "h100-sxm", 8, 16, 4096, top=50, tp="2", pp=[1, 2], recompute="off", fp8=True, unfold=True)
 assert narrow["candidates"], narrow["rejected"]
 for c in narrow["candidates"]:
     assert c["layout"]["tp"] == 2 and c["layout"]["pp"] in (1, 2) and c["layout"]["recompute"] == "off", c["layout"]
 
-try:
-    sapp.search("llama3-8b", "a100-80g", 8, 16, 4096, fp8=True)
-except sapp.SappError as e:
-    assert "peak_flops_fp8" in str(e), str(e)
-else:
-    raise AssertionError("an FP8 search on a device without an FP8 rate was accepted")
 
-try:
-    sapp.estimate("llama3-8b", "h100-sxm", 8, 8, 4096, tp=0)
-except sapp.SappError as e:
-    assert "tp" in str(e) and "below the minimum of 1" in str(e), str(e)
-else:
-    raise AssertionError("a zero TP degree was accepted")
+def refused(call, *words):
+    try:
+        call()
+    except sapp.SappError as e:
+        for w in words:
+            assert w in str(e), (w, str(e))
+    else:
+        raise AssertionError(f"accepted: {words}")
 
-bal = sapp.balance(sys.argv[2], 4, 8, 0.0, 1)
+
+refused(lambda: sapp.search("llama3-8b", "a100-80g", 8, 16, 4096, fp8=True), "peak_flops_fp8")
+refused(lambda: sapp.estimate("llama3-8b", "h100-sxm", 8, 8, 4096, tp=0), "tp", "below the minimum of 1")
+refused(lambda: sapp.search("llama3-8b", "h100-sxm", 0, 8, 4096), "devices", "below the minimum of 1")
+refused(lambda: sapp.search("llama3-8b", "h100-sxm", 4294967296, 8, 4096), "devices", "above the limit")
+refused(lambda: sapp.estimate("llama3-8b", "h100-sxm", 8, 8, 4096, tpp=2), "tpp", "unknown option")
+refused(lambda: sapp.estimate("llama3-8b", "h100-sxm", 6, 8, 4096, tp=3), "tp/heads")
+refused(lambda: sapp.estimate("llama3-8b", "h100-sxm", 8, 12, 4096), "global_batch", "12")
+refused(lambda: sapp.estimate("llama3-8b", "h100-sxm", None, 8, 4096), "devices is required")
+
+bal = sapp.balance(LAYERS, 4, 8, 0.0, 1)
 assert bal["feasible"] and bal["proved_optimal"]
 assert len(bal["offset"][0]) == 4
-
-try:
-    sapp.estimate("llama3-8b", "h100-sxm", 6, 8, 4096, tp=3)
-except sapp.SappError as e:
-    assert "tp/heads" in str(e) or "global_batch" in str(e), str(e)
-else:
-    raise AssertionError("a bad layout was accepted")
 print("python bindings ok")

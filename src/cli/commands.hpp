@@ -49,7 +49,11 @@ struct Given {
   [[nodiscard]] nlohmann::json values(const CLI::App& cmd) const;
 };
 
-// Adds one option per field of a request's table to `cmd`, its default printed from a default request.
+// What --help shows as an option's value: a list for search dimensions, else by the default's form.
+std::string value_name(const std::string& key, const std::string& shown);
+
+// Adds one option per field of a request's table to `cmd`, its default printed from a default request. An option
+// given twice takes the last value (so a script can append an override).
 template <typename Request>
 std::shared_ptr<Given> add_fields(CLI::App& cmd, const std::vector<app::Field<Request>>& fields) {
   auto given = std::make_shared<Given>();
@@ -60,9 +64,10 @@ std::shared_ptr<Given> add_fields(CLI::App& cmd, const std::vector<app::Field<Re
     if (f.flag) {
       cmd.add_flag(name, given->flags[f.key], f.help);
     } else {
-      CLI::Option* option = cmd.add_option(name, given->texts[f.key], f.help);
+      CLI::Option* option = cmd.add_option(name, given->texts[f.key], f.help)->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
       std::string shown = f.show ? f.show(defaults) : std::string();
       if (!shown.empty()) option->default_str(shown);
+      option->type_name(value_name(f.key, shown));
     }
   }
   return given;

@@ -22,6 +22,14 @@ nlohmann::json Given::values(const CLI::App& cmd) const {
   return j;
 }
 
+std::string value_name(const std::string& key, const std::string& shown) {
+  if (shown == "auto") return "LIST|auto";
+  if (key == "model" || key == "hardware") return "NAME|PATH";
+  if (shown.empty() || shown.find_first_not_of("0123456789") == std::string::npos) return "INT";
+  if (shown.find_first_not_of("0123456789.e-+") == std::string::npos) return "NUMBER";
+  return "TEXT";
+}
+
 void add_output(CLI::App& cmd, Output& o, const std::vector<std::string>& formats) {
   cmd.add_option("--format,-f", o.format, "output format")->check(CLI::IsMember(formats))->capture_default_str();
   cmd.add_option("--output,-o", o.output, "write the output to this file (atomically: nothing is left behind on an error) instead of stdout");

@@ -188,9 +188,9 @@ std::string rejections_line(const SearchReport& r) {
 std::string to_table(const SearchReport& r) {
   long long rejected_total = 0;
   for (const auto& [reason, count] : r.rejected) rejected_total += count;
-  std::string out = fmt::format("{} on {} x {}, global batch {} x {} tokens: {} candidates, {} fit, {} rejected, {:.2f} s on {} thread(s)\n", r.subject.model,
-                                r.subject.devices, r.subject.hardware_name, r.subject.global_batch, r.subject.seq, r.evaluated, r.fitting, rejected_total,
-                                r.seconds, r.threads);
+  std::string out = fmt::format("{} on {} x {} ({} GiB each), global batch {} x {} tokens\n{} candidates, {} fit, {} rejected, {:.2f} s on {} thread(s)\n",
+                                r.subject.model, r.subject.devices, r.subject.hardware_name, gib(r.subject.capacity_bytes), r.subject.global_batch,
+                                r.subject.seq, r.evaluated, r.fitting, rejected_total, r.seconds, r.threads);
   std::string reasons = rejections_line(r);
   if (!reasons.empty()) out += fmt::format("rejected: {}\n", reasons);
   if (!r.any_fits()) {
@@ -209,7 +209,7 @@ std::string to_table(const SearchReport& r) {
   for (const auto& row : r.rows) width = std::max(width, row.candidate.layout.describe().size());
   width = std::min<std::size_t>(width, 64);
   out += fmt::format("{:>4}  {:<{}} {:>5} {:>6} {:>7} {:>9} {:>5}  {}\n", "rank", "layout", width, r.folded ? "twins" : "", "GiB", "step s", "tok/s/dev", "MFU",
-                     fmt::format("top overhead (s); {} GiB/device", gib(r.subject.capacity_bytes)));
+                     "overhead s");
   for (std::size_t i = 0; i < r.rows.size(); ++i) {
     const search::Candidate& c = r.rows[i].candidate;
     std::string layout = c.layout.describe();

@@ -1,0 +1,192 @@
+// The app layer and the command line over it: one request per command filled the same way by every front end,
+// exit codes a script can rely on, the same layout rules for estimate and search, the top rows and folded twins
+// of a search, and the answers given when something does not fit.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include <nlohmann/json.hpp>
+
+#include "app/app.hpp"
+#include "core/error.hpp"
+#include "helpers.hpp"
+
+using namespace sapp;
+using sapp::test::run_sapp;
+
+namespace {
+
+const std::string kJob = " --model llama3-8b --hardware h100-sxm --devices 8 --global-batch 16 --seq 4096";
+
+search::Result search_llama(std::size_t top, bool fold, int threads) {
+  auto m = test::bundled("llama3-8b");
+  auto hw = test::device("h100-sxm");
+  plan::Training t = app::with_sequence(4096);
+  t.global_batch = 64;
+  search::Options o;
+  o.threads = threads;
+  o.top = top;
+  o.fold = fold;
+  return search::search(m, search::Space{}, t, hw, 64, hw.memory_bytes, o);
+}
+
+}  // namespace
+
+TEST(ExitCodes, FitsIsZeroDoesNotFitIsThree) {
+  EXPECT_EQ(run_sapp("estimate" + kJob + " --tp 2").status, 0);
+  // Llama 3 70B on one node without sharding: 70.6e9 x 18 B/param of weights, gradients and optimizer alone.
+  auto r = run_sapp("estimate --model llama3-70b --devices 8 --global-batch 8 --tp 8");
+  EXPECT_EQ(r.status, 3) << r.err;
+  EXPECT_NE(r.out.find("DOES NOT FIT"), std::string::npos) << r.out;
+}
+
+TEST(ExitCodes, UsageIsTwoBadInputIsOne) {
+  EXPECT_EQ(run_sapp("estimate --model llama3-8b --global-batch 8").status, 2);  // --devices missing
+  EXPECT_EQ(run_sapp("estimate --no-such-option" + kJob).status, 2);
+  EXPECT_EQ(run_sapp("estimate" + kJob + " --tp 3").status, 1);  // 32 heads
+}
+
+TEST(ExitCodes, NothingFitsIsThreeWithTheRejectionsAndTheClosestLayouts) {
+  // Llama 3.1 405B on 8 H100: 405e9 x 16 B/param over 8 devices is 810 GB before any activation.
+  auto r = run_sapp("search --model llama3.1-405b --devices 8 --global-batch 8 --top 3 -q");
+  EXPECT_EQ(r.status, 3) << r.err;
+  EXPECT_NE(r.out.find("rejected: "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("out of memory"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("closest (least memory):"), std::string::npos) << r.out;
+  auto j = nlohmann::json::parse(run_sapp("search --model llama3.1-405b --devices 8 --global-batch 8 --top 3 -q -f json").out);
+  ASSERT_EQ(j["closest"].size(), 3u);
+  EXPECT_GT(j["closest"][0]["over_capacity_bytes"].get<double>(), 0);
+  EXPECT_LE(j["closest"][0]["peak_memory_bytes"].get<double>(), j["closest"][1]["peak_memory_bytes"].get<double>());
+}
+
+TEST(ExitCodes, AStatedDegreeThatDividesNothingIsCounted) {
+  auto r = run_sapp("search" + kJob + " --tp 3 -q");
+  EXPECT_EQ(r.status, 3);
+  EXPECT_NE(r.out.find("device count"), std::string::npos) << r.out;
+}
+
+TEST(Suggestions, EachSuggestedChangeFitsWhenRun) {
+  // Llama 3 70B at TP 8 on 16 devices does not fit with ZeRO 1 and no recompute; every change sapp suggests,
+  // run as stated, must fit.
+  std::string job = "estimate --model llama3-70b --devices 16 --global-batch 16 --tp 8";
+  auto r = run_sapp(job + " -f json");
+  ASSERT_EQ(r.status, 3) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  ASSERT_FALSE(j["suggestions"].empty());
+  for (const auto& s : j["suggestions"]) {
+    std::string change = s["change"].get<std::string>();
+    auto again = run_sapp(job + " " + change);  // an option given twice takes the last value
+    EXPECT_EQ(again.status, 0) << change << ": " << again.out << again.err;
+  }
+}
+
+TEST(LayoutRules, EstimateRefusesTpAcrossNodesLikeSearch) {
+  auto r = run_sapp("estimate --model llama3-70b --devices 16 --global-batch 16 --tp 16");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("tp across nodes"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--allow-tp-across-nodes"), std::string::npos) << r.err;
+  EXPECT_NE(run_sapp("estimate --model llama3-70b --devices 16 --global-batch 16 --tp 16 --allow-tp-across-nodes").status, 1);
+}
+
+TEST(Requests, OptionsBeyondTheirLimitsNameTheOptionAndTheLimit) {
+  struct Case {
+    std::string args, says;
+  };
+  for (const Case& c : std::vector<Case>{{"--devices 4294967296", "--devices: 4294967296 is above the limit of 1048576 devices"},
+                                         {"--devices 2147483648", "--devices: 2147483648 is above the limit of 1048576 devices"},
+                                         {"--global-batch 4294967296", "--global-batch: 4294967296 is above the limit of 1073741824 sequences"},
+                                         {"--devices 99999999999999999999999", "--devices: 99999999999999999999999 is above the limit"},
+                                         {"--seq 0", "--seq: 0 is below the minimum of 1 tokens"},
+                                         {"--tp 1e400", "--tp: '1e400' is not a degree"},
+                                         {"--memory-limit-gib 1e400", "--memory-limit-gib: 1e400 is out of range"},
+                                         {"--overlap-ep nan", "--overlap-ep: nan is not a finite number"}}) {
+    auto r = run_sapp("search --model llama3-8b --devices 8 --global-batch 8 -q " + c.args);
+    EXPECT_EQ(r.status, 1) << c.args << ": " << r.err;
+    EXPECT_NE(r.err.find(c.says), std::string::npos) << c.args << ": " << r.err;
+  }
+}
+
+TEST(Requests, TheHelpPrintsTheRequestsOwnDefaults) {
+  auto r = run_sapp("search --help");
+  EXPECT_EQ(r.status, 0);
+  for (const char* shown : {"--seq INT=4096", "--overlap-tp NUMBER=0.5", "--threads INT=0", "--unfold", "--top INT=10", "--tp LIST|auto=auto"})
+    EXPECT_NE(r.out.find(shown), std::string::npos) << shown;
+}
+
+TEST(Requests, ACommandLineOptionOverridesTheConfigFileAndSaysSo) {
+  std::string dir = test::temp_dir();
+  test::write_file(dir + "/s.yaml", "model: llama3-8b\ndevices: 8\nglobal_batch: 16\nsearch:\n  tp: 2\n  pp: 1\n");
+  auto r = run_sapp("search --config " + dir + "/s.yaml --tp 4 -q -f json --unfold");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.err.find("--tp overrides " + dir + "/s.yaml: search.tp"), std::string::npos) << r.err;
+  for (const auto& c : nlohmann::json::parse(r.out)["candidates"]) {
+    EXPECT_EQ(c["layout"]["tp"], 4);
+    EXPECT_EQ(c["layout"]["pp"], 1);
+  }
+  std::filesystem::remove_all(dir);
+}
+
+TEST(Requests, AnUnknownConfigKeyIsNamed) {
+  std::string dir = test::temp_dir();
+  test::write_file(dir + "/s.yaml", "search:\n  tpp: 2\n");
+  auto r = run_sapp("search" + kJob + " --config " + dir + "/s.yaml");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("s.yaml: search.tpp: unknown option"), std::string::npos) << r.err;
+  std::filesystem::remove_all(dir);
+}
+
+TEST(SearchRows, TheTopRowsAreTheFirstRowsOfTheWholeRanking) {
+  auto all = search_llama(std::numeric_limits<std::size_t>::max(), false, 1);
+  ASSERT_GT(all.ranked.size(), 20u);
+  EXPECT_EQ(all.fitting, static_cast<long long>(all.ranked.size()));
+  for (int threads : {1, 2, 3}) {
+    auto top = search_llama(20, false, threads);
+    ASSERT_EQ(top.ranked.size(), 20u);
+    EXPECT_EQ(top.fitting, all.fitting);
+    for (std::size_t i = 0; i < 20; ++i) {
+      EXPECT_EQ(top.ranked[i].layout.describe(), all.ranked[i].layout.describe()) << i;
+      EXPECT_EQ(top.ranked[i].time.step_s, all.ranked[i].time.step_s) << i;
+    }
+  }
+}
+
+TEST(SearchRows, FoldedRowsCountEveryTwinAndDoNotDependOnThreads) {
+  auto all = search_llama(std::numeric_limits<std::size_t>::max(), false, 1);
+  auto folded = search_llama(std::numeric_limits<std::size_t>::max(), true, 1);
+  long long twins = 0;
+  for (const auto& c : folded.ranked) twins += c.twins;
+  EXPECT_EQ(twins, all.fitting);
+  EXPECT_LT(folded.ranked.size(), all.ranked.size());  // DP/CP/micro-batch permutations exist for Llama 3 8B on 64
+  for (std::size_t i = 1; i < folded.ranked.size(); ++i) {
+    EXPECT_LE(std::llround(folded.ranked[i - 1].time.step_s * 1e9), std::llround(folded.ranked[i].time.step_s * 1e9));  // rows order by time in ns
+    bool same_time_and_memory = std::llround(folded.ranked[i - 1].time.step_s * 1e9) == std::llround(folded.ranked[i].time.step_s * 1e9) &&
+                                std::llround(folded.ranked[i - 1].peak_memory_bytes / 1024) == std::llround(folded.ranked[i].peak_memory_bytes / 1024);
+    EXPECT_FALSE(same_time_and_memory) << i;
+  }
+  auto top = search_llama(7, true, 3);
+  ASSERT_EQ(top.ranked.size(), 7u);
+  for (std::size_t i = 0; i < 7; ++i) {
+    EXPECT_EQ(top.ranked[i].layout.describe(), folded.ranked[i].layout.describe()) << i;
+    EXPECT_EQ(top.ranked[i].twins, folded.ranked[i].twins) << i;
+  }
+}
+
+TEST(SearchTable, FitsA120ColumnTerminal) {
+  auto r = run_sapp("search --model deepseek-v3 --devices 2048 --global-batch 4096 --pp 8,16 --ep 8,64 -q --top 10");
+  ASSERT_EQ(r.status, 0) << r.err;
+  ASSERT_NE(r.out.find("rank "), std::string::npos);
+  const std::string& table = r.out;
+  std::size_t begin = 0;
+  while (begin < table.size()) {
+    std::size_t end = table.find('\n', begin);
+    if (end == std::string::npos) end = table.size();
+    EXPECT_LE(end - begin, 120u) << table.substr(begin, end - begin);
+    begin = end + 1;
+  }
+}
+
+TEST(Progress, SilentWhenStderrIsNotATerminal) {
+  auto r = run_sapp("search --model deepseek-v3 --devices 2048 --global-batch 4096 --top 1");
+  EXPECT_EQ(r.status, 0);
+  EXPECT_EQ(r.err.find("searching"), std::string::npos) << r.err;
+}
