@@ -214,7 +214,7 @@ TEST_F(BadInput, LayoutsAndOptions) {
   for (const auto& c : cases) expect_refused(c);
 }
 
-TEST(RecomputeDimension, Seed000Semantics) {
+TEST(RecomputeDimension, ActivationCheckpointSemantics) {
   using sapp::plan::Recompute;
   auto yaml = [](const std::string& text) { return sapp::io_yaml_for_test(text)["recompute"]; };
   EXPECT_EQ(sapp::plan::read_recompute_modes(yaml("recompute: off"), "x"),

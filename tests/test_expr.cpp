@@ -41,7 +41,7 @@ void refused(const std::string& text, const std::string& says) {
 }  // namespace
 
 TEST(Expr, ReferenceVectorKeepsPythonArithmetic) {
-  // reference-model.md section 14, test vector 3.
+  // docs/reference-planner.md §3, test vector 3.
   Value v = eval("(0.5*h+0.5*w if n%2==0 else 1/3*h+2/3*w)*(b*n) + (d or h/a)",
                  {{"h", I(4096)}, {"w", I(14336)}, {"n", I(3)}, {"b", I(2)}, {"d", I(0)}, {"a", I(28)}});
   EXPECT_FALSE(v.is_int);
@@ -76,7 +76,7 @@ TEST(Expr, BooleanOperatorsReturnValues) {
 }
 
 TEST(Expr, NamesAreReadOnlyOnTheBranchTaken) {
-  // reference-model.md section 14, test vector 4: `missing` is never looked up.
+  // docs/reference-planner.md §3, test vector 4: `missing` is never looked up.
   EXPECT_EQ(eval("h if flag else missing", {{"h", I(10)}, {"flag", I(1)}}), I(10));
   EXPECT_EQ(eval("0 and missing"), I(0));
   EXPECT_EQ(eval("1 or missing"), I(1));

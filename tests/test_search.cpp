@@ -229,7 +229,7 @@ TEST(Search, EveryRejectionReasonFires) {
   EXPECT_EQ(plan::check_layout(m, l, job(3, 4096), 3).front().rule, "degree below 1");
 }
 
-TEST(Search, YamlConfigReadsRecomputePerSeed000) {
+TEST(Search, YamlConfigReadsRecomputeAsTheTrainerDoes) {
   search::Space s;
   search::space_from_json(test::parse_yaml_for_test("tp: [1, 2]\npp: auto\nrecompute: off\n"), "s.yaml", s);
   EXPECT_EQ(s.recompute, std::vector<plan::Recompute>{plan::Recompute::Off});

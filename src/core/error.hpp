@@ -1,4 +1,4 @@
-// io/error: the one exception type sapp throws for bad input, and how it reads.
+// core/error (layer core: errors, files, the expression language): the one exception type sapp throws for bad input, and how it reads.
 //
 // Every message names where the bad value was found (file and key), the value, and what was expected, on one
 // line, so the CLI can print it as is and exit non-zero.

@@ -1,7 +1,7 @@
-// expr: the closed expression language of the op records and op profiles.
+// core/expr: the closed expression language of the op records and op profiles.
 //
 // Owns parsing (once, with every node checked against a closed grammar) and evaluation (many times, over an
-// array of bound names, no string work). The grammar is the reference planner's (seed 001): numbers, names,
+// array of bound names, no string work). The grammar is the reference planner's (docs/reference-planner.md §3): numbers, names,
 // + - * / // % **, unary + -, comparisons (chained), and/or/not, conditional expressions, and calls of max
 // and min. Values follow Python's rules so a formula prices the same bits as the Python it was written in:
 // int arithmetic stays exact until a float enters, `/` is true division, `//` floors, `%` takes the divisor's

@@ -26,7 +26,7 @@ nlohmann::json scalar(const YAML::Node& node) {
   if (node.Tag() == "!") return text;  // quoted: always a string
   std::string l = lower(text);
   if (l.empty() || l == "~" || l == "null") return nullptr;
-  // YAML 1.1, as PyYAML reads it: unquoted yes/no/on/off/true/false are booleans (seed 000: `off` is False).
+  // YAML 1.1, as PyYAML reads it: unquoted yes/no/on/off/true/false are booleans (docs/reference-planner.md §2: `off` is False).
   if (l == "true" || l == "yes" || l == "on") return true;
   if (l == "false" || l == "no" || l == "off") return false;
   long long i = 0;

@@ -1,4 +1,4 @@
-// io/files: reading input files into JSON (from .json or .yaml alike) and writing outputs atomically.
+// core/files: reading input files into JSON (from .json or .yaml alike) and writing outputs atomically.
 //
 // YAML is converted to JSON once at the edge so the readers downstream check one tree type. Outputs go to a
 // temporary file beside the target and are renamed into place, so a failure never leaves half a file.

@@ -1,4 +1,5 @@
-// model: the typed model IR (ModelSpec) and how it is read from a HuggingFace config.json or YAML.
+// model/model_spec (layer model: what a model is, from its config and the family data files): the typed model IR (ModelSpec) and how it is read from a
+// HuggingFace config.json or YAML.
 //
 // Absent is not zero: every field a config may leave out is optional, and a contradiction is refused by name
 // when the file is read, never priced as 0 later. The family (op profile) is chosen from `model_type` or an

@@ -1,5 +1,5 @@
-// memory/layout: a parallel layout (one candidate) and the run facts it is priced under, plus the rules a
-// layout must meet. Plain value types shared by the memory, performance and search parts.
+// plan/layout (layer plan: a layout, the run facts, every layout rule, where a layout puts the model): a parallel layout (one candidate) and the run facts it
+// is priced under, plus the rules a layout must meet. Plain value types shared by the memory, performance and search parts.
 #pragma once
 
 #include <array>
@@ -19,10 +19,10 @@ enum class CpAlgo { Ring, AllToAll };
 
 const char* to_string(Recompute r);
 const char* to_string(CpAlgo a);
-// Reads a recompute mode as the trainer's activation_checkpoint.mode (seed 000): YAML's bare `off` is false
+// Reads a recompute mode as the trainer's activation_checkpoint.mode (docs/reference-planner.md §2): YAML's bare `off` is false
 // and means off, `none` is off; `true`, lists and `auto` are refused.
 Recompute parse_recompute(const std::string& text, const std::string& where);
-// Reads recompute as a search dimension (seed 000): "auto" for every mode, one mode, or a list of modes, in the
+// Reads recompute as a search dimension (docs/reference-planner.md §2): "auto" for every mode, one mode, or a list of modes, in the
 // order stated, each once. YAML's bare `off` (false) is off; true, an empty list or a non-mode is refused.
 std::vector<Recompute> read_recompute_modes(const nlohmann::json& stated, const std::string& where);
 // Reads one activation-checkpoint mode as the trainer does: null is off; lists, auto and true are refused.

@@ -36,7 +36,7 @@ struct Space {
 // [lowest, highest] are refused (degrees start at 1; the ZeRO stage is 0-3).
 Dim parse_dim(const std::string& text, const std::string& where, int lowest = 1, int highest = 1000000);
 Dim dim_from_json(const nlohmann::json& v, const std::string& where, int lowest = 1, int highest = 1000000);
-// Reads a search YAML's dimensions (and recompute, per seed 000) into `space`.
+// Reads a search YAML's dimensions (and recompute, docs/reference-planner.md §2) into `space`.
 void space_from_json(const nlohmann::json& dims, const std::string& file, Space& space);
 
 struct Candidate {
