@@ -239,10 +239,11 @@ namespace {
 // folded key), so merging the workers' keepers gives the same rows for any thread count.
 class Keeper {
  public:
-  Keeper(std::size_t top, bool fold) : top_(top), fold_(fold) {}
+  Keeper(std::size_t top, bool fold, bool scatter, double capacity) : top_(top), fold_(fold), scatter_(scatter), capacity_(capacity) {}
 
   void fit(const Candidate& c, std::size_t index) {
     ++fitting_;
+    if (scatter_) plot(c, index);
     if (fold_) {
       Key key{std::llround(c.time.step_s * 1e9), std::llround(c.peak_memory_bytes / 1024.0)};
       auto it = folded_.find(key);
@@ -281,6 +282,15 @@ class Keeper {
 
   void merge(Keeper&& other) {
     fitting_ += other.fitting_;
+    for (auto& [key, cell] : other.cells_) {
+      auto [it, fresh] = cells_.emplace(key, cell);
+      if (!fresh) {
+        long long count = it->second.first.count + cell.first.count;
+        if (std::tie(cell.first.step_s, cell.second) < std::tie(it->second.first.step_s, it->second.second)) it->second = cell;
+        it->second.first.count = count;
+      }
+    }
+    for (auto& [key, row] : other.front_) add_to_front(row.candidate, row.index);
     for (auto& [key, row] : other.folded_) {
       auto [it, fresh] = folded_.emplace(key, row);
       if (!fresh) {
@@ -304,6 +314,8 @@ class Keeper {
 
   void finish(Result& r) {
     r.fitting = fitting_;
+    for (auto& [key, row] : front_) r.pareto.push_back(row.candidate);
+    for (auto& [key, cell] : cells_) r.scatter.push_back(cell.first);
     if (fold_) {
       for (auto& [key, row] : folded_) r.ranked.push_back(row.candidate);
     } else {
@@ -322,6 +334,33 @@ class Keeper {
   };
   using Key = std::pair<long long, long long>;  // step time in ns, peak memory in KiB
 
+  void plot(const Candidate& c, std::size_t index) {
+    std::pair<long long, long long> cell{std::llround(200.0 * c.peak_memory_bytes / std::max(capacity_, 1.0)),
+                                         std::llround(100.0 * std::log(std::max(c.time.step_s, 1e-12)) / std::log(1.01) / 100.0)};
+    ScatterCell point{c.peak_memory_bytes, c.time.step_s, 1};
+    auto [it, fresh] = cells_.emplace(cell, std::pair{point, index});
+    if (!fresh) {
+      ++it->second.first.count;
+      if (std::tie(c.time.step_s, index) < std::tie(it->second.first.step_s, it->second.second)) {
+        it->second.first.peak_memory_bytes = c.peak_memory_bytes;
+        it->second.first.step_s = c.time.step_s;
+        it->second.second = index;
+      }
+    }
+    add_to_front(c, index);
+  }
+
+  // The front is keyed by (peak memory, index); along it, step times strictly fall as memory grows.
+  void add_to_front(const Candidate& c, std::size_t index) {
+    std::pair<double, std::size_t> key{c.peak_memory_bytes, index};
+    auto after = front_.lower_bound(key);
+    // Dominated: a candidate with no more memory is at least as fast.
+    if (after != front_.begin() && std::prev(after)->second.candidate.time.step_s <= c.time.step_s) return;
+    // It dominates the ones with at least as much memory that are no faster.
+    while (after != front_.end() && after->second.candidate.time.step_s >= c.time.step_s) after = front_.erase(after);
+    front_.emplace(key, Row{c, index});
+  }
+
   void prune() {
     auto faster = [](const Row& a, const Row& b) { return std::tie(a.candidate.time.step_s, a.index) < std::tie(b.candidate.time.step_s, b.index); };
     std::size_t keep = std::min(top_, rows_.size());
@@ -331,6 +370,10 @@ class Keeper {
 
   std::size_t top_;
   bool fold_;
+  bool scatter_;
+  double capacity_;
+  std::map<std::pair<double, std::size_t>, Row> front_;
+  std::map<std::pair<long long, long long>, std::pair<ScatterCell, std::size_t>> cells_;
   long long fitting_ = 0;
   std::vector<Row> rows_;
   std::map<Key, Row> folded_;
@@ -357,7 +400,7 @@ Result search(const model::Model& model, const Space& space, const plan::Trainin
   const std::size_t n_blocks = blocks.size();
   int threads = std::max(1, options.threads);
   std::vector<std::map<std::string, long long>> rejected(static_cast<std::size_t>(threads));
-  std::vector<Keeper> keepers(static_cast<std::size_t>(threads), Keeper(options.top, options.fold));
+  std::vector<Keeper> keepers(static_cast<std::size_t>(threads), Keeper(options.top, options.fold, options.scatter, capacity));
   const plan::Cluster cluster{devices, hw.devices_per_node(), space.allow_tp_across_nodes};
   std::atomic<long long> done{0};
   std::atomic<std::size_t> next{0};

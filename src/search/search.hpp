@@ -56,10 +56,20 @@ struct Overflow {
   long long twins = 1;  // layouts of the same peak memory (to the KiB) folded into this one
 };
 
+// Fitting candidates binned for a plot of step time against peak memory: memory in 1/200ths of the capacity,
+// time in steps of 1 % (log scale). Each cell holds the fastest candidate's coordinates and how many fell in it.
+struct ScatterCell {
+  double peak_memory_bytes = 0;
+  double step_s = 0;
+  long long count = 0;
+};
+
 struct Result {
   std::vector<Candidate> ranked;  // the `top` fastest fitting candidates (or folded rows), fastest first
   long long fitting = 0;          // fitting candidates in all (every twin counted)
   std::vector<Overflow> closest;  // with no fitting candidate: the `top` that need the least memory
+  std::vector<Candidate> pareto;  // with Options::scatter: no other fitting candidate is both faster and smaller
+  std::vector<ScatterCell> scatter;  // with Options::scatter
   std::map<std::string, long long> rejected;
   long long evaluated = 0;  // candidates generated and checked
   double seconds = 0;
@@ -73,6 +83,8 @@ struct Options {
   // Fold candidates of identical step time and peak memory into one row (the first in enumeration order) with
   // a count; ranks rows by (time, memory). Unfolded, ties keep the enumeration order.
   bool fold = false;
+  // Also keep the Pareto front of (peak memory, step time) and the binned scatter of every fitting candidate.
+  bool scatter = false;
   // Called about every half second from the calling thread with (done, total) once a search has run for a
   // second; may be empty.
   std::function<void(long long, long long)> progress;
