@@ -102,7 +102,9 @@ std::vector<Block> stage_order(Schedule schedule, int S, int V, int m, int s) {
   std::vector<Block> bwd;
   interleaved_lists(S, V, m, fwd, bwd);
   int r = m % S;
-  int warmup = schedule == Schedule::Interleaved ? (V + 1) * S - 2 * s - 2 + r * (V - 1) : V * S - s - 1;
+  // The residue's r (V - 1) extra warm-up forwards apply to both variants: without them the less-memory order
+  // deadlocks when m mod S != 0 (a stage would wait for a backward of a chunk it has not run forward yet).
+  int warmup = (schedule == Schedule::Interleaved ? (V + 1) * S - 2 * s - 2 : V * S - s - 1) + r * (V - 1);
   return merge(fwd, bwd, warmup);
 }
 

@@ -12,7 +12,8 @@
 //   Interleaved (Megatron-LM virtual pipeline, Narayanan et al. 2021): forwards in rounds of S micro-batches per
 //     chunk (chunks ascending), backwards the same with chunks descending; warm-up (V + 1) S - 2 s - 2 + r (V - 1)
 //     forwards with r = m mod S (the residue of the first round runs first in each chunk).
-//   Interleaved, less memory: the same lists with warm-up V S - s - 1.
+//   Interleaved, less memory: the same lists with warm-up V S - s - 1 + r (V - 1) (without the residue term the
+//     order deadlocks when m mod S != 0).
 //   Zero-bubble ZB-H1 (Qi et al. 2023, "Zero Bubble Pipeline Parallelism", sec. 3.1): the 1F1B order of F and B
 //     (B is the input gradient only); stage s defers each weight gradient W by s backwards: W(j) runs right after
 //     B(j + s), the last s of them after the final B. Activations are held until W, so stage s holds at most S
