@@ -194,9 +194,9 @@ balance::Problem make_problem(const BalanceOptions& o, balance::LayerSet layers,
   p.time_limit_s = o.time_limit;
   p.progress = true;
   if (o.zero_bubble && chunks > 1) fail("--zero-bubble", "ZB-H1 runs one chunk per stage; interleave is {}", chunks);
-  p.schedule = o.zero_bubble  ? simulate::Schedule::ZeroBubble
-               : chunks > 1   ? (o.less_memory ? simulate::Schedule::InterleavedLessMemory : simulate::Schedule::Interleaved)
-                              : simulate::Schedule::OneF1B;
+  p.schedule = o.zero_bubble ? simulate::Schedule::ZeroBubble
+               : chunks > 1  ? (o.less_memory ? simulate::Schedule::InterleavedLessMemory : simulate::Schedule::Interleaved)
+                             : simulate::Schedule::OneF1B;
   if (!o.kinds.empty()) {
     p.kinds.push_back(Rc::None);
     for (const std::string& name : io::split_commas(o.kinds)) {
@@ -275,7 +275,8 @@ void run_balance(const BalanceOptions& o) {
     balance::Problem q = make_problem(o, layers, v);
     balance::Solution s = o.solver == "enumerate" ? balance::solve_exhaustive(q) : balance::solve(q);
     if (chunk_choices.size() > 1)
-      auto_note += fmt::format("  interleave {}: {}\n", v, s.feasible ? fmt::format("simulated step {:.2f}, {}", s.eval.objective, solver_line(s)) : solver_line(s));
+      auto_note +=
+          fmt::format("  interleave {}: {}\n", v, s.feasible ? fmt::format("simulated step {:.2f}, {}", s.eval.objective, solver_line(s)) : solver_line(s));
     bool better = s.feasible && (!sol.feasible || s.eval.objective < sol.eval.objective - 1e-9);
     if (p.stages == 0 || better) {
       p = q;
@@ -295,8 +296,9 @@ void run_balance(const BalanceOptions& o) {
   j["memory_limit_mb"] = p.memory_limit_mb;
   j["schedule"] = simulate::to_string(p.schedule);
   j["time_unit"] = "the layers file's time unit";
-  j["solver"] = {{"method", sol.method},        {"proved_optimal", sol.optimal}, {"lower_bound", sol.bound}, {"gap", sol.feasible ? json(sol.gap) : json(nullptr)},
-                 {"timed_out", sol.timed_out}, {"solve_seconds", sol.solve_seconds}, {"explored", sol.explored}};
+  j["solver"] = {
+      {"method", sol.method},       {"proved_optimal", sol.optimal},      {"lower_bound", sol.bound}, {"gap", sol.feasible ? json(sol.gap) : json(nullptr)},
+      {"timed_out", sol.timed_out}, {"solve_seconds", sol.solve_seconds}, {"explored", sol.explored}};
   out += head;
   if (!auto_note.empty()) out += "interleave auto (by simulated step):\n" + auto_note;
   out += fmt::format("solver: {}: {} in {:.3f} s ({} states and plans)\n", sol.method, solver_line(sol), sol.solve_seconds, sol.explored);
@@ -412,7 +414,9 @@ void run_balance(const BalanceOptions& o) {
 
 Run add_balance(CLI::App& app) {
   auto o = std::make_shared<BalanceOptions>();
-  CLI::App* cmd = app.add_subcommand("balance", "pipeline balancing: layers and recompute per stage and chunk by simulated step time, with a lower bound (proved optimal when met); schedule simulation and SVG");
+  CLI::App* cmd = app.add_subcommand("balance",
+                                     "pipeline balancing: layers and recompute per stage and chunk by simulated step time, with a lower bound (proved optimal "
+                                     "when met); schedule simulation and SVG");
   cmd->add_option("--layers,-l", o->layers, "layers JSON (layers_description with HEAD, BODY, TAIL)");
   cmd->add_option("--stages,-s", o->stages, "pipeline stages")->check(positive_number());
   cmd->add_option("--micro-batches,-m", o->micro_batches, "micro-batches per step")->check(positive_number());
@@ -422,11 +426,14 @@ Run add_balance(CLI::App& app) {
   cmd->add_flag("--zero-bubble", o->zero_bubble, "zero-bubble ZB-H1 schedule (Qi et al. 2023): split backward, weight gradients deferred by the stage index");
   cmd->add_option("--recompute-kinds", o->kinds, "allowed recompute kinds, e.g. full,selective,comm,both (default: every kind the layers state)");
   cmd->add_option("--constant-memory", o->constant, "MB added to every stage")->capture_default_str();
-  cmd->add_option("--time-limit", o->time_limit, "seconds; the solve stops there with the best plan found, its lower bound and gap (0: none)")->capture_default_str();
+  cmd->add_option("--time-limit", o->time_limit, "seconds; the solve stops there with the best plan found, its lower bound and gap (0: none)")
+      ->capture_default_str();
   cmd->add_option("--solver", o->solver, "dp: lower bound by dynamic program, plans simulated; enumerate: simulate every plan (small cases)")
       ->check(CLI::IsMember({"dp", "enumerate"}))
       ->capture_default_str();
-  cmd->add_option("--chunk-spread", o->chunk_spread, "most layers the chunks of one stage may differ by (0: no limit)")->capture_default_str()->check(non_negative_number());
+  cmd->add_option("--chunk-spread", o->chunk_spread, "most layers the chunks of one stage may differ by (0: no limit)")
+      ->capture_default_str()
+      ->check(non_negative_number());
   cmd->add_option("--svg", o->svg, "write the simulated timeline and memory curves to this SVG file");
   cmd->add_option("--manual", o->manual, "YAML of hand-written strategies (offset, recompute, select_recompute, select_comm_recompute) to simulate");
   cmd->add_flag("--naive", o->naive, "also simulate the even splits with no recompute and with all layers recomputed");

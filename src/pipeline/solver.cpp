@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <functional>
 #include <limits>
+#include <random>
 
 #include <fmt/format.h>
 #include <unistd.h>
@@ -139,8 +140,8 @@ struct Context {
     auto now = Clock::now();
     if (elapsed() < 1.0 || std::chrono::duration<double>(now - last_progress).count() < 0.5) return;
     last_progress = now;
-    std::fprintf(stderr, "\rsapp balance: %.1f s, %s, best %s, bound %s      ", elapsed(), step.c_str(), best < kInf ? fmt::format("{:.1f}", best).c_str() : "-",
-                 bound > 0 ? fmt::format("{:.1f}", bound).c_str() : "-");
+    std::fprintf(stderr, "\rsapp balance: %.1f s, %s, best %s, bound %s      ", elapsed(), step.c_str(),
+                 best < kInf ? fmt::format("{:.1f}", best).c_str() : "-", bound > 0 ? fmt::format("{:.1f}", bound).c_str() : "-");
     std::fflush(stderr);
   }
   void end_progress() const {
@@ -589,6 +590,48 @@ void local_search(Context& c, Incumbent& best, double bound) {
   }
 }
 
+// Step 6: iterated local search: a fixed number of rounds (deterministic: a fixed seed, no clock) each perturbs
+// the best plan by a few random layer moves that keep it valid and within memory, runs the local search from
+// there, and keeps the result when its simulated step is better.
+void perturb_and_search(Context& c, Incumbent& best, double bound, int rounds) {
+  const Problem& p = c.p;
+  if (best.x.empty() || p.layers.bodies.size() != 1) return;
+  const int S = p.stages;
+  const int cells = S * p.chunks;
+  std::mt19937 rng(20240611);
+  for (int round = 0; round < rounds && !c.out_of_time() && best.step > bound * (1 + kTol); ++round) {
+    c.progress(fmt::format("perturbation {}/{}", round + 1, rounds), best.step, bound);
+    Assignment x = best.x;
+    int moves = 0;
+    for (int tries = 0; tries < 200 && moves < 3; ++tries) {
+      int a = std::uniform_int_distribution<int>(0, cells - 1)(rng);
+      int b = std::uniform_int_distribution<int>(0, cells - 1)(rng);
+      Rc r = c.kinds[std::uniform_int_distribution<std::size_t>(0, c.kinds.size() - 1)(rng)];
+      Rc r2 = c.kinds[std::uniform_int_distribution<std::size_t>(0, c.kinds.size() - 1)(rng)];
+      auto& from = x[0][uz(a / S)][uz(a % S)];
+      auto& to = x[0][uz(b / S)][uz(b % S)];
+      if (from[ix(r)] == 0) continue;
+      --from[ix(r)];
+      ++to[ix(r2)];
+      bool ok = cell_expressible(from) && cell_expressible(to) && structurally_valid(p, x);
+      if (ok) {
+        simulate::StageTimes t = stage_times(p, x);
+        ok = fits_memory(c, t, a % S) && fits_memory(c, t, b % S);
+      }
+      if (ok) {
+        ++moves;
+      } else {
+        ++from[ix(r)];
+        --to[ix(r2)];
+      }
+    }
+    Incumbent trial;
+    offer(c, trial, x);
+    local_search(c, trial, bound);
+    if (trial.step < best.step - kTol) best = trial;
+  }
+}
+
 // A valid lower bound without the program (K > 1 with V > 1): the busiest stage does at least the mean work.
 double work_bound(const Problem& p) {
   double work = p.layers.head_forward + p.layers.head_backward + p.layers.tail_forward + p.layers.tail_backward;
@@ -725,7 +768,10 @@ Solution solve(const Problem& p) {
     const double m = p.micro_batches;
     // Lower bound on the simulated step: (bound so far, lead prefix).
     DpRun lb = dp_over_stages(
-        c, menu, [&](const DpState& st, const StageChoice& o) { return std::pair{std::max(st.a, st.b + m * o.time), st.b + o.lead}; },
+        c, menu,
+        [&](const DpState& st, const StageChoice& o) {
+          return std::pair{std::max(st.a, st.b + m * o.time), st.b + o.lead};
+        },
         [](const DpState& st) { return st.a; }, "lower bound");
     if (!c.timed_out) {
       if (lb.ends.empty()) {
@@ -745,7 +791,10 @@ Solution solve(const Problem& p) {
     // The closed-form step time's optimum and its neighbours.
     if (!c.timed_out) {
       DpRun cf = dp_over_stages(
-          c, menu, [](const DpState& st, const StageChoice& o) { return std::pair{std::max(st.a, o.cell_max), st.b + o.time}; },
+          c, menu,
+          [](const DpState& st, const StageChoice& o) {
+            return std::pair{std::max(st.a, o.cell_max), st.b + o.time};
+          },
           [&](const DpState& st) { return plan::closed_form_step(p.chunks, p.micro_batches, st.b, st.a); }, "closed form");
       constexpr std::size_t kSeeds = 16;
       for (std::size_t i = 0; i < std::min(kSeeds, cf.ends.size()); ++i) offer(c, best, rebuild(c, menu, cf, cf.ends[i].second));
@@ -758,6 +807,8 @@ Solution solve(const Problem& p) {
   }
   long long before_ls = c.explored;
   local_search(c, best, bound);
+  constexpr int kPerturbationRounds = 10;
+  perturb_and_search(c, best, bound, kPerturbationRounds);
   if (std::getenv("SAPP_DEBUG")) std::fprintf(stderr, "local search: %lld plans, step %.2f\n", c.explored - before_ls, best.step);
   c.end_progress();
   sol.method = program ? "bound by a dynamic program over stages, plans simulated" : "local search from even splits, plans simulated";

@@ -52,10 +52,10 @@ struct Problem {
   double memory_limit_mb = 0;  // 0: no limit
   double constant_mb = 0;
   simulate::Schedule schedule = simulate::Schedule::OneF1B;
-  std::vector<Rc> kinds;  // allowed recompute kinds (subset of layers.kinds; all of them when empty)
-  int chunk_spread = 0;       // 0: no limit
-  double time_limit_s = 0;    // 0: none
-  bool progress = false;      // a progress line on stderr for solves over a second
+  std::vector<Rc> kinds;    // allowed recompute kinds (subset of layers.kinds; all of them when empty)
+  int chunk_spread = 0;     // 0: no limit
+  double time_limit_s = 0;  // 0: none
+  bool progress = false;    // a progress line on stderr for solves over a second
 };
 
 // x[l][v][s][r]: layers of body type l, chunk v, stage s, recompute kind r.
@@ -68,15 +68,15 @@ struct Evaluation {
   double sum_stage = 0;
   std::vector<double> stage_time;       // T_s
   std::vector<double> stage_memory_mb;  // peak per stage, exact for the schedule
-  bool fits = true;  // every stage_memory_mb within the limit (they equal the simulated peaks)
+  bool fits = true;                     // every stage_memory_mb within the limit (they equal the simulated peaks)
 };
 
 struct Solution {
   bool feasible = false;
   bool optimal = false;  // proved optimal for the simulated step (or proved infeasible)
   bool timed_out = false;
-  double bound = 0;      // lower bound on the simulated step of any feasible plan
-  double gap = 0;        // (objective - bound) / objective
+  double bound = 0;  // lower bound on the simulated step of any feasible plan
+  double gap = 0;    // (objective - bound) / objective
   std::string method;
   Assignment x;
   Evaluation eval;
