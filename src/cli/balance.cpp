@@ -1,4 +1,5 @@
 #include <cmath>
+#include <functional>
 
 #include <fmt/format.h>
 
@@ -21,14 +22,14 @@ struct BalanceOptions {
   int stages = 0;
   int micro_batches = 0;
   double memory_limit = 0;
-  int interleave = 1;
+  std::string interleave = "1";
   bool less_memory = false;
   bool zero_bubble = false;
   std::string kinds;
   double constant = 0;
-  double time_limit = 60;
+  double time_limit = 90;
   std::string solver = "dp";
-  int chunk_spread = 2;
+  int chunk_spread = 0;
   std::string svg;
   std::string manual;
   bool naive = false;
@@ -90,12 +91,28 @@ std::vector<std::vector<long long>> strategy_array(const json& node, const balan
 struct Simulated {
   simulate::SimResult sim;
   balance::Evaluation eval;
+  bool fits = true;  // from the simulated peaks
 };
 
 Simulated run_sim(const balance::Problem& p, const balance::Assignment& x) {
+  // A strategy may only use kinds the layers file prices (a missing memory key is not 0 MB).
+  if (p.layers.has_memory()) {
+    for (std::size_t l = 0; l < x.size(); ++l) {
+      for (const auto& chunk : x[l]) {
+        for (const auto& cell : chunk) {
+          for (int r = 0; r < balance::kRcKinds; ++r) {
+            if (cell[static_cast<std::size_t>(r)] > 0 && !p.layers.bodies[l].act_mb[static_cast<std::size_t>(r)])
+              fail(p.layers.file, "the strategy recomputes {} layers of BODY '{}' with kind '{}', whose activation memory the layers file does not state",
+                   cell[static_cast<std::size_t>(r)], p.layers.bodies[l].name, balance::to_string(static_cast<Rc>(r)));
+          }
+        }
+      }
+    }
+  }
   Simulated s;
   s.eval = balance::evaluate(p, x);
   s.sim = simulate::simulate(p.schedule, p.stages, p.chunks, p.micro_batches, balance::stage_times(p, x));
+  for (double peak : s.sim.peak_memory) s.fits = s.fits && (p.memory_limit_mb <= 0 || peak <= p.memory_limit_mb + 1e-9);
   return s;
 }
 
@@ -110,9 +127,9 @@ std::string peaks(const std::vector<double>& v) {
 }
 
 json sim_json(const Simulated& s) {
-  return json{{"objective", s.eval.objective},
-              {"simulated_step_time", s.sim.end},
-              {"fits", s.eval.fits},
+  return json{{"simulated_step_time", s.sim.end},
+              {"closed_form_step_time", s.eval.closed_form},
+              {"fits", s.fits},
               {"stage_time", s.eval.stage_time},
               {"peak_memory_mb", s.sim.peak_memory},
               {"bubbles", {{"real", s.sim.real}, {"ideal", s.sim.ideal}, {"imbalance", s.sim.imbalance}, {"recompute", s.sim.recompute}}}};
@@ -165,22 +182,21 @@ void run_guide(const BalanceOptions& o) {
   emit(o.output, out);
 }
 
-void run_balance(const BalanceOptions& o) {
-  if (o.layers.empty()) fail("--layers", "is required: the layers JSON (layers_description)");
-  if (o.stages <= 0) fail("--stages", "is required and must be positive");
-  if (o.micro_batches <= 0) fail("--micro-batches", "is required and must be positive");
+balance::Problem make_problem(const BalanceOptions& o, balance::LayerSet layers, int chunks) {
   balance::Problem p;
-  p.layers = balance::read_layers(o.layers);
+  p.layers = std::move(layers);
   p.stages = o.stages;
-  p.chunks = o.interleave;
+  p.chunks = chunks;
   p.micro_batches = o.micro_batches;
   p.memory_limit_mb = o.memory_limit;
   p.constant_mb = o.constant;
   p.chunk_spread = o.chunk_spread;
-  if (o.zero_bubble && o.interleave > 1) fail("--zero-bubble", "runs one chunk per stage; interleave is {}", o.interleave);
-  p.schedule = o.zero_bubble      ? simulate::Schedule::ZeroBubble
-               : o.interleave > 1 ? (o.less_memory ? simulate::Schedule::InterleavedLessMemory : simulate::Schedule::Interleaved)
-                                  : simulate::Schedule::OneF1B;
+  p.time_limit_s = o.time_limit;
+  p.progress = true;
+  if (o.zero_bubble && chunks > 1) fail("--zero-bubble", "ZB-H1 runs one chunk per stage; interleave is {}", chunks);
+  p.schedule = o.zero_bubble ? simulate::Schedule::ZeroBubble
+               : chunks > 1  ? (o.less_memory ? simulate::Schedule::InterleavedLessMemory : simulate::Schedule::Interleaved)
+                             : simulate::Schedule::OneF1B;
   if (!o.kinds.empty()) {
     p.kinds.push_back(Rc::None);
     for (const std::string& name : io::split_commas(o.kinds)) {
@@ -192,31 +208,100 @@ void run_balance(const BalanceOptions& o) {
       p.kinds.erase(std::remove(p.kinds.begin(), p.kinds.end(), Rc::None), p.kinds.end());
     }
   }
-  balance::Solution sol = o.solver == "enumerate" ? balance::solve_exhaustive(p) : balance::solve(p);
-  if (o.time_limit > 0 && sol.solve_seconds > o.time_limit) {
-    // Both solvers finish with a proof; a limit shorter than the solve is reported, not silently applied.
-    std::fprintf(stderr, "sapp: note: the exact solve took %.2f s, over --time-limit %.2f s\n", sol.solve_seconds, o.time_limit);
+  return p;
+}
+
+// The framework keys of a plan. With several BODY types each key maps BODY names to their arrays (the form
+// --manual reads back).
+std::string strategy_yaml(const balance::Problem& p, const std::vector<balance::FrameworkStrategy>& fw) {
+  using Rows = std::vector<std::vector<long long>>;
+  auto key = [&](const char* name, const std::function<const Rows&(const balance::FrameworkStrategy&)>& get) {
+    if (fw.size() == 1) return fmt::format("{}: {}\n", name, rows(get(fw[0])));
+    std::string s = fmt::format("{}:\n", name);
+    for (std::size_t l = 0; l < fw.size(); ++l) s += fmt::format("  {}: {}\n", p.layers.bodies[l].name, rows(get(fw[l])));
+    return s;
+  };
+  return key("offset", [](const balance::FrameworkStrategy& f) -> const Rows& { return f.offset; }) +
+         key("recompute", [](const balance::FrameworkStrategy& f) -> const Rows& { return f.recompute; }) +
+         key("select_recompute", [](const balance::FrameworkStrategy& f) -> const Rows& { return f.select_recompute; }) +
+         key("select_comm_recompute", [](const balance::FrameworkStrategy& f) -> const Rows& { return f.select_comm_recompute; });
+}
+
+std::string solver_line(const balance::Solution& sol) {
+  if (!sol.feasible) return sol.optimal ? "proved infeasible" : (sol.timed_out ? "no plan found within the time limit" : "no plan found");
+  if (sol.optimal) return fmt::format("proved optimal (simulated step = lower bound {:.2f})", sol.bound);
+  return fmt::format("best found {:.2f}, lower bound {:.2f}, gap {:.2f}%{}", sol.eval.objective, sol.bound, 100.0 * sol.gap,
+                     sol.timed_out ? " (time limit reached)" : "");
+}
+
+void write_svg(const std::string& file, const balance::Problem& p, const Simulated& s, const std::string& label) {
+  simulate::SvgOptions so;
+  so.title = fmt::format("{}{}: {} stages x {} chunks, {} micro-batches ({})", io::stem(p.layers.file), label, p.stages, p.chunks, p.micro_batches,
+                         simulate::to_string(p.schedule));
+  so.summary = fmt::format("step {:.1f} (time units of the layers file), bubble {}", s.sim.end, bubbles(s.sim));
+  so.memory_limit = p.memory_limit_mb;
+  io::write_atomic(file, simulate::render_svg(s.sim, p.chunks, so));
+}
+
+void run_balance(const BalanceOptions& o) {
+  if (o.layers.empty()) fail("--layers", "is required: the layers JSON (layers_description)");
+  if (o.stages <= 0) fail("--stages", "is required and must be positive");
+  if (o.micro_batches <= 0) fail("--micro-batches", "is required and must be positive");
+  balance::LayerSet layers = balance::read_layers(o.layers);
+  std::vector<int> chunk_choices;
+  if (o.interleave == "auto") {
+    // The reference's choice of V: 1..4, the one with the least simulated step.
+    for (int v = 1; v <= 4; ++v) {
+      if (v > 1 && (o.zero_bubble || o.micro_batches < o.stages)) continue;
+      long long cells = 1LL * o.stages * v;
+      if (layers.body_layers() < cells - (cells >= 2 ? 2 : 1)) continue;
+      chunk_choices.push_back(v);
+    }
+    if (chunk_choices.empty()) fail("--interleave", "auto: no interleave 1..4 runs {} stages and {} micro-batches", o.stages, o.micro_batches);
+  } else {
+    int v = 0;
+    try {
+      v = std::stoi(o.interleave);
+    } catch (const std::exception&) {
+      fail("--interleave", "'{}' is not a whole number or auto", o.interleave);
+    }
+    if (v < 1) fail("--interleave", "{} must be at least 1", v);
+    chunk_choices.push_back(v);
+  }
+  balance::Problem p;
+  balance::Solution sol;
+  std::string auto_note;
+  for (int v : chunk_choices) {
+    balance::Problem q = make_problem(o, layers, v);
+    balance::Solution s = o.solver == "enumerate" ? balance::solve_exhaustive(q) : balance::solve(q);
+    if (chunk_choices.size() > 1)
+      auto_note +=
+          fmt::format("  interleave {}: {}\n", v, s.feasible ? fmt::format("simulated step {:.2f}, {}", s.eval.objective, solver_line(s)) : solver_line(s));
+    bool better = s.feasible && (!sol.feasible || s.eval.objective < sol.eval.objective - 1e-9);
+    if (p.stages == 0 || better) {
+      p = q;
+      sol = s;
+    }
   }
 
   json j;
   std::string out;
-  std::string head = fmt::format("{}: {} body layers, {} stages, interleave {}, {} micro-batches, memory limit {} MB, schedule {}\n", p.layers.file,
-                                 p.layers.body_layers(), p.stages, p.chunks, p.micro_batches,
-                                 p.memory_limit_mb > 0 ? fmt::format("{:.0f}", p.memory_limit_mb) : "none", simulate::to_string(p.schedule));
+  std::string head = fmt::format("{}: {} body layers, {} stages, interleave {}{}, {} micro-batches, memory limit {}, schedule {}\n", p.layers.file,
+                                 p.layers.body_layers(), p.stages, p.chunks, chunk_choices.size() > 1 ? " (auto)" : "", p.micro_batches,
+                                 p.memory_limit_mb > 0 ? fmt::format("{:.0f} MB", p.memory_limit_mb) : "none", simulate::to_string(p.schedule));
   j["layers"] = p.layers.file;
   j["stages"] = p.stages;
   j["interleave"] = p.chunks;
   j["micro_batches"] = p.micro_batches;
   j["memory_limit_mb"] = p.memory_limit_mb;
   j["schedule"] = simulate::to_string(p.schedule);
-  j["solver"] = {{"method", sol.method},
-                 {"proved_optimal", sol.optimal},
-                 {"gap", sol.optimal ? json(0.0) : json(nullptr)},
-                 {"solve_seconds", sol.solve_seconds},
-                 {"explored", sol.explored}};
+  j["time_unit"] = "the layers file's time unit";
+  j["solver"] = {
+      {"method", sol.method},       {"proved_optimal", sol.optimal},      {"lower_bound", sol.bound}, {"gap", sol.feasible ? json(sol.gap) : json(nullptr)},
+      {"timed_out", sol.timed_out}, {"solve_seconds", sol.solve_seconds}, {"explored", sol.explored}};
   out += head;
-  out += fmt::format("solver: {}: {} in {:.3f} s ({} states)\n", sol.method,
-                     sol.feasible ? (sol.optimal ? "proved optimal" : "best found") : "proved infeasible", sol.solve_seconds, sol.explored);
+  if (!auto_note.empty()) out += "interleave auto (by simulated step):\n" + auto_note;
+  out += fmt::format("solver: {}: {} in {:.3f} s ({} states and plans)\n", sol.method, solver_line(sol), sol.solve_seconds, sol.explored);
   Simulated best;
   if (sol.feasible) {
     best = run_sim(p, sol.x);
@@ -231,18 +316,14 @@ void run_balance(const BalanceOptions& o) {
                                 {"select_comm_recompute", to_json(fw[l].select_comm_recompute)}});
     }
     j["strategy"] = strategies;
-    out += fmt::format("objective (closed-form step time) {:.2f}; simulated step time {:.2f}\n", best.eval.objective, best.sim.end);
-    out += fmt::format("bubble: {}\n", bubbles(best.sim));
-    out += fmt::format("stage times:       {}\npeak memory (MB):  {}\n", peaks(best.eval.stage_time), peaks(best.sim.peak_memory));
-    out += "\n# paste into the training YAML\n";
-    for (std::size_t l = 0; l < fw.size(); ++l) {
-      if (fw.size() > 1) out += fmt::format("# BODY {}\n", p.layers.bodies[l].name);
-      out += fmt::format("offset: {}\nrecompute: {}\nselect_recompute: {}\nselect_comm_recompute: {}\n", rows(fw[l].offset), rows(fw[l].recompute),
-                         rows(fw[l].select_recompute), rows(fw[l].select_comm_recompute));
-    }
+    out += fmt::format("simulated step time {:.2f} (time units of the layers file); closed form {:.2f}; {}\n", best.sim.end, best.eval.closed_form,
+                       best.fits ? "fits (simulated peaks within the limit)" : "DOES NOT FIT (simulated peaks over the limit)");
+    out += fmt::format("bubble (fractions of the model time): {}\n", bubbles(best.sim));
+    out += fmt::format("stage times (time units):  {}\npeak memory (MB):          {}\n", peaks(best.eval.stage_time), peaks(best.sim.peak_memory));
+    out += "\n# paste into the training YAML\n" + strategy_yaml(p, fw);
   } else {
     j["result"] = nullptr;
-    out += "no split fits the memory limit\n";
+    out += "no plan fits the memory limit\n";
   }
   if (o.naive) {
     json naive = json::object();
@@ -269,11 +350,10 @@ void run_balance(const BalanceOptions& o) {
       }
       Simulated s = run_sim(p, x);
       naive[name] = sim_json(s);
-      out +=
-          fmt::format("  {}: simulated step time {:.2f}{}; peak {} MB{}\n", name, s.sim.end, s.eval.fits ? "" : " (DOES NOT FIT)", peaks(s.sim.peak_memory),
-                      s.eval.fits && sol.feasible ? fmt::format("; the optimised split is {:.1f}% {}", 100.0 * std::fabs(s.sim.end - best.sim.end) / s.sim.end,
-                                                                best.sim.end <= s.sim.end ? "faster" : "slower (simulated)")
-                                                  : "");
+      out += fmt::format("  {}: simulated step time {:.2f}{}; peak {} MB{}\n", name, s.sim.end, s.fits ? "" : " (DOES NOT FIT)", peaks(s.sim.peak_memory),
+                         s.fits && sol.feasible ? fmt::format("; the optimised plan is {:.1f}% {}", 100.0 * std::fabs(s.sim.end - best.sim.end) / s.sim.end,
+                                                              best.sim.end <= s.sim.end ? "faster" : "slower (simulated)")
+                                                : "");
     }
     j["naive"] = naive;
   }
@@ -305,56 +385,55 @@ void run_balance(const BalanceOptions& o) {
       }
       Simulated s = run_sim(p, balance::from_framework(p, fw));
       manual[name] = sim_json(s);
-      out += fmt::format("  {}: objective {:.2f}, simulated step time {:.2f}{}; peak {} MB\n", name, s.eval.objective, s.sim.end,
-                         s.eval.fits ? "" : " (DOES NOT FIT)", peaks(s.sim.peak_memory));
+      out += fmt::format("  {}: simulated step time {:.2f}{}; peak {} MB\n", name, s.sim.end, s.fits ? "" : " (DOES NOT FIT)", peaks(s.sim.peak_memory));
+      // The reference draws a strategy with show: true, into file_name (default <name>.svg).
+      bool show = rd.has("show") && entry.at("show").is_boolean() && entry.at("show").get<bool>();
+      if (show || rd.has("file_name")) {
+        std::string file = rd.has("file_name") ? rd.string("file_name") : name + ".svg";
+        if (file.size() < 4 || file.substr(file.size() - 4) != ".svg") file += ".svg";
+        write_svg(file, p, s, " / " + name);
+        out += fmt::format("    drawn to {}\n", file);
+      }
     }
     j["manual"] = manual;
   }
-  if (!o.svg.empty() && sol.feasible) {
-    simulate::SvgOptions so;
-    so.title = fmt::format("{}: {} stages x {} chunks, {} micro-batches ({})", io::stem(p.layers.file), p.stages, p.chunks, p.micro_batches,
-                           simulate::to_string(p.schedule));
-    so.summary = fmt::format("step {:.1f}, bubble {}", best.sim.end, bubbles(best.sim));
-    so.memory_limit = p.memory_limit_mb;
-    io::write_atomic(o.svg, simulate::render_svg(best.sim, p.chunks, so));
-  }
+  if (!o.svg.empty() && sol.feasible) write_svg(o.svg, p, best, "");
   if (o.format == "json") {
     out = j.dump(2) + "\n";
   } else if (o.format == "yaml") {
     out = fmt::format("# {}", head);
-    out += fmt::format("# {}; simulated step time {}\n", sol.method, sol.feasible ? fmt::format("{:.2f}", best.sim.end) : "n/a (infeasible)");
-    if (sol.feasible) {
-      auto fw = balance::to_framework(p, sol.x);
-      for (std::size_t l = 0; l < fw.size(); ++l) {
-        if (fw.size() > 1) out += fmt::format("# BODY {}\n", p.layers.bodies[l].name);
-        out += fmt::format("offset: {}\nrecompute: {}\nselect_recompute: {}\nselect_comm_recompute: {}\n", rows(fw[l].offset), rows(fw[l].recompute),
-                           rows(fw[l].select_recompute), rows(fw[l].select_comm_recompute));
-      }
-    }
+    out += fmt::format("# {}: {}; simulated step time {} (time units of the layers file)\n", sol.method, solver_line(sol),
+                       sol.feasible ? fmt::format("{:.2f}", best.sim.end) : "n/a");
+    if (sol.feasible) out += strategy_yaml(p, balance::to_framework(p, sol.x));
   }
   emit(o.output, out);
-  if (!sol.feasible) fail(p.layers.file, "no split of {} layers over {} stages fits {} MB", p.layers.body_layers(), p.stages, p.memory_limit_mb);
+  if (!sol.feasible) fail(p.layers.file, "no plan of {} layers over {} stages fits {} MB", p.layers.body_layers(), p.stages, p.memory_limit_mb);
 }
 
 }  // namespace
 
 Run add_balance(CLI::App& app) {
   auto o = std::make_shared<BalanceOptions>();
-  CLI::App* cmd = app.add_subcommand("balance", "pipeline balancing: layers and recompute per stage and chunk, proved optimal; schedule simulation and SVG");
+  CLI::App* cmd = app.add_subcommand("balance",
+                                     "pipeline balancing: layers and recompute per stage and chunk by simulated step time, with a lower bound (proved optimal "
+                                     "when met); schedule simulation and SVG");
   cmd->add_option("--layers,-l", o->layers, "layers JSON (layers_description with HEAD, BODY, TAIL)");
   cmd->add_option("--stages,-s", o->stages, "pipeline stages")->check(positive_number());
   cmd->add_option("--micro-batches,-m", o->micro_batches, "micro-batches per step")->check(positive_number());
   cmd->add_option("--memory-limit", o->memory_limit, "per-device memory limit in MB (0: none)")->check(non_negative_number());
-  cmd->add_option("--interleave,-i", o->interleave, "chunks per stage (interleaved 1F1B)")->capture_default_str()->check(positive_number());
+  cmd->add_option("--interleave,-i", o->interleave, "chunks per stage (interleaved 1F1B), or auto: 1..4 by simulated step time")->capture_default_str();
   cmd->add_flag("--less-memory", o->less_memory, "interleaved schedule's less-memory variant");
-  cmd->add_flag("--zero-bubble", o->zero_bubble, "zero-bubble (ZB-H1 style) schedule with split backward");
+  cmd->add_flag("--zero-bubble", o->zero_bubble, "zero-bubble ZB-H1 schedule (Qi et al. 2023): split backward, weight gradients deferred by the stage index");
   cmd->add_option("--recompute-kinds", o->kinds, "allowed recompute kinds, e.g. full,selective,comm,both (default: every kind the layers state)");
   cmd->add_option("--constant-memory", o->constant, "MB added to every stage")->capture_default_str();
-  cmd->add_option("--time-limit", o->time_limit, "seconds; both solvers prove optimality, this only warns when exceeded")->capture_default_str();
-  cmd->add_option("--solver", o->solver, "dp: exact dynamic program; enumerate: try every assignment (small cases)")
+  cmd->add_option("--time-limit", o->time_limit, "seconds; the solve stops there with the best plan found, its lower bound and gap (0: none)")
+      ->capture_default_str();
+  cmd->add_option("--solver", o->solver, "dp: lower bound by dynamic program, plans simulated; enumerate: simulate every plan (small cases)")
       ->check(CLI::IsMember({"dp", "enumerate"}))
       ->capture_default_str();
-  cmd->add_option("--chunk-spread", o->chunk_spread, "most layers the chunks of one stage may differ by")->capture_default_str()->check(non_negative_number());
+  cmd->add_option("--chunk-spread", o->chunk_spread, "most layers the chunks of one stage may differ by (0: no limit)")
+      ->capture_default_str()
+      ->check(non_negative_number());
   cmd->add_option("--svg", o->svg, "write the simulated timeline and memory curves to this SVG file");
   cmd->add_option("--manual", o->manual, "YAML of hand-written strategies (offset, recompute, select_recompute, select_comm_recompute) to simulate");
   cmd->add_flag("--naive", o->naive, "also simulate the even splits with no recompute and with all layers recomputed");

@@ -70,7 +70,8 @@ LayerSet layers_from_json(const nlohmann::json& tree, const std::string& file) {
     if (!list[i].is_object()) fail(at(file, key), "must be an object, got {}", list[i].dump());
     std::string type = rd.string("type");
     std::string name = rd.string_or("name", type);
-    long long count = rd.integer_or("nb_layer", 1);
+    if (!rd.has("nb_layer")) rd.bad("nb_layer", "the number of such layers (required, as in the reference's loader)");
+    long long count = rd.integer("nb_layer");
     if (count <= 0) rd.bad("nb_layer", "a positive number of layers");
     double time = rd.number("time");
     if (time < 0) rd.bad("time", "a non-negative time");
@@ -78,11 +79,17 @@ LayerSet layers_from_json(const nlohmann::json& tree, const std::string& file) {
     if (forward < 0) rd.bad("forward_time", "a non-negative time");
     double param = rd.number_or("memory_parameter", 0.0);
     if (param < 0) rd.bad("memory_parameter", "a non-negative memory in MB");
-    double base_backward = 2.0 * time;
-    if (rd.has("backward_time")) {
-      base_backward = rd.number("backward_time");
-      if (base_backward < 0) rd.bad("backward_time", "a non-negative time");
-    }
+    // B0 = 2 x time (of `time`, not of forward_time). Each kind's backward: its explicit time when present and
+    // non-zero (0 means unset, as in the reference), else (1 + coef) x B0 with the JSON coef or the default;
+    // an explicit backward_time sets the no-recompute backward only.
+    const double b0 = 2.0 * time;
+    auto backward_of = [&](const KindKeys& k) {
+      double explicit_time = rd.number_or(k.time, 0.0);
+      if (explicit_time < 0) rd.bad(k.time, "a non-negative time");
+      double coef = rd.number_or(k.coef, k.default_coef);
+      return explicit_time > 0 ? explicit_time : (1.0 + coef) * b0;
+    };
+    double base_backward = backward_of(kKeys[0]);
     if (type == "HEAD" || type == "TAIL") {
       if (count != 1) rd.bad("nb_layer", "1 for a HEAD or TAIL");
       if (type == "HEAD") {
@@ -107,16 +114,13 @@ LayerSet layers_from_json(const nlohmann::json& tree, const std::string& file) {
     std::vector<Rc> kinds;
     for (int r = 0; r < kRcKinds; ++r) {
       const KindKeys& k = kKeys[static_cast<std::size_t>(r)];
-      if (rd.has(k.memory)) {
+      if (rd.has(k.memory) && !list[i].at(k.memory).is_null()) {
         double mb = rd.number(k.memory);
         if (mb < 0) rd.bad(k.memory, "a non-negative memory in MB");
         body.act_mb[static_cast<std::size_t>(r)] = mb;
         kinds.push_back(static_cast<Rc>(r));
       }
-      double explicit_time = r == 0 ? 0.0 : rd.number_or(k.time, 0.0);
-      if (explicit_time < 0) rd.bad(k.time, "a non-negative time");
-      double coef = rd.number_or(k.coef, k.default_coef);
-      body.backward[static_cast<std::size_t>(r)] = r == 0 ? base_backward : (explicit_time > 0 ? explicit_time : (1.0 + coef) * base_backward);
+      body.backward[static_cast<std::size_t>(r)] = backward_of(k);
     }
     if (!kinds_set) {
       set.kinds = kinds;

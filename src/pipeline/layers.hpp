@@ -1,11 +1,14 @@
 // balance/layers: pipeline-balancing layer descriptors, read from the reference's layers JSON as is.
 //
-// `layers_description`: HEAD, BODY (one or more kinds, in model order) and TAIL entries with `nb_layer`,
+// `layers_description`: HEAD, BODY (one or more kinds, in model order) and TAIL entries with `nb_layer` (required),
 // `time` (forward time of one layer for one micro-batch), optional `forward_time`, `memory_parameter` (MB),
 // and per recompute kind an activation memory (MB per micro-batch) and optionally a backward time or a
-// backward coefficient. A kind is considered for a layer iff its memory key is present. Defaults as the
-// reference (seed 004): backward = 2 x time; a recompute kind's backward = (1 + coef) x that, coef from the
-// JSON or 0 / 0.04 / 0.125 / 0.165 / 0.5 for none / selective / comm / both / full.
+// backward coefficient. A kind is considered for a layer iff its memory key is present and not null. Times as the
+// reference's loader: B0 = 2 x time; a kind's backward is its explicit time key when present and non-zero
+// (backward_time for no recompute, select_rec_time, select_comm_time, both_comm_select_time, recompute_time),
+// else (1 + coef) x B0 with the kind's coef key (backward_coef, select_rec_coef, ...) or the default 0 / 0.04 /
+// 0.125 / 0.165 / 0.5. So an explicit backward_time sets the no-recompute backward only, and 0 means unset.
+// HEAD and TAIL use the no-recompute rule. All times are in the file's own unit (printed as "time units").
 #pragma once
 
 #include <array>

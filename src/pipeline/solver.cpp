@@ -3,10 +3,14 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <limits>
+#include <random>
 
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include "core/error.hpp"
 
@@ -15,6 +19,8 @@ namespace sapp::balance {
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr double kTol = 1e-9;
+using Clock = std::chrono::steady_clock;
 
 std::vector<Rc> allowed_kinds(const Problem& p) {
   if (!p.layers.has_memory()) return {Rc::None};
@@ -24,8 +30,13 @@ std::vector<Rc> allowed_kinds(const Problem& p) {
 
 double act_of(const BodyType& b, Rc r) { return b.act_mb[static_cast<std::size_t>(r)].value_or(0.0); }
 double bwd_of(const BodyType& b, Rc r) { return b.backward[static_cast<std::size_t>(r)]; }
+std::size_t ix(Rc r) { return static_cast<std::size_t>(r); }
+std::size_t uz(long long v) { return static_cast<std::size_t>(v); }
+std::size_t uz(int v) { return static_cast<std::size_t>(v); }
 
 bool reserved(const Problem& p, int v, int s) { return (v == 0 && s == 0) || (v == p.chunks - 1 && s == p.stages - 1); }
+
+bool cell_expressible(const std::array<long long, kRcKinds>& c) { return c[ix(Rc::Selective)] == 0 || c[ix(Rc::Comm)] == 0; }
 
 // One recompute mix of n layers of one type: its backward time and activation memory.
 struct Mix {
@@ -34,27 +45,27 @@ struct Mix {
   std::array<long long, kRcKinds> counts{};
 };
 
-// Pareto front of mixes of n layers (weight ascending, cost strictly descending), for n = 0..max_n.
-std::vector<std::vector<Mix>> mix_fronts(const BodyType& b, const std::vector<Rc>& kinds, long long max_n) {
-  std::vector<std::vector<Mix>> fronts(static_cast<std::size_t>(max_n + 1));
+// Pareto front of mixes of n layers over `kinds` (weight ascending, cost strictly descending), n = 0..max_n.
+// Exact: removing one layer from a Pareto-optimal mix leaves a Pareto-optimal mix.
+std::vector<std::vector<Mix>> fronts_over(const BodyType& b, const std::vector<Rc>& kinds, long long max_n) {
+  std::vector<std::vector<Mix>> fronts(uz(max_n + 1));
   fronts[0].push_back(Mix{});
   for (long long n = 1; n <= max_n; ++n) {
     std::vector<Mix> all;
-    for (const Mix& prev : fronts[static_cast<std::size_t>(n - 1)]) {
+    for (const Mix& prev : fronts[uz(n - 1)]) {
       for (Rc r : kinds) {
         Mix m = prev;
         m.cost += bwd_of(b, r);
         m.weight += act_of(b, r);
-        ++m.counts[static_cast<std::size_t>(r)];
+        ++m.counts[ix(r)];
         all.push_back(m);
       }
     }
     std::sort(all.begin(), all.end(), [](const Mix& a, const Mix& c) { return a.weight != c.weight ? a.weight < c.weight : a.cost < c.cost; });
-    std::vector<Mix>& front = fronts[static_cast<std::size_t>(n)];
     double best = kInf;
     for (const Mix& m : all) {
       if (m.cost < best - 1e-12) {
-        front.push_back(m);
+        fronts[uz(n)].push_back(m);
         best = m.cost;
       }
     }
@@ -62,48 +73,589 @@ std::vector<std::vector<Mix>> mix_fronts(const BodyType& b, const std::vector<Rc
   return fronts;
 }
 
-struct Setup {
-  std::vector<Rc> kinds;
-  std::vector<std::vector<std::vector<int>>> vectors;  // per stage: Pareto-maximal in-flight count vectors
-  std::vector<long long> type_start;                   // model-order position where each type starts
-  long long total = 0;
-};
-
-Setup setup(const Problem& p) {
-  Setup st;
-  st.kinds = allowed_kinds(p);
-  for (int s = 0; s < p.stages; ++s) st.vectors.push_back(simulate::in_flight_vectors(p.schedule, p.stages, p.chunks, p.micro_batches, s));
-  for (const auto& b : p.layers.bodies) {
-    st.type_start.push_back(st.total);
-    st.total += b.count;
+// Constraint (6): the front over mixes without selective-only or without comm-only layers (a mix having both
+// is not expressible), merged. With no memory limit only the fastest mix is kept.
+std::vector<std::vector<Mix>> mix_fronts(const BodyType& b, const std::vector<Rc>& kinds, long long max_n, bool limited) {
+  std::vector<Rc> no_comm;
+  std::vector<Rc> no_sel;
+  for (Rc r : kinds) {
+    if (r != Rc::Comm) no_comm.push_back(r);
+    if (r != Rc::Selective) no_sel.push_back(r);
   }
-  return st;
+  bool both = std::find(kinds.begin(), kinds.end(), Rc::Comm) != kinds.end() && std::find(kinds.begin(), kinds.end(), Rc::Selective) != kinds.end();
+  std::vector<std::vector<Mix>> out = fronts_over(b, both ? no_comm : kinds, max_n);
+  if (both) {
+    std::vector<std::vector<Mix>> other = fronts_over(b, no_sel, max_n);
+    for (std::size_t n = 0; n < out.size(); ++n) {
+      std::vector<Mix> all = out[n];
+      all.insert(all.end(), other[n].begin(), other[n].end());
+      std::sort(all.begin(), all.end(), [](const Mix& a, const Mix& c) { return a.weight != c.weight ? a.weight < c.weight : a.cost < c.cost; });
+      out[n].clear();
+      double best = kInf;
+      for (const Mix& m : all) {
+        if (m.cost < best - 1e-12) {
+          out[n].push_back(m);
+          best = m.cost;
+        }
+      }
+    }
+  }
+  if (!limited) {
+    for (auto& f : out) f.erase(f.begin(), f.end() - 1);  // the cheapest in time is last
+  }
+  return out;
 }
 
 double head_tail_static(const Problem& p, int s) { return (s == 0 ? p.layers.head_mb : 0.0) + (s == p.stages - 1 ? p.layers.tail_mb : 0.0) + p.constant_mb; }
 
-double head_tail_time(const Problem& p, int s) {
-  double t = 0;
-  if (s == 0) t += p.layers.head_forward + p.layers.head_backward;
-  if (s == p.stages - 1) t += p.layers.tail_forward + p.layers.tail_backward;
-  return t;
-}
-
-// sum_s T_s / V + (m V - 1) * max_cell: every cell's one pass of the fill, then m V - 1 lock-step steps at the
-// slowest cell's pace. 1F1B (V = 1): (m - 1) max_s T_s + sum_s T_s.
-double objective_of(const Problem& p, double max_cell, double sum_t) {
-  double m = p.micro_batches;
-  double v = p.chunks;
-  return sum_t / v + (m * v - 1.0) * max_cell;
-}
-
 Assignment empty_assignment(const Problem& p) {
   return Assignment(p.layers.bodies.size(),
-                    std::vector<std::vector<std::array<long long, kRcKinds>>>(
-                        static_cast<std::size_t>(p.chunks), std::vector<std::array<long long, kRcKinds>>(static_cast<std::size_t>(p.stages))));
+                    std::vector<std::vector<std::array<long long, kRcKinds>>>(uz(p.chunks), std::vector<std::array<long long, kRcKinds>>(uz(p.stages))));
+}
+
+// Everything the steps share.
+struct Context {
+  const Problem& p;
+  std::vector<Rc> kinds;
+  std::vector<std::vector<std::vector<int>>> vectors;  // per stage: Pareto-maximal in-flight count vectors
+  std::vector<long long> type_start;                   // model-order position where each type starts
+  long long total = 0;
+  double limit = kInf;
+  std::vector<std::vector<std::vector<Mix>>> fronts;  // [type][n]
+  simulate::Orders orders;
+  Clock::time_point t0 = Clock::now();
+  bool timed_out = false;
+  bool show_progress = false;
+  Clock::time_point last_progress = Clock::now();
+  long long explored = 0;
+
+  explicit Context(const Problem& problem) : p(problem) {}
+  [[nodiscard]] double elapsed() const { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+  bool out_of_time() {
+    if (!timed_out && p.time_limit_s > 0 && elapsed() > p.time_limit_s) timed_out = true;
+    return timed_out;
+  }
+  void progress(const std::string& step, double best, double bound) {
+    if (!show_progress) return;
+    auto now = Clock::now();
+    if (elapsed() < 1.0 || std::chrono::duration<double>(now - last_progress).count() < 0.5) return;
+    last_progress = now;
+    std::fprintf(stderr, "\rsapp balance: %.1f s, %s, best %s, bound %s      ", elapsed(), step.c_str(),
+                 best < kInf ? fmt::format("{:.1f}", best).c_str() : "-", bound > 0 ? fmt::format("{:.1f}", bound).c_str() : "-");
+    std::fflush(stderr);
+  }
+  void end_progress() const {
+    if (show_progress && elapsed() >= 1.0) std::fprintf(stderr, "\n");
+  }
+};
+
+// Step 1: the data every step reads.
+Context make_context(const Problem& p) {
+  Context c(p);
+  c.kinds = allowed_kinds(p);
+  for (int s = 0; s < p.stages; ++s) c.vectors.push_back(plan::in_flight_vectors(p.schedule, p.stages, p.chunks, p.micro_batches, s));
+  for (const auto& b : p.layers.bodies) {
+    c.type_start.push_back(c.total);
+    c.total += b.count;
+  }
+  c.limit = p.memory_limit_mb > 0 ? p.memory_limit_mb : kInf;
+  for (const auto& b : p.layers.bodies) c.fronts.push_back(mix_fronts(b, c.kinds, b.count, p.memory_limit_mb > 0));
+  c.orders = simulate::make_orders(p.schedule, p.stages, p.chunks, p.micro_batches);
+  c.show_progress = p.progress && isatty(fileno(stderr)) != 0;
+  return c;
+}
+
+// A stage's option: its total time T_s, slowest chunk, lead (chunk 0's share of the fill and drain), and the
+// chunks' mixes [chunk][type].
+struct StageChoice {
+  double time = kInf;
+  double cell_max = kInf;
+  double lead = kInf;
+  std::vector<std::vector<Mix>> mixes;
+};
+
+double lead_of(const Problem& p, double forward, double backward) { return p.schedule == simulate::Schedule::ZeroBubble ? forward : forward + backward; }
+
+// Step 2a (V = 1): the stage's range [pos, pos + k) in model order fixes the count of each type; least backward
+// over the types' fronts within the memory budget.
+StageChoice stage_option_v1(Context& c, int s, long long pos, long long k) {
+  const Problem& p = c.p;
+  StageChoice out;
+  if (k == 0 && !reserved(p, 0, s)) return out;
+  const std::size_t K = p.layers.bodies.size();
+  std::vector<long long> n(K, 0);
+  double forward = 0;
+  double params = 0;
+  for (std::size_t l = 0; l < K; ++l) {
+    long long a = std::max(pos, c.type_start[l]);
+    long long b = std::min(pos + k, c.type_start[l] + p.layers.bodies[l].count);
+    n[l] = std::max(0LL, b - a);
+    forward += static_cast<double>(n[l]) * p.layers.bodies[l].forward;
+    params += static_cast<double>(n[l]) * p.layers.bodies[l].param_mb;
+  }
+  double c0 = 0;
+  for (const auto& v : c.vectors[uz(s)]) c0 = std::max(c0, static_cast<double>(v[0]));
+  double budget = (c.limit - params - head_tail_static(p, s)) / std::max(1.0, c0);
+  if (budget < -kTol) return out;
+  std::vector<Mix> pick(K);
+  std::vector<Mix> best_pick;
+  double best = kInf;
+  std::function<void(std::size_t, double, double)> walk = [&](std::size_t l, double cost, double weight) {
+    if (l == K) {
+      if (cost < best) {
+        best = cost;
+        best_pick = pick;
+      }
+      return;
+    }
+    for (const Mix& m : c.fronts[l][uz(n[l])]) {
+      ++c.explored;
+      if (weight + m.weight > budget + kTol) break;
+      pick[l] = m;
+      walk(l + 1, cost + m.cost, weight + m.weight);
+    }
+  };
+  walk(0, 0, 0);
+  if (best == kInf) return out;
+  double head_tail_f = (s == 0 ? p.layers.head_forward : 0.0) + (s == p.stages - 1 ? p.layers.tail_forward : 0.0);
+  double head_tail_b = (s == 0 ? p.layers.head_backward : 0.0) + (s == p.stages - 1 ? p.layers.tail_backward : 0.0);
+  out.time = forward + best + head_tail_f + head_tail_b;
+  out.cell_max = out.time;
+  out.lead = lead_of(p, forward + head_tail_f, best + head_tail_b);
+  out.mixes = {best_pick};
+  return out;
+}
+
+// Step 2b (V > 1, one type): every composition of k over the chunks and every combination of the chunks' mixes
+// that fits the schedule's in-flight vectors; the Pareto front of (slowest chunk, stage time, lead) is kept.
+std::vector<StageChoice> stage_options_vn(Context& c, int s, long long k) {
+  const Problem& p = c.p;
+  const int V = p.chunks;
+  const int S = p.stages;
+  std::vector<StageChoice> options;
+  const BodyType& b = p.layers.bodies[0];
+  const auto& vecs = c.vectors[uz(s)];
+  const auto& fr = c.fronts[0];
+  double budget = c.limit - static_cast<double>(k) * b.param_mb - head_tail_static(p, s);
+  if (budget < -kTol) return options;
+  std::vector<long long> comp(uz(V), 0);
+  std::vector<Mix> cur(uz(V));
+  std::vector<double> partial(vecs.size(), 0.0);
+  std::vector<double> rest_min(vecs.size(), 0.0);
+  auto extra_f = [&](int v) { return (v == 0 && s == 0 ? p.layers.head_forward : 0.0) + (v == V - 1 && s == S - 1 ? p.layers.tail_forward : 0.0); };
+  auto extra_b = [&](int v) { return (v == 0 && s == 0 ? p.layers.head_backward : 0.0) + (v == V - 1 && s == S - 1 ? p.layers.tail_backward : 0.0); };
+  auto add = [&](double cell_max, double total, double lead) {
+    for (const auto& o : options) {
+      if (o.cell_max <= cell_max + 1e-12 && o.time <= total + 1e-12 && o.lead <= lead + 1e-12) return;
+    }
+    options.erase(std::remove_if(options.begin(), options.end(),
+                                 [&](const StageChoice& o) { return o.cell_max >= cell_max - 1e-12 && o.time >= total - 1e-12 && o.lead >= lead - 1e-12; }),
+                  options.end());
+    StageChoice ch;
+    ch.time = total;
+    ch.cell_max = cell_max;
+    ch.lead = lead;
+    for (const Mix& m : cur) ch.mixes.push_back({m});
+    options.push_back(std::move(ch));
+  };
+  std::function<void(int, double, double, double)> pick = [&](int u, double total, double cell_max, double lead) {
+    if (u == V) {
+      ++c.explored;
+      add(cell_max, total, lead);
+      return;
+    }
+    std::size_t ui = uz(u);
+    for (std::size_t i = 0; i < vecs.size(); ++i) {
+      rest_min[i] = 0;
+      for (int r = u + 1; r < V; ++r) rest_min[i] += vecs[i][uz(r)] * fr[uz(comp[uz(r)])].front().weight;
+    }
+    for (const Mix& m : fr[uz(comp[ui])]) {
+      bool ok = true;
+      for (std::size_t i = 0; i < vecs.size() && ok; ++i) ok = partial[i] + vecs[i][ui] * m.weight + rest_min[i] <= budget + kTol;
+      if (!ok) break;  // heavier mixes follow: none of them fits either
+      double f = static_cast<double>(comp[ui]) * b.forward + extra_f(u);
+      double bw = m.cost + extra_b(u);
+      for (std::size_t i = 0; i < vecs.size(); ++i) partial[i] += vecs[i][ui] * m.weight;
+      cur[ui] = m;
+      pick(u + 1, total + f + bw, std::max(cell_max, f + bw), u == 0 ? lead_of(p, f, bw) : lead);
+      for (std::size_t i = 0; i < vecs.size(); ++i) partial[i] -= vecs[i][ui] * m.weight;
+    }
+  };
+  std::function<void(int, long long)> compose = [&](int v, long long left) {
+    if (v == V) {
+      if (left != 0) return;
+      if (p.chunk_spread > 0) {
+        long long lo = std::numeric_limits<long long>::max();
+        long long hi = 0;
+        for (int u = 0; u < V; ++u) {
+          if (reserved(p, u, s)) continue;
+          lo = std::min(lo, comp[uz(u)]);
+          hi = std::max(hi, comp[uz(u)]);
+        }
+        if (hi > 0 && hi - lo > p.chunk_spread) return;
+      }
+      pick(0, 0.0, 0.0, 0.0);
+      return;
+    }
+    long long min_here = reserved(p, v, s) ? 0 : 1;
+    for (long long n = min_here; n <= left; ++n) {
+      comp[uz(v)] = n;
+      compose(v + 1, left - n);
+    }
+  };
+  compose(0, k);
+  return options;
+}
+
+// The options of stage s holding [pos, pos + k), memoised for V > 1 (they depend on k only).
+struct Menu {
+  Context& c;
+  std::vector<std::vector<std::vector<StageChoice>>> memo;  // V > 1: [s][k]
+  std::vector<std::vector<char>> done;
+  explicit Menu(Context& ctx) : c(ctx) {
+    if (c.p.chunks > 1) {
+      memo.assign(uz(c.p.stages), std::vector<std::vector<StageChoice>>(uz(c.total + 1)));
+      done.assign(uz(c.p.stages), std::vector<char>(uz(c.total + 1), 0));
+    }
+  }
+  std::vector<StageChoice> options(int s, long long pos, long long k) {
+    if (c.p.chunks == 1) {
+      StageChoice ch = stage_option_v1(c, s, pos, k);
+      if (ch.time == kInf) return {};
+      return {ch};
+    }
+    if (!done[uz(s)][uz(k)]) {
+      memo[uz(s)][uz(k)] = stage_options_vn(c, s, k);
+      done[uz(s)][uz(k)] = 1;
+    }
+    return memo[uz(s)][uz(k)];
+  }
+};
+
+// Step 3: dynamic program over stages in order. A state holds two accumulators (a, b), both minimised, kept
+// Pareto-minimal per number of layers placed; `step` combines a state with a stage option, `score` rates an end
+// state. Returns the end states sorted by score (empty when infeasible or out of time: check c.timed_out).
+struct DpState {
+  double a = 0;
+  double b = 0;
+  long long prev_pos = -1;
+  std::size_t prev_index = 0;
+  long long k = 0;
+  std::size_t option = 0;
+};
+struct DpRun {
+  std::vector<std::vector<std::vector<DpState>>> g;  // [stage][pos] front
+  std::vector<std::pair<double, std::size_t>> ends;  // (score, index in g[S][L]), best first
+};
+
+DpRun dp_over_stages(Context& c, Menu& menu, const std::function<std::pair<double, double>(const DpState&, const StageChoice&)>& step,
+                     const std::function<double(const DpState&)>& score, const std::string& name) {
+  const Problem& p = c.p;
+  const int S = p.stages;
+  const long long L = c.total;
+  DpRun run;
+  run.g.assign(uz(S + 1), std::vector<std::vector<DpState>>(uz(L + 1)));
+  run.g[0][0].push_back(DpState{});
+  for (int s = 0; s < S; ++s) {
+    for (long long pos = 0; pos <= L; ++pos) {
+      const auto& here = run.g[uz(s)][uz(pos)];
+      if (here.empty()) continue;
+      if (c.out_of_time()) return run;
+      c.progress(fmt::format("{}: stage {}/{}", name, s + 1, S), kInf, 0);
+      long long max_k = L - pos;
+      long long min_k = s == S - 1 ? max_k : 0;  // the last stage takes the rest
+      for (long long k = min_k; k <= max_k; ++k) {
+        std::vector<StageChoice> opts = menu.options(s, pos, k);
+        auto& there = run.g[uz(s) + 1][uz(pos + k)];
+        for (std::size_t o = 0; o < opts.size(); ++o) {
+          for (std::size_t i = 0; i < here.size(); ++i) {
+            auto [a, b] = step(here[i], opts[o]);
+            there.push_back(DpState{a, b, pos, i, k, o});
+          }
+        }
+      }
+    }
+    for (auto& front : run.g[uz(s) + 1]) {
+      if (front.size() < 2) continue;
+      std::sort(front.begin(), front.end(), [](const DpState& x, const DpState& y) { return x.a != y.a ? x.a < y.a : x.b < y.b; });
+      std::vector<DpState> kept;
+      double best_b = kInf;
+      for (const DpState& st : front) {
+        if (st.b < best_b - 1e-12) {
+          kept.push_back(st);
+          best_b = st.b;
+        }
+      }
+      front = std::move(kept);
+      c.explored += static_cast<long long>(front.size());
+    }
+  }
+  const auto& last = run.g[uz(S)][uz(L)];
+  for (std::size_t i = 0; i < last.size(); ++i) run.ends.emplace_back(score(last[i]), i);
+  std::sort(run.ends.begin(), run.ends.end());
+  return run;
+}
+
+// Walks an end state back to its assignment.
+Assignment rebuild(Context& c, Menu& menu, const DpRun& run, std::size_t end_index) {
+  const Problem& p = c.p;
+  const std::size_t K = p.layers.bodies.size();
+  Assignment x = empty_assignment(p);
+  std::size_t index = end_index;
+  long long pos = c.total;
+  for (int s = p.stages; s >= 1; --s) {
+    const DpState& st = run.g[uz(s)][uz(pos)][index];
+    StageChoice choice = menu.options(s - 1, st.prev_pos, st.k)[st.option];
+    for (int v = 0; v < p.chunks; ++v) {
+      for (std::size_t l = 0; l < K; ++l) {
+        if (p.chunks > 1 && l > 0) continue;
+        x[l][uz(v)][uz(s - 1)] = choice.mixes[uz(v)][p.chunks == 1 ? l : 0].counts;
+      }
+    }
+    index = st.prev_index;
+    pos = st.prev_pos;
+  }
+  return x;
+}
+
+// Exact per-stage peak memory of an assignment (the schedule's in-flight vectors) and whether it fits.
+bool fits_memory(Context& c, const simulate::StageTimes& t, int s) {
+  if (c.limit == kInf) return true;
+  double peak = 0;
+  for (const auto& v : c.vectors[uz(s)]) {
+    double a = 0;
+    for (int ch = 0; ch < c.p.chunks; ++ch) a += v[uz(ch)] * t.activation[uz(ch)][uz(s)];
+    peak = std::max(peak, a);
+  }
+  return t.static_memory[uz(s)] + peak <= c.limit + kTol;
+}
+
+bool structurally_valid(const Problem& p, const Assignment& x) {
+  for (int s = 0; s < p.stages; ++s) {
+    long long lo = std::numeric_limits<long long>::max();
+    long long hi = 0;
+    for (int v = 0; v < p.chunks; ++v) {
+      long long n = 0;
+      for (const auto& type : x) {
+        for (long long k : type[uz(v)][uz(s)]) n += k;
+      }
+      if (n < 0) return false;
+      if (n == 0 && !reserved(p, v, s)) return false;
+      if (!reserved(p, v, s)) {
+        lo = std::min(lo, n);
+        hi = std::max(hi, n);
+      }
+    }
+    if (p.chunk_spread > 0 && p.chunks > 1 && hi > 0 && hi - lo > p.chunk_spread) return false;
+  }
+  return true;
+}
+
+// The best plan so far: its simulated step, then (a tie-break that lets the search cross plateaus of equal
+// step) the sum of squared stage times, smaller when the stages are more even.
+struct Incumbent {
+  Assignment x;
+  double step = kInf;
+  double spread = kInf;
+};
+
+// Step 4: simulate candidates; keep the best that fits.
+void offer(Context& c, Incumbent& best, const Assignment& x) {
+  if (x.empty()) return;
+  simulate::StageTimes t = stage_times(c.p, x);
+  for (int s = 0; s < c.p.stages; ++s) {
+    if (!fits_memory(c, t, s)) return;
+  }
+  double step = simulate::makespan(c.orders, t);
+  double spread = 0;
+  for (int s = 0; s < c.p.stages; ++s) {
+    double T = 0;
+    for (int v = 0; v < c.p.chunks; ++v) T += t.forward[uz(v)][uz(s)] + t.backward[uz(v)][uz(s)];
+    spread += T * T;
+  }
+  ++c.explored;
+  if (step < best.step - kTol || (step <= best.step + kTol && spread < best.spread * (1 - 1e-12))) {
+    best.step = std::min(step, best.step);
+    best.spread = spread;
+    best.x = x;
+  }
+}
+
+// Step 5: local search on the simulated step: move one layer across a boundary of consecutive cells (keeping
+// its kind), change one layer's kind, or move and then change a kind in the receiving stage; first improvement,
+// until none improves or the time runs out.
+void local_search(Context& c, Incumbent& best, double bound) {
+  const Problem& p = c.p;
+  if (best.x.empty()) return;
+  const int S = p.stages;
+  const int V = p.chunks;
+  const std::size_t K = p.layers.bodies.size();
+  const int cells = S * V;
+  auto try_x = [&](const Assignment& x) {
+    if (!structurally_valid(p, x)) return false;
+    double before = best.step;
+    double before_spread = best.spread;
+    offer(c, best, x);
+    return best.step < before - kTol || best.spread < before_spread;
+  };
+  // Kind changes within stage s (every cell of it, every type): returns true on improvement.
+  auto kind_moves = [&](Assignment& x, int s, bool accept_fit_only) -> bool {
+    for (std::size_t l = 0; l < K; ++l) {
+      for (int v = 0; v < V; ++v) {
+        auto& cell = x[l][uz(v)][uz(s)];
+        for (Rc from : c.kinds) {
+          if (cell[ix(from)] == 0) continue;
+          for (Rc to : c.kinds) {
+            if (to == from) continue;
+            --cell[ix(from)];
+            ++cell[ix(to)];
+            bool ok = cell_expressible(cell);
+            if (ok && accept_fit_only) {
+              simulate::StageTimes t = stage_times(p, x);
+              ok = fits_memory(c, t, s);
+              if (ok && try_x(x)) return true;
+            } else if (ok && try_x(x)) {
+              return true;
+            }
+            ++cell[ix(from)];
+            --cell[ix(to)];
+          }
+        }
+      }
+    }
+    return false;
+  };
+  bool improved = true;
+  while (improved && !c.out_of_time() && best.step > bound * (1 + kTol)) {
+    improved = false;
+    c.progress("local search", best.step, bound);
+    Assignment x = best.x;
+    // Kind changes anywhere.
+    for (int s = 0; s < S && !improved; ++s) improved = kind_moves(x, s, false);
+    if (improved) continue;
+    // Boundary moves between consecutive cells in virtual order: from cell a to cell b = a +- 1.
+    // With one type any two cells may trade a layer; with several, only consecutive ones (model order).
+    std::vector<int> dirs;
+    for (int d = 1; d < (K == 1 ? cells : 2); ++d) {
+      dirs.push_back(d);
+      dirs.push_back(-d);
+    }
+    for (int a = 0; a < cells && !improved && !c.out_of_time(); ++a) {
+      for (int dir : dirs) {
+        int b = a + dir;
+        if (b < 0 || b >= cells || improved) continue;
+        int va = a / S;
+        int sa = a % S;
+        int vb = b / S;
+        int sb = b % S;
+        // The type that crosses: the last type of a when moving forward, the first when moving back.
+        std::size_t l = K;
+        for (std::size_t t = 0; t < K; ++t) {
+          long long n = 0;
+          for (long long k : x[t][uz(va)][uz(sa)]) n += k;
+          if (n > 0 && (l == K || dir > 0)) l = t;
+          if (n > 0 && dir < 0) break;
+        }
+        if (l == K) continue;
+        // Model order in b: moving forward, b's first type must not precede l; back, b's last type not follow.
+        bool order_ok = true;
+        for (std::size_t t = 0; t < K; ++t) {
+          long long n = 0;
+          for (long long k : x[t][uz(vb)][uz(sb)]) n += k;
+          if (n > 0 && ((dir > 0 && t < l) || (dir < 0 && t > l))) order_ok = false;
+        }
+        if (!order_ok) continue;
+        for (Rc r : c.kinds) {
+          if (improved) break;
+          auto& from = x[l][uz(va)][uz(sa)];
+          auto& to = x[l][uz(vb)][uz(sb)];
+          if (from[ix(r)] == 0) continue;
+          --from[ix(r)];
+          ++to[ix(r)];
+          if (cell_expressible(to)) {
+            improved = try_x(x);
+            if (!improved && sb != sa) {
+              // The receiving stage may now need a lighter kind somewhere.
+              simulate::StageTimes t = stage_times(p, x);
+              if (!fits_memory(c, t, sb)) improved = kind_moves(x, sb, true);
+            }
+          }
+          if (!improved) {
+            ++from[ix(r)];
+            --to[ix(r)];
+          }
+        }
+      }
+    }
+  }
+}
+
+// Step 6: iterated local search: a fixed number of rounds (deterministic: a fixed seed, no clock) each perturbs
+// the best plan by a few random layer moves that keep it valid and within memory, runs the local search from
+// there, and keeps the result when its simulated step is better.
+void perturb_and_search(Context& c, Incumbent& best, double bound, int rounds) {
+  const Problem& p = c.p;
+  if (best.x.empty() || p.layers.bodies.size() != 1) return;
+  const int S = p.stages;
+  const int cells = S * p.chunks;
+  std::mt19937 rng(20240611);
+  for (int round = 0; round < rounds && !c.out_of_time() && best.step > bound * (1 + kTol); ++round) {
+    c.progress(fmt::format("perturbation {}/{}", round + 1, rounds), best.step, bound);
+    Assignment x = best.x;
+    int moves = 0;
+    for (int tries = 0; tries < 200 && moves < 3; ++tries) {
+      int a = std::uniform_int_distribution<int>(0, cells - 1)(rng);
+      int b = std::uniform_int_distribution<int>(0, cells - 1)(rng);
+      Rc r = c.kinds[std::uniform_int_distribution<std::size_t>(0, c.kinds.size() - 1)(rng)];
+      Rc r2 = c.kinds[std::uniform_int_distribution<std::size_t>(0, c.kinds.size() - 1)(rng)];
+      auto& from = x[0][uz(a / S)][uz(a % S)];
+      auto& to = x[0][uz(b / S)][uz(b % S)];
+      if (from[ix(r)] == 0) continue;
+      --from[ix(r)];
+      ++to[ix(r2)];
+      bool ok = cell_expressible(from) && cell_expressible(to) && structurally_valid(p, x);
+      if (ok) {
+        simulate::StageTimes t = stage_times(p, x);
+        ok = fits_memory(c, t, a % S) && fits_memory(c, t, b % S);
+      }
+      if (ok) {
+        ++moves;
+      } else {
+        ++from[ix(r)];
+        --to[ix(r2)];
+      }
+    }
+    Incumbent trial;
+    offer(c, trial, x);
+    local_search(c, trial, bound);
+    if (trial.step < best.step - kTol) best = trial;
+  }
+}
+
+// A valid lower bound without the program (K > 1 with V > 1): the busiest stage does at least the mean work.
+double work_bound(const Problem& p) {
+  double work = p.layers.head_forward + p.layers.head_backward + p.layers.tail_forward + p.layers.tail_backward;
+  std::vector<Rc> kinds = allowed_kinds(p);
+  for (const auto& b : p.layers.bodies) {
+    double least = kInf;
+    for (Rc r : kinds) least = std::min(least, bwd_of(b, r));
+    work += static_cast<double>(b.count) * (b.forward + least);
+  }
+  return p.micro_batches * work / p.stages;
 }
 
 }  // namespace
+
+bool expressible(const Assignment& x) {
+  for (const auto& type : x) {
+    for (const auto& chunk : type) {
+      for (const auto& cell : chunk) {
+        if (!cell_expressible(cell)) return false;
+      }
+    }
+  }
+  return true;
+}
 
 void check_problem(const Problem& p) {
   if (p.stages < 1) fail("--stages", "{} must be at least 1", p.stages);
@@ -112,9 +664,7 @@ void check_problem(const Problem& p) {
   if (p.memory_limit_mb < 0) fail("--memory-limit", "{} must not be negative", p.memory_limit_mb);
   if (p.chunks > 1 && p.micro_batches < p.stages)
     fail("--micro-batches", "interleaving needs at least as many micro-batches ({}) as stages ({})", p.micro_batches, p.stages);
-  if (p.chunks > 1 && p.layers.bodies.size() > 1)
-    fail(p.layers.file, "{} BODY types with interleave {}: the exact solver handles several BODY types only without interleaving", p.layers.bodies.size(),
-         p.chunks);
+  if (p.chunks > 1 && p.schedule == simulate::Schedule::ZeroBubble) fail("--zero-bubble", "ZB-H1 runs one chunk per stage; interleave is {}", p.chunks);
   long long cells = 1LL * p.stages * p.chunks;
   long long needed = cells - (cells >= 2 ? 2 : 1);
   if (p.layers.body_layers() < needed)
@@ -182,286 +732,109 @@ Evaluation evaluate(const Problem& p, const Assignment& x) {
   simulate::StageTimes t = stage_times(p, x);
   Evaluation e;
   for (int s = 0; s < p.stages; ++s) {
-    std::size_t st = static_cast<std::size_t>(s);
+    std::size_t st = uz(s);
     double T = 0;
     for (int v = 0; v < p.chunks; ++v) {
-      double cell = t.forward[static_cast<std::size_t>(v)][st] + t.backward[static_cast<std::size_t>(v)][st];
+      double cell = t.forward[uz(v)][st] + t.backward[uz(v)][st];
       T += cell;
       e.max_cell = std::max(e.max_cell, cell);
     }
     e.stage_time.push_back(T);
     e.sum_stage += T;
     double peak = 0;
-    for (const auto& c : simulate::in_flight_vectors(p.schedule, p.stages, p.chunks, p.micro_batches, s)) {
+    for (const auto& c : plan::in_flight_vectors(p.schedule, p.stages, p.chunks, p.micro_batches, s)) {
       double a = 0;
-      for (int v = 0; v < p.chunks; ++v) a += c[static_cast<std::size_t>(v)] * t.activation[static_cast<std::size_t>(v)][st];
+      for (int v = 0; v < p.chunks; ++v) a += c[uz(v)] * t.activation[uz(v)][st];
       peak = std::max(peak, a);
     }
     e.stage_memory_mb.push_back(t.static_memory[st] + peak);
-    if (p.memory_limit_mb > 0 && e.stage_memory_mb.back() > p.memory_limit_mb + 1e-9) e.fits = false;
+    if (p.memory_limit_mb > 0 && e.stage_memory_mb.back() > p.memory_limit_mb + kTol) e.fits = false;
   }
-  e.objective = objective_of(p, e.max_cell, e.sum_stage);
+  e.closed_form = plan::closed_form_step(p.chunks, p.micro_batches, e.sum_stage, e.max_cell);
+  e.objective = simulate::makespan(simulate::make_orders(p.schedule, p.stages, p.chunks, p.micro_batches), t);
   return e;
 }
 
 Solution solve(const Problem& p) {
   check_problem(p);
-  auto t0 = std::chrono::steady_clock::now();
-  Setup st = setup(p);
-  const long long L = st.total;
-  const int S = p.stages;
-  const int V = p.chunks;
-  const std::size_t K = p.layers.bodies.size();
-  double limit = p.memory_limit_mb > 0 ? p.memory_limit_mb : kInf;
-
-  long long max_cell = L;
-  std::vector<std::vector<std::vector<Mix>>> fronts;  // [type][n]
-  for (const auto& b : p.layers.bodies) fronts.push_back(mix_fronts(b, st.kinds, std::min(max_cell, b.count)));
-
-  // Stage cost: least total backward (and its chunk mixes) for a stage holding a given range of layers.
-  struct StageChoice {
-    double time = kInf;                   // T_s
-    double cell_max = kInf;               // the slowest chunk of the stage
-    std::vector<std::vector<Mix>> mixes;  // [chunk][type]
-  };
-  long long explored = 0;
-
-  // V == 1: the stage's range [pos, pos + k) in model order fixes the count of each type.
-  auto cost_v1 = [&](int s, long long pos, long long k) {
-    StageChoice out;
-    if (k == 0 && !reserved(p, 0, s)) return out;
-    std::vector<long long> n(K, 0);
-    double forward = 0;
-    double params = 0;
-    for (std::size_t l = 0; l < K; ++l) {
-      long long a = std::max(pos, st.type_start[l]);
-      long long b = std::min(pos + k, st.type_start[l] + p.layers.bodies[l].count);
-      n[l] = std::max(0LL, b - a);
-      forward += static_cast<double>(n[l]) * p.layers.bodies[l].forward;
-      params += static_cast<double>(n[l]) * p.layers.bodies[l].param_mb;
-    }
-    double c0 = st.vectors[static_cast<std::size_t>(s)].front()[0];
-    double budget = (limit - params - head_tail_static(p, s)) / std::max(1.0, c0);
-    if (budget < -1e-9) return out;
-    // Least cost over the types' fronts with total weight <= budget (fronts: weight up, cost down).
-    std::vector<Mix> pick(K);
-    std::vector<Mix> best_pick;
-    double best = kInf;
-    std::function<void(std::size_t, double, double)> walk = [&](std::size_t l, double cost, double weight) {
-      if (l == K) {
-        if (cost < best) {
-          best = cost;
-          best_pick = pick;
-        }
-        return;
-      }
-      const auto& f = fronts[l][static_cast<std::size_t>(n[l])];
-      for (const Mix& m : f) {
-        ++explored;
-        if (weight + m.weight > budget + 1e-9) break;
-        pick[l] = m;
-        walk(l + 1, cost + m.cost, weight + m.weight);
-      }
-    };
-    walk(0, 0, 0);
-    if (best == kInf) return out;
-    out.time = forward + best + head_tail_time(p, s);
-    out.cell_max = out.time;
-    out.mixes = {best_pick};
-    return out;
-  };
-
-  // V > 1 (one type): every composition of k over the chunks and every combination of the chunks' mixes
-  // that fits the schedule's in-flight vectors; the Pareto front of (slowest chunk, stage time) is kept.
-  auto cost_vn = [&](int s, long long k) {
-    std::vector<StageChoice> options;
-    const BodyType& b = p.layers.bodies[0];
-    const auto& vecs = st.vectors[static_cast<std::size_t>(s)];
-    double budget = limit - static_cast<double>(k) * b.param_mb - head_tail_static(p, s);
-    if (budget < -1e-9) return options;
-    std::vector<long long> comp(static_cast<std::size_t>(V), 0);
-    std::vector<Mix> cur(static_cast<std::size_t>(V));
-    std::vector<double> partial(vecs.size(), 0.0);
-    auto cell_extra = [&](int v) {
-      double t = 0;
-      if (v == 0 && s == 0) t += p.layers.head_forward + p.layers.head_backward;
-      if (v == V - 1 && s == S - 1) t += p.layers.tail_forward + p.layers.tail_backward;
-      return t;
-    };
-    std::function<void(int, double, double)> pick = [&](int u, double total, double cell_max) {
-      if (u == V) {
-        ++explored;
-        for (const auto& o : options) {
-          if (o.cell_max <= cell_max + 1e-12 && o.time <= total + 1e-12) return;  // dominated
-        }
-        options.erase(
-            std::remove_if(options.begin(), options.end(), [&](const StageChoice& o) { return o.cell_max >= cell_max - 1e-12 && o.time >= total - 1e-12; }),
-            options.end());
-        StageChoice c;
-        c.time = total;
-        c.cell_max = cell_max;
-        for (const Mix& m : cur) c.mixes.push_back({m});
-        options.push_back(std::move(c));
-        return;
-      }
-      std::size_t ui = static_cast<std::size_t>(u);
-      const auto& f = fronts[0][static_cast<std::size_t>(comp[ui])];
-      for (const Mix& m : f) {
-        bool ok = true;
-        for (std::size_t i = 0; i < vecs.size() && ok; ++i) {
-          double w = partial[i] + vecs[i][ui] * m.weight;
-          for (int rest = u + 1; rest < V; ++rest) {
-            w += vecs[i][static_cast<std::size_t>(rest)] * fronts[0][static_cast<std::size_t>(comp[static_cast<std::size_t>(rest)])].front().weight;
-          }
-          ok = w <= budget + 1e-9;
-        }
-        if (!ok) break;  // heavier mixes follow: none of them fits either
-        double cell = static_cast<double>(comp[ui]) * b.forward + m.cost + cell_extra(u);
-        for (std::size_t i = 0; i < vecs.size(); ++i) partial[i] += vecs[i][ui] * m.weight;
-        cur[ui] = m;
-        pick(u + 1, total + cell, std::max(cell_max, cell));
-        for (std::size_t i = 0; i < vecs.size(); ++i) partial[i] -= vecs[i][ui] * m.weight;
-      }
-    };
-    std::function<void(int, long long)> compose = [&](int v, long long left) {
-      if (v == V) {
-        if (left != 0) return;
-        long long lo = std::numeric_limits<long long>::max();
-        long long hi = 0;
-        for (int u = 0; u < V; ++u) {
-          if (reserved(p, u, s)) continue;
-          lo = std::min(lo, comp[static_cast<std::size_t>(u)]);
-          hi = std::max(hi, comp[static_cast<std::size_t>(u)]);
-        }
-        if (hi > 0 && hi - lo > p.chunk_spread) return;
-        pick(0, 0.0, 0.0);
-        return;
-      }
-      long long min_here = reserved(p, v, s) ? 0 : 1;
-      for (long long n = min_here; n <= left; ++n) {
-        comp[static_cast<std::size_t>(v)] = n;
-        compose(v + 1, left - n);
-      }
-    };
-    compose(0, k);
-    return options;
-  };
-
-  // Dynamic program over stages: Pareto front of (max T, sum T) per number of layers placed.
-  struct State {
-    double max_t = 0;  // slowest cell so far
-    double sum_t = 0;  // sum of stage times so far
-    long long prev_pos = -1;
-    std::size_t prev_index = 0;
-    long long k = 0;
-    std::size_t option = 0;  // which of the stage's options
-  };
-  std::vector<std::vector<std::vector<State>>> g(static_cast<std::size_t>(S + 1), std::vector<std::vector<State>>(static_cast<std::size_t>(L + 1)));
-  g[0][0].push_back(State{});
-  std::vector<std::vector<std::vector<StageChoice>>> memo_vn;
-  if (V > 1) memo_vn.assign(static_cast<std::size_t>(S), std::vector<std::vector<StageChoice>>(static_cast<std::size_t>(L + 1)));
-  std::vector<std::vector<char>> memo_done(static_cast<std::size_t>(S), std::vector<char>(static_cast<std::size_t>(L + 1), 0));
-  auto options_of = [&](int s, long long pos, long long k) -> std::vector<StageChoice> {
-    if (V == 1) {
-      StageChoice c = cost_v1(s, pos, k);
-      if (c.time == kInf) return {};
-      return {c};
-    }
-    std::size_t si = static_cast<std::size_t>(s);
-    std::size_t ki = static_cast<std::size_t>(k);
-    if (!memo_done[si][ki]) {
-      memo_vn[si][ki] = cost_vn(s, k);
-      memo_done[si][ki] = 1;
-    }
-    return memo_vn[si][ki];
-  };
-  for (int s = 0; s < S; ++s) {
-    for (long long pos = 0; pos <= L; ++pos) {
-      const auto& here = g[static_cast<std::size_t>(s)][static_cast<std::size_t>(pos)];
-      if (here.empty()) continue;
-      long long max_k = L - pos;
-      long long min_k = s == S - 1 ? max_k : 0;  // the last stage takes the rest
-      for (long long k = min_k; k <= max_k; ++k) {
-        std::vector<StageChoice> opts = options_of(s, pos, k);
-        auto& there = g[static_cast<std::size_t>(s) + 1][static_cast<std::size_t>(pos) + static_cast<std::size_t>(k)];
-        for (std::size_t o = 0; o < opts.size(); ++o) {
-          for (std::size_t i = 0; i < here.size(); ++i) {
-            there.push_back(State{std::max(here[i].max_t, opts[o].cell_max), here[i].sum_t + opts[o].time, pos, i, k, o});
-          }
-        }
-      }
-    }
-    // Keep each next front Pareto-minimal in (max, sum).
-    for (auto& front : g[static_cast<std::size_t>(s) + 1]) {
-      if (front.size() < 2) continue;
-      std::vector<std::size_t> order(front.size());
-      for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-      std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-        return front[a].max_t != front[b].max_t ? front[a].max_t < front[b].max_t : front[a].sum_t < front[b].sum_t;
-      });
-      std::vector<State> kept;
-      double best_sum = kInf;
-      for (std::size_t i : order) {
-        if (front[i].sum_t < best_sum - 1e-12) {
-          kept.push_back(front[i]);
-          best_sum = front[i].sum_t;
-        }
-      }
-      front = std::move(kept);
-      explored += static_cast<long long>(front.size());
-    }
-  }
-
+  Context c = make_context(p);
   Solution sol;
-  sol.method = "dynamic program over stages (exact)";
-  const auto& final_front = g[static_cast<std::size_t>(S)][static_cast<std::size_t>(L)];
-  if (final_front.empty()) {
-    sol.feasible = false;
-    sol.optimal = true;  // proved infeasible: the program saw every split
-    sol.solve_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    sol.explored = explored;
-    return sol;
-  }
-  std::size_t best_i = 0;
-  double best_obj = kInf;
-  for (std::size_t i = 0; i < final_front.size(); ++i) {
-    double o = objective_of(p, final_front[i].max_t, final_front[i].sum_t);
-    if (o < best_obj - 1e-12) {
-      best_obj = o;
-      best_i = i;
-    }
-  }
-  // Walk back, rebuilding each stage's choice.
-  sol.x = empty_assignment(p);
-  std::size_t index = best_i;
-  long long pos = L;
-  for (int s = S; s >= 1; --s) {
-    const State& state = g[static_cast<std::size_t>(s)][static_cast<std::size_t>(pos)][index];
-    long long k = state.k;
-    long long start = state.prev_pos;
-    StageChoice choice = V == 1 ? cost_v1(s - 1, start, k) : memo_vn[static_cast<std::size_t>(s - 1)][static_cast<std::size_t>(k)][state.option];
-    for (int v = 0; v < V; ++v) {
-      for (std::size_t l = 0; l < K; ++l) {
-        const Mix& m = choice.mixes[static_cast<std::size_t>(v)][V == 1 ? l : 0];
-        if (V > 1 && l > 0) continue;
-        sol.x[l][static_cast<std::size_t>(v)][static_cast<std::size_t>(s - 1)] = m.counts;
+  Incumbent best;
+  double bound = 0;
+  bool bound_exact = false;
+  const bool program = p.chunks == 1 || p.layers.bodies.size() == 1;
+  if (program) {
+    Menu menu(c);
+    const double m = p.micro_batches;
+    // Lower bound on the simulated step: (bound so far, lead prefix).
+    DpRun lb = dp_over_stages(
+        c, menu,
+        [&](const DpState& st, const StageChoice& o) {
+          return std::pair{std::max(st.a, st.b + m * o.time), st.b + o.lead};
+        },
+        [](const DpState& st) { return st.a; }, "lower bound");
+    if (!c.timed_out) {
+      if (lb.ends.empty()) {
+        sol.method = "dynamic program over stages: no plan meets the memory limit";
+        sol.feasible = false;
+        sol.optimal = true;  // proved infeasible: the program saw every plan
+        sol.explored = c.explored;
+        sol.solve_seconds = c.elapsed();
+        c.end_progress();
+        return sol;
       }
+      bound = lb.ends.front().first;
+      bound_exact = true;
+      constexpr std::size_t kSeeds = 16;
+      for (std::size_t i = 0; i < std::min(kSeeds, lb.ends.size()); ++i) offer(c, best, rebuild(c, menu, lb, lb.ends[i].second));
     }
-    index = state.prev_index;
-    pos = start;
+    // The closed-form step time's optimum and its neighbours.
+    if (!c.timed_out) {
+      DpRun cf = dp_over_stages(
+          c, menu,
+          [](const DpState& st, const StageChoice& o) {
+            return std::pair{std::max(st.a, o.cell_max), st.b + o.time};
+          },
+          [&](const DpState& st) { return plan::closed_form_step(p.chunks, p.micro_batches, st.b, st.a); }, "closed form");
+      constexpr std::size_t kSeeds = 16;
+      for (std::size_t i = 0; i < std::min(kSeeds, cf.ends.size()); ++i) offer(c, best, rebuild(c, menu, cf, cf.ends[i].second));
+    }
   }
-  sol.feasible = true;
-  sol.optimal = true;
-  sol.eval = evaluate(p, sol.x);
-  sol.explored = explored;
-  sol.solve_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (!bound_exact) bound = work_bound(p);
+  if (best.x.empty()) {
+    // An even split with one kind per type, the least memory-hungry that fits (K > 1 with V > 1, or out of time).
+    for (Rc r : c.kinds) offer(c, best, even_split(p, r));
+  }
+  long long before_ls = c.explored;
+  local_search(c, best, bound);
+  constexpr int kPerturbationRounds = 10;
+  perturb_and_search(c, best, bound, kPerturbationRounds);
+  if (std::getenv("SAPP_DEBUG")) std::fprintf(stderr, "local search: %lld plans, step %.2f\n", c.explored - before_ls, best.step);
+  c.end_progress();
+  sol.method = program ? "bound by a dynamic program over stages, plans simulated" : "local search from even splits, plans simulated";
+  sol.timed_out = c.timed_out;
+  sol.bound = bound;
+  sol.explored = c.explored;
+  if (!best.x.empty()) {
+    sol.feasible = true;
+    sol.x = best.x;
+    sol.eval = evaluate(p, sol.x);
+    sol.gap = std::max(0.0, (sol.eval.objective - bound) / sol.eval.objective);
+    sol.optimal = bound_exact && sol.eval.objective <= bound * (1 + 1e-9);
+    if (sol.optimal) sol.gap = 0;
+  } else {
+    sol.feasible = false;
+    sol.optimal = false;
+  }
+  sol.solve_seconds = c.elapsed();
   return sol;
 }
 
 Solution solve_exhaustive(const Problem& p, long long limit) {
   check_problem(p);
   auto t0 = std::chrono::steady_clock::now();
-  Setup st = setup(p);
+  Context ctx = make_context(p);
+  const Context& st = ctx;
   const int S = p.stages;
   const int V = p.chunks;
   const std::size_t cells = static_cast<std::size_t>(S) * static_cast<std::size_t>(V);
@@ -477,6 +850,7 @@ Solution solve_exhaustive(const Problem& p, long long limit) {
   std::function<void(std::size_t, std::size_t)> assign_mix = [&](std::size_t ci, std::size_t ti) {
     if (ci == plan.size()) {
       if (++examined > limit) fail("--solver", "exhaustive enumeration passed {} assignments; use the dp solver for problems this size", limit);
+      if (!expressible(x)) return;
       simulate::StageTimes t = stage_times(p, x);
       simulate::SimResult r = simulate::simulate(p.schedule, S, V, p.micro_batches, t);
       if (p.memory_limit_mb > 0) {
@@ -530,7 +904,7 @@ Solution solve_exhaustive(const Problem& p, long long limit) {
           lo = std::min(lo, n);
           hi = std::max(hi, n);
         }
-        if (hi > 0 && hi - lo > p.chunk_spread) return;
+        if (p.chunk_spread > 0 && hi > 0 && hi - lo > p.chunk_spread) return;
       }
       plan.clear();
       long long pos = 0;

@@ -1,5 +1,5 @@
 // balance/solver: the pipeline-balancing optimiser (which layers and which recompute kind on every stage and
-// chunk), solved exactly.
+// chunk).
 //
 // Model. Data: S stages, V chunks, m micro-batches, schedule sigma; BODY types l = 1..K in model order with
 // N_l layers, forward F_l, backward B_{l,r} and activation A_{l,r} per allowed recompute kind r, parameter
@@ -10,23 +10,29 @@
 //   (1) sum_{r,v,s} x_{l,r,v,s} = N_l;
 //   (2) every cell holds at least one body layer, except the head's and the tail's cells;
 //   (3) the types keep model order along the virtual pipeline (cells in order v*S + s);
-//   (4) within a stage, the chunks' layer counts differ by at most `chunk_spread` (V > 1);
+//   (4) within a stage, the chunks' layer counts differ by at most `chunk_spread` (0: no limit, the default);
 //   (5) memory, exact for the schedule's block order: for every stage s and every prefix of its order,
 //       static(s) + sum_v c_v(prefix) * A(v, s) <= M, where static(s) = sum P_l x + [s=0] H + [s=S-1] T + C,
 //       A(v, s) = sum A_{l,r} x, and c_v(prefix) the micro-batches of chunk v holding activations then
-//       (simulate::in_flight_vectors). This is the simulator's peak memory by construction.
-// Objective: the schedule's step time in closed form over the cell times t(v,s) = F(v,s) + B(v,s) and the
-// stage times T_s = sum_v t(v,s):  sum_s T_s / V + (m V - 1) * max_{v,s} t(v,s)
-//   (fill and drain pass every cell once, then m V - 1 lock-step steps at the slowest cell's pace). For 1F1B
-//   this is (m - 1) max_s T_s + sum_s T_s, the simulated makespan whenever the stages are equal, and it
-//   charges fill/drain as well as the steady state (the reference optimised the max alone). The simulator
-//   reports the event-level makespan of the chosen split beside it.
-// Solver: stages interact only through (1)-(3) and the objective's max and sum, so a dynamic program over
-// stages in order, keeping the Pareto front of (max cell, sum T) per number of layers placed, is exact. Each
-// stage's options (for a layer count, under (5)) come from per-chunk Pareto fronts of recompute mixes,
-// combined over the chunks into a Pareto front of (slowest chunk, stage time). K > 1 with V > 1 is refused
-// (the cells of one stage are not contiguous in model order). `enumerate` tries every assignment instead
-// (small cases only).
+//       (plan::in_flight_vectors). This is the simulator's peak memory by construction;
+//   (6) the framework can state the plan: no cell holds both selective-only and comm-only layers of one type
+//       (MindFormers applies select_recompute and select_comm_recompute to the first n layers of a stage, so
+//       a cell's layers are full, then both, then one of the two, then none; see docs/balance.md).
+// Objective: the makespan of the schedule's event simulation (simulate::makespan) over the cell times.
+// Solver (a bound and an incumbent, both exact in what they claim):
+//   - lower bound: stage s cannot start before micro-batch 0 has passed the forwards of chunk 0 on stages
+//     0..s-1, runs m T_s of work, and its last block (chunk 0's last backward) must still pass stages s-1..0, so
+//     makespan >= max_s [sum_{s'<s} lead(s') + m T_s], lead = F(0, s') + B(0, s') (F only for ZB-H1, whose
+//     weight gradients may overlap the drain). A dynamic program over stages (Pareto front of (bound so far,
+//     lead prefix) per layers placed) minimises it exactly over every plan that meets (1)-(6): that minimum is a
+//     lower bound on the best simulated step.
+//   - incumbents: the same program's optimum for the closed-form step time (plan::closed_form_step) and for
+//     the bound, every end state of both fronts simulated, then a local search on the simulated step (move one
+//     layer across a chunk boundary, change one layer's recompute kind, or both).
+//   - "proved optimal" iff the best simulated step equals the lower bound; otherwise the gap is reported.
+//   A time limit stops any step and returns the best found so far with its gap. K > 1 with V > 1 skips the
+//   program (the cells of one stage are not contiguous in model order): bound = m x (least total work) / S.
+// `enumerate` tries every assignment (small cases only) and simulates each: proved optimal by exhaustion.
 #pragma once
 
 #include <array>
@@ -46,25 +52,31 @@ struct Problem {
   double memory_limit_mb = 0;  // 0: no limit
   double constant_mb = 0;
   simulate::Schedule schedule = simulate::Schedule::OneF1B;
-  std::vector<Rc> kinds;  // allowed recompute kinds (subset of layers.kinds; all of them when empty)
-  int chunk_spread = 2;
+  std::vector<Rc> kinds;    // allowed recompute kinds (subset of layers.kinds; all of them when empty)
+  int chunk_spread = 0;     // 0: no limit
+  double time_limit_s = 0;  // 0: none
+  bool progress = false;    // a progress line on stderr for solves over a second
 };
 
 // x[l][v][s][r]: layers of body type l, chunk v, stage s, recompute kind r.
 using Assignment = std::vector<std::vector<std::vector<std::array<long long, kRcKinds>>>>;
 
 struct Evaluation {
-  double objective = 0;
-  double max_cell = 0;  // slowest chunk-of-a-stage (a stage, with V = 1)
+  double objective = 0;    // the simulated step time (makespan)
+  double closed_form = 0;  // plan::closed_form_step over the cell times
+  double max_cell = 0;     // slowest chunk-of-a-stage (a stage, with V = 1)
   double sum_stage = 0;
   std::vector<double> stage_time;       // T_s
   std::vector<double> stage_memory_mb;  // peak per stage, exact for the schedule
-  bool fits = true;
+  bool fits = true;                     // every stage_memory_mb within the limit (they equal the simulated peaks)
 };
 
 struct Solution {
   bool feasible = false;
-  bool optimal = false;  // proved optimal for the objective
+  bool optimal = false;  // proved optimal for the simulated step (or proved infeasible)
+  bool timed_out = false;
+  double bound = 0;  // lower bound on the simulated step of any feasible plan
+  double gap = 0;    // (objective - bound) / objective
   std::string method;
   Assignment x;
   Evaluation eval;
@@ -76,6 +88,8 @@ void check_problem(const Problem& p);
 Evaluation evaluate(const Problem& p, const Assignment& x);
 simulate::StageTimes stage_times(const Problem& p, const Assignment& x);
 Solution solve(const Problem& p);
+// Whether the framework's keys can state the assignment (constraint (6)).
+bool expressible(const Assignment& x);
 // Every assignment, for small problems (refuses more than `limit` assignments).
 Solution solve_exhaustive(const Problem& p, long long limit = 20000000);
 

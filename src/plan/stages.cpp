@@ -78,28 +78,4 @@ std::vector<StagePlan> plan_stages(const model::Model& model, const Layout& l) {
   return plan;
 }
 
-long long in_flight_count(const Layout& l, bool less_memory, int chunk, int stage) {
-  long long S = l.pp;
-  long long V = l.vpp;
-  long long m = l.micro_batches;
-  long long s = stage;
-  if (V == 1) return std::min(S - s, m);
-  long long n = S;
-  if (less_memory) {
-    if (chunk == V - 1) n = S - s;
-  } else {
-    if (chunk == 0) n += std::max(0LL, S - 2 * s - 1);
-    if (chunk == V - 1) n += std::min(0LL, S - 2 * s - 1);
-  }
-  return std::clamp(n, 1LL, m);
-}
-
-std::vector<std::vector<long long>> in_flight(const Layout& l, bool less_memory) {
-  std::vector<std::vector<long long>> a(static_cast<std::size_t>(l.vpp), std::vector<long long>(static_cast<std::size_t>(l.pp), 0));
-  for (int v = 0; v < l.vpp; ++v) {
-    for (int s = 0; s < l.pp; ++s) a[static_cast<std::size_t>(v)][static_cast<std::size_t>(s)] = in_flight_count(l, less_memory, v, s);
-  }
-  return a;
-}
-
 }  // namespace sapp::plan

@@ -10,6 +10,7 @@
 #include "core/expr.hpp"
 #include "model/family.hpp"
 #include "plan/layout.hpp"
+#include "plan/pipeline_model.hpp"  // in_flight_count, in_flight: the shared pipeline model
 
 namespace sapp::plan {
 
@@ -62,10 +63,5 @@ void for_each_chunk_group(const model::Model& model, const Layout& l, Visit&& vi
     if (group.mtp) visit(l.pp - 1, l.vpp - 1, group.kind, group.count);
   }
 }
-
-long long in_flight_count(const Layout& layout, bool less_memory, int chunk, int stage);
-
-// Micro-batches in flight per [chunk][stage] at a stage's peak (1F1B: p - i; interleaved: Megatron's warm-up).
-std::vector<std::vector<long long>> in_flight(const Layout& layout, bool less_memory);
 
 }  // namespace sapp::plan

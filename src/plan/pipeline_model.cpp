@@ -1,0 +1,178 @@
+#include "plan/pipeline_model.hpp"
+
+#include <algorithm>
+
+#include "core/error.hpp"
+
+namespace sapp::plan {
+
+const char* to_string(Schedule s) {
+  switch (s) {
+    case Schedule::OneF1B: return "1f1b";
+    case Schedule::Interleaved: return "interleaved";
+    case Schedule::InterleavedLessMemory: return "interleaved-less-memory";
+    case Schedule::ZeroBubble: return "zb-h1";
+  }
+  return "1f1b";
+}
+
+Schedule parse_schedule(const std::string& text) {
+  if (text == "1f1b") return Schedule::OneF1B;
+  if (text == "interleaved") return Schedule::Interleaved;
+  if (text == "interleaved-less-memory") return Schedule::InterleavedLessMemory;
+  if (text == "zero-bubble" || text == "zb" || text == "zb-h1") return Schedule::ZeroBubble;
+  fail("--schedule", "'{}' is not a schedule; expected 1f1b, interleaved, interleaved-less-memory or zb-h1", text);
+}
+
+Schedule schedule_of(const Layout& layout, bool less_memory) {
+  if (layout.vpp <= 1) return Schedule::OneF1B;
+  return less_memory ? Schedule::InterleavedLessMemory : Schedule::Interleaved;
+}
+
+void check_schedule(Schedule schedule, int S, int V, int m) {
+  if (S < 1 || V < 1 || m < 1) fail("schedule", "needs stages, chunks and micro-batches >= 1 (got S={} V={} m={})", S, V, m);
+  if (V > 1 && (schedule == Schedule::OneF1B || schedule == Schedule::ZeroBubble))
+    fail("schedule", "{} runs one chunk per stage, got {} chunks", to_string(schedule), V);
+  if (V > 1 && m < S) fail("schedule", "interleaved 1F1B needs at least as many micro-batches ({}) as stages ({})", m, S);
+}
+
+namespace {
+
+// Forward and backward lists of the interleaved schedule.
+void interleaved_lists(int S, int V, int m, std::vector<Block>& fwd, std::vector<Block>& bwd) {
+  int r = m % S;
+  int rounds = m / S;
+  for (int j = 0; j < rounds; ++j) {
+    for (int i = 0; i < V; ++i) {
+      if (j == 0) {
+        for (int k = 0; k < r; ++k) fwd.push_back({BlockKind::Forward, i, k});
+      }
+      for (int k = 0; k < S; ++k) fwd.push_back({BlockKind::Forward, i, r + j * S + k});
+    }
+    for (int i = V - 1; i >= 0; --i) {
+      if (j == 0) {
+        for (int k = 0; k < r; ++k) bwd.push_back({BlockKind::Backward, i, k});
+      }
+      for (int k = 0; k < S; ++k) bwd.push_back({BlockKind::Backward, i, r + j * S + k});
+    }
+  }
+}
+
+std::vector<Block> merge(const std::vector<Block>& fwd, const std::vector<Block>& bwd, int warmup) {
+  std::vector<Block> order;
+  order.reserve(fwd.size() + bwd.size());
+  std::size_t f = 0;
+  std::size_t b = 0;
+  std::size_t warm = static_cast<std::size_t>(std::clamp(warmup, 0, static_cast<int>(fwd.size())));
+  while (f < warm) order.push_back(fwd[f++]);
+  while (f < fwd.size()) {
+    order.push_back(fwd[f++]);
+    if (b < bwd.size()) order.push_back(bwd[b++]);
+  }
+  while (b < bwd.size()) order.push_back(bwd[b++]);
+  return order;
+}
+
+}  // namespace
+
+std::vector<Block> stage_order(Schedule schedule, int S, int V, int m, int s) {
+  check_schedule(schedule, S, V, m);
+  if (s < 0 || s >= S) fail("schedule", "stage {} is outside 0..{}", s, S - 1);
+  if (V == 1) {
+    std::vector<Block> fwd;
+    std::vector<Block> bwd;
+    for (int k = 0; k < m; ++k) {
+      fwd.push_back({BlockKind::Forward, 0, k});
+      bwd.push_back({BlockKind::Backward, 0, k});
+    }
+    std::vector<Block> order = merge(fwd, bwd, S - s - 1);
+    if (schedule != Schedule::ZeroBubble) return order;
+    // ZB-H1: W(j) right after B(j + s); the rest after the last B.
+    std::vector<Block> zb;
+    zb.reserve(order.size() + static_cast<std::size_t>(m));
+    int next_w = 0;
+    for (const Block& b : order) {
+      zb.push_back(b);
+      if (b.kind == BlockKind::Backward && b.micro - s >= 0) zb.push_back({BlockKind::Weight, 0, next_w++});
+    }
+    while (next_w < m) zb.push_back({BlockKind::Weight, 0, next_w++});
+    return zb;
+  }
+  std::vector<Block> fwd;
+  std::vector<Block> bwd;
+  interleaved_lists(S, V, m, fwd, bwd);
+  int r = m % S;
+  // The residue's r (V - 1) extra warm-up forwards apply to both variants: without them the less-memory order
+  // deadlocks when m mod S != 0 (a stage would wait for a backward of a chunk it has not run forward yet).
+  int warmup = (schedule == Schedule::Interleaved ? (V + 1) * S - 2 * s - 2 : V * S - s - 1) + r * (V - 1);
+  return merge(fwd, bwd, warmup);
+}
+
+std::vector<std::vector<int>> in_flight_vectors(Schedule schedule, int S, int V, int m, int s) {
+  std::vector<Block> order = stage_order(schedule, S, V, m, s);
+  std::vector<int> count(static_cast<std::size_t>(V), 0);
+  std::vector<std::vector<int>> seen;
+  BlockKind releases = schedule == Schedule::ZeroBubble ? BlockKind::Weight : BlockKind::Backward;
+  for (const Block& b : order) {
+    if (b.kind == BlockKind::Forward) {
+      ++count[static_cast<std::size_t>(b.chunk)];
+      seen.push_back(count);
+    } else if (b.kind == releases) {
+      --count[static_cast<std::size_t>(b.chunk)];
+    }
+  }
+  // Keep the Pareto-maximal vectors (the first of equal ones).
+  std::vector<std::vector<int>> front;
+  for (std::size_t i = 0; i < seen.size(); ++i) {
+    bool dominated = false;
+    for (std::size_t j = 0; j < seen.size() && !dominated; ++j) {
+      if (i == j) continue;
+      bool ge = true;
+      bool gt = false;
+      for (std::size_t v = 0; v < seen[i].size(); ++v) {
+        ge = ge && seen[j][v] >= seen[i][v];
+        gt = gt || seen[j][v] > seen[i][v];
+      }
+      dominated = ge && (gt || j < i);
+    }
+    if (!dominated) front.push_back(seen[i]);
+  }
+  return front;
+}
+
+long long in_flight_count(Schedule schedule, int stages, int chunks, int micro_batches, int chunk, int stage) {
+  long long S = stages;
+  long long V = chunks;
+  long long m = micro_batches;
+  long long s = stage;
+  if (schedule == Schedule::ZeroBubble) return std::min(S, m);
+  if (V == 1) return std::min(S - s, m);
+  long long n = S;
+  if (schedule == Schedule::InterleavedLessMemory) {
+    if (chunk == V - 1) n = S - s;
+  } else {
+    if (chunk == 0) n += std::max(0LL, S - 2 * s - 1);
+    if (chunk == V - 1) n += std::min(0LL, S - 2 * s - 1);
+  }
+  return std::clamp(n, 1LL, m);
+}
+
+long long in_flight_count(const Layout& l, bool less_memory, int chunk, int stage) {
+  return in_flight_count(schedule_of(l, less_memory), l.pp, l.vpp, l.micro_batches, chunk, stage);
+}
+
+std::vector<std::vector<long long>> in_flight(const Layout& l, bool less_memory) {
+  std::vector<std::vector<long long>> a(static_cast<std::size_t>(l.vpp), std::vector<long long>(static_cast<std::size_t>(l.pp), 0));
+  for (int v = 0; v < l.vpp; ++v) {
+    for (int s = 0; s < l.pp; ++s) a[static_cast<std::size_t>(v)][static_cast<std::size_t>(s)] = in_flight_count(l, less_memory, v, s);
+  }
+  return a;
+}
+
+double closed_form_step(int chunks, int micro_batches, double sum_stage_time, double max_cell_time) {
+  double m = micro_batches;
+  double v = chunks;
+  return sum_stage_time / v + (m * v - 1.0) * max_cell_time;
+}
+
+}  // namespace sapp::plan
