@@ -53,7 +53,7 @@ std::string balance_json(const std::string& layers, int stages, int micro_batche
   p.memory_limit_mb = memory_limit_mb;
   p.schedule = interleave > 1 ? (less_memory ? simulate::Schedule::InterleavedLessMemory : simulate::Schedule::Interleaved) : simulate::Schedule::OneF1B;
   balance::Solution s = balance::solve(p);
-  nlohmann::json j{{"feasible", s.feasible}, {"proved_optimal", s.optimal}, {"solve_seconds", s.solve_seconds}};
+  nlohmann::json j{{"feasible", s.feasible}, {"proved_optimal", s.optimal}, {"bound", s.bound}, {"gap", s.gap}, {"solve_seconds", s.solve_seconds}};
   if (s.feasible) {
     auto sim = simulate::simulate(p.schedule, p.stages, p.chunks, p.micro_batches, balance::stage_times(p, s.x));
     auto fw = balance::to_framework(p, s.x);

@@ -63,6 +63,6 @@ refused(lambda: sapp.estimate("llama3-8b", "h100-sxm", 8, 12, 4096), "global_bat
 refused(lambda: sapp.estimate("llama3-8b", "h100-sxm", None, 8, 4096), "devices is required")
 
 bal = sapp.balance(LAYERS, 4, 8, 0.0, 1)
-assert bal["feasible"] and bal["proved_optimal"]
+assert bal["feasible"] and bal["simulated_step_time"] > 0 and 0 <= bal["gap"] < 1, bal
 assert len(bal["offset"][0]) == 4
 print("python bindings ok")
