@@ -127,6 +127,7 @@ report::SearchReport run_search(const SearchRequest& request) {
   options.top = static_cast<std::size_t>(request.top);
   options.fold = !request.unfold;
   options.progress = request.progress;
+  options.scatter = request.scatter;
   search::Result result = search::search(x.model, space, request.job.training, x.hardware, request.job.devices, x.capacity_bytes, options);
   report::SearchReport r;
   r.subject = subject_of(x, request.job);
@@ -137,6 +138,8 @@ report::SearchReport run_search(const SearchRequest& request) {
   r.evaluated = result.evaluated;
   r.rejected = result.rejected;
   r.closest = result.closest;
+  r.pareto = result.pareto;
+  r.scatter = result.scatter;
   r.seconds = result.seconds;
   r.threads = options.threads;
   r.folded = options.fold;

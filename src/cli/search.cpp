@@ -7,6 +7,7 @@
 #include "app/app.hpp"
 #include "cli/commands.hpp"
 #include "core/files.hpp"
+#include "report/html.hpp"
 #include "report/report.hpp"
 
 namespace sapp::cli {
@@ -43,12 +44,17 @@ Command add_search(CLI::App& app) {
   cmd->add_flag("--quiet,-q", *quiet, "no progress line (there is none anyway when stderr is not a terminal)");
   auto out = std::make_shared<Output>();
   add_output(*cmd, *out, {"table", "json", "csv"});
-  return [cmd, given, config, quiet, out]() {
+  auto html = std::make_shared<std::string>();
+  cmd->add_option("--report", *html,
+                  "also write a self-contained HTML report (ranked table, time against memory with the Pareto front, rejections, the best layout's memory and "
+                  "time) to this file");
+  return [cmd, given, config, quiet, out, html]() {
     nlohmann::json values = given->values(*cmd);
     if (!config->empty()) values["config"] = *config;
     note_overrides(values);
     app::SearchRequest request;
     app::apply(request, values, app::Source::CommandLine);
+    request.scatter = !html->empty();
     bool progress = !*quiet && isatty(fileno(stderr));
     if (progress) {
       request.progress = [](long long done, long long total) {
@@ -61,6 +67,7 @@ Command add_search(CLI::App& app) {
     if (progress && r.seconds > 1.0) std::fprintf(stderr, "\n");
     std::string text = out->format == "json" ? report::to_json(r).dump(2) + "\n" : out->format == "csv" ? report::to_csv(r) : report::to_table(r);
     emit(out->output, text);
+    if (!html->empty()) emit(*html, report::to_html(r));
     return r.any_fits() ? app::kExitOk : app::kExitDoesNotFit;
   };
 }

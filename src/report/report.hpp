@@ -57,6 +57,8 @@ struct SearchReport {
   long long evaluated = 0;
   std::map<std::string, long long> rejected;
   std::vector<search::Overflow> closest;  // nothing fits: the layouts that came closest
+  std::vector<search::Candidate> pareto;  // when asked (the HTML report): the front of (peak memory, step time)
+  std::vector<search::ScatterCell> scatter;
   double seconds = 0;
   int threads = 1;
   bool folded = true;
