@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Prints the figures the README quotes, measured on this machine: search speed (and the top-rows variant
+# against keeping every candidate, in the same run), the search's peak memory, balancer and memory-estimate
+# speed, and the validation tables. Run after `bash scripts/demo.sh` (or any Release build in build/).
+# Usage: bash scripts/figures.sh [--fuzz]   (--fuzz also runs scripts/fuzz.sh for 10^6 executions per reader)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build build -j"$(nproc)" --target sapp_cli bench_search bench_balance bench_memory sapp_tests >/dev/null
+
+echo "== machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
+echo
+echo "== search (Google Benchmark; top:0 keeps every fitting candidate unfolded = the baseline)"
+./build/bench/bench_search --benchmark_repetitions=3 --benchmark_report_aggregates_only=true 2>/dev/null | grep -E 'median|Benchmark'
+echo
+echo "== peak memory (RSS) of sapp search, every dimension auto"
+for job in "deepseek-v3 2048 4096 4096" "llama3-70b 512 512 8192"; do
+  set -- $job
+  /usr/bin/time -f "$1 on $2 H100: %e s wall, %M KiB max RSS" ./build/sapp search --model "$1" --devices "$2" --global-batch "$3" --seq "$4" -q >/dev/null
+done
+echo
+echo "== pipeline balancer"
+./build/bench/bench_balance 2>/dev/null | grep -E 'BM_|Benchmark'
+echo
+echo "== memory estimates"
+./build/bench/bench_memory 2>/dev/null | grep -E 'BM_|Benchmark'
+echo
+echo "== validation against published runs"
+ctest --test-dir build -R 'Validation' -V 2>/dev/null | grep -vE '^(UpdateCTestConfiguration|Test project|Constructing|Checking|Parse|Updating|test [0-9]+| *Start|[0-9]+: Test command|[0-9]+: Working|[0-9]+: Environment|[0-9]+: Test timeout)' |
+  sed 's/^[0-9]*: //' | grep -vE '^\s*$'
+if [ "${1:-}" = "--fuzz" ] && [ -x scripts/fuzz.sh ]; then
+  echo
+  echo "== fuzzing (executions per reader)"
+  bash scripts/fuzz.sh
+fi
