@@ -1,18 +1,25 @@
 #include "app/app.hpp"
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <exception>
+#include <mutex>
 #include <thread>
 
 #include <fmt/format.h>
 
 #include "core/error.hpp"
 #include "core/files.hpp"
+#include "pipeline/descriptors.hpp"
+#include "pipeline/svg.hpp"
 
 namespace sapp::app {
 
 namespace {
 
 constexpr double kGiB = 1073741824.0;
+constexpr int kMaxBalancedChunks = 4;
 
 void require(const JobRequest& job) {
   auto missing = [&](const char* key) { throw UsageError(fmt::format("{} is required", where_of(job.source, key))); };
@@ -143,6 +150,137 @@ report::SearchReport run_search(const SearchRequest& request) {
   r.seconds = result.seconds;
   r.threads = options.threads;
   r.folded = options.fold;
+  return r;
+}
+
+namespace {
+
+// The search's estimate of a layout, as a plan (no pipeline, or not balanced).
+report::Plan estimate_plan(const report::SearchRow& row, const std::string& status) {
+  report::Plan p;
+  p.layout = row.candidate.layout;
+  p.step_time_s = row.candidate.time.step_s;
+  p.even_step_time_s = row.candidate.time.step_s;
+  p.peak_memory_bytes = row.candidate.peak_memory_bytes;
+  p.fits = true;
+  p.status = status;
+  for (const auto& s : row.memory.stages) {
+    report::PlanStage st;
+    st.stage = s.stage;
+    st.layers = {s.layers};
+    const plan::Recompute rc = row.candidate.layout.recompute;
+    st.recompute = {{{rc == plan::Recompute::Off ? "none" : plan::to_string(rc), s.layers}}};
+    st.peak_memory_bytes = s.total();
+    p.stages.push_back(st);
+  }
+  return p;
+}
+
+// Balances one layout's pipeline; falls back to the estimate (with the reason) when it cannot.
+report::Plan balance_plan(const LoadedJob& x, const PlanRequest& request, const report::SearchRow& row) {
+  const plan::Layout& l = row.candidate.layout;
+  if (l.pp == 1) return estimate_plan(row, "no pipeline (PP 1): the estimate");
+  // The balancer's stage enumeration grows as (layers per stage)^V and does not yet stop at its time limit there.
+  if (l.vpp > kMaxBalancedChunks) return estimate_plan(row, fmt::format("not balanced: VPP {} > {} (the even split is kept)", l.vpp, kMaxBalancedChunks));
+  balance::Descriptors d = balance::describe(x.model, l, request.job.training, x.hardware, request.job.overlap);
+  if (!d.why_not.empty()) return estimate_plan(row, "not balanced: " + d.why_not);
+  balance::Problem problem = balance::problem_for(d, l, request.job.training, x.capacity_bytes);
+  problem.time_limit_s = request.balance_time_limit_s;
+  balance::Solution sol = balance::solve(problem);
+  if (!sol.feasible) return estimate_plan(row, "not balanced: the balancer found no plan within the memory limit (" + sol.method + ")");
+  report::Plan p;
+  p.layout = l;
+  p.balanced = true;
+  p.even_step_time_s = row.candidate.time.step_s;
+  p.step_time_s = sol.eval.objective / 1000.0 + d.outside_pipeline_s;
+  p.fits = sol.eval.fits;
+  p.status = sol.optimal ? "proved optimal" : fmt::format("best found, bound gap {:.1f} %", 100.0 * sol.gap);
+  for (double mb : sol.eval.stage_memory_mb) p.peak_memory_bytes = std::max(p.peak_memory_bytes, mb * balance::kBytesPerMb);
+  const auto S = static_cast<std::size_t>(l.pp);
+  const auto V = static_cast<std::size_t>(l.vpp);
+  for (std::size_t s = 0; s < S; ++s) {
+    report::PlanStage st;
+    st.stage = static_cast<int>(s);
+    st.layers.assign(V, 0);
+    st.recompute.assign(V, {});
+    for (std::size_t v = 0; v < V; ++v) {
+      for (const auto& body : sol.x) {
+        for (int r = 0; r < balance::kRcKinds; ++r) {
+          long long n = body[v][s][static_cast<std::size_t>(r)];
+          if (n == 0) continue;
+          st.layers[v] += n;
+          st.recompute[v][balance::to_string(static_cast<balance::Rc>(r))] += n;
+        }
+      }
+    }
+    st.peak_memory_bytes = sol.eval.stage_memory_mb[s] * balance::kBytesPerMb;
+    st.time_s = sol.eval.stage_time[s] / 1000.0;
+    p.stages.push_back(st);
+  }
+  auto fw = balance::to_framework(problem, sol.x);
+  nlohmann::json arrays = nlohmann::json::array();
+  for (std::size_t b = 0; b < fw.size(); ++b) {
+    arrays.push_back({{"body", problem.layers.bodies[b].name},
+                      {"offset", fw[b].offset},
+                      {"recompute", fw[b].recompute},
+                      {"select_recompute", fw[b].select_recompute},
+                      {"select_comm_recompute", fw[b].select_comm_recompute}});
+  }
+  p.framework = arrays;
+  p.descriptors = balance::to_layers_json(d);
+  simulate::SimResult sim = simulate::simulate(problem.schedule, problem.stages, problem.chunks, problem.micro_batches, balance::stage_times(problem, sol.x));
+  simulate::SvgOptions svg;
+  svg.title = l.describe();
+  svg.summary = fmt::format("balanced pipeline: {:.1f} ms per step in the schedule (one step), {}", sim.end, p.status);
+  svg.memory_limit = problem.memory_limit_mb;
+  p.timeline_svg = simulate::render_svg(sim, problem.chunks, svg);
+  return p;
+}
+
+}  // namespace
+
+report::PlanReport run_plan(const PlanRequest& request) {
+  SearchRequest search = request;
+  search.top = std::max(request.top, request.candidates);
+  report::PlanReport r;
+  r.search = run_search(search);
+  LoadedJob x = load(request.job);
+  auto t0 = std::chrono::steady_clock::now();
+  std::size_t n = std::min<std::size_t>(r.search.rows.size(), static_cast<std::size_t>(request.candidates));
+  // Each layout is balanced on its own (one solver per thread); the plans do not depend on the thread count.
+  r.plans.resize(n);
+  std::atomic<std::size_t> next{0};
+  std::atomic<long long> done{0};
+  std::mutex failure_mutex;
+  std::exception_ptr failure;
+  auto work = [&] {
+    for (std::size_t i = next++; i < n; i = next++) {
+      try {
+        r.plans[i] = balance_plan(x, request, r.search.rows[i]);
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(failure_mutex);
+        if (!failure) failure = std::current_exception();
+      }
+      ++done;
+    }
+  };
+  unsigned threads = request.threads > 0 ? static_cast<unsigned>(request.threads) : std::max(1u, std::thread::hardware_concurrency());
+  std::vector<std::thread> pool;
+  for (unsigned t = 0; t < std::min<unsigned>(threads, static_cast<unsigned>(n)); ++t) pool.emplace_back(work);
+  while (request.progress && done.load() < static_cast<long long>(n)) {
+    request.progress(done.load(), static_cast<long long>(n));
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  for (auto& t : pool) t.join();
+  if (failure) std::rethrow_exception(failure);
+  std::stable_sort(r.plans.begin(), r.plans.end(), [](const report::Plan& a, const report::Plan& b) { return a.step_time_s < b.step_time_s; });
+  r.balance_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (!request.emit_layers.empty()) {
+    auto described = std::find_if(r.plans.begin(), r.plans.end(), [](const report::Plan& p) { return !p.descriptors.is_null(); });
+    if (described == r.plans.end())
+      fail(where_of(request.job.source, "emit_layers"), "no balanced layout with a pipeline (PP > 1) among the plans: nothing to describe");
+    io::write_atomic(request.emit_layers, described->descriptors.dump(2) + "\n");
+  }
   return r;
 }
 

@@ -21,6 +21,9 @@ LoadedJob load(const JobRequest& job);
 
 report::EstimateReport run_estimate(const EstimateRequest& request);
 report::SearchReport run_search(const SearchRequest& request);
+// Search, then balance the pipeline of the best `candidates` layouts (layers and recompute per stage and chunk,
+// from sapp's cost model) and re-rank every layout on its balanced step time (PP 1 keeps its estimate).
+report::PlanReport run_plan(const PlanRequest& request);
 
 // Exit codes a script can rely on (documented in the README and `sapp --help`).
 enum ExitCode : int {

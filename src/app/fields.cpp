@@ -303,6 +303,25 @@ std::vector<Field<SearchRequest>> make_search_fields() {
   return f;
 }
 
+std::vector<Field<PlanRequest>> make_plan_fields() {
+  using R = PlanRequest;
+  std::vector<Field<R>> f;
+  // Every search option, applied to the search part of the plan request.
+  for (const Field<SearchRequest>& sf : search_fields()) {
+    f.push_back({sf.key, sf.short_option, sf.help, sf.flag, [set = sf.set](R& r, const json& v, const std::string& w) { set(r, v, w); },
+                 sf.show ? std::function<std::string(const R&)>([show = sf.show](const R& r) { return show(r); }) : nullptr});
+  }
+  f.push_back({"candidates", "", "how many of the search's best layouts to balance", false,
+               [](R& r, const json& v, const std::string& w) { r.candidates = static_cast<int>(whole(v, w, 1, 1000, "layouts")); },
+               [](const R& r) { return std::to_string(r.candidates); }});
+  f.push_back({"balance_time_limit_s", "", "time limit of each layout's balancing (the best plan found so far is kept)", false,
+               [](R& r, const json& v, const std::string& w) { r.balance_time_limit_s = real(v, w, 0.01, 3600, "seconds"); },
+               [](const R& r) { return show_number(r.balance_time_limit_s); }});
+  f.push_back({"emit_layers", "", "write the best plan's layer descriptors (the balancer's layers JSON, from sapp's cost model) to this file", false,
+               [](R& r, const json& v, const std::string& w) { r.emit_layers = text(v, w); }, [](const R&) { return std::string(); }});
+  return f;
+}
+
 template <typename Request>
 void apply_fields(Request& request, const std::vector<Field<Request>>& fields, const json& values, Source source, const std::string& file,
                   const std::set<std::string>& skip, const std::string& prefix = "") {
@@ -339,18 +358,38 @@ void apply(EstimateRequest& request, const json& values, Source source, const st
   apply_fields(request, estimate_fields(), values, source, file, {});
 }
 
+const std::vector<Field<PlanRequest>>& plan_fields() {
+  static const std::vector<Field<PlanRequest>> fields = make_plan_fields();
+  return fields;
+}
+
+namespace {
+
+// Reads a `config` file named in `values` into the request (top-level keys, and dimensions under `search:`).
+template <typename Request>
+void apply_config(Request& request, const std::vector<Field<Request>>& fields, const json& values, Source source, const std::string& file) {
+  if (!values.is_object() || !values.contains("config") || values.at("config").is_null()) return;
+  std::string path = text(values.at("config"), where_of(source, "config", file));
+  json tree = io::read_tree(path);
+  if (!tree.is_object()) fail(path, "expected a mapping of options (and/or a `search:` mapping of dimensions), got {}", tree.type_name());
+  if (tree.contains("search")) {
+    if (!tree.at("search").is_object()) fail(path, "search: expected a mapping of dimensions, got {}", tree.at("search").type_name());
+    apply_fields(request, fields, tree.at("search"), Source::File, path, {}, "search.");
+  }
+  apply_fields(request, fields, tree, Source::File, path, {"search"});
+}
+
+}  // namespace
+
+void apply(PlanRequest& request, const json& values, Source source, const std::string& file) {
+  if (source != Source::File) request.job.source = source;
+  apply_config(request, plan_fields(), values, source, file);
+  apply_fields(request, plan_fields(), values, source, file, {"config"});
+}
+
 void apply(SearchRequest& request, const json& values, Source source, const std::string& file) {
   if (source != Source::File) request.job.source = source;
-  if (values.is_object() && values.contains("config") && !values.at("config").is_null()) {
-    std::string path = text(values.at("config"), where_of(source, "config", file));
-    json tree = io::read_tree(path);
-    if (!tree.is_object()) fail(path, "expected a mapping of options (and/or a `search:` mapping of dimensions), got {}", tree.type_name());
-    if (tree.contains("search")) {
-      if (!tree.at("search").is_object()) fail(path, "search: expected a mapping of dimensions, got {}", tree.at("search").type_name());
-      apply_fields(request, search_fields(), tree.at("search"), Source::File, path, {}, "search.");
-    }
-    apply_fields(request, search_fields(), tree, Source::File, path, {"search"});
-  }
+  apply_config(request, search_fields(), values, source, file);
   apply_fields(request, search_fields(), values, source, file, {"config"});
 }
 

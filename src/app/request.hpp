@@ -78,12 +78,21 @@ struct Field {
   std::string short_option;  // e.g. "-m", or empty
   std::string help;
   bool flag = false;
-  void (*set)(Request& request, const nlohmann::json& value, const std::string& where) = nullptr;
-  std::string (*show)(const Request& request) = nullptr;  // empty text: no default printed
+  std::function<void(Request& request, const nlohmann::json& value, const std::string& where)> set;
+  std::function<std::string(const Request& request)> show;  // empty text: no default printed
+};
+
+// `plan`: a search, then the pipeline of its best layouts balanced (layers and recompute per stage and chunk)
+// and everything re-ranked on the balanced step time.
+struct PlanRequest : SearchRequest {
+  int candidates = 10;                // layouts of the search balanced
+  double balance_time_limit_s = 1.5;  // per layout
+  std::string emit_layers;            // write the first plan's layer descriptors (layers JSON) to this file
 };
 
 const std::vector<Field<EstimateRequest>>& estimate_fields();
 const std::vector<Field<SearchRequest>>& search_fields();
+const std::vector<Field<PlanRequest>>& plan_fields();
 
 std::string where_of(Source source, const std::string& key, const std::string& file = "");
 
@@ -92,6 +101,7 @@ std::string where_of(Source source, const std::string& key, const std::string& f
 // same fields; the other values override it.
 void apply(EstimateRequest& request, const nlohmann::json& values, Source source, const std::string& file = "");
 void apply(SearchRequest& request, const nlohmann::json& values, Source source, const std::string& file = "");
+void apply(PlanRequest& request, const nlohmann::json& values, Source source, const std::string& file = "");
 
 // A usage mistake (a required value missing): the command line exits 2 for it instead of 1.
 class UsageError : public Error {

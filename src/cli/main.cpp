@@ -50,6 +50,7 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", "sapp 0.2.0");
   auto estimate = sapp::cli::add_estimate(app);
   auto search = sapp::cli::add_search(app);
+  auto plan = sapp::cli::add_plan(app);
   auto balance = sapp::cli::add_balance(app);
   auto calibrate = sapp::cli::add_calibrate(app);
   try {
@@ -67,6 +68,7 @@ int main(int argc, char** argv) {
   try {
     if (app.got_subcommand("estimate")) return estimate();
     if (app.got_subcommand("search")) return search();
+    if (app.got_subcommand("plan")) return plan();
     if (app.got_subcommand("balance")) balance();
     if (app.got_subcommand("calibrate")) calibrate();
   } catch (const sapp::app::UsageError& e) {

@@ -75,6 +75,15 @@ std::vector<KindMemory> kind_memory(const model::Model& model, const plan::Layou
   return out;
 }
 
+StateBytes state_bytes_per_element(const plan::Layout& l, const plan::Training& training) {
+  // A state ZeRO shards from `stage` on (1: optimizer states, 2: + gradients, 3: + weights) costs 1/group of it.
+  auto per_element = [&](double group) {
+    auto share = [&](int stage) { return l.zero >= stage ? 1.0 / group : 1.0; };
+    return training.param_bytes * share(3) + training.grad_bytes * share(2) + training.optimizer_bytes * share(1);
+  };
+  return StateBytes{per_element(l.zero_group()), per_element(l.expert_zero_group())};
+}
+
 MemoryEstimate estimate_memory(const model::Model& model, const plan::Layout& l, const plan::Training& training, double capacity,
                                const std::vector<KindMemory>* per_kind) {
   const model::ModelSpec& spec = model.spec;

@@ -80,6 +80,14 @@ struct KindMemory {
 };
 std::vector<KindMemory> kind_memory(const model::Model& model, const plan::Layout& layout, const plan::Training& training);
 
+// Bytes of weights, gradients and optimizer states each parameter element costs a rank under the layout's ZeRO
+// stage: non-expert elements shard over the ZeRO group, expert elements over the expert ZeRO group.
+struct StateBytes {
+  double dense = 0;
+  double expert = 0;
+};
+StateBytes state_bytes_per_element(const plan::Layout& layout, const plan::Training& training);
+
 // Prices one layout. The layout is assumed valid (see check_layout). `per_kind`, when given, must be
 // kind_memory() of a layout with the same mbs, tp, sp, cp, ep and etp.
 MemoryEstimate estimate_memory(const model::Model& model, const plan::Layout& layout, const plan::Training& training, double capacity_bytes,

@@ -194,14 +194,27 @@ std::string table_html(const SearchReport& r) {
   return out + "</tbody></table>";
 }
 
-std::string plans_html(const std::vector<PlanView>& plans) {
+// "chunk 0: full 2, none 3; chunk 1: none 5" (kinds with no layer left out).
+std::string recompute_text(const PlanStage& s) {
+  std::string out;
+  for (std::size_t c = 0; c < s.recompute.size(); ++c) {
+    std::string kinds;
+    for (const auto& [kind, n] : s.recompute[c]) {
+      if (n > 0) kinds += fmt::format("{}{} {}", kinds.empty() ? "" : ", ", kind, n);
+    }
+    out += fmt::format("{}{}{}", out.empty() ? "" : "; ", s.recompute.size() > 1 ? fmt::format("chunk {}: ", c) : std::string(), kinds);
+  }
+  return out;
+}
+
+std::string plans_html(const std::vector<Plan>& plans) {
   if (plans.empty()) return {};
   std::string out =
       "<h2>Balanced plans</h2><p>The best layouts of the search with layers and recompute balanced per stage and chunk, re-ranked on the balanced "
       "step time (a layout with PP 1 keeps its estimate).</p><table id=plans class=sortable><thead><tr><th>rank</th><th>layout</th><th>step s</th>"
       "<th>even split s</th><th>peak GiB</th><th>fits</th><th>balancer</th><th>layers per stage</th></tr></thead><tbody>";
   for (std::size_t i = 0; i < plans.size(); ++i) {
-    const PlanView& p = plans[i];
+    const Plan& p = plans[i];
     std::string layers;
     for (const auto& s : p.stages) {
       std::string per_chunk;
@@ -213,7 +226,7 @@ std::string plans_html(const std::vector<PlanView>& plans) {
                        html_escape(p.status), html_escape(layers));
   }
   out += "</tbody></table>";
-  const PlanView& best = plans.front();
+  const Plan& best = plans.front();
   if (!best.stages.empty()) {
     out +=
         "<h3>Stages of the chosen plan</h3><table><thead><tr><th>stage</th><th>layers per chunk</th><th>recompute</th><th>peak GiB</th><th>time s (one "
@@ -221,7 +234,7 @@ std::string plans_html(const std::vector<PlanView>& plans) {
     for (const auto& s : best.stages) {
       std::string per_chunk;
       for (long long n : s.layers) per_chunk += fmt::format("{}{}", per_chunk.empty() ? "" : ", ", n);
-      out += fmt::format("<tr><td>{}</td><td>{}</td><td class=l>{}</td><td>{:.2f}</td><td>{:.4f}</td></tr>", s.stage, per_chunk, html_escape(s.recompute),
+      out += fmt::format("<tr><td>{}</td><td>{}</td><td class=l>{}</td><td>{:.2f}</td><td>{:.4f}</td></tr>", s.stage, per_chunk, html_escape(recompute_text(s)),
                          s.peak_memory_bytes / kGiB, s.time_s);
     }
     out += "</tbody></table>";
@@ -262,7 +275,7 @@ document.getElementById('status').textContent='loaded';
 
 }  // namespace
 
-std::string to_html(const SearchReport& r, const std::vector<PlanView>& plans) {
+std::string to_html(const SearchReport& r, const std::vector<Plan>& plans) {
   const Subject& s = r.subject;
   std::string out = "<!DOCTYPE html><html lang=en><head><meta charset=utf-8><title>sapp: " + html_escape(s.model) + " on " + std::to_string(s.devices) + " x " +
                     html_escape(s.hardware_name) + "</title><style>" + kStyle + "</style></head><body>";

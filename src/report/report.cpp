@@ -242,4 +242,63 @@ std::string to_csv(const SearchReport& r) {
   return out;
 }
 
+json to_json(const PlanReport& r, bool timing) {
+  json plans = json::array();
+  for (std::size_t i = 0; i < r.plans.size(); ++i) {
+    const Plan& p = r.plans[i];
+    json stages = json::array();
+    for (const auto& s : p.stages) {
+      stages.push_back(
+          {{"stage", s.stage}, {"layers", s.layers}, {"recompute", s.recompute}, {"peak_memory_bytes", s.peak_memory_bytes}, {"time_s", s.time_s}});
+    }
+    json j{{"rank", i + 1},
+           {"layout", layout_json(p.layout)},
+           {"step_time_s", p.step_time_s},
+           {"even_split_step_time_s", p.even_step_time_s},
+           {"peak_memory_bytes", p.peak_memory_bytes},
+           {"fits", p.fits},
+           {"balanced", p.balanced},
+           {"status", p.status},
+           {"stages", stages}};
+    if (!p.framework.is_null()) j["framework"] = p.framework;
+    plans.push_back(j);
+  }
+  json j = to_json(r.search, timing);
+  j["plans"] = plans;
+  if (timing) j["balance_seconds"] = r.balance_seconds;
+  return j;
+}
+
+std::string to_table(const PlanReport& r) {
+  std::string out = to_table(r.search);
+  if (r.plans.empty()) return out;
+  out += fmt::format("\nbalanced plans (layers and recompute per stage and chunk; {} layouts, {:.2f} s):\n", r.plans.size(), r.balance_seconds);
+  std::size_t width = 24;
+  for (const auto& p : r.plans) width = std::max(width, p.layout.describe().size());
+  width = std::min<std::size_t>(width, 64);
+  out += fmt::format("{:>4}  {:<{}} {:>8} {:>8} {:>6}  {}\n", "rank", "layout", width, "step s", "even s", "GiB", "balancer");
+  for (std::size_t i = 0; i < r.plans.size(); ++i) {
+    const Plan& p = r.plans[i];
+    out += fmt::format("{:>4}  {:<{}} {:>8.3f} {:>8.3f} {:>6}  {}{}\n", i + 1, p.layout.describe(), width, p.step_time_s, p.even_step_time_s,
+                       gib(p.peak_memory_bytes), p.status, p.fits ? "" : " (DOES NOT FIT)");
+  }
+  const Plan& best = r.plans.front();
+  out += fmt::format("\nbest plan: {}\n{:>5} {:>16} {:>9} {:>12}  {}\n", best.layout.describe(), "stage", "layers per chunk", "peak GiB", "time s (mb)",
+                     "recompute (layers per kind)");
+  for (const auto& s : best.stages) {
+    std::string layers;
+    for (long long n : s.layers) layers += fmt::format("{}{}", layers.empty() ? "" : "+", n);
+    std::string rc;
+    for (std::size_t c = 0; c < s.recompute.size(); ++c) {
+      std::string kinds;
+      for (const auto& [kind, n] : s.recompute[c]) {
+        if (n > 0) kinds += fmt::format("{}{} {}", kinds.empty() ? "" : ", ", kind, n);
+      }
+      rc += fmt::format("{}{}", rc.empty() ? "" : " | ", kinds);
+    }
+    out += fmt::format("{:>5} {:>16} {:>9} {:>12.4f}  {}\n", s.stage, layers, gib(s.peak_memory_bytes), s.time_s, rc);
+  }
+  return out;
+}
+
 }  // namespace sapp::report

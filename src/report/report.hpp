@@ -65,6 +65,36 @@ struct SearchReport {
   [[nodiscard]] bool any_fits() const { return fitting > 0; }
 };
 
+// A pipeline stage of a balanced plan.
+struct PlanStage {
+  int stage = 0;
+  std::vector<long long> layers;                            // per chunk
+  std::vector<std::map<std::string, long long>> recompute;  // per chunk: layers per recompute kind ("none", "selective", "full")
+  double peak_memory_bytes = 0;
+  double time_s = 0;  // one micro-batch, every chunk of the stage
+};
+
+// One layout of a `plan` run: balanced when it has a pipeline, else the search's estimate.
+struct Plan {
+  plan::Layout layout;
+  double step_time_s = 0;
+  double even_step_time_s = 0;  // the search's estimate (even split, one recompute mode)
+  double peak_memory_bytes = 0;
+  bool fits = true;
+  bool balanced = false;
+  std::string status;  // "proved optimal", "best found, gap 3.1 %", or why it was not balanced
+  std::vector<PlanStage> stages;
+  nlohmann::json framework;    // the framework arrays of the plan (offset, recompute, select_recompute, ...)
+  std::string timeline_svg;    // the balanced schedule drawn (empty without a pipeline)
+  nlohmann::json descriptors;  // the balancer's layers JSON of this layout (null without a pipeline)
+};
+
+struct PlanReport {
+  SearchReport search;
+  std::vector<Plan> plans;  // ranked on step_time_s
+  double balance_seconds = 0;
+};
+
 nlohmann::json to_json(const EstimateReport& report);
 std::string to_table(const EstimateReport& report);
 std::string to_csv(const EstimateReport& report);
@@ -73,6 +103,9 @@ std::string to_csv(const EstimateReport& report);
 nlohmann::json to_json(const SearchReport& report, bool timing = true);
 std::string to_table(const SearchReport& report);
 std::string to_csv(const SearchReport& report);
+
+nlohmann::json to_json(const PlanReport& report, bool timing = true);
+std::string to_table(const PlanReport& report);
 
 nlohmann::json layout_json(const plan::Layout& layout);
 std::string gib(double bytes);

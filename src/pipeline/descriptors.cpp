@@ -1,0 +1,171 @@
+#include "pipeline/descriptors.hpp"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "plan/stages.hpp"
+
+namespace sapp::balance {
+
+namespace {
+
+constexpr double kMsPerS = 1000.0;
+
+Rc rc_of(plan::Recompute mode) {
+  switch (mode) {
+    case plan::Recompute::Off: return Rc::None;
+    case plan::Recompute::Selective: return Rc::Selective;
+    case plan::Recompute::Full: return Rc::Full;
+  }
+  return Rc::None;
+}
+
+// One layer of a kind for one micro-batch: forward and, per recompute mode, backward seconds.
+struct LayerSeconds {
+  double forward = 0;
+  std::array<double, 3> backward{};
+};
+
+// The cost model's split of a layer (cost::estimate_time): compute forward and backward; exposed TP/CP/EP
+// communication of forward and backward together, a third of it in the forward; recompute re-runs the dropped
+// forward work, and full recompute also the forward's collectives (TP and EP half of theirs, CP a third).
+LayerSeconds layer_seconds(const cost::KindTime& k) {
+  double comm = k.tp_s + k.cp_s + k.ep_s;
+  LayerSeconds out;
+  out.forward = k.fwd_s + comm / 3.0;
+  for (int m = 0; m < 3; ++m) {
+    double again = m == static_cast<int>(plan::Recompute::Full) ? k.tp_s / 2.0 + k.cp_s / 3.0 + k.ep_s / 2.0 : 0.0;
+    out.backward[static_cast<std::size_t>(m)] = k.bwd_s + 2.0 * comm / 3.0 + k.recompute_s[m] + again;
+  }
+  return out;
+}
+
+}  // namespace
+
+Descriptors describe(const model::Model& model, const plan::Layout& layout, const plan::Training& training, const hardware::Hardware& hw,
+                     const cost::Overlap& overlap, int max_body_types) {
+  Descriptors d;
+  LayerSet& set = d.layers;
+  set.file = model.spec.name + " (sapp's cost model)";
+  const std::vector<cost::KindMemory> km = cost::kind_memory(model, layout, training);
+  const cost::KindTimes kt = cost::kind_times(model, layout, training, hw, overlap);
+  const cost::StateBytes state = cost::state_bytes_per_element(layout, training);
+
+  // BODY types: the stack in model order (vision tower, body), runs of one kind merged; MTP layers belong to the
+  // last stage (TAIL).
+  std::vector<std::pair<int, long long>> runs;
+  for (const auto& group : model.stack) {
+    if (group.mtp) continue;
+    if (!runs.empty() && runs.back().first == group.kind)
+      runs.back().second += group.count;
+    else
+      runs.emplace_back(group.kind, group.count);
+  }
+  if (static_cast<int>(runs.size()) > max_body_types) {
+    d.why_not = fmt::format("the layer stack alternates {} runs of layer kinds (at most {} BODY types are balanced)", runs.size(), max_body_types);
+    return d;
+  }
+  set.kinds = {Rc::None, Rc::Selective, Rc::Full};
+  double layers_seconds = 0;  // the body of one micro-batch, all layers at the layout's recompute mode
+  for (std::size_t run = 0; run < runs.size(); ++run) {
+    const auto [kind, count] = runs[run];
+    const auto k = static_cast<std::size_t>(kind);
+    LayerSeconds ls = layer_seconds(kt.kinds[k]);
+    BodyType body;
+    body.name = runs.size() > 1 ? fmt::format("BODY{}_{}", run + 1, model.kinds[k].kind.name) : std::string("BODY");
+    body.count = count;
+    body.forward = ls.forward * kMsPerS;
+    body.param_mb = (km[k].dense_elems * state.dense + km[k].expert_elems * state.expert) / kBytesPerMb;
+    for (plan::Recompute mode : {plan::Recompute::Off, plan::Recompute::Selective, plan::Recompute::Full}) {
+      const auto m = static_cast<std::size_t>(mode);
+      const auto r = static_cast<std::size_t>(rc_of(mode));
+      body.backward[r] = ls.backward[m] * kMsPerS;
+      body.act_mb[r] = km[k].act[m] / kBytesPerMb;
+    }
+    layers_seconds += static_cast<double>(count) * (ls.forward + ls.backward[static_cast<std::size_t>(layout.recompute)]);
+    set.bodies.push_back(body);
+  }
+
+  // HEAD, TAIL and the constant, from the cost model's own estimate of the layout (even split): what a stage
+  // holds beyond its layers.
+  const cost::MemoryEstimate mem = cost::estimate_memory(model, layout, training, hw.memory_bytes, &km);
+  std::vector<double> body_static(static_cast<std::size_t>(layout.pp), 0.0);
+  plan::for_each_chunk_group(model, layout, [&](int stage, int /*chunk*/, int kind, long long count) {
+    const auto k = static_cast<std::size_t>(kind);
+    body_static[static_cast<std::size_t>(stage)] += static_cast<double>(count) * (km[k].dense_elems * state.dense + km[k].expert_elems * state.expert);
+  });
+  auto states = [](const cost::StageMemory& s) { return s.params + s.grads + s.optimizer; };
+  const cost::StageMemory& first = mem.stages.front();
+  const cost::StageMemory& last = mem.stages.back();
+  set.head_mb = (states(first) - body_static.front() + first.embedding_activations) / kBytesPerMb;
+  set.tail_mb = (states(last) - body_static.back() + last.head_activations) / kBytesPerMb;
+  if (layout.pp == 1) {
+    // One stage holds both: the embedding's activations with the head, every state beyond the layers with the tail.
+    set.head_mb = first.embedding_activations / kBytesPerMb;
+    set.tail_mb = (states(first) - body_static.front() + first.head_activations) / kBytesPerMb;
+  }
+  double working = 0;
+  for (const auto& s : mem.stages) working = std::max(working, s.buffers + s.reserve + s.recompute_working);
+  d.constant_mb = working / kBytesPerMb;
+
+  // Times: the cost model's step for one micro-batch on one stage (PP 1) less the layers gives the head, the LM
+  // head, the loss and MTP; split 1 : 2 between forward and backward as the cost model does.
+  plan::Layout single = layout;
+  single.pp = 1;
+  single.vpp = 1;
+  single.dp = static_cast<int>(layout.devices() / (1LL * layout.tp * layout.cp));
+  single.micro_batches = 1;
+  plan::Training one = training;
+  one.global_batch = 1LL * single.dp * single.mbs;
+  const cost::StepTime t1 = cost::estimate_time(model, single, one, hw, overlap);
+  const cost::Breakdown& b1 = t1.breakdown;
+  double one_mb = b1.compute_s + b1.recompute_s + b1.tp_comm_s + b1.cp_comm_s + b1.ep_comm_s;
+  double outside_layers = std::max(0.0, one_mb - layers_seconds);
+  set.head_forward = 0;
+  set.head_backward = 0;
+  set.tail_forward = outside_layers / 3.0 * kMsPerS;
+  set.tail_backward = 2.0 * outside_layers / 3.0 * kMsPerS;
+
+  const cost::StepTime t = cost::estimate_time(model, layout, training, hw, mem, overlap, &kt);
+  d.outside_pipeline_s = t.breakdown.dp_comm_s + t.breakdown.pp_comm_s + t.breakdown.optimizer_s;
+  return d;
+}
+
+Problem problem_for(const Descriptors& d, const plan::Layout& layout, const plan::Training& training, double capacity_bytes) {
+  Problem p;
+  p.layers = d.layers;
+  p.stages = layout.pp;
+  p.chunks = layout.vpp;
+  p.micro_batches = layout.micro_batches;
+  p.memory_limit_mb = capacity_bytes / kBytesPerMb;
+  p.constant_mb = d.constant_mb;
+  p.schedule = layout.vpp > 1 ? (training.interleave_less_memory ? simulate::Schedule::InterleavedLessMemory : simulate::Schedule::Interleaved)
+                              : simulate::Schedule::OneF1B;
+  p.kinds = d.layers.kinds;
+  return p;
+}
+
+nlohmann::json to_layers_json(const Descriptors& d) {
+  const LayerSet& s = d.layers;
+  static const char* const kMemoryKey[kRcKinds] = {"memory_activation", "memory_select_rec", "memory_select_comm", "memory_both_comm_select",
+                                                   "memory_recompute"};
+  static const char* const kTimeKey[kRcKinds] = {"backward_time", "select_rec_time", "select_comm_time", "both_comm_select_time", "recompute_time"};
+  nlohmann::json list = nlohmann::json::array();
+  list.push_back({{"name", "HEAD"}, {"type", "HEAD"}, {"time", s.head_forward}, {"nb_layer", 1}, {"memory_parameter", s.head_mb}});
+  for (const BodyType& b : s.bodies) {
+    nlohmann::json j{{"name", b.name}, {"type", "BODY"}, {"time", b.forward}, {"nb_layer", b.count}, {"memory_parameter", b.param_mb}};
+    for (Rc r : s.kinds) {
+      const auto i = static_cast<std::size_t>(r);
+      j[kMemoryKey[i]] = *b.act_mb[i];
+      j[kTimeKey[i]] = b.backward[i];
+    }
+    list.push_back(j);
+  }
+  list.push_back(
+      {{"name", "TAIL"}, {"type", "TAIL"}, {"time", s.tail_forward}, {"backward_time", s.tail_backward}, {"nb_layer", 1}, {"memory_parameter", s.tail_mb}});
+  return nlohmann::json{
+      {"name", s.file}, {"units", {{"time", "ms"}, {"memory", "MB (2^20 bytes)"}}}, {"constant_memory_mb", d.constant_mb}, {"layers_description", list}};
+}
+
+}  // namespace sapp::balance

@@ -1,0 +1,48 @@
+// pipeline/descriptors: the balancer's layer descriptors (HEAD, BODY types in model order, TAIL; the layers JSON
+// of docs/reference-planner.md §6) computed from sapp's own cost model for a model and a layout, so that a
+// layout found by the search can be balanced without a measured layers file.
+//
+// Units: times in milliseconds, memory in MB of 2^20 bytes (the layers file's conventions). Per BODY type, one
+// layer for one micro-batch: the forward (compute plus a third of its exposed TP/CP/EP communication), the
+// backward per recompute kind (compute, two thirds of the communication, and what the kind re-runs: the
+// dropped ops' forward for selective, the whole forward and its collectives for full), the activation bytes
+// each kind keeps, and the weights, gradients and optimizer states of one layer under the layout's ZeRO stage.
+// HEAD and TAIL are what the first and last stages hold beyond their layers: the embedding, and the LM head,
+// the loss and MTP, with their states and the activations the schedule keeps of them. What every stage holds
+// whatever its layers (communication buffers, the reserve, one rebuilt layer) is the problem's constant.
+// Communication recompute kinds (comm, both) are not priced by the cost model and are not offered.
+#pragma once
+
+#include <string>
+
+#include "cost/memory.hpp"
+#include "cost/time.hpp"
+#include "hardware/hardware.hpp"
+#include "pipeline/layers.hpp"
+#include "pipeline/solver.hpp"
+
+namespace sapp::balance {
+
+inline constexpr double kBytesPerMb = 1048576.0;
+
+struct Descriptors {
+  LayerSet layers;
+  double constant_mb = 0;  // per stage, whatever its layers
+  // Step time the pipeline schedule does not cover (exposed DP and PP communication, optimizer step), seconds.
+  double outside_pipeline_s = 0;
+  std::string why_not;  // non-empty: the model cannot be described this way (e.g. too many alternating kinds)
+};
+
+// `max_body_types` bounds the BODY types (the balancer's cost grows with them); a stack that alternates more
+// kinds than that is refused in `why_not`.
+Descriptors describe(const model::Model& model, const plan::Layout& layout, const plan::Training& training, const hardware::Hardware& hw,
+                     const cost::Overlap& overlap, int max_body_types = 3);
+
+// The balancing problem of a layout: its stages, chunks, micro-batches and schedule, the memory limit (bytes),
+// the recompute kinds the cost model prices.
+Problem problem_for(const Descriptors& d, const plan::Layout& layout, const plan::Training& training, double capacity_bytes);
+
+// The layers JSON of the descriptors (what `sapp balance --layers` reads).
+nlohmann::json to_layers_json(const Descriptors& d);
+
+}  // namespace sapp::balance
