@@ -6,6 +6,7 @@
 
 #include "app/app.hpp"
 #include "cli/commands.hpp"
+#include "cli/from.hpp"
 #include "core/files.hpp"
 #include "report/report.hpp"
 
@@ -43,12 +44,14 @@ Command add_search(CLI::App& app) {
   cmd->add_flag("--quiet,-q", *quiet, "no progress line (there is none anyway when stderr is not a terminal)");
   auto out = std::make_shared<Output>();
   add_output(*cmd, *out, {"table", "json", "csv"});
-  return [cmd, given, config, quiet, out]() {
+  auto from = std::make_shared<From>();
+  add_from(*cmd, *from);
+  return [cmd, given, config, quiet, out, from]() {
     nlohmann::json values = given->values(*cmd);
     if (!config->empty()) values["config"] = *config;
     note_overrides(values);
     app::SearchRequest request;
-    app::apply(request, values, app::Source::CommandLine);
+    fill(request, *from, values);
     bool progress = !*quiet && isatty(fileno(stderr));
     if (progress) {
       request.progress = [](long long done, long long total) {
@@ -60,7 +63,9 @@ Command add_search(CLI::App& app) {
     report::SearchReport r = app::run_search(request);
     if (progress && r.seconds > 1.0) std::fprintf(stderr, "\n");
     std::string text = out->format == "json" ? report::to_json(r).dump(2) + "\n" : out->format == "csv" ? report::to_csv(r) : report::to_table(r);
-    emit(out->output, text);
+    emit(from->emit.empty() ? out->output : "-", text);
+    // --emit writes the first candidate.
+    if (!from->emit.empty() && !r.rows.empty()) emit_plan(*from, request.job, r.rows.front().candidate.layout, out->output);
     return r.any_fits() ? app::kExitOk : app::kExitDoesNotFit;
   };
 }
