@@ -173,6 +173,7 @@ Loaded read_hyperparallel(const json& tree, const std::string& file) {
     model["_source"] = file;
     out.model_config = model;
     set("model", file, "model.config_overrides");
+    t.use("model.pretrained_model_name_or_path");  // the fields stated here define the model
   } else if (auto id = t.text("model.pretrained_model_name_or_path")) {
     set("model", bundled_name(*id), "model.pretrained_model_name_or_path");
   }

@@ -306,7 +306,10 @@ Loaded read_mindformers(const json& tree, const std::string& file) {
     plan::ChunkCounts s = sel && (sel->is_boolean() || per_layer(sel)) ? recompute_layers(split.layers, *sel, at(file, "recompute_config.select_recompute"))
                                                                        : plan::ChunkCounts{};
     if (sel && sel->is_object()) s = recompute_layers(split.layers, true, at(file, "recompute_config.select_recompute"));
-    if (!s.empty()) {
+    bool any = false;
+    for (const auto& row : s)
+      for (long long c : row) any = any || c > 0;
+    if (any) {
       // Selective applies to the first n layers of a block; the fully recomputed ones among them stay full.
       for (std::size_t c = 0; c < s.size(); ++c)
         for (std::size_t j = 0; j < s[c].size(); ++j) s[c][j] = std::max(0LL, s[c][j] - (split.full.empty() ? 0 : split.full[c][j]));
