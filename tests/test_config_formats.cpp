@@ -53,8 +53,7 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(Stated{"examples/megatron/llama3-70b-h100x64.sh", config::Format::Megatron, 64, 8, 4, 2, 1, 512, 8192, 1, "selective", "h100-sxm"},
                       Stated{"examples/torchtitan/llama3-8b.toml", config::Format::Torchtitan, 8, 1, 1, 1, 1, 8, 8192, 3, "selective", "h100-sxm"},
                       Stated{"examples/hyperparallel/qwen3-32b-train.yaml", config::Format::HyperParallel, 32, 8, 2, 1, 1, 64, 4096, 3, "full", "ascend-910b"},
-                      Stated{"examples/mindformers/deepseek-v3-1024.yaml", config::Format::MindFormers, 1024, 4, 16, 1, 1, 512, 4096, 1, "off",
-                             "ascend-910b"}),
+                      Stated{"examples/mindformers/deepseek-v3-1024.yaml", config::Format::MindFormers, 1024, 4, 16, 1, 1, 512, 4096, 1, "off", "ascend-910b"}),
     [](const auto& p) { return std::string(config::to_string(p.param.format)); });
 
 // MindFormers' offset rule: 62 placed layers (61 + 1 MTP) on 16 stages, 62 // 16 = 3 plus the offsets
@@ -203,8 +202,7 @@ TEST_P(BadInput, OneClearError) {
 INSTANTIATE_TEST_SUITE_P(
     Readers, BadInput,
     ::testing::Values(
-        Bad{"unknown_format", "foo: 1\nbar: 2\n", "is none of the config formats"},
-        Bad{"not_a_mapping", "- 1\n- 2\n", "a mapping was expected"},
+        Bad{"unknown_format", "foo: 1\nbar: 2\n", "is none of the config formats"}, Bad{"not_a_mapping", "- 1\n- 2\n", "a mapping was expected"},
         Bad{"megatron_bad_degree", "--num-layers 4 --hidden-size 64 --num-attention-heads 4 --vocab-size 100 --tensor-model-parallel-size x\n",
             "--tensor-model-parallel-size: 'x' is not a whole number"},
         Bad{"megatron_no_vocab", "--num-layers 4 --hidden-size 64 --num-attention-heads 4 --tokenizer-type HuggingFaceTokenizer\n", "--vocab-size"},
@@ -216,7 +214,8 @@ INSTANTIATE_TEST_SUITE_P(
         Bad{"mindformers_offset_sum",
             "parallel_config:\n  pipeline_stage: 2\nmodel:\n  model_config:\n    hidden_size: 64\n    num_layers: 5\n    num_heads: 4\n    "
             "intermediate_size: 128\n    offset: [1, 1]\n",
-            "model.model_config.offset: [1,1] sums to 2, but MindFormers needs the offsets to sum to num_layers % (pipeline_stage x pp_interleave_num) = 5 % (2 "
+            "model.model_config.offset: [1,1] sums to 2, but MindFormers needs the offsets to sum to num_layers % (pipeline_stage x pp_interleave_num) = 5 % "
+            "(2 "
             "x 1) = 1"},
         Bad{"mindformers_recompute_shape",
             "parallel_config:\n  pipeline_stage: 2\nrecompute_config:\n  recompute: [1, 1, 1]\nmodel:\n  model_config:\n    hidden_size: 64\n    num_layers: "

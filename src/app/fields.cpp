@@ -195,14 +195,12 @@ void add_job_fields(std::vector<Field<Request>>& f) {
                [](const R& r) { return show_number(r.job.overlap.pp); }});
 }
 
-
 // The stated split's fields, for any request with `std::optional<plan::StageSplit> split`.
 template <typename Request>
 void add_split_fields(std::vector<Field<Request>>& f) {
   using R = Request;
   f.push_back({"stage_layers", "",
-               "layers per pipeline stage as run, e.g. 4,5,5,4; with VPP one row per chunk separated by '/' (chunk-major); default: the even split",
-               false,
+               "layers per pipeline stage as run, e.g. 4,5,5,4; with VPP one row per chunk separated by '/' (chunk-major); default: the even split", false,
                [](R& r, const json& v, const std::string& w) {
                  if (!r.split) r.split.emplace();
                  r.split->layers = plan::read_counts(v, w);

@@ -46,7 +46,7 @@ struct JobRequest {
   // A model defined inline by a framework config (HuggingFace keys, as model::model_from_json reads them);
   // null: `model` names it. `model` then labels it (the file it came from).
   nlohmann::json model_config;
-  std::string hardware = "h100-sxm";    // bundled device or a hardware YAML path
+  std::string hardware = "h100-sxm";  // bundled device or a hardware YAML path
   long long devices = 0;
   plan::Training training = with_sequence(4096);  // global batch, sequence, dtypes, precision, rank order, ...
   double memory_limit_gib = 0;                    // 0: the device's HBM

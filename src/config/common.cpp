@@ -349,7 +349,8 @@ bool has(const json& tree, const std::string& key) { return tree.is_object() && 
 
 Format detect_tree(const json& tree, const std::string& file) {
   if (!tree.is_object()) {
-    fail(file, "is none of the config formats sapp reads (a mapping was expected, got {}); formats: HuggingFace config, HyperParallel train YAML, "
+    fail(file,
+         "is none of the config formats sapp reads (a mapping was expected, got {}); formats: HuggingFace config, HyperParallel train YAML, "
          "MindFormers YAML, Megatron/MindSpeed arguments, torchtitan TOML, search YAML",
          tree.type_name());
   }
@@ -375,13 +376,15 @@ Format detect_tree(const json& tree, const std::string& file) {
     if (std::find(known.begin(), known.end(), key) == known.end()) all_known = false;
   }
   if (all_known) return Format::Sapp;
-  fail(file, "is none of the config formats sapp reads (its top-level keys: {}); formats: HuggingFace config, HyperParallel train YAML, MindFormers YAML, "
+  fail(file,
+       "is none of the config formats sapp reads (its top-level keys: {}); formats: HuggingFace config, HyperParallel train YAML, MindFormers YAML, "
        "Megatron/MindSpeed arguments, torchtitan TOML, search YAML, sapp's own options; --from-format names one",
        fmt::join(keys, ", "));
 }
 
 bool looks_like_megatron(const std::string& text) {
-  static const std::regex flag(R"((^|\s)--(num-layers|hidden-size|tensor-model-parallel-size|pipeline-model-parallel-size|micro-batch-size|global-batch-size|seq-length|num-attention-heads)(\s|=|$))");
+  static const std::regex flag(
+      R"((^|\s)--(num-layers|hidden-size|tensor-model-parallel-size|pipeline-model-parallel-size|micro-batch-size|global-batch-size|seq-length|num-attention-heads)(\s|=|$))");
   return std::regex_search(text, flag);
 }
 
@@ -459,7 +462,8 @@ std::vector<std::string> fill_request(Request& request, const Loaded& loaded, co
   std::vector<std::string> overrides;
   for (const auto& [key, value] : command_line.items()) {
     auto it = loaded.origin.find(key);
-    if (it != loaded.origin.end()) overrides.push_back(fmt::format("{} overrides {}: {}", app::where_of(app::Source::CommandLine, key), loaded.file, it->second));
+    if (it != loaded.origin.end())
+      overrides.push_back(fmt::format("{} overrides {}: {}", app::where_of(app::Source::CommandLine, key), loaded.file, it->second));
     if (key == "model" && !loaded.model_config.is_null()) {
       overrides.push_back(fmt::format("--model overrides the model {} defines", loaded.file));
       request.job.model_config = json();

@@ -34,12 +34,12 @@ Format detect(const std::string& text, const std::string& file);
 struct Loaded {
   Format format = Format::Sapp;
   std::string file;
-  std::string text;              // the file as read (write-back edits it)
-  nlohmann::json values;         // option-table keys -> values (app::apply)
-  nlohmann::json model_config;   // inline model definition (HuggingFace keys); null when `values.model` names one
+  std::string text;             // the file as read (write-back edits it)
+  nlohmann::json values;        // option-table keys -> values (app::apply)
+  nlohmann::json model_config;  // inline model definition (HuggingFace keys); null when `values.model` names one
   std::optional<plan::StageSplit> split;
-  std::vector<std::string> unused;    // key paths (or flags) the reader does not use
-  std::vector<std::string> warnings;  // stated things sapp reads but prices only approximately
+  std::vector<std::string> unused;            // key paths (or flags) the reader does not use
+  std::vector<std::string> warnings;          // stated things sapp reads but prices only approximately
   std::map<std::string, std::string> origin;  // value key -> the key path (or flag) it was read from
 };
 
@@ -58,7 +58,7 @@ std::vector<std::string> fill(app::SearchRequest& request, const Loaded& loaded,
 
 // The plan to write: the degrees, batch, sequence and split of one priced layout.
 struct Plan {
-  plan::Layout layout;             // dp, tp, pp, cp, ep, etp, vpp, sp, mbs, micro_batches, zero, recompute
+  plan::Layout layout;                    // dp, tp, pp, cp, ep, etp, vpp, sp, mbs, micro_batches, zero, recompute
   std::optional<plan::StageSplit> split;  // none: the even split
   long long devices = 0;
   long long global_batch = 0;

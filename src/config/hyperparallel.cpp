@@ -16,20 +16,44 @@ namespace {
 
 // Canonical HyperParallel model field names and the HuggingFace keys model_from_json reads.
 const std::vector<std::pair<std::string, std::string>>& canonical() {
-  static const std::vector<std::pair<std::string, std::string>> names = {
-      {"hidden_size", "hidden_size"}, {"num_hidden_layers", "num_hidden_layers"}, {"num_attention_heads", "num_attention_heads"},
-      {"num_key_value_heads", "num_key_value_heads"}, {"head_dim", "head_dim"}, {"intermediate_size", "intermediate_size"},
-      {"vocab_size", "vocab_size"}, {"max_position_embeddings", "max_position_embeddings"}, {"num_experts", "num_experts"},
-      {"n_routed_experts", "num_experts"}, {"num_experts_per_tok", "num_experts_per_tok"}, {"num_shared_experts", "n_shared_experts"},
-      {"n_shared_experts", "n_shared_experts"}, {"moe_intermediate_size", "moe_intermediate_size"},
-      {"shared_expert_intermediate_size", "shared_expert_intermediate_size"}, {"first_k_dense_replace", "first_k_dense_replace"},
-      {"mtp_depth", "num_nextn_predict_layers"}, {"num_nextn_predict_layers", "num_nextn_predict_layers"}, {"kv_lora_rank", "kv_lora_rank"},
-      {"q_lora_rank", "q_lora_rank"}, {"qk_rope_head_dim", "qk_rope_head_dim"}, {"v_head_dim", "v_head_dim"}, {"qk_nope_head_dim", "qk_nope_head_dim"},
-      {"tie_word_embeddings", "tie_word_embeddings"}, {"qk_norm", "qk_norm"}, {"model_type", "model_type"}, {"layer_types", "layer_types"},
-      {"attn_output_gate", "attn_output_gate"}, {"linear_num_key_heads", "linear_num_key_heads"}, {"linear_key_head_dim", "linear_key_head_dim"},
-      {"linear_num_value_heads", "linear_num_value_heads"}, {"linear_value_head_dim", "linear_value_head_dim"},
-      {"linear_conv_kernel_dim", "linear_conv_kernel_dim"}, {"dim", "hidden_size"}, {"n_layers", "num_hidden_layers"}, {"n_heads", "num_attention_heads"},
-      {"n_kv_heads", "num_key_value_heads"}, {"inter_dim", "intermediate_size"}};
+  static const std::vector<std::pair<std::string, std::string>> names = {{"hidden_size", "hidden_size"},
+                                                                         {"num_hidden_layers", "num_hidden_layers"},
+                                                                         {"num_attention_heads", "num_attention_heads"},
+                                                                         {"num_key_value_heads", "num_key_value_heads"},
+                                                                         {"head_dim", "head_dim"},
+                                                                         {"intermediate_size", "intermediate_size"},
+                                                                         {"vocab_size", "vocab_size"},
+                                                                         {"max_position_embeddings", "max_position_embeddings"},
+                                                                         {"num_experts", "num_experts"},
+                                                                         {"n_routed_experts", "num_experts"},
+                                                                         {"num_experts_per_tok", "num_experts_per_tok"},
+                                                                         {"num_shared_experts", "n_shared_experts"},
+                                                                         {"n_shared_experts", "n_shared_experts"},
+                                                                         {"moe_intermediate_size", "moe_intermediate_size"},
+                                                                         {"shared_expert_intermediate_size", "shared_expert_intermediate_size"},
+                                                                         {"first_k_dense_replace", "first_k_dense_replace"},
+                                                                         {"mtp_depth", "num_nextn_predict_layers"},
+                                                                         {"num_nextn_predict_layers", "num_nextn_predict_layers"},
+                                                                         {"kv_lora_rank", "kv_lora_rank"},
+                                                                         {"q_lora_rank", "q_lora_rank"},
+                                                                         {"qk_rope_head_dim", "qk_rope_head_dim"},
+                                                                         {"v_head_dim", "v_head_dim"},
+                                                                         {"qk_nope_head_dim", "qk_nope_head_dim"},
+                                                                         {"tie_word_embeddings", "tie_word_embeddings"},
+                                                                         {"qk_norm", "qk_norm"},
+                                                                         {"model_type", "model_type"},
+                                                                         {"layer_types", "layer_types"},
+                                                                         {"attn_output_gate", "attn_output_gate"},
+                                                                         {"linear_num_key_heads", "linear_num_key_heads"},
+                                                                         {"linear_key_head_dim", "linear_key_head_dim"},
+                                                                         {"linear_num_value_heads", "linear_num_value_heads"},
+                                                                         {"linear_value_head_dim", "linear_value_head_dim"},
+                                                                         {"linear_conv_kernel_dim", "linear_conv_kernel_dim"},
+                                                                         {"dim", "hidden_size"},
+                                                                         {"n_layers", "num_hidden_layers"},
+                                                                         {"n_heads", "num_attention_heads"},
+                                                                         {"n_kv_heads", "num_key_value_heads"},
+                                                                         {"inter_dim", "intermediate_size"}};
   return names;
 }
 
@@ -43,9 +67,10 @@ json model_fields(Tree& t, const std::vector<std::string>& prefixes) {
   }
   if (!m.contains("hidden_size")) return json();
   if (!m.contains("model_type")) {
-    m["model_type"] = m.contains("kv_lora_rank") ? "deepseek_v3" : m.contains("num_experts") ? (m.value("qk_norm", false) ? "qwen3_moe" : "mixtral")
-                      : m.value("qk_norm", false)  ? "qwen3"
-                                                   : "llama";
+    m["model_type"] = m.contains("kv_lora_rank")  ? "deepseek_v3"
+                      : m.contains("num_experts") ? (m.value("qk_norm", false) ? "qwen3_moe" : "mixtral")
+                      : m.value("qk_norm", false) ? "qwen3"
+                                                  : "llama";
   }
   return m;
 }
@@ -119,7 +144,8 @@ Loaded read_hyperparallel(const json& tree, const std::string& file) {
   if (legacy) {
     bool op = t.flag("train.accelerator.enable_parallel_optimizer").value_or(true);
     set("zero", op && dp > 1 ? 1 : 0, "train.accelerator.enable_parallel_optimizer");
-    if (auto s = t.whole("train.accelerator.optimizer_weight_shard_size", -1); s && *s > 0) set("optimizer_shard", *s, "train.accelerator.optimizer_weight_shard_size");
+    if (auto s = t.whole("train.accelerator.optimizer_weight_shard_size", -1); s && *s > 0)
+      set("optimizer_shard", *s, "train.accelerator.optimizer_weight_shard_size");
     bool sp = t.flag("train.accelerator.use_seq_parallel").value_or(t.flag("train.accelerator.sequence_parallel").value_or(false));
     if (sp && tp > 1) set("sp", true, "train.accelerator.use_seq_parallel");
   } else {
@@ -161,7 +187,8 @@ Loaded read_hyperparallel(const json& tree, const std::string& file) {
       break;
     }
   }
-  if (auto dt = t.text("fsdp_config.mix_precision.param_dtype")) set("param_bytes", dtype_bytes(*dt, at(file, "fsdp_config.mix_precision.param_dtype")), "fsdp_config.mix_precision.param_dtype");
+  if (auto dt = t.text("fsdp_config.mix_precision.param_dtype"))
+    set("param_bytes", dtype_bytes(*dt, at(file, "fsdp_config.mix_precision.param_dtype")), "fsdp_config.mix_precision.param_dtype");
   if (auto mem = t.text("context.max_device_memory")) {
     std::size_t g = mem->find("GB");
     if (g == std::string::npos) fail(at(file, "context.max_device_memory"), "'{}' is not a size like 58GB", *mem);
@@ -205,8 +232,10 @@ Loaded read_reference_search(const json& tree, const std::string& file) {
     if (!model.contains("max_position_embeddings")) t.use("model.max_position_embeddings");
     out.model_config = model;
     set("model", file, "model");
-    if (auto seq = t.whole("model.seq_length")) set("seq", *seq, "model.seq_length");
-    else if (auto pos = t.whole("model.max_position_embeddings")) set("seq", *pos, "model.max_position_embeddings");
+    if (auto seq = t.whole("model.seq_length"))
+      set("seq", *seq, "model.seq_length");
+    else if (auto pos = t.whole("model.max_position_embeddings"))
+      set("seq", *pos, "model.max_position_embeddings");
   }
   if (auto nodes = t.whole("cluster.num_nodes")) {
     long long cards = t.whole("cluster.cards_per_node").value_or(8);
@@ -224,7 +253,8 @@ Loaded read_reference_search(const json& tree, const std::string& file) {
     if (const json* v = t.get("parallelism." + key)) set(name, *v, "parallelism." + key);
   }
   if (const json* fsdp = t.get("parallelism.fsdp")) {
-    if (fsdp->is_number_integer()) set("zero", fsdp->get<long long>() > 1 ? json(3) : json(0), "parallelism.fsdp");
+    if (fsdp->is_number_integer())
+      set("zero", fsdp->get<long long>() > 1 ? json(3) : json(0), "parallelism.fsdp");
     else if (fsdp->is_array()) {
       json zs = json::array();
       for (const auto& f : *fsdp) zs.push_back(f.is_number_integer() && f.get<long long>() > 1 ? 3 : 0);
@@ -234,7 +264,8 @@ Loaded read_reference_search(const json& tree, const std::string& file) {
     }
   }
   for (const char* k : {"parallelism.dp", "parallelism.micro_batch_num", "pp_config.micro_batch_num"}) {
-    if (t.get(k)) out.warnings.push_back(fmt::format("{}: sapp derives DP and the micro-batch count from the devices, the global batch and the other degrees", k));
+    if (t.get(k))
+      out.warnings.push_back(fmt::format("{}: sapp derives DP and the micro-batch count from the devices, the global batch and the other degrees", k));
   }
   if (auto gbs = t.whole("constraint.global_batch_size")) set("global_batch", *gbs, "constraint.global_batch_size");
   if (auto lim = t.get("constraint.memory_limit_gb"); lim && lim->is_number()) {
@@ -309,8 +340,8 @@ std::string emit_hyperparallel(const Plan& plan, const Loaded* original, const s
       text += fmt::format("    vocab_size: {}\n    tie_word_embeddings: {}\n", m.vocab_size, m.tie_word_embeddings ? "true" : "false");
       if (m.qk_norm) text += fmt::format("    qk_norm: {}\n", *m.qk_norm ? "true" : "false");
       if (m.is_moe()) {
-        text += fmt::format("    num_experts: {}\n    num_experts_per_tok: {}\n    moe_intermediate_size: {}\n", *m.num_experts, m.experts_per_token.value_or(1),
-                            m.routed_expert_width());
+        text += fmt::format("    num_experts: {}\n    num_experts_per_tok: {}\n    moe_intermediate_size: {}\n", *m.num_experts,
+                            m.experts_per_token.value_or(1), m.routed_expert_width());
       }
     } else {
       text += fmt::format("  pretrained_model_name_or_path: {}\n", model_name);

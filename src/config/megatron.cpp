@@ -62,9 +62,12 @@ long long arith(const std::string& expr, const std::string& where) {
     if (i < e.size() && std::isdigit(static_cast<unsigned char>(e[i]))) {
       cur = 0;
       while (i < e.size() && std::isdigit(static_cast<unsigned char>(e[i]))) cur = cur * 10 + (e[i++] - '0');
-      if (pending == '*') acc *= cur;
-      else if (cur != 0) acc /= cur;
-      else fail(where, "division by zero in $(( {} ))", expr);
+      if (pending == '*')
+        acc *= cur;
+      else if (cur != 0)
+        acc /= cur;
+      else
+        fail(where, "division by zero in $(( {} ))", expr);
       continue;
     }
     char c = i < e.size() ? e[i] : '\0';
@@ -156,8 +159,10 @@ std::vector<std::string> words_of(const std::string& line) {
   for (std::size_t i = 0; i < line.size(); ++i) {
     char c = line[i];
     if (quote) {
-      if (c == quote) quote = 0;
-      else cur += c;
+      if (c == quote)
+        quote = 0;
+      else
+        cur += c;
       continue;
     }
     if (c == '"' || c == '\'') {
@@ -261,10 +266,11 @@ Shell run_shell(const std::string& text, const std::string& file) {
 }
 
 const std::set<std::string>& torchrun_flags() {
-  static const std::set<std::string> f = {"--nproc_per_node", "--nproc-per-node", "--nnodes", "--node_rank", "--node-rank", "--master_addr",
-                                          "--master-addr", "--master_port", "--master-port", "--rdzv_backend", "--rdzv-backend", "--rdzv_endpoint",
-                                          "--rdzv-endpoint", "--rdzv_id", "--rdzv-id", "--standalone", "--max_restarts", "--max-restarts", "--tee",
-                                          "--log_dir", "--log-dir", "--redirects", "--role", "--local-ranks-filter", "--no_python", "--run_path"};
+  static const std::set<std::string> f = {
+      "--nproc_per_node", "--nproc-per-node", "--nnodes",       "--node_rank",     "--node-rank",     "--master_addr", "--master-addr", "--master_port",
+      "--master-port",    "--rdzv_backend",   "--rdzv-backend", "--rdzv_endpoint", "--rdzv-endpoint", "--rdzv_id",     "--rdzv-id",     "--standalone",
+      "--max_restarts",   "--max-restarts",   "--tee",          "--log_dir",       "--log-dir",       "--redirects",   "--role",        "--local-ranks-filter",
+      "--no_python",      "--run_path"};
   return f;
 }
 
@@ -450,8 +456,10 @@ Loaded read_megatron(const std::string& text, const std::string& file) {
     bool swiglu = a.on("--swiglu");
     long long ffn = a.whole("--ffn-hidden-size").value_or(swiglu ? (4 * h * 2 / 3) / 64 * 64 : 4 * h);
     m["intermediate_size"] = ffn;
-    if (a.on("--group-query-attention")) m["num_key_value_heads"] = a.whole("--num-query-groups").value_or(1);
-    else a.used.insert("--num-query-groups");
+    if (a.on("--group-query-attention"))
+      m["num_key_value_heads"] = a.whole("--num-query-groups").value_or(1);
+    else
+      a.used.insert("--num-query-groups");
     if (auto kv = a.whole("--kv-channels")) m["head_dim"] = *kv;
     if (auto pos = a.whole("--max-position-embeddings")) m["max_position_embeddings"] = *pos;
     auto vocab = a.whole("--vocab-size");
@@ -498,7 +506,8 @@ Loaded read_megatron(const std::string& text, const std::string& file) {
     }
     if (auto mtp = a.whole("--mtp-num-layers", 0)) m["num_nextn_predict_layers"] = *mtp;
     m["model_type"] = mla ? "deepseek_v3" : moe ? (qk_norm ? "qwen3_moe" : "mixtral") : qk_norm ? "qwen3" : qkv_bias ? "qwen2" : (swiglu ? "llama" : "gpt3");
-    if (!no_bias && (swiglu || mla || moe)) out.warnings.push_back("linear layers keep Megatron's default biases (no --disable-bias-linear); sapp prices the family's biases");
+    if (!no_bias && (swiglu || mla || moe))
+      out.warnings.push_back("linear layers keep Megatron's default biases (no --disable-bias-linear); sapp prices the family's biases");
     if (auto drop = a.value("--attention-dropout")) m["attention_dropout"] = std::stod(*drop);
     if (auto drop = a.value("--hidden-dropout")) m["hidden_dropout"] = std::stod(*drop);
     out.model_config = m;
@@ -534,7 +543,8 @@ Loaded read_megatron(const std::string& text, const std::string& file) {
   if (a.on("--use-megatron-fsdp") || a.on("--use-custom-fsdp")) {
     std::string strategy = a.value("--data-parallel-sharding-strategy").value_or("no_shard");
     static const std::map<std::string, int> levels = {{"no_shard", 0}, {"optim", 1}, {"optim_grads", 2}, {"optim_grads_params", 3}};
-    if (!levels.count(strategy)) fail(at(file, "--data-parallel-sharding-strategy"), "'{}' is not no_shard, optim, optim_grads or optim_grads_params", strategy);
+    if (!levels.count(strategy))
+      fail(at(file, "--data-parallel-sharding-strategy"), "'{}' is not no_shard, optim, optim_grads or optim_grads_params", strategy);
     zero = levels.at(strategy);
     zero_from = "--data-parallel-sharding-strategy";
   }
@@ -548,7 +558,8 @@ Loaded read_megatron(const std::string& text, const std::string& file) {
   if (cp > 1) {
     if (auto algo = a.value("--context-parallel-algo")) {
       set("cp_algo", *algo == "ulysses_cp_algo" ? "all2all" : "ring", "--context-parallel-algo");
-      if (*algo != "ulysses_cp_algo" && *algo != "megatron_cp_algo") out.warnings.push_back(fmt::format("--context-parallel-algo {} is priced as ring CP", *algo));
+      if (*algo != "ulysses_cp_algo" && *algo != "megatron_cp_algo")
+        out.warnings.push_back(fmt::format("--context-parallel-algo {} is priced as ring CP", *algo));
     } else if (auto type = a.value("--cp-comm-type")) {
       set("cp_algo", *type == "a2a" ? "all2all" : "ring", "--cp-comm-type");
       if (*type != "a2a" && *type != "p2p") out.warnings.push_back(fmt::format("--cp-comm-type {} is priced as ring (p2p) CP", *type));
@@ -563,8 +574,7 @@ Loaded read_megatron(const std::string& text, const std::string& file) {
   if (auto v = a.whole("--num-virtual-stages-per-pipeline-rank")) vpp = *v;
   if (auto per = a.whole("--num-layers-per-virtual-pipeline-stage")) {
     if (!layers) fail(at(file, "--num-layers-per-virtual-pipeline-stage"), "needs --num-layers");
-    if (*layers % (pp * *per) != 0)
-      fail(at(file, "--num-layers-per-virtual-pipeline-stage"), "{} does not divide --num-layers {} / PP {}", *per, *layers, pp);
+    if (*layers % (pp * *per) != 0) fail(at(file, "--num-layers-per-virtual-pipeline-stage"), "{} does not divide --num-layers {} / PP {}", *per, *layers, pp);
     vpp = *layers / pp / *per;
   }
   std::optional<plan::StageSplit> split;
@@ -582,7 +592,8 @@ Loaded read_megatron(const std::string& text, const std::string& file) {
     long long middle_stages = pp - (first >= 0 ? 1 : 0) - (last >= 0 ? 1 : 0);
     long long rest = *layers - std::max(0LL, first) - std::max(0LL, last);
     if (rest < 0 || (middle_stages > 0 && rest % middle_stages != 0) || (middle_stages == 0 && rest != 0)) {
-      fail(file, "--decoder-first-pipeline-num-layers {} and --decoder-last-pipeline-num-layers {} leave {} of --num-layers {} for {} other stage(s), which does "
+      fail(file,
+           "--decoder-first-pipeline-num-layers {} and --decoder-last-pipeline-num-layers {} leave {} of --num-layers {} for {} other stage(s), which does "
            "not divide",
            first, last, rest, *layers, middle_stages);
     }
@@ -898,7 +909,8 @@ std::string emit_megatron(const Plan& plan, const Loaded* original, const std::s
   ed.set("--tensor-model-parallel-size", std::to_string(l.tp), anchor);
   ed.set("--pipeline-model-parallel-size", std::to_string(l.pp), "--tensor-model-parallel-size");
   ed.set("--context-parallel-size", std::to_string(l.cp), "--tensor-model-parallel-size");
-  if (l.ep > 1 || ed.find("--expert-model-parallel-size").first >= 0) ed.set("--expert-model-parallel-size", std::to_string(l.ep), "--tensor-model-parallel-size");
+  if (l.ep > 1 || ed.find("--expert-model-parallel-size").first >= 0)
+    ed.set("--expert-model-parallel-size", std::to_string(l.ep), "--tensor-model-parallel-size");
   if (l.ep > 1 || l.etp > 1 || ed.find("--expert-tensor-parallel-size").first >= 0)
     ed.set("--expert-tensor-parallel-size", std::to_string(l.etp), "--tensor-model-parallel-size");
   if (l.sp && l.tp > 1)

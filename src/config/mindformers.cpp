@@ -168,9 +168,8 @@ json model_of(Tree& t, const std::string& file, long long& num_layers, long long
   opt({"model.model_config.v_head_dim"}, "v_head_dim");
   mtp = whole_of(t, {"model.model_config.mtp_depth", "model.model_config.num_nextn_predict_layers", "model.model_config.mtp_num_layers"}, k, 0).value_or(0);
   if (mtp > 0) m["num_nextn_predict_layers"] = mtp;
-  auto experts = whole_of(t, {"moe_config.expert_num", "model.model_config.num_experts", "model.model_config.n_routed_experts",
-                              "model.model_config.num_moe_experts"},
-                          k);
+  auto experts =
+      whole_of(t, {"moe_config.expert_num", "model.model_config.num_experts", "model.model_config.n_routed_experts", "model.model_config.num_moe_experts"}, k);
   if (experts && *experts > 1) {
     m["n_routed_experts"] = *experts;
     opt({"moe_config.num_experts_chosen", "model.model_config.num_experts_per_tok", "model.model_config.moe_router_topk"}, "num_experts_per_tok");
@@ -192,12 +191,18 @@ json model_of(Tree& t, const std::string& file, long long& num_layers, long long
   t.use("model.arch");
   std::string lower = io::lower(cls);
   if (type.empty()) {
-    if (m.contains("kv_lora_rank")) type = "deepseek_v3";
-    else if (lower.find("qwen3moe") != std::string::npos) type = "qwen3_moe";
-    else if (lower.find("qwen3") != std::string::npos) type = "qwen3";
-    else if (lower.find("qwen2") != std::string::npos) type = "qwen2";
-    else if (m.contains("n_routed_experts")) type = "mixtral";
-    else type = "llama";
+    if (m.contains("kv_lora_rank"))
+      type = "deepseek_v3";
+    else if (lower.find("qwen3moe") != std::string::npos)
+      type = "qwen3_moe";
+    else if (lower.find("qwen3") != std::string::npos)
+      type = "qwen3";
+    else if (lower.find("qwen2") != std::string::npos)
+      type = "qwen2";
+    else if (m.contains("n_routed_experts"))
+      type = "mixtral";
+    else
+      type = "llama";
   }
   m["model_type"] = type;
   // Legacy DeepSeek-V3 places its MTP layers with the body (LayerSetting(num_layers + mtp_depth)).
@@ -263,7 +268,8 @@ Loaded read_mindformers(const json& tree, const std::string& file) {
     set("param_bytes", b, "model.model_config.param_init_type");
     if (b >= 4) set("optimizer_bytes", 8, "model.model_config.param_init_type (fp32 weights: two Adam moments)");
   }
-  if (auto cd = t.text("model.model_config.compute_dtype")) set("compute_bytes", dtype_bytes(*cd, at(file, "model.model_config.compute_dtype")), "model.model_config.compute_dtype");
+  if (auto cd = t.text("model.model_config.compute_dtype"))
+    set("compute_bytes", dtype_bytes(*cd, at(file, "model.model_config.compute_dtype")), "model.model_config.compute_dtype");
   if (auto flash = t.flag("model.model_config.use_flash_attention")) set("no_flash_attention", !*flash, "model.model_config.use_flash_attention");
   if (auto cf = t.get("moe_config.capacity_factor"); cf && cf->is_number()) {
     // Dropless (<= 0) and capacity factors are both priced; MindFormers' default is 1.1.
@@ -351,8 +357,8 @@ std::string emit_mindformers(const Plan& plan, const Loaded* original, const std
   if (original) {
     text = original->text;
   } else {
-    text = fmt::format("# MindFormers training config for {} on {} devices, written by sapp.\nrun_mode: 'train'\nuse_parallel: True\n", model_name,
-                       plan.devices);
+    text =
+        fmt::format("# MindFormers training config for {} on {} devices, written by sapp.\nrun_mode: 'train'\nuse_parallel: True\n", model_name, plan.devices);
     if (plan.model) {
       const model::ModelSpec& m = *plan.model;
       text += "model:\n  model_config:\n";
@@ -363,8 +369,8 @@ std::string emit_mindformers(const Plan& plan, const Loaded* original, const std
       if (m.intermediate_size) text += fmt::format("    intermediate_size: {}\n", *m.intermediate_size);
       text += fmt::format("    vocab_size: {}\n", m.vocab_size);
       if (m.is_moe()) {
-        text += fmt::format("    num_experts: {}\n    num_experts_per_tok: {}\n    moe_intermediate_size: {}\n", *m.num_experts, m.experts_per_token.value_or(1),
-                            m.routed_expert_width());
+        text += fmt::format("    num_experts: {}\n    num_experts_per_tok: {}\n    moe_intermediate_size: {}\n", *m.num_experts,
+                            m.experts_per_token.value_or(1), m.routed_expert_width());
         if (m.first_k_dense) text += fmt::format("    first_k_dense_replace: {}\n", *m.first_k_dense);
       }
       if (m.is_mla()) {

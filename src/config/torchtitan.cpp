@@ -38,26 +38,47 @@ json to_json(const toml::node& node) {
 const std::map<std::string, std::set<std::string>>& schema() {
   static const std::map<std::string, std::set<std::string>> s = {
       {"job", {"config_file", "dump_folder", "description", "print_config", "save_config_file", "custom_config_module", "use_for_integration_test"}},
-      {"profiling", {"enable_profiling", "save_traces_folder", "profile_freq", "profiler_active", "profiler_warmup", "enable_memory_snapshot", "save_memory_snapshot_folder"}},
+      {"profiling",
+       {"enable_profiling", "save_traces_folder", "profile_freq", "profiler_active", "profiler_warmup", "enable_memory_snapshot",
+        "save_memory_snapshot_folder"}},
       {"metrics", {"log_freq", "enable_tensorboard", "disable_color_printing", "save_tb_folder", "save_for_all_ranks", "enable_wandb"}},
       {"model", {"name", "flavor", "hf_assets_path", "tokenizer_path", "converters", "print_after_conversion"}},
       {"optimizer", {"name", "lr", "beta1", "beta2", "eps", "weight_decay", "implementation", "early_step_in_backward"}},
       {"lr_scheduler", {"warmup_steps", "total_steps", "decay_ratio", "decay_type", "min_lr_factor"}},
-      {"training", {"dataset", "dataset_path", "local_batch_size", "global_batch_size", "seq_len", "max_norm", "steps", "enable_cpu_offload", "dtype",
-                    "mixed_precision_param", "mixed_precision_reduce", "gc_freq", "gc_debug", "seed", "deterministic", "batch_size"}},
+      {"training",
+       {"dataset", "dataset_path", "local_batch_size", "global_batch_size", "seq_len", "max_norm", "steps", "enable_cpu_offload", "dtype",
+        "mixed_precision_param", "mixed_precision_reduce", "gc_freq", "gc_debug", "seed", "deterministic", "batch_size"}},
       {"training.dataloader", {"num_workers", "persistent_workers", "pin_memory", "prefetch_factor"}},
-      {"parallelism", {"data_parallel_replicate_degree", "data_parallel_shard_degree", "fsdp_reshard_after_forward", "tensor_parallel_degree",
-                       "disable_loss_parallel", "enable_async_tensor_parallel", "pipeline_parallel_degree", "module_fqns_per_model_part",
-                       "pipeline_parallel_first_stage_less_layers", "pipeline_parallel_last_stage_less_layers", "pipeline_parallel_layers_per_stage",
-                       "pipeline_parallel_schedule", "pipeline_parallel_schedule_csv", "pipeline_parallel_microbatch_size",
-                       "pipeline_parallel_expert_parallel_overlap", "context_parallel_degree", "context_parallel_load_balancer",
-                       "context_parallel_rotate_method", "expert_parallel_degree", "expert_tensor_parallel_degree", "expert_parallel_comm_backend",
-                       "enable_compiled_autograd"}},
-      {"checkpoint", {"enable", "enable_checkpoint", "enable_ft_dataloader_checkpoints", "folder", "interval", "initial_load_path", "initial_load_model_only",
-                      "initial_load_in_hf", "initial_load_in_hf_quantized", "last_save_model_only", "last_save_in_hf", "export_dtype", "async_mode",
-                      "keep_latest_k", "load_step", "exclude_from_loading", "enable_first_step_checkpoint", "create_seed_checkpoint", "load_only"}},
-      {"activation_checkpoint", {"mode", "selective_ac_option", "per_op_sac_force_recompute_mm_shapes_by_fqns", "early_stop", "memory_budget",
-                                 "visualize_memory_budget_pareto", "preserve_rng_state", "determinism_check", "debug"}},
+      {"parallelism",
+       {"data_parallel_replicate_degree",
+        "data_parallel_shard_degree",
+        "fsdp_reshard_after_forward",
+        "tensor_parallel_degree",
+        "disable_loss_parallel",
+        "enable_async_tensor_parallel",
+        "pipeline_parallel_degree",
+        "module_fqns_per_model_part",
+        "pipeline_parallel_first_stage_less_layers",
+        "pipeline_parallel_last_stage_less_layers",
+        "pipeline_parallel_layers_per_stage",
+        "pipeline_parallel_schedule",
+        "pipeline_parallel_schedule_csv",
+        "pipeline_parallel_microbatch_size",
+        "pipeline_parallel_expert_parallel_overlap",
+        "context_parallel_degree",
+        "context_parallel_load_balancer",
+        "context_parallel_rotate_method",
+        "expert_parallel_degree",
+        "expert_tensor_parallel_degree",
+        "expert_parallel_comm_backend",
+        "enable_compiled_autograd"}},
+      {"checkpoint",
+       {"enable", "enable_checkpoint", "enable_ft_dataloader_checkpoints", "folder", "interval", "initial_load_path", "initial_load_model_only",
+        "initial_load_in_hf", "initial_load_in_hf_quantized", "last_save_model_only", "last_save_in_hf", "export_dtype", "async_mode", "keep_latest_k",
+        "load_step", "exclude_from_loading", "enable_first_step_checkpoint", "create_seed_checkpoint", "load_only"}},
+      {"activation_checkpoint",
+       {"mode", "selective_ac_option", "per_op_sac_force_recompute_mm_shapes_by_fqns", "early_stop", "memory_budget", "visualize_memory_budget_pareto",
+        "preserve_rng_state", "determinism_check", "debug"}},
       {"compile", {"enable", "components", "backend"}},
       {"quantize", {}},
       {"quantize.linear", {}},
@@ -220,8 +241,10 @@ Loaded read_torchtitan(const std::string& text, const std::string& file) {
   set("param_bytes", dtype_bytes(param, at(file, "training.mixed_precision_param")), "training.mixed_precision_param");
   if (const json* conv = t.get("model.converters"); conv && conv->is_array()) {
     for (const auto& c : *conv) {
-      if (c == "float8") set("fp8", true, "model.converters");
-      else if (c == "mx") out.warnings.push_back("model.converters mx (MXFP8) is priced at the device's FP8 rate");
+      if (c == "float8")
+        set("fp8", true, "model.converters");
+      else if (c == "mx")
+        out.warnings.push_back("model.converters mx (MXFP8) is priced at the device's FP8 rate");
     }
   }
 
@@ -252,7 +275,8 @@ Loaded read_torchtitan(const std::string& text, const std::string& file) {
         }
       }
       if (total != layers)
-        t.bad("parallelism.module_fqns_per_model_part", fmt::format("names {} layers.N modules, but the {} {} flavour has {} layers", total, name, flavour, layers));
+        t.bad("parallelism.module_fqns_per_model_part",
+              fmt::format("names {} layers.N modules, but the {} {} flavour has {} layers", total, name, flavour, layers));
     } else {
       long long effective = layers + first_less + last_less;
       long long base = effective / stages;
@@ -317,8 +341,8 @@ Loaded read_torchtitan(const std::string& text, const std::string& file) {
   }
   out.split = split;
   for (const char* k : {"job", "profiling", "metrics", "optimizer", "lr_scheduler", "checkpoint", "comm", "validation", "training.dataset",
-                        "training.dataset_path", "training.steps", "training.max_norm", "training.dataloader", "model.hf_assets_path",
-                        "model.tokenizer_path", "compile", "training.gc_freq", "training.seed"})
+                        "training.dataset_path", "training.steps", "training.max_norm", "training.dataloader", "model.hf_assets_path", "model.tokenizer_path",
+                        "compile", "training.gc_freq", "training.seed"})
     t.use(k);
   out.unused = t.unused();
   return out;
@@ -338,8 +362,9 @@ std::string emit_torchtitan(const Plan& plan, const Loaded* original, const std:
       name = rest.substr(0, rest.find(' '));
       flavour = rest.substr(rest.find(' ') + 1);
     }
-    text = fmt::format("# torchtitan (v0.2) job config for {} on {} devices, written by sapp.\n[job]\ndescription = \"{}\"\n\n[model]\nname = \"{}\"\nflavor = \"{}\"\n",
-                       model_name, plan.devices, model_name, name, flavour);
+    text = fmt::format(
+        "# torchtitan (v0.2) job config for {} on {} devices, written by sapp.\n[job]\ndescription = \"{}\"\n\n[model]\nname = \"{}\"\nflavor = \"{}\"\n",
+        model_name, plan.devices, model_name, name, flavour);
   }
   long long shard = l.zero >= 1 ? (l.optimizer_shard > 0 ? l.optimizer_shard / l.cp : l.dp) : 1;
   text = toml_set(text, "parallelism", "data_parallel_replicate_degree", std::to_string(l.dp / shard));

@@ -77,8 +77,8 @@ long long json_count(const json& v, const std::string& where) {
 std::vector<Violation> check_split(const StageSplit& split, long long layers, int pp, int vpp) {
   std::vector<Violation> out;
   if (!same_shape(split.layers, pp, vpp)) {
-    out.push_back({"split shape", fmt::format("the stage layer counts hold {}, but PP {} x VPP {} needs {} row(s) of {}", shape_of(split.layers), pp, vpp,
-                                              vpp, pp)});
+    out.push_back(
+        {"split shape", fmt::format("the stage layer counts hold {}, but PP {} x VPP {} needs {} row(s) of {}", shape_of(split.layers), pp, vpp, vpp, pp)});
     return out;
   }
   if (split.total() != layers) {
@@ -89,8 +89,8 @@ std::vector<Violation> check_split(const StageSplit& split, long long layers, in
     if (counts->empty()) continue;
     const char* name = counts == &split.full ? "full" : "selective";
     if (!same_shape(*counts, pp, vpp)) {
-      out.push_back({"split shape", fmt::format("the {} recompute counts hold {}, but PP {} x VPP {} needs {} row(s) of {}", name, shape_of(*counts), pp,
-                                                vpp, vpp, pp)});
+      out.push_back(
+          {"split shape", fmt::format("the {} recompute counts hold {}, but PP {} x VPP {} needs {} row(s) of {}", name, shape_of(*counts), pp, vpp, vpp, pp)});
       return out;
     }
   }
