@@ -9,7 +9,7 @@ import re
 import sys
 
 # Each layer and the layers it may include (its own included); transitive, lowest first.
-ORDER = ["core", "model", "hardware", "plan", "cost", "pipeline", "search", "report", "app", "cli"]
+ORDER = ["core", "model", "hardware", "plan", "cost", "pipeline", "search", "report", "app", "config", "cli"]
 BELOW = {
     "core": {"core"},
     "model": {"core", "model"},
@@ -20,6 +20,7 @@ BELOW = {
     "search": {"core", "model", "hardware", "plan", "cost", "search"},
     "report": {"core", "model", "hardware", "plan", "cost", "pipeline", "search", "report"},
     "app": {"core", "model", "hardware", "plan", "cost", "pipeline", "search", "report", "app"},
+    "config": {"core", "model", "hardware", "plan", "cost", "pipeline", "search", "report", "app", "config"},
     "cli": set(ORDER),
 }
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([a-z_]+)/[^"]+"', re.M)

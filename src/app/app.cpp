@@ -95,12 +95,22 @@ std::vector<report::Suggestion> suggestions(const LoadedJob& x, const JobRequest
   return out;
 }
 
+// A stated split as the layout holds it; refuses recompute counts stated without layer counts.
+std::shared_ptr<const plan::StageSplit> split_of(const std::optional<plan::StageSplit>& split, const JobRequest& job) {
+  if (!split) return nullptr;
+  if (split->layers.empty()) {
+    fail(where_of(job.source, "stage_recompute"), "per-stage recompute counts need the layers per stage too ({})", where_of(job.source, "stage_layers"));
+  }
+  return std::make_shared<const plan::StageSplit>(*split);
+}
+
 }  // namespace
 
 LoadedJob load(const JobRequest& job) {
   std::string data = io::data_dir();
   LoadedJob x{model::load_catalog(data), {}, hardware::load_hardware(job.hardware, data), 0};
-  x.model = model::resolve(model::load_model(job.model, data), x.catalog.records, x.catalog.profiles);
+  model::ModelSpec spec = job.model_config.is_null() ? model::load_model(job.model, data) : model::model_from_json(job.model_config, job.model);
+  x.model = model::resolve(spec, x.catalog.records, x.catalog.profiles);
   x.capacity_bytes = job.memory_limit_gib > 0 ? job.memory_limit_gib * kGiB : x.hardware.memory_bytes;
   return x;
 }
@@ -111,6 +121,7 @@ report::EstimateReport run_estimate(const EstimateRequest& request) {
   report::EstimateReport r;
   r.subject = subject_of(x, request.job);
   r.layout = request.layout;
+  r.layout.split = split_of(request.split, request.job);
   Priced p = price(x, request.job, r.layout);
   r.memory = p.memory;
   r.time = p.time;
@@ -128,6 +139,13 @@ report::SearchReport run_search(const SearchRequest& request) {
   LoadedJob x = load(request.job);
   search::Space space = request.space;
   space.allow_tp_across_nodes = request.job.allow_tp_across_nodes;
+  space.split = split_of(request.split, request.job);
+  if (space.split) {
+    // The split is held fixed: PP and VPP follow its shape, and a split that states recompute decides it.
+    space.pp = std::vector<int>{space.split->pp()};
+    space.vpp = std::vector<int>{space.split->vpp()};
+    if (space.split->states_recompute()) space.recompute = {plan::Recompute::Off};
+  }
   search::Options options;
   options.overlap = request.job.overlap;
   options.threads = request.threads > 0 ? request.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));

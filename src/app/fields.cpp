@@ -195,6 +195,28 @@ void add_job_fields(std::vector<Field<Request>>& f) {
                [](const R& r) { return show_number(r.job.overlap.pp); }});
 }
 
+// The stated split's fields, for any request with `std::optional<plan::StageSplit> split`.
+template <typename Request>
+void add_split_fields(std::vector<Field<Request>>& f) {
+  using R = Request;
+  f.push_back({"stage_layers", "",
+               "layers per pipeline stage as run, e.g. 4,5,5,4; with VPP one row per chunk separated by '/' (chunk-major); default: the even split", false,
+               [](R& r, const json& v, const std::string& w) {
+                 if (!r.split) r.split.emplace();
+                 r.split->layers = plan::read_counts(v, w);
+               },
+               [](const R&) { return std::string(); }});
+  f.push_back({"stage_recompute", "",
+               "recomputed layers per stage (or chunk), e.g. 'full=3,4,4,2 selective=1,0,0,0': the first layers of each chunk fully, the next "
+               "selectively (needs --stage-layers)",
+               false,
+               [](R& r, const json& v, const std::string& w) {
+                 if (!r.split) r.split.emplace();
+                 plan::read_recompute_counts(*r.split, v, w);
+               },
+               [](const R&) { return std::string(); }});
+}
+
 std::vector<Field<EstimateRequest>> make_estimate_fields() {
   using R = EstimateRequest;
   std::vector<Field<R>> f;
@@ -237,6 +259,7 @@ std::vector<Field<EstimateRequest>> make_estimate_fields() {
                  r.explain = true;
                },
                [](const R&) { return std::string(); }});
+  add_split_fields(f);
   return f;
 }
 
@@ -300,6 +323,7 @@ std::vector<Field<SearchRequest>> make_search_fields() {
                [](const R& r) { return std::to_string(r.threads); }});
   f.push_back({"unfold", "", "list layouts of identical time and memory one by one instead of one row with a count", true,
                [](R& r, const json& v, const std::string& w) { r.unfold = truth(v, w); }, nullptr});
+  add_split_fields(f);
   return f;
 }
 

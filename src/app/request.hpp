@@ -16,6 +16,7 @@
 
 #include "cost/time.hpp"
 #include "plan/layout.hpp"
+#include "plan/split.hpp"
 #include "search/search.hpp"
 
 namespace sapp::app {
@@ -42,7 +43,10 @@ enum class Source { CommandLine, File, Python };
 struct JobRequest {
   Source source = Source::CommandLine;  // the front end that filled the request: errors name keys its way
   std::string model;                    // bundled model name or a config path
-  std::string hardware = "h100-sxm";    // bundled device or a hardware YAML path
+  // A model defined inline by a framework config (HuggingFace keys, as model::model_from_json reads them);
+  // null: `model` names it. `model` then labels it (the file it came from).
+  nlohmann::json model_config;
+  std::string hardware = "h100-sxm";  // bundled device or a hardware YAML path
   long long devices = 0;
   plan::Training training = with_sequence(4096);  // global batch, sequence, dtypes, precision, rank order, ...
   double memory_limit_gib = 0;                    // 0: the device's HBM
@@ -56,6 +60,8 @@ struct EstimateRequest {
   bool explain = false;
   std::optional<int> explain_stage;  // default: the peak stage
   bool suggest = true;               // when the layout does not fit, re-price the cheapest changes
+  // The layers per stage (and chunk) and per-chunk recompute as run; none: the even split.
+  std::optional<plan::StageSplit> split;
 };
 
 struct SearchRequest {
@@ -65,6 +71,7 @@ struct SearchRequest {
   int threads = 0;  // 0: every core
   bool unfold = false;
   bool scatter = false;  // keep the Pareto front and the binned scatter (the HTML report draws them)
+  std::optional<plan::StageSplit> split;  // held fixed on every candidate: PP and VPP follow its shape
   // Called from the calling thread with (done, total) on searches longer than a second; may be empty.
   std::function<void(long long, long long)> progress;
 };

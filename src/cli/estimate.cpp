@@ -1,5 +1,6 @@
 #include "app/app.hpp"
 #include "cli/commands.hpp"
+#include "cli/from.hpp"
 #include "report/report.hpp"
 
 namespace sapp::cli {
@@ -9,12 +10,16 @@ Command add_estimate(CLI::App& app) {
   auto given = add_fields(*cmd, app::estimate_fields());
   auto out = std::make_shared<Output>();
   add_output(*cmd, *out, {"table", "json", "csv"});
-  return [cmd, given, out]() {
+  auto from = std::make_shared<From>();
+  add_from(*cmd, *from);
+  return [cmd, given, out, from]() {
     app::EstimateRequest request;
-    app::apply(request, given->values(*cmd), app::Source::CommandLine);
+    fill(request, *from, given->values(*cmd));
     report::EstimateReport r = app::run_estimate(request);
     std::string text = out->format == "json" ? report::to_json(r).dump(2) + "\n" : out->format == "csv" ? report::to_csv(r) : report::to_table(r);
-    emit(out->output, text);
+    // With --emit, --output receives the config and the report goes to stdout.
+    emit(from->emit.empty() ? out->output : "-", text);
+    emit_plan(*from, request.job, r.layout, out->output);
     return r.fits() ? app::kExitOk : app::kExitDoesNotFit;
   };
 }

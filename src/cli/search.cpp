@@ -6,6 +6,7 @@
 
 #include "app/app.hpp"
 #include "cli/commands.hpp"
+#include "cli/from.hpp"
 #include "core/files.hpp"
 #include "report/html.hpp"
 #include "report/report.hpp"
@@ -48,12 +49,14 @@ Command add_search(CLI::App& app) {
   cmd->add_option("--report", *html,
                   "also write a self-contained HTML report (ranked table, time against memory with the Pareto front, rejections, the best layout's memory and "
                   "time) to this file");
-  return [cmd, given, config, quiet, out, html]() {
+  auto from = std::make_shared<From>();
+  add_from(*cmd, *from);
+  return [cmd, given, config, quiet, out, html, from]() {
     nlohmann::json values = given->values(*cmd);
     if (!config->empty()) values["config"] = *config;
     note_overrides(values);
     app::SearchRequest request;
-    app::apply(request, values, app::Source::CommandLine);
+    fill(request, *from, values);
     request.scatter = !html->empty();
     bool progress = !*quiet && isatty(fileno(stderr));
     if (progress) {
@@ -66,7 +69,9 @@ Command add_search(CLI::App& app) {
     report::SearchReport r = app::run_search(request);
     if (progress && r.seconds > 1.0) std::fprintf(stderr, "\n");
     std::string text = out->format == "json" ? report::to_json(r).dump(2) + "\n" : out->format == "csv" ? report::to_csv(r) : report::to_table(r);
-    emit(out->output, text);
+    emit(from->emit.empty() ? out->output : "-", text);
+    // --emit writes the first candidate.
+    if (!from->emit.empty() && !r.rows.empty()) emit_plan(*from, request.job, r.rows.front().candidate.layout, out->output);
     if (!html->empty()) emit(*html, report::to_html(r));
     return r.any_fits() ? app::kExitOk : app::kExitDoesNotFit;
   };

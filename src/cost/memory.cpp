@@ -101,14 +101,14 @@ MemoryEstimate estimate_memory(const model::Model& model, const plan::Layout& l,
   };
   std::vector<Sums> sums(static_cast<std::size_t>(l.pp));
   bool less = training.interleave_less_memory;
-  plan::for_each_chunk_group(model, l, [&](int stage, int chunk, int kind, long long count) {
+  plan::for_each_chunk_group(model, l, [&](int stage, int chunk, int kind, long long count, plan::Recompute mode) {
     Sums& x = sums[static_cast<std::size_t>(stage)];
     std::size_t k = static_cast<std::size_t>(kind);
     double n = static_cast<double>(count);
     x.layers += count;
     x.pn += n * km[k].dense_elems;
     x.pe += n * km[k].expert_elems;
-    double act = km[k].act[static_cast<int>(l.recompute)];
+    double act = km[k].act[static_cast<int>(mode)];  // the run's mode (a stated split recomputes per chunk)
     x.act += static_cast<double>(plan::in_flight_count(l, less, chunk, stage)) * n * act;
     x.working = std::max(x.working, km[k].act[static_cast<int>(plan::Recompute::Off)] - act);
     x.max_layer = std::max(x.max_layer, km[k].dense_elems + km[k].expert_elems);

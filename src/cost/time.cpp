@@ -220,19 +220,20 @@ StepTime estimate_time(const model::Model& model, const plan::Layout& l, const p
   double* epc = cpc + P;
   double* stage_s = epc + P;
   double hw_flops_mb = 0;  // per micro-batch, summed over stages (one model replica)
-  const double again = l.recompute == plan::Recompute::Full ? 1.0 : 0.0;
-  plan::for_each_chunk_group(model, l, [&](int stage, int /*chunk*/, int kind, long long count) {
+  plan::for_each_chunk_group(model, l, [&](int stage, int /*chunk*/, int kind, long long count, plan::Recompute mode) {
+    // The run's recompute mode: the layout's, or per chunk when a stated split says so.
+    const double again = mode == plan::Recompute::Full ? 1.0 : 0.0;
     std::size_t si = static_cast<std::size_t>(stage);
     std::size_t k = static_cast<std::size_t>(kind);
     double n = static_cast<double>(count);
     compute[si] += n * (per_kind[k].fwd_s + per_kind[k].bwd_s);
-    recompute[si] += n * per_kind[k].recompute_s[static_cast<int>(l.recompute)];
+    recompute[si] += n * per_kind[k].recompute_s[static_cast<int>(mode)];
     // Full recompute re-runs each layer's forward with its collectives: TP's forward half of its forward +
     // backward passes, ring CP's forward third, EP's dispatch and combine (half).
     tpc[si] += n * per_kind[k].tp_s * (1.0 + again / 2.0);
     cpc[si] += n * per_kind[k].cp_s * (1.0 + again / 3.0);
     epc[si] += n * per_kind[k].ep_s * (1.0 + again / 2.0);
-    hw_flops_mb += n * (per_kind[k].fwd_flops + per_kind[k].bwd_flops + per_kind[k].recompute_flops[static_cast<int>(l.recompute)]) * l.tp;
+    hw_flops_mb += n * (per_kind[k].fwd_flops + per_kind[k].bwd_flops + per_kind[k].recompute_flops[static_cast<int>(mode)]) * l.tp;
   });
   // Loss: the logits upcast to fp32, softmax and its gradient read and write about 12 bytes per logit
   // (memory bound), forward and backward, once per MTP depth too.

@@ -8,6 +8,7 @@
 
 #include "core/error.hpp"
 #include "core/files.hpp"
+#include "plan/split.hpp"
 
 namespace sapp::plan {
 
@@ -128,7 +129,12 @@ std::string Layout::describe() const {
   if (etp > 1) s += fmt::format(" etp{}", etp);
   s += fmt::format(" mbs{} m{} zero{}", mbs, micro_batches, zero);
   if (optimizer_shard > 0) s += fmt::format("/{}", optimizer_shard);
-  s += fmt::format(" rc:{}", to_string(recompute));
+  if (split && split->states_recompute()) {
+    s += fmt::format(" rc:{}", format_recompute_counts(*split));
+  } else {
+    s += fmt::format(" rc:{}", to_string(recompute));
+  }
+  if (split) s += fmt::format(" layers:{}", format_counts(split->layers));
   return s;
 }
 
@@ -227,7 +233,16 @@ std::vector<Violation> check_layout(const model::Model& model, const Layout& l, 
   }
   long long chunks = 1LL * l.pp * l.vpp;
   long long layers = model.body_layers() + model.vision_layers();
-  if (layers < chunks) bad("layers < pp x vpp", [&] { return fmt::format("{} layers cannot fill PP {} x VPP {} = {} chunks", layers, l.pp, l.vpp, chunks); });
+  if (l.split) {
+    for (auto& v : check_split(*l.split, layers, l.pp, l.vpp)) {
+      if (details)
+        out.push_back(std::move(v));
+      else
+        out.push_back(Violation{v.rule, {}});
+    }
+  } else if (layers < chunks) {
+    bad("layers < pp x vpp", [&] { return fmt::format("{} layers cannot fill PP {} x VPP {} = {} chunks", layers, l.pp, l.vpp, chunks); });
+  }
   if (l.vpp > 1 && l.pp == 1) bad("vpp without pp", [&] { return std::string("virtual pipeline chunks need PP > 1"); });
   if (l.vpp > 1 && l.pp > 1 && l.micro_batches % l.pp != 0) {
     bad("interleave/micro-batches", [&] { return fmt::format("interleaved 1F1B needs micro-batches {} divisible by PP {}", l.micro_batches, l.pp); });

@@ -4,6 +4,7 @@
 
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -28,6 +29,8 @@ std::vector<Recompute> read_recompute_modes(const nlohmann::json& stated, const 
 // Reads one activation-checkpoint mode as the trainer does: null is off; lists, auto and true are refused.
 Recompute read_activation_checkpoint_mode(const nlohmann::json& stated, const std::string& where);
 
+struct StageSplit;  // plan/split.hpp
+
 struct Layout {
   int dp = 1;
   int tp = 1;
@@ -43,6 +46,9 @@ struct Layout {
   int zero = 1;             // 0 none, 1 optimizer states, 2 + gradients, 3 + parameters
   int optimizer_shard = 0;  // shard group size for ZeRO; 0 = the whole DP x CP group
   Recompute recompute = Recompute::Off;
+  // An uneven split of layers (and per-chunk recompute) as a team runs it; null: the even split with
+  // `recompute` for every layer. Shared and immutable, so copying a layout stays cheap.
+  std::shared_ptr<const StageSplit> split;
 
   [[nodiscard]] long long devices() const { return 1LL * dp * tp * pp * cp; }
   [[nodiscard]] int tsp() const { return sp ? tp : 1; }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <algorithm>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -11,6 +12,7 @@
 #include "model/family.hpp"
 #include "plan/layout.hpp"
 #include "plan/pipeline_model.hpp"  // in_flight_count, in_flight: the shared pipeline model
+#include "plan/split.hpp"
 
 namespace sapp::plan {
 
@@ -28,21 +30,37 @@ struct StagePlan {
   bool last = false;                // holds the final norm, LM head, MTP
 };
 std::vector<StagePlan> plan_stages(const model::Model& model, const Layout& layout);
-// The same split without building it: visit(stage, chunk, kind, count) for each run of layers, in model order.
-// Vision and body layers are spread over PP x VPP chunks (the remainder to virtual chunks 1..r, since chunk 0
-// holds the embedding); MTP layers go to the last chunk of the last stage.
+// The same split without building it: visit(stage, chunk, kind, count[, mode]) for each run of layers, in model
+// order. Without a stated split, vision and body layers are spread over PP x VPP chunks (the remainder to
+// virtual chunks 1..r, since chunk 0 holds the embedding) and every layer takes the layout's recompute mode;
+// with one (layout.split), each chunk holds its stated count and its first `full` layers are recomputed whole,
+// the next `selective` selectively, the rest not. MTP layers go to the last chunk of the last stage. A visitor
+// that takes a fifth argument gets each run's recompute mode (runs are cut where the mode changes).
 template <typename Visit>
 void for_each_chunk_group(const model::Model& model, const Layout& l, Visit&& visit) {
+  auto call = [&](int stage, int chunk, int kind, long long count, Recompute mode) {
+    if (count <= 0) return;
+    if constexpr (std::is_invocable_v<Visit&, int, int, int, long long, Recompute>) {
+      visit(stage, chunk, kind, count, mode);
+    } else {
+      visit(stage, chunk, kind, count);
+    }
+  };
   long long units = model.vision_layers() + model.body_layers();
   long long chunks = 1LL * l.pp * l.vpp;
   long long base = units / chunks;
   long long extra = units % chunks;
+  const StageSplit* split = l.split.get();
   std::size_t g = 0;   // current stack group (MTP groups skipped)
   long long used = 0;  // layers of group g already placed
   for (long long k = 0; k < chunks; ++k) {
-    long long n = base + ((k >= 1 && k <= extra) ? 1 : 0);
     int stage = static_cast<int>(k % l.pp);
     int chunk = static_cast<int>(k / l.pp);
+    auto cs = [&](const ChunkCounts& x) { return x.empty() ? 0LL : x[static_cast<std::size_t>(chunk)][static_cast<std::size_t>(stage)]; };
+    long long n = split ? cs(split->layers) : base + ((k >= 1 && k <= extra) ? 1 : 0);
+    bool per_chunk = split != nullptr && split->states_recompute();
+    long long full_left = per_chunk ? cs(split->full) : 0;
+    long long selective_left = per_chunk ? cs(split->selective) : 0;
     while (n > 0 && g < model.stack.size()) {
       const model::LayerGroup& group = model.stack[g];
       if (group.mtp) {
@@ -50,7 +68,17 @@ void for_each_chunk_group(const model::Model& model, const Layout& l, Visit&& vi
         continue;
       }
       long long take = std::min(n, group.count - used);
-      visit(stage, chunk, group.kind, take);
+      if (per_chunk) {
+        long long f = std::min(take, full_left);
+        long long s = std::min(take - f, selective_left);
+        call(stage, chunk, group.kind, f, Recompute::Full);
+        call(stage, chunk, group.kind, s, Recompute::Selective);
+        call(stage, chunk, group.kind, take - f - s, Recompute::Off);
+        full_left -= f;
+        selective_left -= s;
+      } else {
+        call(stage, chunk, group.kind, take, l.recompute);
+      }
       n -= take;
       used += take;
       if (used == group.count) {
@@ -59,8 +87,9 @@ void for_each_chunk_group(const model::Model& model, const Layout& l, Visit&& vi
       }
     }
   }
+  Recompute mtp_mode = split != nullptr && split->states_recompute() ? Recompute::Off : l.recompute;
   for (const auto& group : model.stack) {
-    if (group.mtp) visit(l.pp - 1, l.vpp - 1, group.kind, group.count);
+    if (group.mtp) call(l.pp - 1, l.vpp - 1, group.kind, group.count, mtp_mode);
   }
 }
 

@@ -186,6 +186,7 @@ std::vector<plan::Layout> enumerate_blocks(const model::Model& model, const Spac
                 l.mbs = mbs;
                 l.micro_batches = static_cast<int>(m);
                 l.optimizer_shard = space.optimizer_shard;
+                l.split = space.split;
                 out.push_back(l);
               }
             }

@@ -8,6 +8,7 @@
 #include <functional>
 #include <limits>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -30,6 +31,7 @@ struct Space {
   std::vector<plan::Recompute> recompute = {plan::Recompute::Off, plan::Recompute::Selective, plan::Recompute::Full};
   int optimizer_shard = 0;
   bool allow_tp_across_nodes = false;
+  std::shared_ptr<const plan::StageSplit> split;  // a stated uneven split, held fixed on every candidate (null: even)
 };
 
 // Reads "auto", "4" or "1,2,4" for a degree; `where` names the option or key in errors. Values outside

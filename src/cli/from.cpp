@@ -1,0 +1,66 @@
+#include "cli/from.hpp"
+
+#include <cstdio>
+
+#include "app/app.hpp"
+#include "config/config.hpp"
+#include "core/error.hpp"
+#include "core/files.hpp"
+
+namespace sapp::cli {
+
+void add_from(CLI::App& cmd, From& from) {
+  cmd.add_option("--from", from.file,
+                 "a training config to start from: HuggingFace config.json, HyperParallel train YAML, MindFormers YAML, Megatron/MindSpeed "
+                 "arguments or launch script, torchtitan TOML, or a search YAML (detected from the content); options given here override it");
+  cmd.add_option("--from-format", from.format, "force --from's format: huggingface, hyperparallel, mindformers, megatron, torchtitan, search, sapp");
+  cmd.add_option("--emit", from.emit,
+                 "write the plan as a megatron, mindformers, hyperparallel or torchtitan config to --output (the --from file edited in place when it is "
+                 "of that format)");
+}
+
+namespace {
+
+template <typename Request>
+void fill_any(Request& request, From& from, const nlohmann::json& values) {
+  if (!from.emit.empty()) (void)config::parse_emit_format(from.emit, "--emit");
+  if (from.file.empty()) {
+    if (!from.format.empty()) throw app::UsageError("--from-format needs --from");
+    app::apply(request, values, app::Source::CommandLine);
+    return;
+  }
+  std::optional<config::Format> forced;
+  if (!from.format.empty()) forced = config::parse_format(from.format, "--from-format");
+  from.loaded = config::read_file(from.file, forced);
+  const config::Loaded& l = *from.loaded;
+  std::fprintf(stderr, "sapp: note: %s read as %s\n", l.file.c_str(), config::to_string(l.format));
+  std::string unused = config::unused_warning(l);
+  if (!unused.empty()) std::fprintf(stderr, "sapp: warning: %s\n", unused.c_str());
+  for (const auto& w : l.warnings) std::fprintf(stderr, "sapp: warning: %s: %s\n", l.file.c_str(), w.c_str());
+  for (const auto& o : config::fill(request, l, values)) std::fprintf(stderr, "sapp: note: %s\n", o.c_str());
+}
+
+}  // namespace
+
+void fill(app::EstimateRequest& request, From& from, const nlohmann::json& values) { fill_any(request, from, values); }
+void fill(app::SearchRequest& request, From& from, const nlohmann::json& values) { fill_any(request, from, values); }
+
+void emit_plan(const From& from, const app::JobRequest& job, const plan::Layout& layout, const std::string& output) {
+  if (from.emit.empty()) return;
+  config::EmitFormat format = config::parse_emit_format(from.emit, "--emit");
+  app::LoadedJob x = app::load(job);
+  config::Plan p;
+  p.layout = layout;
+  if (layout.split) p.split = *layout.split;
+  p.devices = job.devices;
+  p.global_batch = job.training.global_batch;
+  p.seq = job.training.seq;
+  p.num_layers = x.model.body_layers() + x.model.vision_layers();
+  p.fp8 = job.training.fp8;
+  p.memory_limit_gib = job.memory_limit_gib;
+  p.model = x.model.spec;
+  const config::Loaded* original = from.loaded ? &*from.loaded : nullptr;
+  io::write_atomic(output, config::emit(format, p, original, job.model));
+}
+
+}  // namespace sapp::cli

@@ -1,0 +1,34 @@
+// cli/from: --from FILE (a framework config filling the request), --from-format, and --emit FORMAT (the
+// plan written in a framework's own format), shared by estimate and search.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "app/request.hpp"
+#include "config/config.hpp"
+
+namespace sapp::cli {
+
+struct From {
+  std::string file;
+  std::string format;  // empty: detected
+  std::string emit;    // empty: no config written
+  std::optional<config::Loaded> loaded;
+};
+
+void add_from(CLI::App& cmd, From& from);
+
+// Fills the request from --from (if given) and the command line's values, printing the unused keys, the
+// reader's warnings and each override on stderr.
+void fill(app::EstimateRequest& request, From& from, const nlohmann::json& values);
+void fill(app::SearchRequest& request, From& from, const nlohmann::json& values);
+
+// Writes the plan as --emit asks: to `output` (stdout for "-"). No-op without --emit.
+void emit_plan(const From& from, const app::JobRequest& job, const plan::Layout& layout, const std::string& output);
+
+}  // namespace sapp::cli

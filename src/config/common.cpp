@@ -1,0 +1,531 @@
+// config: format detection, the shared tree reader, filling a request, and line-level YAML/TOML edits.
+#include <algorithm>
+#include <cctype>
+#include <regex>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "config/internal.hpp"
+#include "core/error.hpp"
+#include "core/files.hpp"
+
+namespace sapp::config {
+
+using nlohmann::json;
+
+namespace detail {
+
+namespace {
+
+std::vector<std::string> split_path(const std::string& path) {
+  std::vector<std::string> parts;
+  std::size_t start = 0;
+  while (true) {
+    std::size_t dot = path.find('.', start);
+    parts.push_back(path.substr(start, dot == std::string::npos ? std::string::npos : dot - start));
+    if (dot == std::string::npos) break;
+    start = dot + 1;
+  }
+  return parts;
+}
+
+void leaves(const json& node, const std::string& prefix, std::vector<std::string>& out) {
+  if (node.is_object() && !node.empty()) {
+    for (const auto& [key, value] : node.items()) leaves(value, prefix.empty() ? key : prefix + "." + key, out);
+  } else if (!prefix.empty()) {
+    out.push_back(prefix);
+  }
+}
+
+}  // namespace
+
+const json* Tree::get(const std::string& path) {
+  used.insert(path);
+  const json* node = &root;
+  for (const std::string& part : split_path(path)) {
+    if (!node->is_object() || !node->contains(part)) return nullptr;
+    node = &node->at(part);
+  }
+  return node->is_null() ? nullptr : node;
+}
+
+void Tree::bad(const std::string& path, const std::string& what) const { fail(at(file, path), "{}", what); }
+
+std::optional<long long> Tree::whole(const std::string& path, long long lowest) {
+  const json* v = get(path);
+  if (v == nullptr) return std::nullopt;
+  long long out = 0;
+  if (v->is_number_integer() && !v->is_boolean()) {
+    out = v->get<long long>();
+  } else if (v->is_number_float() && v->get<double>() == static_cast<double>(static_cast<long long>(v->get<double>()))) {
+    out = static_cast<long long>(v->get<double>());
+  } else {
+    bad(path, fmt::format("expected a whole number, got {}", v->dump()));
+  }
+  if (out < lowest) bad(path, fmt::format("{} is below the minimum of {}", out, lowest));
+  if (out > (1LL << 40)) bad(path, fmt::format("{} is above the limit of {}", out, 1LL << 40));
+  return out;
+}
+
+std::optional<bool> Tree::flag(const std::string& path) {
+  const json* v = get(path);
+  if (v == nullptr) return std::nullopt;
+  if (v->is_boolean()) return v->get<bool>();
+  if (v->is_string()) {
+    std::string t = io::lower(v->get<std::string>());
+    if (t == "true" || t == "yes" || t == "on") return true;
+    if (t == "false" || t == "no" || t == "off") return false;
+  }
+  bad(path, fmt::format("expected true or false, got {}", v->dump()));
+}
+
+std::optional<std::string> Tree::text(const std::string& path) {
+  const json* v = get(path);
+  if (v == nullptr) return std::nullopt;
+  if (!v->is_string()) bad(path, fmt::format("expected text, got {}", v->dump()));
+  return v->get<std::string>();
+}
+
+std::vector<std::string> Tree::unused() const {
+  std::vector<std::string> all;
+  leaves(root, "", all);
+  std::vector<std::string> out;
+  for (const std::string& path : all) {
+    bool hit = false;
+    std::string p = path;
+    while (true) {
+      if (used.count(p)) {
+        hit = true;
+        break;
+      }
+      std::size_t dot = p.rfind('.');
+      if (dot == std::string::npos) break;
+      p = p.substr(0, dot);
+    }
+    if (!hit) out.push_back(path);
+  }
+  return out;
+}
+
+double dtype_bytes(const std::string& name, const std::string& where) {
+  std::string t = io::lower(name);
+  if (t == "bfloat16" || t == "bf16" || t == "float16" || t == "fp16" || t == "half" || t == "torch.bfloat16" || t == "torch.float16") return 2;
+  if (t == "float32" || t == "fp32" || t == "float" || t == "torch.float32") return 4;
+  fail(where, "'{}' is not a dtype sapp knows (bfloat16, float16, float32)", name);
+}
+
+void put(Loaded& out, const std::string& key, const json& value, const std::string& from) {
+  out.values[key] = value;
+  out.origin[key] = from;
+}
+
+void agree(const std::string& file, const std::string& what, long long a, const std::string& a_from, long long b, const std::string& b_from) {
+  if (a != b) fail(file, "{} contradict each other: {} = {} but {} = {}", what, a_from, a, b_from, b);
+}
+
+std::string flow(const json& value) {
+  if (value.is_array()) {
+    std::string out = "[";
+    for (std::size_t i = 0; i < value.size(); ++i) out += (i ? ", " : "") + flow(value[i]);
+    return out + "]";
+  }
+  if (value.is_boolean()) return value.get<bool>() ? "true" : "false";
+  return value.dump();
+}
+
+namespace {
+
+int indent_of(const std::string& line) {
+  std::size_t i = line.find_first_not_of(' ');
+  return i == std::string::npos ? -1 : static_cast<int>(i);
+}
+
+bool blank_or_comment(const std::string& line) {
+  std::size_t i = line.find_first_not_of(" \t");
+  return i == std::string::npos || line[i] == '#';
+}
+
+// The " # comment" at the end of a YAML/TOML value line (outside quotes and brackets), or "".
+std::string trailing_comment(const std::string& rest) {
+  char quote = 0;
+  for (std::size_t i = 0; i < rest.size(); ++i) {
+    char c = rest[i];
+    if (quote) {
+      if (c == quote) quote = 0;
+    } else if (c == '"' || c == '\'') {
+      quote = c;
+    } else if (c == '#' && (i == 0 || rest[i - 1] == ' ' || rest[i - 1] == '\t')) {
+      std::size_t b = i;
+      while (b > 0 && (rest[b - 1] == ' ' || rest[b - 1] == '\t')) --b;
+      return rest.substr(b);
+    }
+  }
+  return "";
+}
+
+bool key_line(const std::string& line, const std::string& key, int indent) {
+  if (indent_of(line) != indent) return false;
+  std::string body = line.substr(static_cast<std::size_t>(indent));
+  if (body.rfind(key, 0) != 0) return false;
+  std::size_t p = key.size();
+  while (p < body.size() && body[p] == ' ') ++p;
+  return p < body.size() && body[p] == ':' && (p + 1 == body.size() || body[p + 1] == ' ' || body[p + 1] == '\t');
+}
+
+// End (exclusive) of the block of lines indented more than `indent`, starting at `from`.
+std::size_t block_end(const std::vector<std::string>& lines, std::size_t from, int indent) {
+  std::size_t end = from;
+  for (std::size_t i = from; i < lines.size(); ++i) {
+    if (lines[i].rfind("---", 0) == 0) break;
+    if (blank_or_comment(lines[i])) continue;
+    if (indent_of(lines[i]) <= indent) break;
+    end = i + 1;
+  }
+  return end;
+}
+
+}  // namespace
+
+std::string yaml_set(const std::string& text, const std::string& path, const std::string& value) {
+  std::vector<std::string> lines;
+  std::stringstream ss(text);
+  for (std::string line; std::getline(ss, line);) lines.push_back(line);
+  std::vector<std::string> parts = split_path(path);
+  std::size_t begin = 0;
+  std::size_t end = block_end(lines, 0, -1);
+  int parent = -1;
+  for (std::size_t p = 0; p < parts.size(); ++p) {
+    int child = -1;
+    for (std::size_t i = begin; i < end; ++i) {
+      if (!blank_or_comment(lines[i]) && indent_of(lines[i]) > parent) {
+        child = indent_of(lines[i]);
+        break;
+      }
+    }
+    if (child < 0) child = parent + 2;
+    std::size_t found = end;
+    for (std::size_t i = begin; i < end; ++i) {
+      if (key_line(lines[i], parts[p], child)) {
+        found = i;
+        break;
+      }
+    }
+    bool last = p + 1 == parts.size();
+    if (found == end) {
+      // Missing: add it (and what is below it) at the end of the parent's block.
+      std::vector<std::string> added;
+      int ind = child;
+      for (std::size_t q = p; q < parts.size(); ++q) {
+        bool leaf = q + 1 == parts.size();
+        added.push_back(std::string(static_cast<std::size_t>(ind), ' ') + parts[q] + ":" + (leaf ? " " + value : ""));
+        ind += 2;
+      }
+      lines.insert(lines.begin() + static_cast<std::ptrdiff_t>(end), added.begin(), added.end());
+      break;
+    }
+    std::size_t sub_end = block_end(lines, found + 1, child);
+    if (last) {
+      std::string& line = lines[found];
+      std::size_t colon = line.find(':', static_cast<std::size_t>(child));
+      std::string rest = line.substr(colon + 1);
+      std::string comment = trailing_comment(rest);
+      std::string anchor;
+      std::size_t a = rest.find_first_not_of(' ');
+      if (a != std::string::npos && rest[a] == '&') {
+        std::size_t e = rest.find(' ', a);
+        anchor = rest.substr(a, e == std::string::npos ? std::string::npos : e - a) + " ";
+      }
+      line = line.substr(0, colon + 1) + " " + anchor + value + comment;
+      lines.erase(lines.begin() + static_cast<std::ptrdiff_t>(found + 1), lines.begin() + static_cast<std::ptrdiff_t>(sub_end));
+      break;
+    }
+    begin = found + 1;
+    end = sub_end;
+    parent = child;
+  }
+  std::string out;
+  for (const auto& line : lines) out += line + "\n";
+  return out;
+}
+
+std::string toml_set(const std::string& text, const std::string& section, const std::string& key, const std::string& value) {
+  std::vector<std::string> lines;
+  std::stringstream ss(text);
+  for (std::string line; std::getline(ss, line);) lines.push_back(line);
+  auto header = [](const std::string& line) -> std::optional<std::string> {
+    std::size_t a = line.find_first_not_of(" \t");
+    if (a == std::string::npos || line[a] != '[' || (a + 1 < line.size() && line[a + 1] == '[')) return std::nullopt;
+    std::size_t b = line.find(']', a);
+    if (b == std::string::npos) return std::nullopt;
+    std::string name = line.substr(a + 1, b - a - 1);
+    name.erase(std::remove(name.begin(), name.end(), ' '), name.end());
+    return name;
+  };
+  std::size_t start = lines.size();
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    if (header(lines[i]) == section) {
+      start = i;
+      break;
+    }
+  }
+  if (start == lines.size()) {
+    if (!lines.empty() && !lines.back().empty()) lines.emplace_back("");
+    lines.push_back("[" + section + "]");
+    lines.push_back(key + " = " + value);
+  } else {
+    std::size_t end = start + 1;
+    std::size_t last_key = start;
+    bool done = false;
+    for (; end < lines.size() && !header(lines[end]); ++end) {
+      const std::string& line = lines[end];
+      if (blank_or_comment(line)) continue;
+      last_key = end;
+      std::size_t a = line.find_first_not_of(" \t");
+      std::size_t eq = line.find('=', a);
+      if (eq == std::string::npos) continue;
+      std::string k = line.substr(a, eq - a);
+      k.erase(k.find_last_not_of(" \t") + 1);
+      if (k == key) {
+        lines[end] = line.substr(0, eq) + "= " + value + trailing_comment(line.substr(eq + 1));
+        done = true;
+        break;
+      }
+    }
+    if (!done) lines.insert(lines.begin() + static_cast<std::ptrdiff_t>(last_key + 1), key + " = " + value);
+  }
+  std::string out;
+  for (const auto& line : lines) out += line + "\n";
+  return out;
+}
+
+Loaded read_sapp(const json& tree, const std::string& file) {
+  Loaded out;
+  out.format = Format::Sapp;
+  out.file = file;
+  out.values = json::object();
+  for (const auto& [key, value] : tree.items()) {
+    if (key == "search") continue;
+    put(out, key, value, key);
+  }
+  if (tree.contains("search") && tree.at("search").is_object()) {
+    for (const auto& [key, value] : tree.at("search").items()) put(out, key, value, "search." + key);
+  }
+  return out;
+}
+
+}  // namespace detail
+
+using namespace detail;
+
+const char* to_string(Format format) {
+  switch (format) {
+    case Format::HuggingFace: return "huggingface";
+    case Format::HyperParallel: return "hyperparallel";
+    case Format::MindFormers: return "mindformers";
+    case Format::Megatron: return "megatron";
+    case Format::Torchtitan: return "torchtitan";
+    case Format::ReferenceSearch: return "search";
+    case Format::Sapp: return "sapp";
+  }
+  return "?";
+}
+
+Format parse_format(const std::string& text, const std::string& where) {
+  std::string t = io::lower(text);
+  if (t == "hf" || t == "huggingface") return Format::HuggingFace;
+  if (t == "hyperparallel") return Format::HyperParallel;
+  if (t == "mindformers") return Format::MindFormers;
+  if (t == "megatron" || t == "mindspeed") return Format::Megatron;
+  if (t == "torchtitan") return Format::Torchtitan;
+  if (t == "search") return Format::ReferenceSearch;
+  if (t == "sapp") return Format::Sapp;
+  fail(where, "'{}' is not a config format; expected huggingface, hyperparallel, mindformers, megatron, mindspeed, torchtitan, search or sapp", text);
+}
+
+namespace {
+
+bool has(const json& tree, const std::string& key) { return tree.is_object() && tree.contains(key); }
+
+Format detect_tree(const json& tree, const std::string& file) {
+  if (!tree.is_object()) {
+    fail(file,
+         "is none of the config formats sapp reads (a mapping was expected, got {}); formats: HuggingFace config, HyperParallel train YAML, "
+         "MindFormers YAML, Megatron/MindSpeed arguments, torchtitan TOML, search YAML",
+         tree.type_name());
+  }
+  if (has(tree, "parallel_config") || has(tree, "recompute_config") || has(tree, "runner_config") ||
+      (has(tree, "model") && has(tree.at("model"), "model_config")))
+    return Format::MindFormers;
+  if (has(tree, "parallelism") || has(tree, "cluster") || has(tree, "constraint") || has(tree, "pp_config") || has(tree, "train_yaml"))
+    return Format::ReferenceSearch;
+  if (has(tree, "accelerator") || has(tree, "fsdp_config") || has(tree, "training") || (has(tree, "train") && has(tree.at("train"), "accelerator")) ||
+      (has(tree, "model") && has(tree.at("model"), "pretrained_model_name_or_path")) || (has(tree, "model") && has(tree.at("model"), "config_overrides")))
+    return Format::HyperParallel;
+  if (has(tree, "model_type") || has(tree, "architectures") || has(tree, "num_hidden_layers") || has(tree, "text_config") || has(tree, "n_layer"))
+    return Format::HuggingFace;
+  std::vector<std::string> known;
+  for (const auto& f : app::search_fields()) known.push_back(f.key);
+  for (const auto& f : app::estimate_fields()) known.push_back(f.key);
+  known.emplace_back("search");
+  known.emplace_back("config");
+  bool all_known = !tree.empty();
+  std::vector<std::string> keys;
+  for (const auto& [key, value] : tree.items()) {
+    keys.push_back(key);
+    if (std::find(known.begin(), known.end(), key) == known.end()) all_known = false;
+  }
+  if (all_known) return Format::Sapp;
+  fail(file,
+       "is none of the config formats sapp reads (its top-level keys: {}); formats: HuggingFace config, HyperParallel train YAML, MindFormers YAML, "
+       "Megatron/MindSpeed arguments, torchtitan TOML, search YAML, sapp's own options; --from-format names one",
+       fmt::join(keys, ", "));
+}
+
+bool looks_like_megatron(const std::string& text) {
+  static const std::regex flag(
+      R"((^|\s)--(num-layers|hidden-size|tensor-model-parallel-size|pipeline-model-parallel-size|micro-batch-size|global-batch-size|seq-length|num-attention-heads)(\s|=|$))");
+  return std::regex_search(text, flag);
+}
+
+bool looks_like_toml(const std::string& text) {
+  static const std::regex header(R"((^|\n)\s*\[(job|model|training|parallelism|activation_checkpoint|optimizer)\]\s*(#[^\n]*)?(\n|$))");
+  return std::regex_search(text, header);
+}
+
+}  // namespace
+
+Format detect(const std::string& text, const std::string& file) {
+  std::size_t a = text.find_first_not_of(" \t\r\n");
+  if (a == std::string::npos) fail(file, "is empty");
+  if (text[a] != '{' && looks_like_megatron(text)) return Format::Megatron;
+  if (text[a] != '{' && looks_like_toml(text)) return Format::Torchtitan;
+  return detect_tree(io::parse_yaml(text, file), file);
+}
+
+Loaded read_text(const std::string& text, const std::string& file, std::optional<Format> forced) {
+  Format format = forced ? *forced : detect(text, file);
+  Loaded out;
+  switch (format) {
+    case Format::Megatron: out = read_megatron(text, file); break;
+    case Format::Torchtitan: out = read_torchtitan(text, file); break;
+    case Format::HuggingFace: out = read_huggingface(text, file); break;
+    default: {
+      json tree = io::parse_yaml(text, file);
+      if (!tree.is_object()) fail(file, "a {} config must be a mapping, got {}", to_string(format), tree.type_name());
+      if (format == Format::HyperParallel) out = read_hyperparallel(tree, file);
+      if (format == Format::MindFormers) out = read_mindformers(tree, file);
+      if (format == Format::ReferenceSearch) out = read_reference_search(tree, file);
+      if (format == Format::Sapp) out = read_sapp(tree, file);
+    }
+  }
+  out.format = format;
+  out.file = file;
+  out.text = text;
+  return out;
+}
+
+Loaded read_file(const std::string& path, std::optional<Format> forced) { return read_text(io::read_text(path), path, forced); }
+
+std::string unused_warning(const Loaded& loaded) {
+  if (loaded.unused.empty()) return "";
+  return fmt::format("{}: {} key(s) sapp does not use (they do not change its estimate or it cannot price them): {}", loaded.file, loaded.unused.size(),
+                     fmt::join(loaded.unused, ", "));
+}
+
+namespace {
+
+template <typename Request>
+std::vector<std::string> fill_request(Request& request, const Loaded& loaded, const json& command_line) {
+  request.job.source = app::Source::CommandLine;
+  for (const auto& [key, value] : loaded.values.items()) {
+    json one = json::object();
+    one[key] = value;
+    try {
+      app::apply(request, one, app::Source::File, loaded.file);
+    } catch (const Error& e) {
+      auto it = loaded.origin.find(key);
+      std::string prefix = at(loaded.file, key) + ": ";
+      std::string message = e.what();
+      if (it != loaded.origin.end() && it->second != key && message.rfind(prefix, 0) == 0) {
+        throw Error(at(loaded.file, it->second) + ": " + message.substr(prefix.size()));
+      }
+      throw;
+    }
+  }
+  request.job.source = app::Source::CommandLine;
+  if (!loaded.model_config.is_null()) {
+    request.job.model_config = loaded.model_config;
+    if (request.job.model.empty()) request.job.model = loaded.file;
+  }
+  if (loaded.split) request.split = loaded.split;
+  std::vector<std::string> overrides;
+  for (const auto& [key, value] : command_line.items()) {
+    auto it = loaded.origin.find(key);
+    if (it != loaded.origin.end())
+      overrides.push_back(fmt::format("{} overrides {}: {}", app::where_of(app::Source::CommandLine, key), loaded.file, it->second));
+    if (key == "model" && !loaded.model_config.is_null()) {
+      overrides.push_back(fmt::format("--model overrides the model {} defines", loaded.file));
+      request.job.model_config = json();
+    }
+    if ((key == "stage_layers" || key == "stage_recompute") && loaded.split) {
+      overrides.push_back(fmt::format("{} overrides the stage split {} states", app::where_of(app::Source::CommandLine, key), loaded.file));
+    }
+  }
+  if (command_line.contains("stage_layers") || command_line.contains("stage_recompute")) request.split.reset();
+  app::apply(request, command_line, app::Source::CommandLine);
+  return overrides;
+}
+
+}  // namespace
+
+std::vector<std::string> fill(app::EstimateRequest& request, const Loaded& loaded, const json& command_line) {
+  return fill_request(request, loaded, command_line);
+}
+std::vector<std::string> fill(app::SearchRequest& request, const Loaded& loaded, const json& command_line) {
+  return fill_request(request, loaded, command_line);
+}
+
+EmitFormat parse_emit_format(const std::string& text, const std::string& where) {
+  std::string t = io::lower(text);
+  if (t == "megatron" || t == "mindspeed") return EmitFormat::Megatron;
+  if (t == "mindformers") return EmitFormat::MindFormers;
+  if (t == "hyperparallel") return EmitFormat::HyperParallel;
+  if (t == "torchtitan") return EmitFormat::Torchtitan;
+  fail(where, "'{}' is not a format sapp writes; expected megatron, mindformers, hyperparallel or torchtitan", text);
+}
+
+Format format_of(EmitFormat format) {
+  switch (format) {
+    case EmitFormat::Megatron: return Format::Megatron;
+    case EmitFormat::MindFormers: return Format::MindFormers;
+    case EmitFormat::HyperParallel: return Format::HyperParallel;
+    case EmitFormat::Torchtitan: return Format::Torchtitan;
+  }
+  return Format::Sapp;
+}
+
+std::string emit(EmitFormat format, const Plan& plan, const Loaded* original, const std::string& model_name) {
+  if (original != nullptr && original->format != format_of(format)) original = nullptr;
+  switch (format) {
+    case EmitFormat::Megatron: return emit_megatron(plan, original, model_name);
+    case EmitFormat::MindFormers: return emit_mindformers(plan, original, model_name);
+    case EmitFormat::HyperParallel: return emit_hyperparallel(plan, original, model_name);
+    case EmitFormat::Torchtitan: return emit_torchtitan(plan, original, model_name);
+  }
+  return "";
+}
+
+const std::vector<std::string>& megatron_flags() {
+  static const std::vector<std::string> flags = [] {
+    std::vector<std::string> out;
+    std::stringstream ss(io::read_text(io::data_dir() + "/formats/megatron-flags.txt"));
+    for (std::string line; std::getline(ss, line);) {
+      if (line.rfind("--", 0) == 0) out.push_back(line.substr(0, line.find_first_of(" \t")));
+    }
+    return out;
+  }();
+  return flags;
+}
+
+}  // namespace sapp::config

@@ -1,0 +1,84 @@
+// config: the training configs teams already have, read into sapp's typed requests and written back.
+//
+// Formats: a HuggingFace config.json (model only), a HyperParallel train YAML (current and legacy layouts),
+// a MindFormers YAML, Megatron-LM / MindSpeed arguments (a launch script or an arguments file), a torchtitan
+// TOML, the reference planner's search-config YAML, and sapp's own request YAML/JSON. The format is detected
+// from the content (never the file name); each reader fills the same JSON values app::apply takes (the option
+// table's keys), an inline model definition (HuggingFace keys) when the file defines the model, and the
+// uneven stage split. Keys a reader does not use are listed in one warning; contradictions are errors naming
+// the file, the key path and the values. See docs/configs.md.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "app/request.hpp"
+#include "model/model_spec.hpp"
+#include "plan/split.hpp"
+
+namespace sapp::config {
+
+enum class Format { HuggingFace, HyperParallel, MindFormers, Megatron, Torchtitan, ReferenceSearch, Sapp };
+
+const char* to_string(Format format);
+// "hf", "huggingface", "hyperparallel", "mindformers", "megatron", "mindspeed", "torchtitan", "search", "sapp".
+Format parse_format(const std::string& text, const std::string& where);
+// The format `text` is written in, from its content; refuses (naming `file`) text that is none of them.
+Format detect(const std::string& text, const std::string& file);
+
+// What a framework config states, as sapp's request reads it.
+struct Loaded {
+  Format format = Format::Sapp;
+  std::string file;
+  std::string text;             // the file as read (write-back edits it)
+  nlohmann::json values;        // option-table keys -> values (app::apply)
+  nlohmann::json model_config;  // inline model definition (HuggingFace keys); null when `values.model` names one
+  std::optional<plan::StageSplit> split;
+  std::vector<std::string> unused;            // key paths (or flags) the reader does not use
+  std::vector<std::string> warnings;          // stated things sapp reads but prices only approximately
+  std::map<std::string, std::string> origin;  // value key -> the key path (or flag) it was read from
+};
+
+// Reads a file; `forced` overrides detection.
+Loaded read_file(const std::string& path, std::optional<Format> forced = std::nullopt);
+// Reads text already in memory (`file` names it in errors).
+Loaded read_text(const std::string& text, const std::string& file, std::optional<Format> forced = std::nullopt);
+
+// One warning line listing the unused keys (empty when there are none).
+std::string unused_warning(const Loaded& loaded);
+
+// Fills a request from a loaded file (Source::File, keys named as the file's key paths where they differ),
+// then the command line's values over it. Returns the command-line keys that overrode a value the file states.
+std::vector<std::string> fill(app::EstimateRequest& request, const Loaded& loaded, const nlohmann::json& command_line);
+std::vector<std::string> fill(app::SearchRequest& request, const Loaded& loaded, const nlohmann::json& command_line);
+
+// The plan to write: the degrees, batch, sequence and split of one priced layout.
+struct Plan {
+  plan::Layout layout;                    // dp, tp, pp, cp, ep, etp, vpp, sp, mbs, micro_batches, zero, recompute
+  std::optional<plan::StageSplit> split;  // none: the even split
+  long long devices = 0;
+  long long global_batch = 0;
+  long long seq = 0;
+  long long num_layers = 0;  // the model's layers (for the frameworks' own split arithmetic)
+  bool fp8 = false;
+  double memory_limit_gib = 0;
+  std::optional<model::ModelSpec> model;  // written out when there is no original file to edit
+};
+
+enum class EmitFormat { Megatron, MindFormers, HyperParallel, Torchtitan };
+EmitFormat parse_emit_format(const std::string& text, const std::string& where);
+Format format_of(EmitFormat format);
+
+// The plan in the framework's own format. With `original` (a file of that format), the output is that file
+// with only the keys sapp owns changed, comments and every other key kept; without, a minimal file that
+// names the model as `model_name` states it.
+std::string emit(EmitFormat format, const Plan& plan, const Loaded* original, const std::string& model_name);
+
+// Megatron-LM flag names (core_v0.14.0 arguments.py), bundled as data with their source.
+const std::vector<std::string>& megatron_flags();
+
+}  // namespace sapp::config

@@ -1,0 +1,416 @@
+// config/hyperparallel: the reference planner's (HyperParallel) train YAML, current ("AutoModels") and legacy
+// layouts, and its search-config YAML (cluster, parallelism with an int, a list or auto per dimension,
+// constraint, recompute, pp_config). Key meanings restated in docs/configs.md.
+#include <algorithm>
+#include <filesystem>
+
+#include <fmt/format.h>
+
+#include "config/internal.hpp"
+#include "core/error.hpp"
+#include "core/files.hpp"
+
+namespace sapp::config::detail {
+
+namespace {
+
+// Canonical HyperParallel model field names and the HuggingFace keys model_from_json reads.
+const std::vector<std::pair<std::string, std::string>>& canonical() {
+  static const std::vector<std::pair<std::string, std::string>> names = {{"hidden_size", "hidden_size"},
+                                                                         {"num_hidden_layers", "num_hidden_layers"},
+                                                                         {"num_attention_heads", "num_attention_heads"},
+                                                                         {"num_key_value_heads", "num_key_value_heads"},
+                                                                         {"head_dim", "head_dim"},
+                                                                         {"intermediate_size", "intermediate_size"},
+                                                                         {"vocab_size", "vocab_size"},
+                                                                         {"max_position_embeddings", "max_position_embeddings"},
+                                                                         {"num_experts", "num_experts"},
+                                                                         {"n_routed_experts", "num_experts"},
+                                                                         {"num_experts_per_tok", "num_experts_per_tok"},
+                                                                         {"num_shared_experts", "n_shared_experts"},
+                                                                         {"n_shared_experts", "n_shared_experts"},
+                                                                         {"moe_intermediate_size", "moe_intermediate_size"},
+                                                                         {"shared_expert_intermediate_size", "shared_expert_intermediate_size"},
+                                                                         {"first_k_dense_replace", "first_k_dense_replace"},
+                                                                         {"mtp_depth", "num_nextn_predict_layers"},
+                                                                         {"num_nextn_predict_layers", "num_nextn_predict_layers"},
+                                                                         {"kv_lora_rank", "kv_lora_rank"},
+                                                                         {"q_lora_rank", "q_lora_rank"},
+                                                                         {"qk_rope_head_dim", "qk_rope_head_dim"},
+                                                                         {"v_head_dim", "v_head_dim"},
+                                                                         {"qk_nope_head_dim", "qk_nope_head_dim"},
+                                                                         {"tie_word_embeddings", "tie_word_embeddings"},
+                                                                         {"qk_norm", "qk_norm"},
+                                                                         {"model_type", "model_type"},
+                                                                         {"layer_types", "layer_types"},
+                                                                         {"attn_output_gate", "attn_output_gate"},
+                                                                         {"linear_num_key_heads", "linear_num_key_heads"},
+                                                                         {"linear_key_head_dim", "linear_key_head_dim"},
+                                                                         {"linear_num_value_heads", "linear_num_value_heads"},
+                                                                         {"linear_value_head_dim", "linear_value_head_dim"},
+                                                                         {"linear_conv_kernel_dim", "linear_conv_kernel_dim"},
+                                                                         {"dim", "hidden_size"},
+                                                                         {"n_layers", "num_hidden_layers"},
+                                                                         {"n_heads", "num_attention_heads"},
+                                                                         {"n_kv_heads", "num_key_value_heads"},
+                                                                         {"inter_dim", "intermediate_size"}};
+  return names;
+}
+
+// Model fields stated under `prefix` (direct keys, then config_overrides winning); empty when none define a model.
+json model_fields(Tree& t, const std::vector<std::string>& prefixes) {
+  json m = json::object();
+  for (const std::string& prefix : prefixes) {
+    for (const auto& [name, hf] : canonical()) {
+      if (const json* v = t.get(prefix + "." + name)) m[hf] = *v;
+    }
+  }
+  if (!m.contains("hidden_size")) return json();
+  if (!m.contains("model_type")) {
+    m["model_type"] = m.contains("kv_lora_rank")  ? "deepseek_v3"
+                      : m.contains("num_experts") ? (m.value("qk_norm", false) ? "qwen3_moe" : "mixtral")
+                      : m.value("qk_norm", false) ? "qwen3"
+                                                  : "llama";
+  }
+  return m;
+}
+
+// A bundled model name from a HuggingFace id: "Qwen/Qwen3-8B" -> "qwen3-8b".
+std::string bundled_name(const std::string& id) {
+  std::string base = id.substr(id.find_last_of('/') == std::string::npos ? 0 : id.find_last_of('/') + 1);
+  std::string lower = io::lower(base);
+  if (io::exists(io::data_dir() + "/models/" + lower + ".json")) return lower;
+  if (io::exists(id)) return id;
+  if (io::exists(id + "/config.json")) return id + "/config.json";
+  fail(id, "is neither a bundled model ({} is not one) nor a local config; state the model's fields under model.config_overrides, or give sapp --model", lower);
+}
+
+void stage_split(Tree& t, Loaded& out, const std::string& prefix, long long layers, int pp, int vpp) {
+  const json* offset = t.get(prefix + ".offset");
+  const json* full = t.get(prefix + ".full_rec");
+  const json* sel = t.get(prefix + ".sel_rec");
+  if (!offset && !full && !sel) return;
+  plan::StageSplit split;
+  split.layers = offset_layers(layers, pp, vpp, offset ? *offset : json(), at(t.file, prefix + ".offset"));
+  if (full) split.full = recompute_layers(split.layers, *full, at(t.file, prefix + ".full_rec"));
+  if (sel) {
+    split.selective = recompute_layers(split.layers, *sel, at(t.file, prefix + ".sel_rec"));
+    for (std::size_t c = 0; c < split.selective.size(); ++c)
+      for (std::size_t s = 0; s < split.selective[c].size(); ++s)
+        split.selective[c][s] = std::max(0LL, split.selective[c][s] - (split.full.empty() ? 0 : split.full[c][s]));
+  }
+  out.split = split;
+}
+
+}  // namespace
+
+Loaded read_hyperparallel(const json& tree, const std::string& file) {
+  Tree t{tree, file, {}};
+  Loaded out;
+  out.values = json::object();
+  auto set = [&](const std::string& key, const json& v, const std::string& from) { put(out, key, v, from); };
+  bool legacy = !(tree.contains("accelerator") || tree.contains("fsdp_config") || tree.contains("training") ||
+                  (tree.contains("model") && tree["model"].is_object() && tree["model"].contains("pretrained_model_name_or_path")));
+  std::string acc = legacy ? "train.accelerator" : "accelerator";
+  auto deg = [&](std::initializer_list<const char*> keys, std::string& from) -> long long {
+    for (const char* k : keys) {
+      std::string path = acc + "." + k;
+      if (t.get(path)) {
+        from = path;
+        return *t.whole(path);
+      }
+    }
+    from = acc + "." + *keys.begin();
+    return 1;
+  };
+  std::string tp_from, pp_from, cp_from, ep_from, etp_from, rep_from;
+  long long tp = deg(legacy ? std::initializer_list<const char*>{"tp_degree"} : std::initializer_list<const char*>{"tp_size"}, tp_from);
+  long long pp = deg(legacy ? std::initializer_list<const char*>{"pipeline_parallel_degree"} : std::initializer_list<const char*>{"pp_size"}, pp_from);
+  long long cp = deg(legacy ? std::initializer_list<const char*>{"context_parallel_degree"} : std::initializer_list<const char*>{"cp_size"}, cp_from);
+  long long ep = deg(legacy ? std::initializer_list<const char*>{"expert_parallel_degree"} : std::initializer_list<const char*>{"ep_size"}, ep_from);
+  long long etp = deg(legacy ? std::initializer_list<const char*>{"expert_tensor_parallel_degree"} : std::initializer_list<const char*>{"etp_size"}, etp_from);
+  long long rep = deg({"dp_replicate", "dp_replicate_size"}, rep_from);
+  std::string shard_from = legacy ? "train.accelerator.dp_shard" : "fsdp_config.dp_shard_size";
+  long long shard = t.whole(shard_from).value_or(1);
+  long long dp = rep * shard;
+  set("devices", dp * tp * pp * cp, fmt::format("{} x {} x {} x {} x {}", rep_from, shard_from, tp_from, pp_from, cp_from));
+  set("tp", tp, tp_from);
+  set("pp", pp, pp_from);
+  set("cp", cp, cp_from);
+  set("ep", ep, ep_from);
+  set("etp", etp, etp_from);
+  // FSDP shards parameters, gradients and optimizer states over dp_shard (ZeRO-3); the legacy layout's
+  // parallel optimizer shards the optimizer states (ZeRO-1).
+  if (legacy) {
+    bool op = t.flag("train.accelerator.enable_parallel_optimizer").value_or(true);
+    set("zero", op && dp > 1 ? 1 : 0, "train.accelerator.enable_parallel_optimizer");
+    if (auto s = t.whole("train.accelerator.optimizer_weight_shard_size", -1); s && *s > 0)
+      set("optimizer_shard", *s, "train.accelerator.optimizer_weight_shard_size");
+    bool sp = t.flag("train.accelerator.use_seq_parallel").value_or(t.flag("train.accelerator.sequence_parallel").value_or(false));
+    if (sp && tp > 1) set("sp", true, "train.accelerator.use_seq_parallel");
+  } else {
+    set("zero", shard > 1 ? 3 : 0, "fsdp_config.dp_shard_size");
+    if (shard > 1 && rep > 1) set("optimizer_shard", shard, "fsdp_config.dp_shard_size (HSDP: sharded within dp_shard)");
+  }
+  long long vpp = legacy ? t.whole("train.accelerator.pp_interleave_num").value_or(1) : t.whole("accelerator.pp_interleave_num").value_or(1);
+  set("vpp", vpp, legacy ? "train.accelerator.pp_interleave_num" : "accelerator.pp_interleave_num");
+  if (cp > 1) {
+    if (auto algo = t.text(acc + ".context_parallel_algo")) set("cp_algo", *algo == "ulysses_cp" ? "all2all" : "ring", acc + ".context_parallel_algo");
+  }
+  // Batch.
+  std::string batch = legacy ? "train" : "training";
+  auto gbs = t.whole(batch + ".global_batch_size");
+  long long mbs = t.whole(batch + ".micro_batch_size").value_or(t.whole("micro_batch_size").value_or(1));
+  auto m = t.whole(batch + ".micro_batch_num", 0);
+  set("mbs", mbs, batch + ".micro_batch_size");
+  if (gbs) {
+    set("global_batch", *gbs, batch + ".global_batch_size");
+    if (m && *m > 0 && *m * mbs * dp != *gbs) {
+      fail(file, "{}.global_batch_size = {} but {}.micro_batch_num x micro_batch_size x DP = {} x {} x {} = {}", batch, *gbs, batch, *m, mbs, dp,
+           *m * mbs * dp);
+    }
+  } else if (m && *m > 0) {
+    set("global_batch", *m * mbs * dp, batch + ".micro_batch_num x micro_batch_size x DP");
+  }
+  // Recompute.
+  std::string ac = legacy ? "train.gradient_checkpointing.activation_checkpoint" : "activation_checkpoint.mode";
+  if (const json* mode = t.get(ac)) {
+    json v = *mode;
+    if (v.is_string() && io::lower(v.get<std::string>()) == "none") v = "off";
+    if (v.is_boolean() && !v.get<bool>()) v = "off";
+    set("recompute", v, ac);
+  }
+  // Sequence, precision, memory.
+  for (const char* k : {"dataset.data_transform.max_seq_len", "data.max_seq_len", "model.config_overrides.seq_length"}) {
+    if (auto s = t.whole(k)) {
+      set("seq", *s, k);
+      break;
+    }
+  }
+  if (auto dt = t.text("fsdp_config.mix_precision.param_dtype"))
+    set("param_bytes", dtype_bytes(*dt, at(file, "fsdp_config.mix_precision.param_dtype")), "fsdp_config.mix_precision.param_dtype");
+  if (auto mem = t.text("context.max_device_memory")) {
+    std::size_t g = mem->find("GB");
+    if (g == std::string::npos) fail(at(file, "context.max_device_memory"), "'{}' is not a size like 58GB", *mem);
+    set("memory_limit_gib", std::stod(mem->substr(0, g)), "context.max_device_memory");
+  }
+  // The model: fields stated here, or a bundled model the HuggingFace id names.
+  json model = model_fields(t, {"model", "model.config_overrides"});
+  if (!model.is_null()) {
+    model["_source"] = file;
+    out.model_config = model;
+    set("model", file, "model.config_overrides");
+    t.use("model.pretrained_model_name_or_path");  // the fields stated here define the model
+  } else if (auto id = t.text("model.pretrained_model_name_or_path")) {
+    set("model", bundled_name(*id), "model.pretrained_model_name_or_path");
+  }
+  long long layers = model.is_null() ? 0 : model.value("num_hidden_layers", 0LL);
+  if (layers > 0) stage_split(t, out, "model.config_overrides", layers, static_cast<int>(pp), static_cast<int>(vpp));
+  for (const char* k : {"model.config_path", "model._target_", "model.trust_remote_code", "model.torch_dtype", "model.attn_implementation"}) t.use(k);
+  out.unused = t.unused();
+  return out;
+}
+
+Loaded read_reference_search(const json& tree, const std::string& file) {
+  Tree t{tree, file, {}};
+  Loaded out;
+  out.values = json::object();
+  auto set = [&](const std::string& key, const json& v, const std::string& from) { put(out, key, v, from); };
+  // A train YAML it inherits fixed degrees from.
+  if (auto train = t.text("train_yaml")) {
+    std::filesystem::path p = *train;
+    if (p.is_relative()) p = std::filesystem::path(file).parent_path() / p;
+    Loaded base = read_text(io::read_text(p.string()), p.string(), Format::HyperParallel);
+    out.values = base.values;
+    out.origin = base.origin;
+    out.model_config = base.model_config;
+    out.split = base.split;
+  }
+  json model = model_fields(t, {"model"});
+  if (!model.is_null()) {
+    model["_source"] = file;
+    if (!model.contains("max_position_embeddings")) t.use("model.max_position_embeddings");
+    out.model_config = model;
+    set("model", file, "model");
+    if (auto seq = t.whole("model.seq_length"))
+      set("seq", *seq, "model.seq_length");
+    else if (auto pos = t.whole("model.max_position_embeddings"))
+      set("seq", *pos, "model.max_position_embeddings");
+  }
+  if (auto nodes = t.whole("cluster.num_nodes")) {
+    long long cards = t.whole("cluster.cards_per_node").value_or(8);
+    set("devices", *nodes * cards, "cluster.num_nodes x cluster.cards_per_node");
+  }
+  if (auto type = t.text("cluster.device_type")) {
+    std::string d = io::lower(*type);
+    std::string hw = d == "ascend910c" || d == "ascend910_93" ? "ascend-910c" : d.rfind("ascend", 0) == 0 ? "ascend-910b" : d;
+    set("hardware", hw, "cluster.device_type");
+  }
+  if (auto mem = t.get("cluster.device_memory_gb"); mem && mem->is_number()) set("memory_limit_gib", mem->get<double>(), "cluster.device_memory_gb");
+  for (const char* k : {"cluster.intra_node_bandwidth_gbps", "cluster.inter_node_bandwidth_gbps"}) t.use(k);
+  // Degrees: an int (fixed), a list (candidates) or auto (searched).
+  for (const auto& [key, name] : std::vector<std::pair<std::string, std::string>>{{"tp", "tp"}, {"pp", "pp"}, {"cp", "cp"}, {"ep", "ep"}, {"etp", "etp"}}) {
+    if (const json* v = t.get("parallelism." + key)) set(name, *v, "parallelism." + key);
+  }
+  if (const json* fsdp = t.get("parallelism.fsdp")) {
+    if (fsdp->is_number_integer())
+      set("zero", fsdp->get<long long>() > 1 ? json(3) : json(0), "parallelism.fsdp");
+    else if (fsdp->is_array()) {
+      json zs = json::array();
+      for (const auto& f : *fsdp) zs.push_back(f.is_number_integer() && f.get<long long>() > 1 ? 3 : 0);
+      std::sort(zs.begin(), zs.end());
+      zs.erase(std::unique(zs.begin(), zs.end()), zs.end());
+      set("zero", zs, "parallelism.fsdp");
+    }
+  }
+  for (const char* k : {"parallelism.dp", "parallelism.micro_batch_num", "pp_config.micro_batch_num"}) {
+    if (t.get(k))
+      out.warnings.push_back(fmt::format("{}: sapp derives DP and the micro-batch count from the devices, the global batch and the other degrees", k));
+  }
+  if (auto gbs = t.whole("constraint.global_batch_size")) set("global_batch", *gbs, "constraint.global_batch_size");
+  if (auto lim = t.get("constraint.memory_limit_gb"); lim && lim->is_number()) {
+    if (lim->get<double>() < 0) t.bad("constraint.memory_limit_gb", fmt::format("{} is below 0", lim->dump()));
+    set("memory_limit_gib", lim->get<double>(), "constraint.memory_limit_gb");
+  }
+  if (const json* rc = t.get("recompute")) set("recompute", *rc, "recompute");
+  if (auto mbs = t.get("model.local_batch_size")) set("mbs", *mbs, "model.local_batch_size");
+  // pp_config: the degree, interleave and a manual partition.
+  if (auto ppd = t.whole("pp_config.pp_degree")) set("pp", *ppd, "pp_config.pp_degree");
+  if (auto v = t.whole("pp_config.pp_interleave_num")) set("vpp", *v, "pp_config.pp_interleave_num");
+  std::string mode = t.text("pp_config.stage_partition_mode").value_or("uniform");
+  if (mode == "manual") {
+    const json* parts = t.get("pp_config.stage_partition");
+    if (!parts || !parts->is_array()) t.bad("pp_config.stage_partition", "stage_partition_mode manual needs a list of per-stage layer-index lists");
+    plan::StageSplit split;
+    split.layers.emplace_back();
+    long long next = 0;
+    for (std::size_t s = 0; s < parts->size(); ++s) {
+      const json& stage = (*parts)[s];
+      if (!stage.is_array()) t.bad("pp_config.stage_partition", fmt::format("stage {} is {}, not a list of layer indices", s, stage.dump()));
+      for (const auto& idx : stage) {
+        if (!idx.is_number_integer() || idx.get<long long>() != next)
+          t.bad("pp_config.stage_partition", fmt::format("stage {} lists {}; the stages must cover layers 0..L-1 in order (expected {})", s, idx.dump(), next));
+        ++next;
+      }
+      split.layers[0].push_back(static_cast<long long>(stage.size()));
+    }
+    if (auto rl = t.get("pp_config.layer_recompute_layers")) {
+      if (!rl->is_array()) t.bad("pp_config.layer_recompute_layers", "expected a list of layer indices");
+      split.full.assign(1, std::vector<long long>(split.layers[0].size(), 0));
+      for (const auto& idx : *rl) {
+        if (!idx.is_number_integer() || idx.get<long long>() < 0 || idx.get<long long>() >= next)
+          t.bad("pp_config.layer_recompute_layers", fmt::format("{} is not a layer index in [0, {})", idx.dump(), next));
+        long long i = idx.get<long long>();
+        long long start = 0;
+        for (std::size_t s = 0; s < split.layers[0].size(); ++s) {
+          if (i < start + split.layers[0][s]) {
+            ++split.full[0][s];
+            break;
+          }
+          start += split.layers[0][s];
+        }
+      }
+    }
+    out.split = split;
+  }
+  for (const char* k : {"pp_config.pipeline_schedule", "pp_config.layer_offset_range", "model.name", "model.use_flash_attention"}) t.use(k);
+  out.unused = t.unused();
+  return out;
+}
+
+std::string emit_hyperparallel(const Plan& plan, const Loaded* original, const std::string& model_name) {
+  const plan::Layout& l = plan.layout;
+  std::string text;
+  bool legacy = false;
+  if (original) {
+    text = original->text;
+    json tree = io::parse_yaml(text, original->file);
+    legacy = !(tree.contains("accelerator") || tree.contains("fsdp_config") || tree.contains("training") ||
+               (tree.contains("model") && tree["model"].is_object() && tree["model"].contains("pretrained_model_name_or_path")));
+  } else {
+    text = fmt::format("# HyperParallel train YAML for {} on {} devices, written by sapp.\nmodel:\n", model_name, plan.devices);
+    if (plan.model) {
+      const model::ModelSpec& m = *plan.model;
+      text += "  config_overrides:\n";
+      text += fmt::format("    model_type: {}\n    num_hidden_layers: {}\n    hidden_size: {}\n    num_attention_heads: {}\n", m.model_type, m.num_layers,
+                          m.hidden_size, m.num_heads);
+      if (m.num_kv_heads) text += fmt::format("    num_key_value_heads: {}\n", *m.num_kv_heads);
+      if (m.head_dim) text += fmt::format("    head_dim: {}\n", *m.head_dim);
+      if (m.intermediate_size) text += fmt::format("    intermediate_size: {}\n", *m.intermediate_size);
+      text += fmt::format("    vocab_size: {}\n    tie_word_embeddings: {}\n", m.vocab_size, m.tie_word_embeddings ? "true" : "false");
+      if (m.qk_norm) text += fmt::format("    qk_norm: {}\n", *m.qk_norm ? "true" : "false");
+      if (m.is_moe()) {
+        text += fmt::format("    num_experts: {}\n    num_experts_per_tok: {}\n    moe_intermediate_size: {}\n", *m.num_experts,
+                            m.experts_per_token.value_or(1), m.routed_expert_width());
+      }
+    } else {
+      text += fmt::format("  pretrained_model_name_or_path: {}\n", model_name);
+    }
+    text += fmt::format("dataset:\n  data_transform:\n    max_seq_len: {}\n", plan.seq);
+  }
+  long long m = plan.global_batch / (1LL * l.dp * l.mbs);
+  if (legacy) {
+    text = yaml_set(text, "train.accelerator.dp_replicate", std::to_string(l.zero >= 1 ? 1 : l.dp));
+    text = yaml_set(text, "train.accelerator.dp_shard", std::to_string(l.zero >= 1 ? l.dp : 1));
+    text = yaml_set(text, "train.accelerator.tp_degree", std::to_string(l.tp));
+    text = yaml_set(text, "train.accelerator.pipeline_parallel_degree", std::to_string(l.pp));
+    text = yaml_set(text, "train.accelerator.context_parallel_degree", std::to_string(l.cp));
+    text = yaml_set(text, "train.accelerator.expert_parallel_degree", std::to_string(l.ep));
+    text = yaml_set(text, "train.accelerator.expert_tensor_parallel_degree", std::to_string(l.etp));
+    text = yaml_set(text, "train.accelerator.pp_interleave_num", std::to_string(l.vpp));
+    text = yaml_set(text, "train.accelerator.use_seq_parallel", l.sp ? "true" : "false");
+    text = yaml_set(text, "train.accelerator.enable_parallel_optimizer", l.zero >= 1 ? "true" : "false");
+    text = yaml_set(text, "train.global_batch_size", std::to_string(plan.global_batch));
+    text = yaml_set(text, "train.micro_batch_num", std::to_string(m));
+    text = yaml_set(text, "train.micro_batch_size", std::to_string(l.mbs));
+    text = yaml_set(text, "train.gradient_checkpointing.activation_checkpoint", plan::to_string(l.recompute));
+  } else {
+    // FSDP: dp_shard shards parameters, gradients and optimizer states (ZeRO-3); dp_replicate replicates.
+    long long shard = l.zero >= 1 ? (l.optimizer_shard > 0 ? l.optimizer_shard : l.dp) : 1;
+    text = yaml_set(text, "accelerator.tp_size", std::to_string(l.tp));
+    text = yaml_set(text, "accelerator.pp_size", std::to_string(l.pp));
+    text = yaml_set(text, "accelerator.cp_size", std::to_string(l.cp));
+    text = yaml_set(text, "accelerator.ep_size", std::to_string(l.ep));
+    if (l.etp > 1) text = yaml_set(text, "accelerator.etp_size", std::to_string(l.etp));
+    if (l.dp / shard > 1 || (original && original->origin.count("devices") && original->origin.at("devices").find("dp_replicate") != std::string::npos))
+      text = yaml_set(text, "accelerator.dp_replicate_size", std::to_string(l.dp / shard));
+    if (l.vpp > 1) text = yaml_set(text, "accelerator.pp_interleave_num", std::to_string(l.vpp));
+    text = yaml_set(text, "fsdp_config.dp_shard_size", std::to_string(shard));
+    text = yaml_set(text, "training.global_batch_size", std::to_string(plan.global_batch));
+    text = yaml_set(text, "training.micro_batch_size", std::to_string(l.mbs));
+    text = yaml_set(text, "training.micro_batch_num", std::to_string(m));
+    text = yaml_set(text, "activation_checkpoint.mode", plan::to_string(l.recompute));
+  }
+  if (plan.split) {
+    const plan::StageSplit& s = *plan.split;
+    long long total = s.total();
+    long long base = total / (1LL * l.pp * l.vpp);
+    json offset = json::array();
+    for (const auto& row : s.layers) {
+      json r = json::array();
+      for (long long c : row) r.push_back(c - base);
+      offset.push_back(r);
+    }
+    text = yaml_set(text, "model.config_overrides.offset", flow(l.vpp > 1 ? offset : offset[0]));
+    if (s.states_recompute()) {
+      auto rows = [&](const plan::ChunkCounts& c, bool add_full) {
+        json out = json::array();
+        for (std::size_t i = 0; i < s.layers.size(); ++i) {
+          json r = json::array();
+          for (std::size_t j = 0; j < s.layers[i].size(); ++j) {
+            long long v = c.empty() ? 0 : c[i][j];
+            if (add_full && v > 0 && !s.full.empty()) v += s.full[i][j];
+            r.push_back(v);
+          }
+          out.push_back(r);
+        }
+        return l.vpp > 1 ? out : out[0];
+      };
+      text = yaml_set(text, "model.config_overrides.full_rec", flow(rows(s.full, false)));
+      if (!s.selective.empty()) text = yaml_set(text, "model.config_overrides.sel_rec", flow(rows(s.selective, true)));
+    }
+  }
+  return text;
+}
+
+}  // namespace sapp::config::detail

@@ -1,0 +1,974 @@
+// config/megatron: Megatron-LM / MindSpeed arguments, from a launch script (bash variables, arrays, line
+// continuations, torchrun's device counts) or an arguments file, read into a request and written back.
+// Flag meanings: Megatron-LM core_v0.14.0 megatron/training/arguments.py and transformer_block.py; MindSpeed's
+// own flags from its arguments.py (docs/configs.md restates what sapp reads).
+#include <algorithm>
+#include <cctype>
+#include <map>
+#include <regex>
+#include <set>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "config/internal.hpp"
+#include "core/error.hpp"
+#include "core/files.hpp"
+
+namespace sapp::config::detail {
+
+namespace {
+
+struct Shell {
+  std::map<std::string, std::vector<std::string>> vars;  // scalars are one-item lists
+  std::vector<std::vector<std::string>> commands;        // non-assignment commands, expanded
+};
+
+std::string join_continuations(const std::string& text) {
+  std::string out;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '\\' && i + 1 < text.size() && text[i + 1] == '\n') {
+      ++i;
+      continue;
+    }
+    if (text[i] == '\\' && i + 2 < text.size() && text[i + 1] == '\r' && text[i + 2] == '\n') {
+      i += 2;
+      continue;
+    }
+    out += text[i];
+  }
+  return out;
+}
+
+long long arith(const std::string& expr, const std::string& where) {
+  // Integers with + - * / and no precedence surprises: * and / bind tighter.
+  std::vector<long long> terms;
+  std::vector<char> ops;
+  long long cur = 0;
+  char pending = '*';
+  long long acc = 1;
+  std::size_t i = 0;
+  auto flush_term = [&](char next) {
+    terms.push_back(acc);
+    ops.push_back(next);
+    acc = 1;
+    pending = '*';
+  };
+  std::string e;
+  for (char c : expr) {
+    if (!std::isspace(static_cast<unsigned char>(c))) e += c;
+  }
+  while (i <= e.size()) {
+    if (i < e.size() && std::isdigit(static_cast<unsigned char>(e[i]))) {
+      cur = 0;
+      while (i < e.size() && std::isdigit(static_cast<unsigned char>(e[i]))) cur = cur * 10 + (e[i++] - '0');
+      if (pending == '*')
+        acc *= cur;
+      else if (cur != 0)
+        acc /= cur;
+      else
+        fail(where, "division by zero in $(( {} ))", expr);
+      continue;
+    }
+    char c = i < e.size() ? e[i] : '\0';
+    if (c == '*' || c == '/') {
+      pending = c;
+    } else if (c == '+' || c == '-' || c == '\0') {
+      flush_term(c);
+    } else {
+      fail(where, "cannot evaluate $(( {} )): only whole numbers with + - * / are read", expr);
+    }
+    ++i;
+  }
+  long long sum = terms.empty() ? 0 : terms[0];
+  for (std::size_t t = 1; t < terms.size(); ++t) sum = ops[t - 1] == '-' ? sum - terms[t] : sum + terms[t];
+  return sum;
+}
+
+// Expands $NAME, ${NAME}, ${NAME:-default}, ${NAME[@]} and $((...)) in one word; arrays and unquoted
+// expansions split into several words.
+std::vector<std::string> expand(const std::string& word, const Shell& sh, const std::string& file) {
+  std::string out;
+  bool split = false;
+  for (std::size_t i = 0; i < word.size(); ++i) {
+    char c = word[i];
+    if (c != '$' || i + 1 >= word.size()) {
+      out += c;
+      continue;
+    }
+    if (word.compare(i, 3, "$((") == 0) {
+      std::size_t end = word.find("))", i + 3);
+      if (end == std::string::npos) fail(file, "unterminated $(( in '{}'", word);
+      std::string inner;
+      for (const auto& w : expand(word.substr(i + 3, end - i - 3), sh, file)) inner += w;
+      out += std::to_string(arith(inner, file));
+      i = end + 1;
+      continue;
+    }
+    std::string name, fallback;
+    bool has_fallback = false;
+    if (word[i + 1] == '{') {
+      std::size_t end = word.find('}', i + 2);
+      if (end == std::string::npos) fail(file, "unterminated ${{ in '{}'", word);
+      name = word.substr(i + 2, end - i - 2);
+      std::size_t dflt = name.find(":-");
+      if (dflt != std::string::npos) {
+        fallback = name.substr(dflt + 2);
+        fallback.erase(std::remove(fallback.begin(), fallback.end(), '"'), fallback.end());
+        name = name.substr(0, dflt);
+        has_fallback = true;
+      }
+      if (name.size() > 3 && name.compare(name.size() - 3, 3, "[@]") == 0) {
+        name = name.substr(0, name.size() - 3);
+        split = true;
+      }
+      i = end;
+    } else {
+      std::size_t j = i + 1;
+      while (j < word.size() && (std::isalnum(static_cast<unsigned char>(word[j])) || word[j] == '_')) ++j;
+      name = word.substr(i + 1, j - i - 1);
+      if (name.empty()) {
+        out += c;
+        continue;
+      }
+      i = j - 1;
+    }
+    auto it = sh.vars.find(name);
+    if (it != sh.vars.end()) {
+      for (std::size_t k = 0; k < it->second.size(); ++k) out += (k ? " " : "") + it->second[k];
+      if (it->second.size() > 1) split = true;
+    } else if (has_fallback) {
+      out += fallback;
+    } else {
+      out += "${" + name + "}";  // unknown: kept, refused if a flag sapp reads needs it
+    }
+  }
+  if (!split) return {out};
+  std::vector<std::string> words;
+  std::stringstream ss(out);
+  for (std::string w; ss >> w;) words.push_back(w);
+  return words;
+}
+
+// Shell-style words of one line: quotes kept together (their content, quotes removed), comments dropped.
+std::vector<std::string> words_of(const std::string& line) {
+  std::vector<std::string> words;
+  std::string cur;
+  bool in_word = false;
+  char quote = 0;
+  for (std::size_t i = 0; i < line.size(); ++i) {
+    char c = line[i];
+    if (quote) {
+      if (c == quote)
+        quote = 0;
+      else
+        cur += c;
+      continue;
+    }
+    if (c == '"' || c == '\'') {
+      quote = c;
+      in_word = true;
+      continue;
+    }
+    if (c == '#' && !in_word) break;
+    if (std::isspace(static_cast<unsigned char>(c))) {
+      if (in_word) words.push_back(cur);
+      cur.clear();
+      in_word = false;
+      continue;
+    }
+    cur += c;
+    in_word = true;
+  }
+  if (in_word) words.push_back(cur);
+  return words;
+}
+
+Shell run_shell(const std::string& text, const std::string& file) {
+  Shell sh;
+  std::stringstream ss(join_continuations(text));
+  std::string pending_array;  // name of an array being filled over several lines
+  bool append = false;
+  std::vector<std::string> array_items;
+  static const std::regex assign(R"(^(export\s+)?([A-Za-z_][A-Za-z0-9_]*)(\+?)=(.*)$)");
+  for (std::string line; std::getline(ss, line);) {
+    std::size_t a = line.find_first_not_of(" \t");
+    if (a == std::string::npos) continue;
+    std::string body = line.substr(a);
+    if (!pending_array.empty()) {
+      std::vector<std::string> ws = words_of(body);
+      bool closed = false;
+      for (auto& w : ws) {
+        if (w == ")") {
+          closed = true;
+          break;
+        }
+        if (!w.empty() && w.back() == ')' && w.find('(') == std::string::npos) {
+          w.pop_back();
+          closed = true;
+        }
+        if (!w.empty())
+          for (const auto& e : expand(w, sh, file)) array_items.push_back(e);
+        if (closed) break;
+      }
+      if (closed) {
+        auto& v = sh.vars[pending_array];
+        if (!append) v.clear();
+        for (auto& item : array_items) {
+          std::stringstream is(item);
+          for (std::string w; is >> w;) v.push_back(w);
+        }
+        pending_array.clear();
+        array_items.clear();
+      }
+      continue;
+    }
+    std::smatch m;
+    if (std::regex_match(body, m, assign)) {
+      std::string name = m[2];
+      append = m[3] == "+";
+      std::string value = m[4];
+      if (!value.empty() && value[0] == '(') {
+        pending_array = name;
+        array_items.clear();
+        std::string rest = value.substr(1);
+        // one-line array: NAME=(a b c)
+        std::size_t close = rest.rfind(')');
+        bool closed = close != std::string::npos && rest.find("((") == std::string::npos;
+        std::string inner = closed ? rest.substr(0, close) : rest;
+        for (const auto& w : words_of(inner))
+          for (const auto& e : expand(w, sh, file)) array_items.push_back(e);
+        if (closed) {
+          auto& v = sh.vars[name];
+          if (!append) v.clear();
+          for (auto& item : array_items) {
+            std::stringstream is(item);
+            for (std::string w; is >> w;) v.push_back(w);
+          }
+          pending_array.clear();
+          array_items.clear();
+        }
+        continue;
+      }
+      std::vector<std::string> ws = words_of(value);
+      std::string joined;
+      for (const auto& w : ws)
+        for (const auto& e : expand(w, sh, file)) joined += (joined.empty() ? "" : " ") + e;
+      sh.vars[name] = {joined};
+      continue;
+    }
+    std::vector<std::string> cmd;
+    for (const auto& w : words_of(body))
+      for (const auto& e : expand(w, sh, file)) cmd.push_back(e);
+    if (!cmd.empty()) sh.commands.push_back(cmd);
+  }
+  return sh;
+}
+
+const std::set<std::string>& torchrun_flags() {
+  static const std::set<std::string> f = {
+      "--nproc_per_node", "--nproc-per-node", "--nnodes",       "--node_rank",     "--node-rank",     "--master_addr", "--master-addr", "--master_port",
+      "--master-port",    "--rdzv_backend",   "--rdzv-backend", "--rdzv_endpoint", "--rdzv-endpoint", "--rdzv_id",     "--rdzv-id",     "--standalone",
+      "--max_restarts",   "--max-restarts",   "--tee",          "--log_dir",       "--log-dir",       "--redirects",   "--role",        "--local-ranks-filter",
+      "--no_python",      "--run_path"};
+  return f;
+}
+
+const std::set<std::string>& mindspeed_flags() {
+  static const std::set<std::string> flags = [] {
+    std::set<std::string> out;
+    std::stringstream ss(io::read_text(io::data_dir() + "/formats/mindspeed-extra-flags.txt"));
+    for (std::string line; std::getline(ss, line);) {
+      if (line.rfind("--", 0) == 0) out.insert(line.substr(0, line.find_first_of(" \t")));
+    }
+    return out;
+  }();
+  return flags;
+}
+
+struct Args {
+  std::map<std::string, std::vector<std::string>> flags;  // flag -> values (empty: store_true)
+  std::vector<std::string> order;
+  std::set<std::string> used;
+  std::string file;
+
+  bool on(const std::string& f) {
+    used.insert(f);
+    return flags.count(f) > 0;
+  }
+  std::optional<std::string> value(const std::string& f) {
+    used.insert(f);
+    auto it = flags.find(f);
+    if (it == flags.end()) return std::nullopt;
+    if (it->second.empty()) fail(at(file, f), "expects a value");
+    const std::string& v = it->second.front();
+    if (v.find("${") != std::string::npos) fail(at(file, f), "'{}' names a shell variable the file does not set", v);
+    return v;
+  }
+  std::optional<long long> whole(const std::string& f, long long lowest = 1) {
+    auto v = value(f);
+    if (!v) return std::nullopt;
+    long long out = 0;
+    std::size_t pos = 0;
+    try {
+      out = std::stoll(*v, &pos);
+    } catch (const std::exception&) {
+      pos = 0;
+    }
+    if (pos == 0 || pos != v->size()) fail(at(file, f), "'{}' is not a whole number", *v);
+    if (out < lowest) fail(at(file, f), "{} is below the minimum of {}", out, lowest);
+    if (out > (1LL << 40)) fail(at(file, f), "{} is above the limit of {}", out, 1LL << 40);
+    return out;
+  }
+};
+
+Args parse_args(const Shell& sh, const std::string& file) {
+  Args a;
+  a.file = file;
+  for (const auto& cmd : sh.commands) {
+    std::string current;
+    for (const auto& w : cmd) {
+      if (w.rfind("--", 0) == 0 && w.size() > 2) {
+        std::string flag = w;
+        std::string inline_value;
+        bool has_inline = false;
+        std::size_t eq = w.find('=');
+        if (eq != std::string::npos) {
+          flag = w.substr(0, eq);
+          inline_value = w.substr(eq + 1);
+          has_inline = true;
+        }
+        if (!a.flags.count(flag)) a.order.push_back(flag);
+        a.flags[flag].clear();
+        if (has_inline) a.flags[flag].push_back(inline_value);
+        current = flag;
+      } else if (!current.empty()) {
+        a.flags[current].push_back(w);
+      }
+    }
+  }
+  return a;
+}
+
+// Megatron's layout string: E embedding, L loss, t layer, m MTP; | between stages (chunk-major); (..)*n and x*n.
+plan::ChunkCounts parse_layout(const std::string& text, int pp, long long layers, const std::string& where) {
+  std::string s;
+  for (char c : text) {
+    if (c != ',' && c != ' ') s += c;
+  }
+  static const std::regex group(R"(\(([^)]+)\)\*(\d+))");
+  static const std::regex single(R"((.)\*(\d+))");
+  std::smatch m;
+  while (std::regex_search(s, m, group)) {
+    std::string rep;
+    long long n = std::stoll(m[2]);
+    if (n > 100000) fail(where, "repeat count {} is too large", n);
+    for (long long i = 0; i < n; ++i) rep += m[1];
+    s = m.prefix().str() + rep + m.suffix().str();
+    if (s.size() > 1000000) fail(where, "expands beyond a million characters");
+  }
+  while (std::regex_search(s, m, single)) {
+    long long n = std::stoll(m[2]);
+    if (n > 100000) fail(where, "repeat count {} is too large", n);
+    s = m.prefix().str() + std::string(static_cast<std::size_t>(n), m[1].str()[0]) + m.suffix().str();
+    if (s.size() > 1000000) fail(where, "expands beyond a million characters");
+  }
+  std::vector<std::string> stages;
+  std::size_t start = 0;
+  while (true) {
+    std::size_t bar = s.find('|', start);
+    stages.push_back(s.substr(start, bar == std::string::npos ? std::string::npos : bar - start));
+    if (bar == std::string::npos) break;
+    start = bar + 1;
+  }
+  if (stages.size() % static_cast<std::size_t>(pp) != 0) fail(where, "'{}' has {} stages, not a multiple of PP {}", text, stages.size(), pp);
+  int vpp = static_cast<int>(stages.size() / static_cast<std::size_t>(pp));
+  plan::ChunkCounts out(static_cast<std::size_t>(vpp), std::vector<long long>(static_cast<std::size_t>(pp), 0));
+  long long t = 0;
+  for (std::size_t i = 0; i < stages.size(); ++i) {
+    for (char c : stages[i]) {
+      if (c == 't') {
+        ++out[i / static_cast<std::size_t>(pp)][i % static_cast<std::size_t>(pp)];
+        ++t;
+      } else if (c != 'E' && c != 'L' && c != 'm') {
+        fail(where, "'{}' is not a layout character (E, L, t, m, |)", std::string(1, c));
+      }
+    }
+  }
+  if (s.empty() || s.front() != 'E') fail(where, "'{}' must start with E (the embedding)", text);
+  if (s.back() != 'L') fail(where, "'{}' must end with L (the loss)", text);
+  if (t != layers) fail(where, "'{}' places {} transformer layers, but --num-layers is {}", text, t, layers);
+  return out;
+}
+
+}  // namespace
+
+Loaded read_megatron(const std::string& text, const std::string& file) {
+  Shell sh = run_shell(text, file);
+  Args a = parse_args(sh, file);
+  Loaded out;
+  out.values = json::object();
+  auto set = [&](const std::string& key, const json& v, const std::string& from) { put(out, key, v, from); };
+
+  // Devices: torchrun's processes per node x nodes, or WORLD_SIZE.
+  std::optional<long long> devices;
+  auto nproc = a.flags.count("--nproc-per-node") ? a.whole("--nproc-per-node") : a.whole("--nproc_per_node");
+  if (nproc) {
+    long long nodes = a.whole("--nnodes").value_or(1);
+    devices = *nproc * nodes;
+    set("devices", *devices, "--nproc_per_node x --nnodes");
+  } else if (sh.vars.count("WORLD_SIZE")) {
+    std::string w = sh.vars.at("WORLD_SIZE").front();
+    if (!w.empty() && w.find_first_not_of("0123456789") == std::string::npos) {
+      devices = std::stoll(w);
+      set("devices", *devices, "WORLD_SIZE");
+    }
+  }
+
+  long long tp = a.whole("--tensor-model-parallel-size").value_or(1);
+  long long pp = a.whole("--pipeline-model-parallel-size").value_or(1);
+  long long cp = a.whole("--context-parallel-size").value_or(1);
+  long long ep = a.whole("--expert-model-parallel-size").value_or(1);
+  set("tp", tp, "--tensor-model-parallel-size");
+  set("pp", pp, "--pipeline-model-parallel-size");
+  set("cp", cp, "--context-parallel-size");
+  set("ep", ep, "--expert-model-parallel-size");
+  bool moe = a.whole("--num-experts", 0).value_or(0) > 1;
+  if (auto etp = a.whole("--expert-tensor-parallel-size")) {
+    set("etp", *etp, "--expert-tensor-parallel-size");
+  } else if (moe) {
+    set("etp", tp, "--expert-tensor-parallel-size (default: TP)");
+  }
+  if (a.on("--sequence-parallel") && tp > 1) set("sp", true, "--sequence-parallel");
+
+  // Model.
+  std::optional<long long> layers = a.whole("--num-layers");
+  if (a.flags.count("--hidden-size")) {
+    json m = json::object();
+    m["_source"] = file;
+    if (!layers) fail(at(file, "--num-layers"), "is required when the file defines the model (--hidden-size is stated)");
+    long long h = *a.whole("--hidden-size");
+    long long heads = a.whole("--num-attention-heads").value_or(0);
+    if (heads == 0) fail(at(file, "--num-attention-heads"), "is required when the file defines the model");
+    m["num_hidden_layers"] = *layers;
+    m["hidden_size"] = h;
+    m["num_attention_heads"] = heads;
+    bool swiglu = a.on("--swiglu");
+    long long ffn = a.whole("--ffn-hidden-size").value_or(swiglu ? (4 * h * 2 / 3) / 64 * 64 : 4 * h);
+    m["intermediate_size"] = ffn;
+    if (a.on("--group-query-attention"))
+      m["num_key_value_heads"] = a.whole("--num-query-groups").value_or(1);
+    else
+      a.used.insert("--num-query-groups");
+    if (auto kv = a.whole("--kv-channels")) m["head_dim"] = *kv;
+    if (auto pos = a.whole("--max-position-embeddings")) m["max_position_embeddings"] = *pos;
+    auto vocab = a.whole("--vocab-size");
+    if (!vocab) vocab = a.whole("--padded-vocab-size");
+    if (!vocab) {
+      fail(at(file, "--vocab-size"),
+           "is not stated, and the vocabulary otherwise comes from the tokenizer ({}), which sapp does not open; state --vocab-size or give sapp --model",
+           a.value("--tokenizer-model").value_or(a.value("--tokenizer-type").value_or("none named")));
+    }
+    m["vocab_size"] = *vocab;
+    a.used.insert("--tokenizer-type");
+    a.used.insert("--tokenizer-model");
+    bool mla = a.on("--multi-latent-attention") || a.on("--multi-head-latent-attention");
+    bool qk_norm = a.on("--qk-layernorm");
+    bool no_bias = a.on("--disable-bias-linear");
+    bool qkv_bias = a.on("--add-qkv-bias");
+    m["tie_word_embeddings"] = !a.on("--untie-embeddings-and-output-weights");
+    if (mla) {
+      m["kv_lora_rank"] = a.whole("--kv-lora-rank").value_or(32);
+      if (auto q = a.whole("--q-lora-rank")) m["q_lora_rank"] = *q;
+      m["qk_nope_head_dim"] = a.flags.count("--qk-nope-head-dim") ? *a.whole("--qk-nope-head-dim") : a.whole("--qk-head-dim").value_or(128);
+      m["qk_rope_head_dim"] = a.flags.count("--qk-rope-head-dim") ? *a.whole("--qk-rope-head-dim") : a.whole("--qk-pos-emb-head-dim").value_or(64);
+      m["v_head_dim"] = a.whole("--v-head-dim").value_or(128);
+    }
+    if (moe) {
+      long long experts = *a.whole("--num-experts");
+      m["n_routed_experts"] = experts;
+      m["num_experts_per_tok"] = a.whole("--moe-router-topk").value_or(2);
+      if (auto w = a.whole("--moe-ffn-hidden-size")) m["moe_intermediate_size"] = *w;
+      if (auto w = a.whole("--moe-shared-expert-intermediate-size")) m["shared_expert_intermediate_size"] = *w;
+      if (auto n = a.whole("--n-shared-experts", 0)) m["n_shared_experts"] = *n;
+      if (auto freq = a.value("--moe-layer-freq")) {
+        static const std::regex dense_first(R"(^\(?\[0\]\*(\d+)\+\[1\]\*(\d+)\)?$)");
+        std::smatch mm;
+        if (*freq == "1") {
+        } else if (std::regex_match(*freq, mm, dense_first)) {
+          m["first_k_dense_replace"] = std::stoll(mm[1]);
+          if (std::stoll(mm[1]) + std::stoll(mm[2]) != *layers)
+            fail(at(file, "--moe-layer-freq"), "'{}' covers {} layers, but --num-layers is {}", *freq, std::stoll(mm[1]) + std::stoll(mm[2]), *layers);
+        } else {
+          fail(at(file, "--moe-layer-freq"), "'{}' is not priced: sapp reads 1 (every layer MoE) or [0]*k+[1]*n (k dense layers first)", *freq);
+        }
+      }
+    }
+    if (auto mtp = a.whole("--mtp-num-layers", 0)) m["num_nextn_predict_layers"] = *mtp;
+    m["model_type"] = mla ? "deepseek_v3" : moe ? (qk_norm ? "qwen3_moe" : "mixtral") : qk_norm ? "qwen3" : qkv_bias ? "qwen2" : (swiglu ? "llama" : "gpt3");
+    if (!no_bias && (swiglu || mla || moe))
+      out.warnings.push_back("linear layers keep Megatron's default biases (no --disable-bias-linear); sapp prices the family's biases");
+    if (auto drop = a.value("--attention-dropout")) m["attention_dropout"] = std::stod(*drop);
+    if (auto drop = a.value("--hidden-dropout")) m["hidden_dropout"] = std::stod(*drop);
+    out.model_config = m;
+    set("model", file, "--num-layers, --hidden-size, ...");
+    for (const char* f : {"--normalization", "--position-embedding-type", "--rotary-base", "--rotary-percent", "--norm-epsilon", "--use-mcore-models",
+                          "--make-vocab-size-divisible-by", "--moe-router-score-function", "--moe-router-num-groups", "--moe-router-group-topk"})
+      a.used.insert(f);
+  }
+
+  // Batch and sequence.
+  long long mbs = a.whole("--micro-batch-size").value_or(1);
+  set("mbs", mbs, "--micro-batch-size");
+  if (auto gbs = a.whole("--global-batch-size")) {
+    set("global_batch", *gbs, "--global-batch-size");
+  } else if (devices && *devices % (tp * pp * cp) == 0) {
+    set("global_batch", mbs * (*devices / (tp * pp * cp)), "--micro-batch-size x DP (no --global-batch-size)");
+  }
+  if (auto seq = a.whole("--seq-length")) set("seq", *seq, "--seq-length");
+
+  // Precision.
+  bool bf16 = a.on("--bf16");
+  bool fp16 = a.on("--fp16");
+  if (!bf16 && !fp16) {
+    set("param_bytes", 4, "no --bf16 / --fp16 (fp32 training)");
+    set("compute_bytes", 4, "no --bf16 / --fp16 (fp32 training)");
+    set("optimizer_bytes", 8, "no --bf16 / --fp16 (fp32 training: Adam moments only)");
+  }
+  if (a.value("--fp8-format")) set("fp8", true, "--fp8-format");
+
+  // Optimizer sharding.
+  int zero = a.on("--use-distributed-optimizer") ? 1 : 0;
+  std::string zero_from = "--use-distributed-optimizer";
+  if (a.on("--use-megatron-fsdp") || a.on("--use-custom-fsdp")) {
+    std::string strategy = a.value("--data-parallel-sharding-strategy").value_or("no_shard");
+    static const std::map<std::string, int> levels = {{"no_shard", 0}, {"optim", 1}, {"optim_grads", 2}, {"optim_grads_params", 3}};
+    if (!levels.count(strategy))
+      fail(at(file, "--data-parallel-sharding-strategy"), "'{}' is not no_shard, optim, optim_grads or optim_grads_params", strategy);
+    zero = levels.at(strategy);
+    zero_from = "--data-parallel-sharding-strategy";
+  }
+  if (a.on("--use-torch-fsdp2")) {
+    zero = a.on("--torch-fsdp2-no-reshard-after-forward") ? 2 : 3;
+    zero_from = "--use-torch-fsdp2";
+  }
+  set("zero", zero, zero_from);
+
+  // Context parallelism.
+  if (cp > 1) {
+    if (auto algo = a.value("--context-parallel-algo")) {
+      set("cp_algo", *algo == "ulysses_cp_algo" ? "all2all" : "ring", "--context-parallel-algo");
+      if (*algo != "ulysses_cp_algo" && *algo != "megatron_cp_algo")
+        out.warnings.push_back(fmt::format("--context-parallel-algo {} is priced as ring CP", *algo));
+    } else if (auto type = a.value("--cp-comm-type")) {
+      set("cp_algo", *type == "a2a" ? "all2all" : "ring", "--cp-comm-type");
+      if (*type != "a2a" && *type != "p2p") out.warnings.push_back(fmt::format("--cp-comm-type {} is priced as ring (p2p) CP", *type));
+    }
+  } else {
+    a.used.insert("--cp-comm-type");
+    a.used.insert("--context-parallel-algo");
+  }
+
+  // Virtual pipeline and the stage split.
+  long long vpp = 1;
+  if (auto v = a.whole("--num-virtual-stages-per-pipeline-rank")) vpp = *v;
+  if (auto per = a.whole("--num-layers-per-virtual-pipeline-stage")) {
+    if (!layers) fail(at(file, "--num-layers-per-virtual-pipeline-stage"), "needs --num-layers");
+    if (*layers % (pp * *per) != 0) fail(at(file, "--num-layers-per-virtual-pipeline-stage"), "{} does not divide --num-layers {} / PP {}", *per, *layers, pp);
+    vpp = *layers / pp / *per;
+  }
+  std::optional<plan::StageSplit> split;
+  if (auto layout = a.value("--pipeline-model-parallel-layout")) {
+    if (!layers) fail(at(file, "--pipeline-model-parallel-layout"), "needs --num-layers");
+    split.emplace();
+    split->layers = parse_layout(*layout, static_cast<int>(pp), *layers, at(file, "--pipeline-model-parallel-layout"));
+    if (a.flags.count("--num-virtual-stages-per-pipeline-rank") && split->vpp() != vpp)
+      fail(file, "--pipeline-model-parallel-layout has {} chunks per stage but --num-virtual-stages-per-pipeline-rank is {}", split->vpp(), vpp);
+    vpp = split->vpp();
+  } else if (a.flags.count("--decoder-first-pipeline-num-layers") || a.flags.count("--decoder-last-pipeline-num-layers")) {
+    if (!layers) fail(at(file, "--decoder-first-pipeline-num-layers"), "needs --num-layers");
+    long long first = a.whole("--decoder-first-pipeline-num-layers", 0).value_or(-1);
+    long long last = a.whole("--decoder-last-pipeline-num-layers", 0).value_or(-1);
+    long long middle_stages = pp - (first >= 0 ? 1 : 0) - (last >= 0 ? 1 : 0);
+    long long rest = *layers - std::max(0LL, first) - std::max(0LL, last);
+    if (rest < 0 || (middle_stages > 0 && rest % middle_stages != 0) || (middle_stages == 0 && rest != 0)) {
+      fail(file,
+           "--decoder-first-pipeline-num-layers {} and --decoder-last-pipeline-num-layers {} leave {} of --num-layers {} for {} other stage(s), which does "
+           "not divide",
+           first, last, rest, *layers, middle_stages);
+    }
+    std::vector<long long> per_stage(static_cast<std::size_t>(pp), middle_stages > 0 ? rest / middle_stages : 0);
+    if (first >= 0) per_stage.front() = first;
+    if (last >= 0) per_stage.back() = last;
+    split.emplace();
+    split->layers.assign(static_cast<std::size_t>(vpp), std::vector<long long>(static_cast<std::size_t>(pp), 0));
+    for (std::size_t s = 0; s < per_stage.size(); ++s) {
+      if (per_stage[s] % vpp != 0) fail(file, "stage {} holds {} layers, which VPP {} does not divide", s, per_stage[s], vpp);
+      for (long long c = 0; c < vpp; ++c) split->layers[static_cast<std::size_t>(c)][s] = per_stage[s] / vpp;
+    }
+  } else if (auto ms = a.value("--pipeline-num-transformer-layers")) {
+    // MindSpeed: a nested list, PP entries of per-chunk counts.
+    json list = io::parse_yaml(*ms, at(file, "--pipeline-num-transformer-layers"));
+    if (!list.is_array() || static_cast<long long>(list.size()) != pp)
+      fail(at(file, "--pipeline-num-transformer-layers"), "'{}' must list PP {} stages", *ms, pp);
+    split.emplace();
+    std::size_t v = list[0].is_array() ? list[0].size() : 1;
+    split->layers.assign(v, std::vector<long long>(static_cast<std::size_t>(pp), 0));
+    for (std::size_t s = 0; s < list.size(); ++s) {
+      json row = list[s].is_array() ? list[s] : json::array({list[s]});
+      if (row.size() != v) fail(at(file, "--pipeline-num-transformer-layers"), "stage {} lists {} chunks, stage 0 lists {}", s, row.size(), v);
+      for (std::size_t c = 0; c < v; ++c) {
+        if (!row[c].is_number_integer() || row[c].get<long long>() < 0)
+          fail(at(file, "--pipeline-num-transformer-layers"), "{} is not a layer count", row[c].dump());
+        split->layers[c][s] = row[c].get<long long>();
+      }
+    }
+    vpp = static_cast<long long>(v);
+  }
+  set("vpp", vpp, "--num-virtual-stages-per-pipeline-rank");
+  if (auto noop = a.value("--noop-layers")) out.warnings.push_back(fmt::format("--noop-layers {}: sapp prices those layers as real layers", *noop));
+
+  // Recompute.
+  std::string granularity;
+  if (a.on("--recompute-activations")) granularity = "selective";
+  if (auto g = a.value("--recompute-granularity")) granularity = *g;
+  if (!granularity.empty() && granularity != "full" && granularity != "selective")
+    fail(at(file, "--recompute-granularity"), "'{}' is not full or selective", granularity);
+  auto method = a.value("--recompute-method");
+  auto count = a.whole("--recompute-num-layers", 0);
+  if (granularity == "full" && method == std::optional<std::string>("block")) {
+    if (!count) fail(at(file, "--recompute-num-layers"), "is required with --recompute-method block");
+    if (!layers) fail(at(file, "--recompute-method"), "block recompute needs --num-layers");
+    if (!split) split = plan::even_split(*layers, static_cast<int>(pp), static_cast<int>(vpp));
+    split->full = split->layers;
+    bool per_rank = a.on("--enable-recompute-layers-per-pp-rank");
+    for (std::size_t s = 0; s < static_cast<std::size_t>(pp); ++s) {
+      long long left = *count;
+      for (std::size_t c = 0; c < split->layers.size(); ++c) {
+        long long n = std::min(per_rank ? left : *count, split->layers[c][s]);
+        split->full[c][s] = n;
+        left -= n;
+      }
+    }
+    set("recompute", "off", "--recompute-method block");
+  } else if (!granularity.empty()) {
+    if (method && *method != "uniform" && *method != "block") fail(at(file, "--recompute-method"), "'{}' is not uniform or block", *method);
+    set("recompute", granularity, a.flags.count("--recompute-granularity") ? "--recompute-granularity" : "--recompute-activations");
+  } else {
+    set("recompute", "off", "no --recompute-granularity");
+  }
+  if (a.flags.count("--recompute-modules")) out.warnings.push_back("--recompute-modules is priced as sapp's selective recompute (attention core)");
+  out.split = split;
+
+  // What is left: flags sapp does not read, and flags Megatron-LM core_v0.14.0 does not know.
+  std::vector<std::string> unknown;
+  const auto& known = megatron_flags();
+  for (const auto& f : a.order) {
+    if (torchrun_flags().count(f)) continue;
+    if (!a.used.count(f)) out.unused.push_back(f);
+    if (std::find(known.begin(), known.end(), f) == known.end() && !mindspeed_flags().count(f)) unknown.push_back(f);
+  }
+  if (!unknown.empty()) {
+    out.warnings.push_back(fmt::format("flag(s) neither Megatron-LM core_v0.14.0 nor MindSpeed define: {}", fmt::join(unknown, ", ")));
+  }
+  if (a.order.empty()) fail(file, "states no --flag arguments");
+  return out;
+}
+
+namespace {
+
+// Text edits of an arguments file or launch script: set a flag's value, or remove a flag.
+struct ScriptEditor {
+  std::vector<std::string> lines;
+  std::map<std::string, std::string> assignments;  // NAME -> its one literal value line index (as text)
+
+  explicit ScriptEditor(const std::string& text) {
+    std::stringstream ss(text);
+    for (std::string line; std::getline(ss, line);) lines.push_back(line);
+  }
+
+  // Finds `--flag` as a whole word: (line, column) or (-1, -1).
+  std::pair<long long, std::size_t> find(const std::string& flag) const {
+    for (std::size_t i = 0; i < lines.size(); ++i) {
+      const std::string& l = lines[i];
+      std::size_t hash = l.find('#');
+      std::size_t p = 0;
+      while ((p = l.find(flag, p)) != std::string::npos) {
+        if (hash != std::string::npos && p > hash) break;
+        bool start = p == 0 || std::isspace(static_cast<unsigned char>(l[p - 1])) || l[p - 1] == '"' || l[p - 1] == '(';
+        std::size_t e = p + flag.size();
+        bool end = e == l.size() || std::isspace(static_cast<unsigned char>(l[e])) || l[e] == '=' || l[e] == '"' || l[e] == ')';
+        if (start && end) return {static_cast<long long>(i), p};
+        p = e;
+      }
+    }
+    return {-1, 0};
+  }
+
+  // The value word after the flag on the same line: [begin, end) columns, or nothing.
+  static std::optional<std::pair<std::size_t, std::size_t>> value_span(const std::string& l, std::size_t p, const std::string& flag) {
+    std::size_t e = p + flag.size();
+    if (e < l.size() && l[e] == '=') {
+      std::size_t b = e + 1;
+      std::size_t end = l.find_first_of(" \t\"", b);
+      return std::make_pair(b, end == std::string::npos ? l.size() : end);
+    }
+    std::size_t b = l.find_first_not_of(" \t", e);
+    if (b == std::string::npos || l[b] == '\\' || l[b] == '#' || l.compare(b, 2, "--") == 0 || l[b] == ')') return std::nullopt;
+    if (l[b] == '"') return std::nullopt;
+    std::size_t end = l.find_first_of(" \t\")", b);
+    return std::make_pair(b, end == std::string::npos ? l.size() : end);
+  }
+
+  void set_variable_or_token(std::size_t line, std::size_t b, std::size_t e, const std::string& value) {
+    std::string token = lines[line].substr(b, e - b);
+    static const std::regex var(R"(^\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?$)");
+    std::smatch m;
+    if (std::regex_match(token, m, var)) {
+      std::string name = m[1];
+      static const std::regex plain_assign(R"(^(\s*(export\s+)?)([A-Za-z_][A-Za-z0-9_]*)=("?)([A-Za-z0-9_.\-]*)("?)(\s*(#.*)?)$)");
+      long long hit = -1;
+      for (std::size_t i = 0; i < lines.size(); ++i) {
+        std::smatch am;
+        if (std::regex_match(lines[i], am, plain_assign) && am[3] == name) {
+          if (hit >= 0) {
+            hit = -2;
+            break;
+          }
+          hit = static_cast<long long>(i);
+        }
+      }
+      if (hit >= 0) {
+        std::smatch am;
+        std::string l = lines[static_cast<std::size_t>(hit)];
+        std::regex_match(l, am, plain_assign);
+        lines[static_cast<std::size_t>(hit)] = am[1].str() + name + "=" + am[4].str() + value + am[6].str() + am[7].str();
+        return;
+      }
+    }
+    lines[line] = lines[line].substr(0, b) + value + lines[line].substr(e);
+  }
+
+  void set(const std::string& flag, const std::optional<std::string>& value, const std::string& anchor) {
+    auto [line, p] = find(flag);
+    if (line >= 0) {
+      std::size_t li = static_cast<std::size_t>(line);
+      if (!value) return;  // a switch already on
+      auto span = value_span(lines[li], p, flag);
+      if (span) {
+        set_variable_or_token(li, span->first, span->second, *value);
+      } else {
+        lines[li].insert(p + flag.size(), " " + *value);
+      }
+      return;
+    }
+    std::string item = flag + (value ? " " + *value : "");
+    auto [aline, ap] = find(anchor);
+    if (aline < 0) {
+      for (const char* f : {"--micro-batch-size", "--num-layers", "--tensor-model-parallel-size"}) {
+        std::tie(aline, ap) = find(f);
+        if (aline >= 0) break;
+      }
+    }
+    if (aline < 0) {
+      lines.push_back(item);
+      return;
+    }
+    std::size_t ai = static_cast<std::size_t>(aline);
+    const std::string& al = lines[ai];
+    std::string indent = al.substr(0, al.find_first_not_of(" \t"));
+    auto ends_with_backslash = [](const std::string& l) {
+      std::size_t e = l.find_last_not_of(" \t");
+      return e != std::string::npos && l[e] == '\\';
+    };
+    bool alone = al.find_first_not_of(" \t") == ap;  // the anchor starts its line
+    if (!alone) {
+      // Several flags on one line: add the new one right after the anchor flag and its value.
+      auto span = value_span(al, ap, anchor);
+      std::size_t at_col = span ? span->second : ap + anchor.size();
+      lines[ai].insert(at_col, " " + item);
+    } else if (ends_with_backslash(al)) {
+      lines.insert(lines.begin() + static_cast<std::ptrdiff_t>(ai + 1), indent + item + " \\");
+    } else if (ai > 0 && ends_with_backslash(lines[ai - 1])) {
+      lines.insert(lines.begin() + static_cast<std::ptrdiff_t>(ai), indent + item + " \\");
+    } else {
+      lines.insert(lines.begin() + static_cast<std::ptrdiff_t>(ai + 1), indent + item);
+    }
+  }
+
+  void remove(const std::string& flag) {
+    while (true) {
+      auto [line, p] = find(flag);
+      if (line < 0) return;
+      std::size_t li = static_cast<std::size_t>(line);
+      std::string& l = lines[li];
+      auto span = value_span(l, p, flag);
+      std::size_t e = span ? span->second : p + flag.size();
+      l.erase(p, e - p);
+      std::string rest = l;
+      rest.erase(std::remove_if(rest.begin(), rest.end(), [](char c) { return std::isspace(static_cast<unsigned char>(c)) || c == '\\'; }), rest.end());
+      if (rest.empty()) {
+        // A line that held only this flag: drop it (a trailing backslash moves to the previous line's role).
+        lines.erase(lines.begin() + static_cast<std::ptrdiff_t>(li));
+      }
+    }
+  }
+
+  [[nodiscard]] std::string text() const {
+    std::string out;
+    for (const auto& l : lines) out += l + "\n";
+    return out;
+  }
+};
+
+std::string layout_string(const plan::StageSplit& split, long long mtp) {
+  std::string out;
+  int pp = split.pp();
+  for (int c = 0; c < split.vpp(); ++c) {
+    for (int s = 0; s < pp; ++s) {
+      if (c + s > 0) out += "|";
+      std::string stage;
+      if (c == 0 && s == 0) stage = "E";
+      long long n = split.layers[static_cast<std::size_t>(c)][static_cast<std::size_t>(s)];
+      if (n > 0) stage += std::string(stage.empty() ? "" : ",") + (n == 1 ? "t" : fmt::format("t*{}", n));
+      if (c == split.vpp() - 1 && s == pp - 1) {
+        for (long long i = 0; i < mtp; ++i) stage += std::string(stage.empty() ? "" : ",") + "m";
+        stage += std::string(stage.empty() ? "" : ",") + "L";
+      }
+      out += stage;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string emit_megatron(const Plan& plan, const Loaded* original, const std::string& model_name) {
+  const plan::Layout& l = plan.layout;
+  ScriptEditor ed(original ? original->text : std::string());
+  if (!original) {
+    ed.lines.push_back(fmt::format("# Megatron-LM (core_v0.14.0) arguments for {} on {} devices, written by sapp.", model_name, plan.devices));
+    ed.lines.push_back(fmt::format("# torchrun --nproc_per_node <devices per node> --nnodes <nodes> pretrain_gpt.py $(cat this-file)"));
+    if (plan.model) {
+      const model::ModelSpec& m = *plan.model;
+      ed.lines.push_back(fmt::format("--num-layers {}", m.num_layers));
+      ed.lines.push_back(fmt::format("--hidden-size {}", m.hidden_size));
+      ed.lines.push_back(fmt::format("--num-attention-heads {}", m.num_heads));
+      if (m.intermediate_size) ed.lines.push_back(fmt::format("--ffn-hidden-size {}", *m.intermediate_size));
+      if (m.num_kv_heads && *m.num_kv_heads != m.num_heads) {
+        ed.lines.emplace_back("--group-query-attention");
+        ed.lines.push_back(fmt::format("--num-query-groups {}", *m.num_kv_heads));
+      }
+      if (m.head_dim) ed.lines.push_back(fmt::format("--kv-channels {}", *m.head_dim));
+      ed.lines.push_back(fmt::format("--vocab-size {}", m.vocab_size));
+      ed.lines.push_back(fmt::format("--max-position-embeddings {}", std::max<long long>(plan.seq, m.max_position_embeddings.value_or(plan.seq))));
+      ed.lines.emplace_back("--swiglu");
+      ed.lines.emplace_back("--disable-bias-linear");
+      if (!m.tie_word_embeddings) ed.lines.emplace_back("--untie-embeddings-and-output-weights");
+      if (m.is_moe()) {
+        ed.lines.push_back(fmt::format("--num-experts {}", *m.num_experts));
+        ed.lines.push_back(fmt::format("--moe-router-topk {}", m.experts_per_token.value_or(1)));
+        ed.lines.push_back(fmt::format("--moe-ffn-hidden-size {}", m.routed_expert_width()));
+        if (m.shared_expert_width() > 0) ed.lines.push_back(fmt::format("--moe-shared-expert-intermediate-size {}", m.shared_expert_width()));
+        if (m.first_k_dense.value_or(0) > 0)
+          ed.lines.push_back(fmt::format("--moe-layer-freq ([0]*{}+[1]*{})", *m.first_k_dense, m.num_layers - *m.first_k_dense));
+      }
+      if (m.is_mla()) {
+        ed.lines.emplace_back("--multi-latent-attention");
+        ed.lines.push_back(fmt::format("--kv-lora-rank {}", *m.kv_lora_rank));
+        if (m.q_lora_rank) ed.lines.push_back(fmt::format("--q-lora-rank {}", *m.q_lora_rank));
+        ed.lines.push_back(fmt::format("--qk-head-dim {}", *m.qk_nope_head_dim));
+        ed.lines.push_back(fmt::format("--qk-pos-emb-head-dim {}", *m.qk_rope_head_dim));
+        ed.lines.push_back(fmt::format("--v-head-dim {}", *m.v_head_dim));
+      }
+      if (m.mtp_depth.value_or(0) > 0) ed.lines.push_back(fmt::format("--mtp-num-layers {}", *m.mtp_depth));
+      if (m.qk_norm.value_or(false)) ed.lines.emplace_back("--qk-layernorm");
+    }
+    ed.lines.push_back(fmt::format("--seq-length {}", plan.seq));
+    ed.lines.emplace_back("--bf16");
+  } else {
+    // torchrun's device count: keep the processes per node, set the nodes.
+    auto [line, p] = ed.find("--nproc_per_node");
+    std::string nproc_flag = line >= 0 ? "--nproc_per_node" : "--nproc-per-node";
+    if (ed.find(nproc_flag).first >= 0 && original->values.contains("devices")) {
+      long long old_devices = original->values.at("devices").get<long long>();
+      Shell sh = run_shell(original->text, original->file);
+      Args a = parse_args(sh, original->file);
+      long long nproc = a.whole(nproc_flag).value_or(old_devices);
+      if (plan.devices != old_devices) {
+        if (plan.devices % nproc == 0) {
+          ed.set("--nnodes", std::to_string(plan.devices / nproc), nproc_flag);
+        } else {
+          ed.set(nproc_flag, std::to_string(plan.devices), nproc_flag);
+          ed.set("--nnodes", "1", nproc_flag);
+        }
+      }
+    }
+  }
+  const std::string anchor = "--micro-batch-size";
+  ed.set("--tensor-model-parallel-size", std::to_string(l.tp), anchor);
+  ed.set("--pipeline-model-parallel-size", std::to_string(l.pp), "--tensor-model-parallel-size");
+  ed.set("--context-parallel-size", std::to_string(l.cp), "--tensor-model-parallel-size");
+  if (l.ep > 1 || ed.find("--expert-model-parallel-size").first >= 0)
+    ed.set("--expert-model-parallel-size", std::to_string(l.ep), "--tensor-model-parallel-size");
+  if (l.ep > 1 || l.etp > 1 || ed.find("--expert-tensor-parallel-size").first >= 0)
+    ed.set("--expert-tensor-parallel-size", std::to_string(l.etp), "--tensor-model-parallel-size");
+  if (l.sp && l.tp > 1)
+    ed.set("--sequence-parallel", std::nullopt, "--tensor-model-parallel-size");
+  else
+    ed.remove("--sequence-parallel");
+  ed.set("--micro-batch-size", std::to_string(l.mbs), "--tensor-model-parallel-size");
+  ed.set("--global-batch-size", std::to_string(plan.global_batch), anchor);
+  ed.remove("--num-layers-per-virtual-pipeline-stage");
+  ed.remove("--decoder-first-pipeline-num-layers");
+  ed.remove("--decoder-last-pipeline-num-layers");
+  ed.remove("--pipeline-num-transformer-layers");
+  ed.remove("--pipeline-model-parallel-layout");
+  ed.remove("--num-virtual-stages-per-pipeline-rank");
+  long long mtp = plan.model ? plan.model->mtp_depth.value_or(0) : 0;
+  if (plan.split) {
+    ed.set("--pipeline-model-parallel-layout", "\"" + layout_string(*plan.split, mtp) + "\"", "--pipeline-model-parallel-size");
+  } else if (l.vpp > 1) {
+    ed.set("--num-virtual-stages-per-pipeline-rank", std::to_string(l.vpp), "--pipeline-model-parallel-size");
+  }
+  // ZeRO: 0 plain DDP, 1 the distributed optimizer, 2/3 Megatron FSDP's sharding strategies.
+  ed.remove("--use-distributed-optimizer");
+  ed.remove("--use-megatron-fsdp");
+  ed.remove("--use-custom-fsdp");
+  ed.remove("--data-parallel-sharding-strategy");
+  ed.remove("--use-torch-fsdp2");
+  if (l.zero == 1) ed.set("--use-distributed-optimizer", std::nullopt, anchor);
+  if (l.zero >= 2) {
+    ed.set("--use-megatron-fsdp", std::nullopt, anchor);
+    ed.set("--data-parallel-sharding-strategy", l.zero == 2 ? "optim_grads" : "optim_grads_params", anchor);
+  }
+  // Recompute.
+  ed.remove("--recompute-activations");
+  ed.remove("--recompute-granularity");
+  ed.remove("--recompute-method");
+  ed.remove("--recompute-num-layers");
+  if (plan.split && plan.split->states_recompute()) {
+    long long n = 0;
+    for (const auto& row : plan.split->full)
+      for (long long c : row) n = std::max(n, c);
+    if (n > 0) {
+      ed.set("--recompute-granularity", "full", anchor);
+      ed.set("--recompute-method", "block", anchor);
+      ed.set("--recompute-num-layers", std::to_string(n), anchor);
+    }
+  } else if (l.recompute != plan::Recompute::Off) {
+    ed.set("--recompute-granularity", l.recompute == plan::Recompute::Full ? "full" : "selective", anchor);
+    if (l.recompute == plan::Recompute::Full) {
+      ed.set("--recompute-method", "uniform", anchor);
+      ed.set("--recompute-num-layers", "1", anchor);
+    }
+  }
+  if (l.cp > 1) ed.set("--cp-comm-type", l.cp_algo == plan::CpAlgo::AllToAll ? "a2a" : "p2p", "--context-parallel-size");
+  if (plan.fp8) ed.set("--fp8-format", "hybrid", anchor);
+  if (!original) {
+    ed.lines.push_back(fmt::format("# {} devices: DP = {} / (TP {} x PP {} x CP {}) = {}", plan.devices, plan.devices, l.tp, l.pp, l.cp, l.dp));
+  }
+  return ed.text();
+}
+
+}  // namespace sapp::config::detail

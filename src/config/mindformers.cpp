@@ -1,0 +1,460 @@
+// config/mindformers: a MindFormers (MindSpore Transformers) training YAML: parallel_config, recompute_config,
+// runner_config, model.model_config (legacy and mcore key names) and moe_config, with MindFormers' layer
+// placement rules (offset, pp_interleave_num) and per-stage recompute arrays; written back in place.
+// Rules restated in docs/configs.md from mindformers v1.5.0 / master (LayerSetting, check_rules.py).
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "config/internal.hpp"
+#include "core/error.hpp"
+#include "core/files.hpp"
+
+namespace sapp::config::detail {
+
+plan::ChunkCounts offset_layers(long long layers, int pp, int vpp, const json& offset, const std::string& where) {
+  long long chunks = 1LL * pp * vpp;
+  long long base = layers / chunks;
+  long long remainder = layers % chunks;
+  plan::ChunkCounts out(static_cast<std::size_t>(vpp), std::vector<long long>(static_cast<std::size_t>(pp), base));
+  long long sum = 0;
+  auto number = [&](const json& v) {
+    if (!v.is_number_integer()) fail(where, "{} is not a whole number of layers", v.dump());
+    return v.get<long long>();
+  };
+  if (offset.is_null() || (offset.is_number() && chunks <= 1)) {
+    sum = 0;
+  } else if (offset.is_number()) {
+    sum = number(offset);
+    if (sum != 0) fail(where, "{} as one number is added to every one of the {} chunks; state a list of one offset per stage", sum, chunks);
+  } else if (offset.is_array() && !offset.empty() && offset.front().is_array()) {
+    if (static_cast<int>(offset.size()) != vpp)
+      fail(where, "{} has {} rows, but pp_interleave_num is {} (MindFormers: offset.shape[-2] must equal it)", offset.dump(), offset.size(), vpp);
+    for (std::size_t c = 0; c < offset.size(); ++c) {
+      if (!offset[c].is_array() || static_cast<int>(offset[c].size()) != pp)
+        fail(where, "row {} of {} must hold pipeline_stage {} offsets", c, offset.dump(), pp);
+      for (std::size_t s = 0; s < offset[c].size(); ++s) {
+        long long o = number(offset[c][s]);
+        out[c][s] += o;
+        sum += o;
+      }
+    }
+  } else if (offset.is_array()) {
+    if (static_cast<int>(offset.size()) != pp) fail(where, "{} has {} entries, but pipeline_stage is {}", offset.dump(), offset.size(), pp);
+    for (std::size_t s = 0; s < offset.size(); ++s) {
+      long long o = number(offset[s]);
+      for (auto& row : out) row[s] += o;
+      sum += o;
+    }
+  } else {
+    fail(where, "{} is not an offset (a number, a list per stage, or a list per chunk of lists per stage)", offset.dump());
+  }
+  if (sum != remainder) {
+    fail(where, "{} sums to {}, but MindFormers needs the offsets to sum to num_layers % (pipeline_stage x pp_interleave_num) = {} % ({} x {}) = {}",
+         offset.dump(), sum, layers, pp, vpp, remainder);
+  }
+  for (std::size_t c = 0; c < out.size(); ++c) {
+    for (std::size_t s = 0; s < out[c].size(); ++s) {
+      if (out[c][s] < 0) fail(where, "{} leaves chunk {} of stage {} with {} layers", offset.dump(), c, s, out[c][s]);
+    }
+  }
+  return out;
+}
+
+plan::ChunkCounts recompute_layers(const plan::ChunkCounts& layers, const json& stated, const std::string& where) {
+  std::size_t vpp = layers.size();
+  std::size_t pp = layers.front().size();
+  plan::ChunkCounts out(vpp, std::vector<long long>(pp, 0));
+  auto count = [&](const json& v, long long all) -> long long {
+    if (v.is_boolean()) return v.get<bool>() ? all : 0;
+    if (!v.is_number_integer() || v.get<long long>() < 0) fail(where, "{} is not a layer count or true/false", v.dump());
+    return std::min(v.get<long long>(), all);  // clipped to the block, as MindFormers does
+  };
+  if (stated.is_boolean()) {
+    if (stated.get<bool>()) out = layers;
+  } else if (stated.is_array() && !stated.empty() && stated.front().is_array()) {
+    if (stated.size() != vpp) fail(where, "{} has {} rows, but pp_interleave_num is {}", stated.dump(), stated.size(), vpp);
+    for (std::size_t c = 0; c < vpp; ++c) {
+      if (!stated[c].is_array() || stated[c].size() != pp) fail(where, "row {} of {} must hold pipeline_stage {} counts", c, stated.dump(), pp);
+      for (std::size_t s = 0; s < pp; ++s) out[c][s] = count(stated[c][s], layers[c][s]);
+    }
+  } else if (stated.is_array()) {
+    if (stated.size() != pp) fail(where, "{} has {} entries, but pipeline_stage is {}", stated.dump(), stated.size(), pp);
+    for (std::size_t s = 0; s < pp; ++s) {
+      long long stage_total = 0;
+      for (std::size_t c = 0; c < vpp; ++c) stage_total += layers[c][s];
+      long long left = count(stated[s], stage_total);
+      // Spread over the stage's chunks one layer at a time, chunk 0 first (MindFormers' _alloc_recompute_layer).
+      while (left > 0) {
+        bool placed = false;
+        for (std::size_t c = 0; c < vpp && left > 0; ++c) {
+          if (out[c][s] < layers[c][s]) {
+            ++out[c][s];
+            --left;
+            placed = true;
+          }
+        }
+        if (!placed) break;
+      }
+    }
+  } else {
+    fail(where, "{} is not a recompute setting (true/false, a count per stage, or counts per chunk and stage)", stated.dump());
+  }
+  return out;
+}
+
+namespace {
+
+const json* first_of(Tree& t, std::initializer_list<const char*> paths, std::string& found) {
+  for (const char* p : paths) {
+    if (const json* v = t.get(p)) {
+      found = p;
+      return v;
+    }
+  }
+  return nullptr;
+}
+
+std::optional<long long> whole_of(Tree& t, std::initializer_list<const char*> paths, std::string& found, long long lowest = 1) {
+  for (const char* p : paths) {
+    if (t.get(p)) {
+      found = p;
+      return t.whole(p, lowest);
+    }
+  }
+  return std::nullopt;
+}
+
+// The HuggingFace keys model_from_json reads, from a MindFormers model_config (legacy or mcore names) and moe_config.
+json model_of(Tree& t, const std::string& file, long long& num_layers, long long& mtp, bool& legacy_mtp_in_split) {
+  json m = json::object();
+  m["_source"] = file;
+  std::string k;
+  auto req = [&](std::initializer_list<const char*> paths, const char* hf) {
+    auto v = whole_of(t, paths, k);
+    if (!v) fail(at(file, *paths.begin()), "is required (the model is defined here; also looked for {})", fmt::join(paths, ", "));
+    m[hf] = *v;
+    return *v;
+  };
+  auto opt = [&](std::initializer_list<const char*> paths, const char* hf, long long lowest = 1) {
+    auto v = whole_of(t, paths, k, lowest);
+    if (v) m[hf] = *v;
+    return v;
+  };
+  long long h = req({"model.model_config.hidden_size"}, "hidden_size");
+  num_layers = req({"model.model_config.num_layers", "model.model_config.num_hidden_layers"}, "num_hidden_layers");
+  req({"model.model_config.num_heads", "model.model_config.num_attention_heads"}, "num_attention_heads");
+  opt({"model.model_config.n_kv_heads", "model.model_config.num_key_value_heads", "model.model_config.num_query_groups"}, "num_key_value_heads");
+  opt({"model.model_config.head_dim", "model.model_config.kv_channels"}, "head_dim");
+  m["vocab_size"] = whole_of(t, {"model.model_config.vocab_size"}, k).value_or(32000);  // LlamaConfig's default
+  opt({"model.model_config.max_position_embeddings", "model.model_config.max_position_embedding"}, "max_position_embeddings");
+  auto inter = opt({"model.model_config.intermediate_size", "model.model_config.ffn_hidden_size"}, "intermediate_size");
+  if (!inter) {
+    // LlamaFeedForward: 4h, x (ffn_dim_multiplier + 0.01), x 2/3, rounded up to multiple_of.
+    long long multiple = whole_of(t, {"model.model_config.multiple_of"}, k).value_or(256);
+    double f = 4.0 * static_cast<double>(h);
+    if (const json* mult = t.get("model.model_config.ffn_dim_multiplier"); mult && mult->is_number()) f = std::floor((mult->get<double>() + 0.01) * f);
+    long long w = static_cast<long long>(std::floor(2.0 * f / 3.0));
+    m["intermediate_size"] = (w + multiple - 1) / multiple * multiple;
+  } else {
+    t.use("model.model_config.multiple_of");
+    t.use("model.model_config.ffn_dim_multiplier");
+  }
+  opt({"model.model_config.kv_lora_rank"}, "kv_lora_rank");
+  opt({"model.model_config.q_lora_rank"}, "q_lora_rank");
+  opt({"model.model_config.qk_rope_head_dim", "model.model_config.qk_pos_emb_head_dim"}, "qk_rope_head_dim");
+  opt({"model.model_config.qk_nope_head_dim", "model.model_config.qk_head_dim"}, "qk_nope_head_dim");
+  opt({"model.model_config.v_head_dim"}, "v_head_dim");
+  mtp = whole_of(t, {"model.model_config.mtp_depth", "model.model_config.num_nextn_predict_layers", "model.model_config.mtp_num_layers"}, k, 0).value_or(0);
+  if (mtp > 0) m["num_nextn_predict_layers"] = mtp;
+  auto experts =
+      whole_of(t, {"moe_config.expert_num", "model.model_config.num_experts", "model.model_config.n_routed_experts", "model.model_config.num_moe_experts"}, k);
+  if (experts && *experts > 1) {
+    m["n_routed_experts"] = *experts;
+    opt({"moe_config.num_experts_chosen", "model.model_config.num_experts_per_tok", "model.model_config.moe_router_topk"}, "num_experts_per_tok");
+    opt({"moe_config.moe_intermediate_size", "model.model_config.moe_intermediate_size", "model.model_config.moe_ffn_hidden_size"}, "moe_intermediate_size");
+    opt({"moe_config.shared_expert_num", "model.model_config.n_shared_experts", "model.model_config.shared_expert_num"}, "n_shared_experts", 0);
+    opt({"model.model_config.moe_shared_expert_intermediate_size"}, "shared_expert_intermediate_size");
+    if (const json* fk = first_of(t, {"moe_config.first_k_dense_replace", "model.model_config.first_k_dense_replace"}, k)) {
+      if (fk->is_number_integer()) m["first_k_dense_replace"] = fk->get<long long>();
+    }
+  }
+  if (auto tie = t.flag("model.model_config.tie_word_embeddings")) m["tie_word_embeddings"] = *tie;
+  if (auto bias = t.flag("model.model_config.qkv_has_bias")) m["attention_bias"] = *bias;
+  if (auto qk = t.flag("model.model_config.use_qk_norm")) m["qk_norm"] = *qk;
+  if (auto qk = t.flag("model.model_config.qk_layernorm")) m["qk_norm"] = *qk;
+  // The family: a stated model_type, else from the config class, else from the shape.
+  std::string type;
+  if (auto mt = t.text("model.model_config.model_type")) type = *mt;
+  std::string cls = t.text("model.model_config.type").value_or("");
+  t.use("model.arch");
+  std::string lower = io::lower(cls);
+  if (type.empty()) {
+    if (m.contains("kv_lora_rank"))
+      type = "deepseek_v3";
+    else if (lower.find("qwen3moe") != std::string::npos)
+      type = "qwen3_moe";
+    else if (lower.find("qwen3") != std::string::npos)
+      type = "qwen3";
+    else if (lower.find("qwen2") != std::string::npos)
+      type = "qwen2";
+    else if (m.contains("n_routed_experts"))
+      type = "mixtral";
+    else
+      type = "llama";
+  }
+  m["model_type"] = type;
+  // Legacy DeepSeek-V3 places its MTP layers with the body (LayerSetting(num_layers + mtp_depth)).
+  legacy_mtp_in_split = mtp > 0 && lower.find("deepseekv3") != std::string::npos;
+  return m;
+}
+
+}  // namespace
+
+Loaded read_mindformers(const json& tree, const std::string& file) {
+  Tree t{tree, file, {}};
+  Loaded out;
+  out.values = json::object();
+  auto set = [&](const std::string& key, const json& v, const std::string& from) { put(out, key, v, from); };
+  std::string k;
+  long long dp = whole_of(t, {"parallel_config.data_parallel", "parallel_config.data_parallel_size"}, k).value_or(1);
+  std::string dp_key = k.empty() ? "parallel_config.data_parallel" : k;
+  k.clear();
+  long long tp = whole_of(t, {"parallel_config.model_parallel", "parallel_config.tensor_model_parallel_size"}, k).value_or(1);
+  std::string tp_key = k.empty() ? "parallel_config.model_parallel" : k;
+  k.clear();
+  long long cp = whole_of(t, {"parallel_config.context_parallel", "parallel_config.context_parallel_size"}, k).value_or(1);
+  k.clear();
+  long long pp = whole_of(t, {"parallel_config.pipeline_stage", "parallel_config.pipeline_model_parallel_size"}, k).value_or(1);
+  std::string pp_key = k.empty() ? "parallel_config.pipeline_stage" : k;
+  k.clear();
+  long long ep = whole_of(t, {"parallel_config.expert_parallel", "parallel_config.expert_model_parallel_size"}, k).value_or(1);
+  long long m = t.whole("parallel_config.micro_batch_num").value_or(1);
+  set("devices", dp * tp * cp * pp, "parallel_config (data_parallel x model_parallel x context_parallel x pipeline_stage)");
+  set("tp", tp, tp_key);
+  set("pp", pp, pp_key);
+  set("cp", cp, "parallel_config.context_parallel");
+  set("ep", ep, "parallel_config.expert_parallel");
+  if (auto etp = t.whole("moe_config.expert_model_parallel")) set("etp", *etp, "moe_config.expert_model_parallel");
+  if (auto sp = t.flag("parallel_config.use_seq_parallel")) set("sp", *sp && tp > 1, "parallel_config.use_seq_parallel");
+  if (cp > 1) {
+    std::string algo = t.text("parallel_config.context_parallel_algo").value_or("colossalai_cp");
+    set("cp_algo", algo == "ulysses_cp" ? "all2all" : "ring", "parallel_config.context_parallel_algo");
+    if (algo == "hybrid_cp") out.warnings.push_back("context_parallel_algo hybrid_cp is priced as ring CP");
+  } else {
+    t.use("parallel_config.context_parallel_algo");
+  }
+  // Batch: runner_config.batch_size is the micro-batch size; the global batch follows MindFormers' rule.
+  long long mbs = t.whole("runner_config.batch_size").value_or(1);
+  long long interleave = t.whole("micro_batch_interleave_num").value_or(1);
+  long long accumulation = t.whole("runner_config.gradient_accumulation_steps").value_or(1);
+  set("mbs", mbs, "runner_config.batch_size");
+  long long steps = pp > 1 ? m : accumulation;
+  set("global_batch", mbs * dp * steps * interleave,
+      pp > 1 ? "runner_config.batch_size x data_parallel x micro_batch_num x micro_batch_interleave_num"
+             : "runner_config.batch_size x data_parallel x gradient_accumulation_steps x micro_batch_interleave_num");
+  if (interleave > 1) out.warnings.push_back(fmt::format("micro_batch_interleave_num {} is priced as {} x larger micro-batch counts", interleave, interleave));
+  // Optimizer parallel (MindSpore's parallel optimizer shards optimizer states over DP).
+  bool op = t.flag("parallel.enable_parallel_optimizer").value_or(false);
+  set("zero", op ? 1 : 0, "parallel.enable_parallel_optimizer");
+  if (auto shard = t.whole("parallel.parallel_optimizer_config.optimizer_weight_shard_size", -1); shard && *shard > 0) {
+    set("optimizer_shard", *shard, "parallel.parallel_optimizer_config.optimizer_weight_shard_size");
+  }
+  // Sequence and precision.
+  if (auto seq = t.whole("model.model_config.seq_length")) set("seq", *seq, "model.model_config.seq_length");
+  if (auto pit = t.text("model.model_config.param_init_type")) {
+    double b = dtype_bytes(*pit, at(file, "model.model_config.param_init_type"));
+    set("param_bytes", b, "model.model_config.param_init_type");
+    if (b >= 4) set("optimizer_bytes", 8, "model.model_config.param_init_type (fp32 weights: two Adam moments)");
+  }
+  if (auto cd = t.text("model.model_config.compute_dtype"))
+    set("compute_bytes", dtype_bytes(*cd, at(file, "model.model_config.compute_dtype")), "model.model_config.compute_dtype");
+  if (auto flash = t.flag("model.model_config.use_flash_attention")) set("no_flash_attention", !*flash, "model.model_config.use_flash_attention");
+  if (auto cf = t.get("moe_config.capacity_factor"); cf && cf->is_number()) {
+    // Dropless (<= 0) and capacity factors are both priced; MindFormers' default is 1.1.
+    if (cf->get<double>() > 0) set("capacity_factor", cf->get<double>(), "moe_config.capacity_factor");
+  }
+  if (auto mem = t.text("context.max_device_memory")) {
+    std::string v = *mem;
+    std::size_t g = v.find("GB");
+    if (g == std::string::npos) fail(at(file, "context.max_device_memory"), "'{}' is not a size like 58GB", v);
+    set("memory_limit_gib", std::stod(v.substr(0, g)), "context.max_device_memory");
+  }
+  // The model.
+  long long layers = 0;
+  long long mtp = 0;
+  bool mtp_in_split = false;
+  out.model_config = model_of(t, file, layers, mtp, mtp_in_split);
+  set("model", file, "model.model_config");
+  // Layer placement.
+  bool interleave_on = t.flag("parallel.pipeline_config.pipeline_interleave").value_or(false);
+  long long vpp = t.whole("model.model_config.pp_interleave_num").value_or(1);
+  if (!interleave_on) vpp = 1;
+  if (pp == 1) vpp = 1;
+  set("vpp", vpp, "model.model_config.pp_interleave_num");
+  std::string scheduler = t.text("parallel.pipeline_config.pipeline_scheduler").value_or("1f1b");
+  if (scheduler != "1f1b") out.warnings.push_back(fmt::format("pipeline_scheduler {} is priced as (interleaved) 1F1B", scheduler));
+  long long placed = layers + (mtp_in_split ? mtp : 0);
+  const json* offset = t.get("model.model_config.offset");
+  plan::ChunkCounts split_layers =
+      offset_layers(placed, static_cast<int>(pp), static_cast<int>(vpp), offset ? *offset : json(), at(file, "model.model_config.offset"));
+  const json* full = t.get("recompute_config.recompute");
+  if (!full) full = t.get("parallel_config.recompute");
+  const json* sel = t.get("recompute_config.select_recompute");
+  const json* comm = t.get("recompute_config.select_comm_recompute");
+  auto per_layer = [](const json* v) { return v != nullptr && (v->is_array() && !(v->size() > 0 && v->front().is_string())); };
+  bool uneven = plan::even_split(placed, static_cast<int>(pp), static_cast<int>(vpp)).layers != split_layers || mtp_in_split;
+  plan::StageSplit split;
+  split.layers = split_layers;
+  if (per_layer(full) || per_layer(sel)) {
+    split.full = full ? recompute_layers(split.layers, *full, at(file, "recompute_config.recompute")) : plan::ChunkCounts{};
+    plan::ChunkCounts s = sel && (sel->is_boolean() || per_layer(sel)) ? recompute_layers(split.layers, *sel, at(file, "recompute_config.select_recompute"))
+                                                                       : plan::ChunkCounts{};
+    if (sel && sel->is_object()) s = recompute_layers(split.layers, true, at(file, "recompute_config.select_recompute"));
+    bool any = false;
+    for (const auto& row : s)
+      for (long long c : row) any = any || c > 0;
+    if (any) {
+      // Selective applies to the first n layers of a block; the fully recomputed ones among them stay full.
+      for (std::size_t c = 0; c < s.size(); ++c)
+        for (std::size_t j = 0; j < s[c].size(); ++j) s[c][j] = std::max(0LL, s[c][j] - (split.full.empty() ? 0 : split.full[c][j]));
+      split.selective = s;
+    }
+    if (split.full.empty()) split.full = plan::ChunkCounts(split.layers.size(), std::vector<long long>(split.layers.front().size(), 0));
+    set("recompute", "off", "recompute_config (per stage)");
+    uneven = true;
+  } else {
+    bool f = full && full->is_boolean() && full->get<bool>();
+    bool s = sel && ((sel->is_boolean() && sel->get<bool>()) || sel->is_object() || (sel->is_array() && !sel->empty()));
+    if (sel && (sel->is_object() || sel->is_array())) out.warnings.push_back("select_recompute op patterns are priced as sapp's selective recompute");
+    set("recompute", f ? "full" : s ? "selective" : "off", f ? "recompute_config.recompute" : "recompute_config.select_recompute");
+  }
+  if (comm && !(comm->is_boolean() && !comm->get<bool>())) {
+    out.warnings.push_back("select_comm_recompute (norm communication recompute) is not priced: those layers keep their activations");
+  }
+  if (mtp_in_split) {
+    // The MTP layers sit in the last block of the last stage; sapp places them there itself.
+    auto& last = split.layers.back().back();
+    if (last < mtp) fail(at(file, "model.model_config.offset"), "leaves the last stage {} layers, fewer than its {} MTP layer(s)", last, mtp);
+    last -= mtp;
+    for (auto* counts : {&split.full, &split.selective}) {
+      if (!counts->empty()) counts->back().back() = std::min(counts->back().back(), last);
+    }
+  }
+  if (uneven) out.split = split;
+  // Keys that do not change the estimate, read so they are not listed as unused.
+  for (const char* used : {"model.model_config.type", "model.model_config.batch_size", "parallel_config.vocab_emb_dp", "use_parallel", "run_mode",
+                           "parallel.parallel_mode", "parallel.full_batch", "parallel.dataset_strategy", "parallel.pipeline_config"})
+    t.use(used);
+  out.unused = t.unused();
+  return out;
+}
+
+std::string emit_mindformers(const Plan& plan, const Loaded* original, const std::string& model_name) {
+  const plan::Layout& l = plan.layout;
+  std::string text;
+  if (original) {
+    text = original->text;
+  } else {
+    text =
+        fmt::format("# MindFormers training config for {} on {} devices, written by sapp.\nrun_mode: 'train'\nuse_parallel: True\n", model_name, plan.devices);
+    if (plan.model) {
+      const model::ModelSpec& m = *plan.model;
+      text += "model:\n  model_config:\n";
+      text += fmt::format("    model_type: \"{}\"\n", m.model_type);
+      text += fmt::format("    num_hidden_layers: {}\n    hidden_size: {}\n    num_attention_heads: {}\n", m.num_layers, m.hidden_size, m.num_heads);
+      if (m.num_kv_heads) text += fmt::format("    num_key_value_heads: {}\n", *m.num_kv_heads);
+      if (m.head_dim) text += fmt::format("    head_dim: {}\n", *m.head_dim);
+      if (m.intermediate_size) text += fmt::format("    intermediate_size: {}\n", *m.intermediate_size);
+      text += fmt::format("    vocab_size: {}\n", m.vocab_size);
+      if (m.is_moe()) {
+        text += fmt::format("    num_experts: {}\n    num_experts_per_tok: {}\n    moe_intermediate_size: {}\n", *m.num_experts,
+                            m.experts_per_token.value_or(1), m.routed_expert_width());
+        if (m.first_k_dense) text += fmt::format("    first_k_dense_replace: {}\n", *m.first_k_dense);
+      }
+      if (m.is_mla()) {
+        text += fmt::format("    kv_lora_rank: {}\n    qk_rope_head_dim: {}\n    qk_nope_head_dim: {}\n    v_head_dim: {}\n", *m.kv_lora_rank,
+                            *m.qk_rope_head_dim, *m.qk_nope_head_dim, *m.v_head_dim);
+        if (m.q_lora_rank) text += fmt::format("    q_lora_rank: {}\n", *m.q_lora_rank);
+      }
+      if (m.mtp_depth.value_or(0) > 0) text += fmt::format("    mtp_depth: {}\n", *m.mtp_depth);
+      text += fmt::format("    tie_word_embeddings: {}\n", m.tie_word_embeddings ? "True" : "False");
+    }
+  }
+  long long steps = plan.global_batch / (1LL * l.dp * l.mbs);
+  text = yaml_set(text, "parallel_config.data_parallel", std::to_string(l.dp));
+  text = yaml_set(text, "parallel_config.model_parallel", std::to_string(l.tp));
+  text = yaml_set(text, "parallel_config.pipeline_stage", std::to_string(l.pp));
+  text = yaml_set(text, "parallel_config.context_parallel", std::to_string(l.cp));
+  text = yaml_set(text, "parallel_config.expert_parallel", std::to_string(l.ep));
+  text = yaml_set(text, "parallel_config.use_seq_parallel", l.sp ? "True" : "False");
+  if (l.cp > 1) text = yaml_set(text, "parallel_config.context_parallel_algo", l.cp_algo == plan::CpAlgo::AllToAll ? "\"ulysses_cp\"" : "\"colossalai_cp\"");
+  text = yaml_set(text, "runner_config.batch_size", std::to_string(l.mbs));
+  if (l.pp > 1) {
+    text = yaml_set(text, "parallel_config.micro_batch_num", std::to_string(steps));
+    if (original && original->values.contains("global_batch")) text = yaml_set(text, "runner_config.gradient_accumulation_steps", "1");
+  } else {
+    text = yaml_set(text, "parallel_config.micro_batch_num", "1");
+    text = yaml_set(text, "runner_config.gradient_accumulation_steps", std::to_string(steps));
+  }
+  text = yaml_set(text, "micro_batch_interleave_num", "1");
+  text = yaml_set(text, "parallel.enable_parallel_optimizer", l.zero >= 1 ? "True" : "False");
+  if (l.etp > 1 || (original && original->values.contains("etp"))) text = yaml_set(text, "moe_config.expert_model_parallel", std::to_string(l.etp));
+  // Placement: MindFormers' offsets (they sum to num_layers % (pp x interleave)), per chunk when interleaved.
+  bool legacy_mtp = false;
+  long long mtp = plan.model ? plan.model->mtp_depth.value_or(0) : 0;
+  if (original && original->model_config.is_object()) {
+    // The legacy DeepSeek-V3 configuration counts MTP layers in its split (read back the same way).
+    json tree = io::parse_yaml(original->text, original->file);
+    std::string cls = tree.contains("model") && tree["model"].contains("model_config") && tree["model"]["model_config"].contains("type") &&
+                              tree["model"]["model_config"]["type"].is_string()
+                          ? io::lower(tree["model"]["model_config"]["type"].get<std::string>())
+                          : "";
+    legacy_mtp = cls.find("deepseekv3") != std::string::npos && mtp > 0;
+  }
+  if (l.pp > 1) {
+    text = yaml_set(text, "parallel.pipeline_config.pipeline_interleave", l.vpp > 1 ? "True" : "False");
+    text = yaml_set(text, "model.model_config.pp_interleave_num", std::to_string(l.vpp));
+  }
+  plan::StageSplit split = plan.split ? *plan.split : plan::even_split(plan.num_layers, l.pp, l.vpp);
+  plan::ChunkCounts placed = split.layers;
+  if (legacy_mtp) placed.back().back() += mtp;
+  long long total = 0;
+  for (const auto& row : placed)
+    for (long long c : row) total += c;
+  long long chunks = 1LL * l.pp * l.vpp;
+  long long base = total / chunks;
+  json offset = json::array();
+  for (const auto& row : placed) {
+    json r = json::array();
+    for (long long c : row) r.push_back(c - base);
+    offset.push_back(r);
+  }
+  text = yaml_set(text, "model.model_config.offset", flow(l.vpp > 1 ? offset : offset[0]));
+  // Recompute: counts per chunk and stage; selective counts cover the fully recomputed layers too.
+  if (split.states_recompute()) {
+    json full = json::array();
+    json sel = json::array();
+    for (std::size_t c = 0; c < split.layers.size(); ++c) {
+      json fr = json::array();
+      json sr = json::array();
+      for (std::size_t s = 0; s < split.layers[c].size(); ++s) {
+        long long f = split.full.empty() ? 0 : split.full[c][s];
+        long long se = split.selective.empty() ? 0 : split.selective[c][s];
+        fr.push_back(f);
+        sr.push_back(se > 0 ? f + se : 0);
+      }
+      full.push_back(fr);
+      sel.push_back(sr);
+    }
+    text = yaml_set(text, "recompute_config.recompute", flow(l.vpp > 1 ? full : full[0]));
+    text = yaml_set(text, "recompute_config.select_recompute", split.selective.empty() ? "False" : flow(l.vpp > 1 ? sel : sel[0]));
+  } else {
+    text = yaml_set(text, "recompute_config.recompute", l.recompute == plan::Recompute::Full ? "True" : "False");
+    text = yaml_set(text, "recompute_config.select_recompute", l.recompute == plan::Recompute::Selective ? "True" : "False");
+  }
+  return text;
+}
+
+}  // namespace sapp::config::detail

@@ -1,0 +1,421 @@
+// config/torchtitan: a torchtitan job TOML (v0.2.x schema; v0.1 keys read too). Model dimensions live in
+// torchtitan's code, not the TOML: sapp bundles them as data (data/formats/torchtitan-flavors.yaml, from
+// torchtitan v0.2.2). Semantics restated in docs/configs.md.
+#include <algorithm>
+#include <set>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <toml++/toml.h>
+
+#include "config/internal.hpp"
+#include "core/error.hpp"
+#include "core/files.hpp"
+
+namespace sapp::config::detail {
+
+namespace {
+
+json to_json(const toml::node& node) {
+  if (const auto* t = node.as_table()) {
+    json j = json::object();
+    for (const auto& [k, v] : *t) j[std::string(k.str())] = to_json(v);
+    return j;
+  }
+  if (const auto* a = node.as_array()) {
+    json j = json::array();
+    for (const auto& v : *a) j.push_back(to_json(v));
+    return j;
+  }
+  if (const auto* v = node.as_integer()) return v->get();
+  if (const auto* v = node.as_floating_point()) return v->get();
+  if (const auto* v = node.as_boolean()) return v->get();
+  if (const auto* v = node.as_string()) return v->get();
+  return json();
+}
+
+// The schema's sections and keys (torchtitan v0.2.2 job_config.py): anything else is refused by torchtitan too.
+const std::map<std::string, std::set<std::string>>& schema() {
+  static const std::map<std::string, std::set<std::string>> s = {
+      {"job", {"config_file", "dump_folder", "description", "print_config", "save_config_file", "custom_config_module", "use_for_integration_test"}},
+      {"profiling",
+       {"enable_profiling", "save_traces_folder", "profile_freq", "profiler_active", "profiler_warmup", "enable_memory_snapshot",
+        "save_memory_snapshot_folder"}},
+      {"metrics", {"log_freq", "enable_tensorboard", "disable_color_printing", "save_tb_folder", "save_for_all_ranks", "enable_wandb"}},
+      {"model", {"name", "flavor", "hf_assets_path", "tokenizer_path", "converters", "print_after_conversion"}},
+      {"optimizer", {"name", "lr", "beta1", "beta2", "eps", "weight_decay", "implementation", "early_step_in_backward"}},
+      {"lr_scheduler", {"warmup_steps", "total_steps", "decay_ratio", "decay_type", "min_lr_factor"}},
+      {"training",
+       {"dataset", "dataset_path", "local_batch_size", "global_batch_size", "seq_len", "max_norm", "steps", "enable_cpu_offload", "dtype",
+        "mixed_precision_param", "mixed_precision_reduce", "gc_freq", "gc_debug", "seed", "deterministic", "batch_size"}},
+      {"training.dataloader", {"num_workers", "persistent_workers", "pin_memory", "prefetch_factor"}},
+      {"parallelism",
+       {"data_parallel_replicate_degree",
+        "data_parallel_shard_degree",
+        "fsdp_reshard_after_forward",
+        "tensor_parallel_degree",
+        "disable_loss_parallel",
+        "enable_async_tensor_parallel",
+        "pipeline_parallel_degree",
+        "module_fqns_per_model_part",
+        "pipeline_parallel_first_stage_less_layers",
+        "pipeline_parallel_last_stage_less_layers",
+        "pipeline_parallel_layers_per_stage",
+        "pipeline_parallel_schedule",
+        "pipeline_parallel_schedule_csv",
+        "pipeline_parallel_microbatch_size",
+        "pipeline_parallel_expert_parallel_overlap",
+        "context_parallel_degree",
+        "context_parallel_load_balancer",
+        "context_parallel_rotate_method",
+        "expert_parallel_degree",
+        "expert_tensor_parallel_degree",
+        "expert_parallel_comm_backend",
+        "enable_compiled_autograd"}},
+      {"checkpoint",
+       {"enable", "enable_checkpoint", "enable_ft_dataloader_checkpoints", "folder", "interval", "initial_load_path", "initial_load_model_only",
+        "initial_load_in_hf", "initial_load_in_hf_quantized", "last_save_model_only", "last_save_in_hf", "export_dtype", "async_mode", "keep_latest_k",
+        "load_step", "exclude_from_loading", "enable_first_step_checkpoint", "create_seed_checkpoint", "load_only"}},
+      {"activation_checkpoint",
+       {"mode", "selective_ac_option", "per_op_sac_force_recompute_mm_shapes_by_fqns", "early_stop", "memory_budget", "visualize_memory_budget_pareto",
+        "preserve_rng_state", "determinism_check", "debug"}},
+      {"compile", {"enable", "components", "backend"}},
+      {"quantize", {}},
+      {"quantize.linear", {}},
+      {"quantize.linear.float8", {"enable_fsdp_float8_all_gather", "precompute_float8_dynamic_scale_for_fsdp", "recipe_name", "filter_fqns", "emulate"}},
+      {"quantize.linear.mx", {"mxfp8_dim1_cast_kernel_choice", "recipe_name", "filter_fqns"}},
+      {"quantize.grouped_mm", {}},
+      {"quantize.grouped_mm.float8", {"fqns"}},
+      {"quantize.grouped_mm.mx", {"recipe_name", "fqns"}},
+      {"comm", {"init_timeout_seconds", "train_timeout_seconds", "trace_buf_size", "save_traces_folder", "save_traces_file_prefix", "mode"}},
+      {"memory_estimation", {"enable", "disable_fake_mode"}},
+      {"fault_tolerance", {"enable", "process_group", "process_group_timeout_ms", "replica_id", "group_size", "min_replica_size", "semi_sync_method"}},
+      {"experimental", {"custom_import", "custom_args_module"}},
+      {"validation", {"enable", "dataset", "dataset_path", "local_batch_size", "seq_len", "freq", "steps"}},
+      {"float8", {"enable_fsdp_float8_all_gather", "precompute_float8_dynamic_scale_for_fsdp", "recipe_name", "filter_fqns", "emulate"}}};
+  return s;
+}
+
+void check_schema(const json& node, const std::string& prefix, const std::string& file) {
+  for (const auto& [key, value] : node.items()) {
+    std::string path = prefix.empty() ? key : prefix + "." + key;
+    if (value.is_object()) {
+      if (!schema().count(path)) fail(at(file, path), "is not a torchtitan (v0.2) section");
+      check_schema(value, path, file);
+    } else if (prefix.empty() || !schema().count(prefix) || !schema().at(prefix).count(key)) {
+      fail(at(file, path), "is not a key torchtitan (v0.2) defines{}", prefix.empty() ? " at the top level" : " in [" + prefix + "]");
+    }
+  }
+}
+
+// The model a flavour defines, as HuggingFace keys.
+json flavour_model(const std::string& name, const std::string& flavour, const std::string& where) {
+  static const json flavours = io::read_tree(io::data_dir() + "/formats/torchtitan-flavors.yaml");
+  if (!flavours.contains(name)) {
+    std::vector<std::string> known;
+    for (const auto& [k, v] : flavours.items()) known.push_back(k);
+    fail(where, "model '{}' has no bundled flavours; bundled: {}", name, fmt::join(known, ", "));
+  }
+  const json& fl = flavours.at(name).at("flavors");
+  if (!fl.contains(flavour)) {
+    std::vector<std::string> known;
+    for (const auto& [k, v] : fl.items()) known.push_back(k);
+    fail(where, "'{}' is not a bundled {} flavour; bundled: {}", flavour, name, fmt::join(known, ", "));
+  }
+  const json& e = fl.at(flavour).at("effective");
+  const json d = fl.at(flavour).value("derived", json::object());
+  json m = json::object();
+  m["_source"] = fmt::format("torchtitan v0.2.2 {} flavour {} ({})", name, flavour, flavours.at(name).value("source", ""));
+  m["hidden_size"] = e.at("dim");
+  m["num_hidden_layers"] = e.at("n_layers");
+  m["num_attention_heads"] = e.at("n_heads");
+  if (e.contains("n_kv_heads") && !e.at("n_kv_heads").is_null()) m["num_key_value_heads"] = e.at("n_kv_heads");
+  m["vocab_size"] = e.at("vocab_size");
+  if (name == "llama3") {
+    m["model_type"] = "llama";
+    m["intermediate_size"] = d.at("ffn_hidden_dim");
+  } else if (name == "qwen3") {
+    m["head_dim"] = e.at("head_dim");
+    m["intermediate_size"] = e.at("hidden_dim");
+    m["tie_word_embeddings"] = e.value("enable_weight_tying", false);
+    if (e.value("moe_enabled", false)) {
+      m["model_type"] = "qwen3_moe";
+      m["num_experts"] = e.at("moe_args").at("num_experts");
+      m["num_experts_per_tok"] = e.at("moe_args").at("top_k");
+      m["moe_intermediate_size"] = e.at("moe_inter_dim");
+    } else {
+      m["model_type"] = "qwen3";
+    }
+  } else if (name == "deepseek_v3") {
+    m["model_type"] = "deepseek_v3";
+    m["intermediate_size"] = e.at("inter_dim");
+    m["moe_intermediate_size"] = e.at("moe_inter_dim");
+    m["first_k_dense_replace"] = e.at("n_dense_layers");
+    m["n_routed_experts"] = e.at("moe_args").at("num_experts");
+    m["num_experts_per_tok"] = e.at("moe_args").at("top_k");
+    m["n_shared_experts"] = e.at("moe_args").at("num_shared_experts");
+    if (!e.at("q_lora_rank").is_null() && e.at("q_lora_rank").get<long long>() > 0) m["q_lora_rank"] = e.at("q_lora_rank");
+    m["kv_lora_rank"] = e.at("kv_lora_rank");
+    m["qk_nope_head_dim"] = e.at("qk_nope_head_dim");
+    m["qk_rope_head_dim"] = e.at("qk_rope_head_dim");
+    m["v_head_dim"] = e.at("v_head_dim");
+  } else {
+    fail(where, "{} flavours interleave MoE and dense layers (interleave_moe_layer_step) and chunked attention, which sapp does not price yet", name);
+  }
+  return m;
+}
+
+bool multi_stage(const std::string& schedule) {
+  std::string s = io::lower(schedule);
+  return s.find("interleaved") != std::string::npos || s.find("looped") != std::string::npos || s.find("zbv") != std::string::npos ||
+         s.find("dualpipev") != std::string::npos || s.find("zerobubble") != std::string::npos;
+}
+
+bool v_schedule(const std::string& schedule) {
+  std::string s = io::lower(schedule);
+  return s.find("zbv") != std::string::npos || s.find("dualpipev") != std::string::npos;
+}
+
+}  // namespace
+
+Loaded read_torchtitan(const std::string& text, const std::string& file) {
+  json tree;
+  try {
+    tree = to_json(toml::parse(text, file));
+  } catch (const toml::parse_error& e) {
+    fail(file, "is not valid TOML: {} (line {})", std::string(e.description()), e.source().begin.line);
+  }
+  check_schema(tree, "", file);
+  Tree t{tree, file, {}};
+  Loaded out;
+  out.values = json::object();
+  auto set = [&](const std::string& key, const json& v, const std::string& from) { put(out, key, v, from); };
+  std::string name = t.text("model.name").value_or("llama3");
+  std::string flavour = t.text("model.flavor").value_or("debugmodel");
+  json model = flavour_model(name, flavour, at(file, "model.flavor"));
+  out.model_config = model;
+  set("model", fmt::format("torchtitan {} {}", name, flavour), "model.name / model.flavor");
+  long long layers = model.at("num_hidden_layers").get<long long>();
+
+  long long rep = t.whole("parallelism.data_parallel_replicate_degree").value_or(1);
+  long long shard = t.whole("parallelism.data_parallel_shard_degree", -1).value_or(-1);
+  if (shard == 0) t.bad("parallelism.data_parallel_shard_degree", "0 is neither -1 (the rest of the devices) nor a degree");
+  long long tp = t.whole("parallelism.tensor_parallel_degree").value_or(1);
+  long long pp = t.whole("parallelism.pipeline_parallel_degree").value_or(1);
+  long long cp = t.whole("parallelism.context_parallel_degree").value_or(1);
+  long long ep = t.whole("parallelism.expert_parallel_degree").value_or(1);
+  long long etp = t.whole("parallelism.expert_tensor_parallel_degree").value_or(1);
+  set("tp", tp, "parallelism.tensor_parallel_degree");
+  set("pp", pp, "parallelism.pipeline_parallel_degree");
+  set("cp", cp, "parallelism.context_parallel_degree");
+  set("ep", ep, "parallelism.expert_parallel_degree");
+  if (ep > 1) {
+    if (etp != 1 && etp != tp) t.bad("parallelism.expert_tensor_parallel_degree", fmt::format("{} must be 1 or the TP degree {} when EP > 1", etp, tp));
+    set("etp", etp, "parallelism.expert_tensor_parallel_degree");
+  }
+  if (tp > 1) set("sp", true, "parallelism.tensor_parallel_degree (torchtitan's TP shards the sequence between blocks)");
+  if (shard > 0) set("devices", rep * shard * tp * pp * cp, "parallelism (replicate x shard x tensor x pipeline x context degrees)");
+  std::string reshard = t.text("parallelism.fsdp_reshard_after_forward").value_or("default");
+  bool fsdp = shard != 1;
+  set("zero", fsdp ? (reshard == "never" ? 2 : 3) : 0, "parallelism.data_parallel_shard_degree");
+  if (fsdp && rep > 1 && shard > 1) set("optimizer_shard", shard * cp, "parallelism.data_parallel_shard_degree (HSDP)");
+  if (cp > 1) {
+    std::string rot = t.text("parallelism.context_parallel_rotate_method").value_or("allgather");
+    set("cp_algo", rot == "alltoall" ? "all2all" : "ring", "parallelism.context_parallel_rotate_method");
+  }
+
+  // Batch: local_batch_size per data-parallel rank; PP micro-batches of pipeline_parallel_microbatch_size.
+  long long local = t.whole("training.local_batch_size").value_or(t.whole("training.batch_size").value_or(8));
+  auto global = t.whole("training.global_batch_size", -1);
+  long long mbs = pp > 1 ? t.whole("parallelism.pipeline_parallel_microbatch_size").value_or(1) : local;
+  if (pp > 1 && local % mbs != 0)
+    t.bad("parallelism.pipeline_parallel_microbatch_size", fmt::format("{} does not divide training.local_batch_size {}", mbs, local));
+  set("mbs", mbs, pp > 1 ? "parallelism.pipeline_parallel_microbatch_size" : "training.local_batch_size");
+  if (global && *global > 0) {
+    set("global_batch", *global, "training.global_batch_size");
+  } else if (shard > 0) {
+    set("global_batch", local * rep * shard, "training.local_batch_size x data-parallel degree");
+  }
+  if (auto seq = t.whole("training.seq_len")) set("seq", *seq, "training.seq_len");
+  std::string param = t.text("training.mixed_precision_param").value_or("bfloat16");
+  set("param_bytes", dtype_bytes(param, at(file, "training.mixed_precision_param")), "training.mixed_precision_param");
+  if (const json* conv = t.get("model.converters"); conv && conv->is_array()) {
+    for (const auto& c : *conv) {
+      if (c == "float8")
+        set("fp8", true, "model.converters");
+      else if (c == "mx")
+        out.warnings.push_back("model.converters mx (MXFP8) is priced at the device's FP8 rate");
+    }
+  }
+
+  // Stages: virtual stages per rank and the split (generate_llm_fqn_per_model_part).
+  std::string schedule = t.text("parallelism.pipeline_parallel_schedule").value_or("1F1B");
+  long long first_less = t.whole("parallelism.pipeline_parallel_first_stage_less_layers", 0).value_or(1);
+  long long last_less = t.whole("parallelism.pipeline_parallel_last_stage_less_layers", 0).value_or(1);
+  long long vpp = 1;
+  std::optional<plan::StageSplit> split;
+  if (pp > 1) {
+    long long stages = pp * (multi_stage(schedule) ? 2 : 1);
+    if (auto per = t.whole("parallelism.pipeline_parallel_layers_per_stage")) stages = (layers + first_less + last_less + *per - 1) / *per;
+    if (const json* parts = t.get("parallelism.module_fqns_per_model_part")) {
+      if (!parts->is_array()) t.bad("parallelism.module_fqns_per_model_part", "expected a list of module-name lists");
+      stages = static_cast<long long>(parts->size());
+    }
+    if (stages % pp != 0) t.bad("parallelism.pipeline_parallel_schedule", fmt::format("{} virtual stages do not divide over PP {}", stages, pp));
+    vpp = stages / pp;
+    std::vector<long long> per_stage(static_cast<std::size_t>(stages), 0);
+    if (const json* parts = t.get("parallelism.module_fqns_per_model_part")) {
+      long long total = 0;
+      for (std::size_t s = 0; s < parts->size(); ++s) {
+        for (const auto& fqn : (*parts)[s]) {
+          if (fqn.is_string() && fqn.get<std::string>().rfind("layers.", 0) == 0) {
+            ++per_stage[s];
+            ++total;
+          }
+        }
+      }
+      if (total != layers)
+        t.bad("parallelism.module_fqns_per_model_part",
+              fmt::format("names {} layers.N modules, but the {} {} flavour has {} layers", total, name, flavour, layers));
+    } else {
+      long long effective = layers + first_less + last_less;
+      long long base = effective / stages;
+      long long extra = effective % stages;
+      for (long long s = 0; s < stages; ++s) per_stage[static_cast<std::size_t>(s)] = base + (s < extra ? 1 : 0);
+      per_stage.front() -= first_less;
+      per_stage.back() -= last_less;
+      for (long long n : per_stage) {
+        if (n < 0) t.bad("parallelism.pipeline_parallel_first_stage_less_layers", "leaves a stage with fewer than 0 layers");
+      }
+    }
+    split.emplace();
+    split->layers.assign(static_cast<std::size_t>(vpp), std::vector<long long>(static_cast<std::size_t>(pp), 0));
+    for (long long s = 0; s < stages; ++s) {
+      long long rank = s % pp;
+      long long chunk = s / pp;
+      if (v_schedule(schedule) && chunk == 1) rank = pp - 1 - (s - pp);
+      split->layers[static_cast<std::size_t>(chunk)][static_cast<std::size_t>(rank)] = per_stage[static_cast<std::size_t>(s)];
+    }
+    if (split->layers == plan::even_split(layers, static_cast<int>(pp), static_cast<int>(vpp)).layers) split.reset();
+  } else {
+    t.use("parallelism.pipeline_parallel_schedule");
+    t.use("parallelism.pipeline_parallel_microbatch_size");
+  }
+  set("vpp", vpp, "parallelism.pipeline_parallel_schedule");
+
+  // Activation checkpointing.
+  std::string mode = t.text("activation_checkpoint.mode").value_or("selective");
+  std::string option = t.text("activation_checkpoint.selective_ac_option").value_or("2");
+  if (mode == "none") {
+    set("recompute", "off", "activation_checkpoint.mode");
+  } else if (mode == "full") {
+    set("recompute", "full", "activation_checkpoint.mode");
+  } else if (mode == "selective" && option == "op") {
+    set("recompute", "selective", "activation_checkpoint.selective_ac_option");
+  } else if (mode == "selective") {
+    if (option.empty() || option.find_first_not_of("0123456789") != std::string::npos)
+      t.bad("activation_checkpoint.selective_ac_option", fmt::format("'{}' is neither op nor a layer frequency", option));
+    long long every = std::stoll(option);
+    if (every <= 1) {
+      set("recompute", "full", "activation_checkpoint.selective_ac_option");
+    } else {
+      // Every N-th block a rank builds is checkpointed whole (the count runs over the rank's chunks in order).
+      if (!split) split = plan::even_split(layers, static_cast<int>(pp), static_cast<int>(vpp));
+      split->full = plan::ChunkCounts(split->layers.size(), std::vector<long long>(split->layers.front().size(), 0));
+      for (std::size_t s = 0; s < split->layers.front().size(); ++s) {
+        long long counter = 0;
+        for (std::size_t c = 0; c < split->layers.size(); ++c) {
+          for (long long i = 0; i < split->layers[c][s]; ++i) {
+            ++counter;
+            if (counter % every == 0) ++split->full[c][s];
+          }
+        }
+      }
+      set("recompute", "off", "activation_checkpoint.selective_ac_option");
+    }
+  } else if (mode == "memory_budget") {
+    out.warnings.push_back("activation_checkpoint.mode memory_budget is priced as selective recompute");
+    set("recompute", "selective", "activation_checkpoint.mode");
+  } else {
+    t.bad("activation_checkpoint.mode", fmt::format("'{}' is not selective, full, memory_budget or none", mode));
+  }
+  out.split = split;
+  for (const char* k : {"job", "profiling", "metrics", "optimizer", "lr_scheduler", "checkpoint", "comm", "validation", "training.dataset",
+                        "training.dataset_path", "training.steps", "training.max_norm", "training.dataloader", "model.hf_assets_path", "model.tokenizer_path",
+                        "compile", "training.gc_freq", "training.seed"})
+    t.use(k);
+  out.unused = t.unused();
+  return out;
+}
+
+std::string emit_torchtitan(const Plan& plan, const Loaded* original, const std::string& model_name) {
+  const plan::Layout& l = plan.layout;
+  std::string text;
+  if (original) {
+    text = original->text;
+  } else {
+    std::string name = "llama3";
+    std::string flavour = "8B";
+    std::size_t sp = model_name.find(' ');
+    if (model_name.rfind("torchtitan ", 0) == 0) {
+      std::string rest = model_name.substr(sp + 1);
+      name = rest.substr(0, rest.find(' '));
+      flavour = rest.substr(rest.find(' ') + 1);
+    }
+    text = fmt::format(
+        "# torchtitan (v0.2) job config for {} on {} devices, written by sapp.\n[job]\ndescription = \"{}\"\n\n[model]\nname = \"{}\"\nflavor = \"{}\"\n",
+        model_name, plan.devices, model_name, name, flavour);
+  }
+  long long shard = l.zero >= 1 ? (l.optimizer_shard > 0 ? l.optimizer_shard / l.cp : l.dp) : 1;
+  text = toml_set(text, "parallelism", "data_parallel_replicate_degree", std::to_string(l.dp / shard));
+  text = toml_set(text, "parallelism", "data_parallel_shard_degree", std::to_string(shard));
+  if (l.zero == 2) text = toml_set(text, "parallelism", "fsdp_reshard_after_forward", "\"never\"");
+  text = toml_set(text, "parallelism", "tensor_parallel_degree", std::to_string(l.tp));
+  text = toml_set(text, "parallelism", "pipeline_parallel_degree", std::to_string(l.pp));
+  text = toml_set(text, "parallelism", "context_parallel_degree", std::to_string(l.cp));
+  text = toml_set(text, "parallelism", "expert_parallel_degree", std::to_string(l.ep));
+  if (l.ep > 1) text = toml_set(text, "parallelism", "expert_tensor_parallel_degree", std::to_string(l.etp));
+  long long local = plan.global_batch / l.dp;
+  text = toml_set(text, "training", "local_batch_size", std::to_string(local));
+  text = toml_set(text, "training", "global_batch_size", std::to_string(plan.global_batch));
+  text = toml_set(text, "training", "seq_len", std::to_string(plan.seq));
+  if (l.pp > 1) {
+    text = toml_set(text, "parallelism", "pipeline_parallel_schedule", l.vpp > 1 ? "\"Interleaved1F1B\"" : "\"1F1B\"");
+    text = toml_set(text, "parallelism", "pipeline_parallel_microbatch_size", std::to_string(l.mbs));
+    // The split as module names per virtual stage (chunk-major: rank r holds stages r, r + PP, ...).
+    plan::StageSplit split = plan.split ? *plan.split : plan::even_split(plan.num_layers, l.pp, l.vpp);
+    json parts = json::array();
+    long long next = 0;
+    for (std::size_t c = 0; c < split.layers.size(); ++c) {
+      for (std::size_t s = 0; s < split.layers[c].size(); ++s) {
+        json part = json::array();
+        if (c == 0 && s == 0) part.push_back("tok_embeddings");
+        for (long long i = 0; i < split.layers[c][s]; ++i) part.push_back(fmt::format("layers.{}", next++));
+        if (c + 1 == split.layers.size() && s + 1 == split.layers[c].size()) {
+          part.push_back("norm");
+          part.push_back("output");
+        }
+        parts.push_back(part);
+      }
+    }
+    text = toml_set(text, "parallelism", "module_fqns_per_model_part", flow(parts));
+  }
+  std::string mode = plan::to_string(l.recompute);
+  bool every = false;
+  if (plan.split && plan.split->states_recompute()) {
+    long long full = 0;
+    for (const auto& row : plan.split->full)
+      for (long long c : row) full += c;
+    mode = full == 0 ? "off" : full == plan.split->total() ? "full" : "selective";
+    if (mode == "selective") {
+      every = true;
+      text = toml_set(text, "activation_checkpoint", "selective_ac_option", fmt::format("\"{}\"", std::max<long long>(2, plan.split->total() / full)));
+    }
+  }
+  text = toml_set(text, "activation_checkpoint", "mode", mode == "off" ? "\"none\"" : fmt::format("\"{}\"", mode));
+  if (mode == "selective" && !every) text = toml_set(text, "activation_checkpoint", "selective_ac_option", "\"op\"");
+  if (plan.fp8) text = toml_set(text, "model", "converters", "[\"float8\"]");
+  return text;
+}
+
+}  // namespace sapp::config::detail

@@ -1,0 +1,267 @@
+// Framework configs: each format reads what the file states, estimates, and reads back what it writes.
+// Expected values are the files' own stated values (see the comments in examples/ and tests/configs/).
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "app/app.hpp"
+#include "config/config.hpp"
+#include "core/error.hpp"
+#include "core/files.hpp"
+
+namespace sapp {
+namespace {
+
+std::string source(const std::string& rel) { return std::string(SAPP_SOURCE_DIR) + "/" + rel; }
+
+struct Stated {
+  std::string file;
+  config::Format format;
+  long long devices, tp, pp, vpp, mbs, global_batch, seq, zero;
+  std::string recompute;
+  std::string hardware;
+};
+
+class Examples : public ::testing::TestWithParam<Stated> {};
+
+TEST_P(Examples, ReadsWhatTheFileStatesAndEstimates) {
+  const Stated& s = GetParam();
+  config::Loaded l = config::read_file(source(s.file));
+  EXPECT_EQ(l.format, s.format);
+  app::EstimateRequest r;
+  config::fill(r, l, nlohmann::json{{"hardware", s.hardware}});
+  EXPECT_EQ(r.job.devices, s.devices);
+  EXPECT_EQ(r.layout.tp, s.tp);
+  EXPECT_EQ(r.layout.pp, s.pp);
+  EXPECT_EQ(r.layout.vpp, s.vpp);
+  EXPECT_EQ(r.layout.mbs, s.mbs);
+  EXPECT_EQ(r.job.training.global_batch, s.global_batch);
+  EXPECT_EQ(r.job.training.seq, s.seq);
+  EXPECT_EQ(r.layout.zero, s.zero);
+  EXPECT_EQ(std::string(plan::to_string(r.layout.recompute)), s.recompute);
+  report::EstimateReport rep = app::run_estimate(r);
+  EXPECT_GT(rep.time.step_s, 0);
+}
+
+// Megatron: 8 nodes x 8 GPUs, TP 8, PP 4, 2 virtual stages, MBS 1, GBS 512, seq 8192, distributed optimizer, selective.
+// torchtitan: shard 8, local batch 1, global 8, seq 8192, FSDP (ZeRO-3), selective by op.
+// HyperParallel: tp 8 x pp 2 x dp_shard 2 = 32, GBS 64 = 32 x 1 x 2, seq 4096, FSDP, full.
+// MindFormers: 16 x 4 x 16 = 1024, batch 1 x dp 16 x 32 micro-batches = 512, seq 4096, parallel optimizer; per-stage recompute.
+INSTANTIATE_TEST_SUITE_P(
+    Formats, Examples,
+    ::testing::Values(Stated{"examples/megatron/llama3-70b-h100x64.sh", config::Format::Megatron, 64, 8, 4, 2, 1, 512, 8192, 1, "selective", "h100-sxm"},
+                      Stated{"examples/torchtitan/llama3-8b.toml", config::Format::Torchtitan, 8, 1, 1, 1, 1, 8, 8192, 3, "selective", "h100-sxm"},
+                      Stated{"examples/hyperparallel/qwen3-32b-train.yaml", config::Format::HyperParallel, 32, 8, 2, 1, 1, 64, 4096, 3, "full", "ascend-910b"},
+                      Stated{"examples/mindformers/deepseek-v3-1024.yaml", config::Format::MindFormers, 1024, 4, 16, 1, 1, 512, 4096, 1, "off", "ascend-910b"}),
+    [](const auto& p) { return std::string(config::to_string(p.param.format)); });
+
+// MindFormers' offset rule: 62 placed layers (61 + 1 MTP) on 16 stages, 62 // 16 = 3 plus the offsets
+// [1]*15 + [-1]: [4]*15 + [2], the MTP layer on the last stage, so 1 body layer there.
+TEST(MindFormers, OffsetAndRecomputeArrays) {
+  config::Loaded l = config::read_file(source("examples/mindformers/deepseek-v3-1024.yaml"));
+  ASSERT_TRUE(l.split);
+  std::vector<long long> layers(15, 4);
+  layers.push_back(1);
+  EXPECT_EQ(l.split->layers, plan::ChunkCounts{layers});
+  EXPECT_EQ(l.split->full, (plan::ChunkCounts{{3, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 3, 2, 0}}));  // recompute_config.recompute as stated
+}
+
+struct RoundTrip {
+  std::string file;
+  config::EmitFormat emit;
+  std::string hardware;
+};
+class WriteBack : public ::testing::TestWithParam<RoundTrip> {};
+
+// Reading an emitted file back gives the same layout (degrees, batch, split), and the keys sapp does not own survive.
+TEST_P(WriteBack, ReadsBackTheSameLayout) {
+  const RoundTrip& t = GetParam();
+  config::Loaded l = config::read_file(source(t.file));
+  app::EstimateRequest r;
+  config::fill(r, l, nlohmann::json{{"hardware", t.hardware}});
+  report::EstimateReport rep = app::run_estimate(r);
+  app::LoadedJob x = app::load(r.job);
+  config::Plan p;
+  p.layout = rep.layout;
+  if (rep.layout.split) p.split = *rep.layout.split;
+  p.devices = r.job.devices;
+  p.global_batch = r.job.training.global_batch;
+  p.seq = r.job.training.seq;
+  p.num_layers = x.model.body_layers();
+  p.model = x.model.spec;
+  for (const config::Loaded* original : std::vector<const config::Loaded*>{&l, nullptr}) {
+    if (original == nullptr && t.emit == config::EmitFormat::Torchtitan) continue;  // a torchtitan model is named by its flavour
+    std::string text = config::emit(t.emit, p, original, r.job.model);
+    config::Loaded back = config::read_text(text, "emitted", config::format_of(t.emit));
+    app::EstimateRequest r2;
+    nlohmann::json cli = {{"hardware", t.hardware}};
+    if (!back.values.contains("devices")) cli["devices"] = r.job.devices;
+    config::fill(r2, back, cli);
+    report::EstimateReport rep2 = app::run_estimate(r2);
+    SCOPED_TRACE(text);
+    EXPECT_EQ(rep2.layout.describe(), rep.layout.describe());
+    EXPECT_EQ(r2.job.training.global_batch, r.job.training.global_batch);
+    EXPECT_EQ(r2.job.devices, r.job.devices);
+    if (original) {
+      // Comments and keys sapp does not own are kept.
+      std::stringstream ss(l.text);
+      for (std::string line; std::getline(ss, line);) {
+        if (line.rfind("# ", 0) == 0) {
+          EXPECT_NE(text.find(line), std::string::npos) << line;
+        }
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Formats, WriteBack,
+                         ::testing::Values(RoundTrip{"examples/megatron/llama3-70b-h100x64.sh", config::EmitFormat::Megatron, "h100-sxm"},
+                                           RoundTrip{"tests/configs/megatron-uneven.args", config::EmitFormat::Megatron, "h100-sxm"},
+                                           RoundTrip{"examples/torchtitan/llama3-8b.toml", config::EmitFormat::Torchtitan, "h100-sxm"},
+                                           RoundTrip{"tests/configs/torchtitan-pp.toml", config::EmitFormat::Torchtitan, "h100-sxm"},
+                                           RoundTrip{"examples/hyperparallel/qwen3-32b-train.yaml", config::EmitFormat::HyperParallel, "ascend-910b"},
+                                           RoundTrip{"examples/mindformers/deepseek-v3-1024.yaml", config::EmitFormat::MindFormers, "ascend-910b"}),
+                         [](const auto& p) { return fmt::format("{}_{}", p.index, config::to_string(config::format_of(p.param.emit))); });
+
+// The Megatron output is a valid argument list for core_v0.14.0: every flag is one its arguments.py defines.
+TEST(Megatron, EmittedFlagsAreMegatronFlags) {
+  config::Loaded l = config::read_file(source("tests/configs/megatron-uneven.args"));
+  app::EstimateRequest r;
+  config::fill(r, l, nlohmann::json::object());
+  report::EstimateReport rep = app::run_estimate(r);
+  config::Plan p;
+  p.layout = rep.layout;
+  if (rep.layout.split) p.split = *rep.layout.split;
+  p.devices = r.job.devices;
+  p.global_batch = r.job.training.global_batch;
+  p.seq = r.job.training.seq;
+  p.model = app::load(r.job).model.spec;
+  p.num_layers = p.model->num_layers;
+  for (const config::Loaded* original : std::vector<const config::Loaded*>{&l, nullptr}) {
+    std::string text = config::emit(config::EmitFormat::Megatron, p, original, "m");
+    std::stringstream ss(text);
+    const auto& known = config::megatron_flags();
+    for (std::string w; ss >> w;) {
+      bool torchrun = w == "--nproc_per_node" || w == "--nnodes";  // the launcher's, not Megatron's
+      if (w.rfind("--", 0) == 0 && w.find_first_of("=") == std::string::npos && !torchrun) {
+        EXPECT_NE(std::find(known.begin(), known.end(), w), known.end()) << w << " in\n" << text;
+      }
+    }
+  }
+  EXPECT_EQ(config::megatron_flags().size(), 514u);  // the 514 option strings of core_v0.14.0's arguments.py
+}
+
+// Megatron's first/last-stage counts: 30 layers, PP 4, first 6, last 6: the middle stages hold (30 - 12) / 2 = 9.
+TEST(Megatron, FirstAndLastStageLayers) {
+  config::Loaded l = config::read_file(source("tests/configs/megatron-uneven.args"));
+  ASSERT_TRUE(l.split);
+  EXPECT_EQ(l.split->layers, (plan::ChunkCounts{{6, 9, 9, 6}}));
+  EXPECT_EQ(l.split->full, (plan::ChunkCounts{{2, 2, 2, 2}}));  // --recompute-method block --recompute-num-layers 2
+}
+
+// --stage-layers and --stage-recompute on the command line price the split; the even split is the default.
+TEST(StageSplit, CommandLineSplitChangesThePeakStage) {
+  app::EstimateRequest even;
+  app::apply(even, nlohmann::json{{"model", "llama3-8b"}, {"devices", 8}, {"global_batch", 64}, {"pp", 4}}, app::Source::CommandLine);
+  app::EstimateRequest uneven = even;
+  app::apply(uneven, nlohmann::json{{"stage_layers", "5,9,9,9"}, {"stage_recompute", "full=0,0,0,9"}}, app::Source::CommandLine);
+  auto a = app::run_estimate(even);
+  auto b = app::run_estimate(uneven);
+  EXPECT_EQ(a.memory.stages[0].layers, 8);
+  EXPECT_EQ(b.memory.stages[0].layers, 5);
+  EXPECT_EQ(b.memory.stages[3].layers, 9);
+  EXPECT_LT(b.memory.stages[0].activations, a.memory.stages[0].activations);
+  EXPECT_GT(b.time.breakdown.recompute_s + b.time.step_s, 0);
+  app::EstimateRequest bad = even;
+  app::apply(bad, nlohmann::json{{"stage_layers", "5,9,9,8"}}, app::Source::CommandLine);
+  EXPECT_THROW(app::run_estimate(bad), Error);
+}
+
+struct Bad {
+  std::string name;
+  std::string text;
+  std::string expected;  // a substring of the one error
+};
+class BadInput : public ::testing::TestWithParam<Bad> {};
+
+TEST_P(BadInput, OneClearError) {
+  const Bad& b = GetParam();
+  try {
+    config::Loaded l = config::read_text(b.text, "bad.cfg");
+    app::EstimateRequest r;
+    config::fill(r, l, nlohmann::json{{"devices", 64}, {"global_batch", 64}});
+    (void)app::run_estimate(r);
+    FAIL() << "accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(b.expected), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("bad.cfg"), std::string::npos) << e.what();
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Readers, BadInput,
+    ::testing::Values(
+        Bad{"unknown_format", "foo: 1\nbar: 2\n", "is none of the config formats"}, Bad{"not_a_mapping", "- 1\n- 2\n", "a mapping was expected"},
+        Bad{"megatron_bad_degree", "--num-layers 4 --hidden-size 64 --num-attention-heads 4 --vocab-size 100 --tensor-model-parallel-size x\n",
+            "--tensor-model-parallel-size: 'x' is not a whole number"},
+        Bad{"megatron_no_vocab", "--num-layers 4 --hidden-size 64 --num-attention-heads 4 --tokenizer-type HuggingFaceTokenizer\n", "--vocab-size"},
+        Bad{"megatron_layout_count",
+            "--num-layers 4 --hidden-size 64 --num-attention-heads 4 --vocab-size 100 --pipeline-model-parallel-size 2 --pipeline-model-parallel-layout "
+            "Et|tL\n",
+            "places 2 transformer layers, but --num-layers is 4"},
+        Bad{"megatron_unset_variable", "--num-layers 4 --hidden-size $H --num-attention-heads 4 --vocab-size 100\n", "--hidden-size"},
+        Bad{"mindformers_offset_sum",
+            "parallel_config:\n  pipeline_stage: 2\nmodel:\n  model_config:\n    hidden_size: 64\n    num_layers: 5\n    num_heads: 4\n    "
+            "intermediate_size: 128\n    offset: [1, 1]\n",
+            "model.model_config.offset: [1,1] sums to 2, but MindFormers needs the offsets to sum to num_layers % (pipeline_stage x pp_interleave_num) = 5 % "
+            "(2 "
+            "x 1) = 1"},
+        Bad{"mindformers_recompute_shape",
+            "parallel_config:\n  pipeline_stage: 2\nrecompute_config:\n  recompute: [1, 1, 1]\nmodel:\n  model_config:\n    hidden_size: 64\n    num_layers: "
+            "4\n    num_heads: 4\n    intermediate_size: 128\n",
+            "recompute_config.recompute: [1,1,1] has 3 entries, but pipeline_stage is 2"},
+        Bad{"mindformers_no_hidden", "parallel_config:\n  pipeline_stage: 2\nmodel:\n  model_config:\n    num_layers: 4\n", "model.model_config.hidden_size"},
+        Bad{"hyperparallel_batch",
+            "accelerator:\n  tp_size: 2\nfsdp_config:\n  dp_shard_size: 4\ntraining:\n  global_batch_size: 64\n  micro_batch_size: 1\n  micro_batch_num: "
+            "4\nmodel:\n  pretrained_model_name_or_path: llama3-8b\n",
+            "training.global_batch_size = 64 but training.micro_batch_num x micro_batch_size x DP = 4 x 1 x 4 = 16"},
+        Bad{"torchtitan_unknown_key", "[model]\nname = \"llama3\"\nflavor = \"8B\"\n[parallelism]\ntensor_parallel_degre = 2\n",
+            "parallelism.tensor_parallel_degre: is not a key torchtitan (v0.2) defines"},
+        Bad{"torchtitan_bad_flavour", "[model]\nname = \"llama3\"\nflavor = \"9B\"\n", "'9B' is not a bundled llama3 flavour"},
+        Bad{"torchtitan_syntax", "[model]\nname = \n", "is not valid TOML"},
+        Bad{"search_partition",
+            "model:\n  hidden_size: 64\n  num_hidden_layers: 4\n  num_attention_heads: 4\n  intermediate_size: 128\n  vocab_size: 100\npp_config:\n  "
+            "pp_degree: 2\n  stage_partition_mode: manual\n  stage_partition: [[0, 1], [3]]\n",
+            "pp_config.stage_partition: stage 1 lists 3"}),
+    [](const auto& p) { return p.param.name; });
+
+// A HuggingFace config's misspelt key is a warning naming it, never silence.
+TEST(HuggingFace, MisspeltKeyIsNamed) {
+  config::Loaded l = config::read_text(
+      R"({"model_type": "llama", "hidden_size": 64, "hidden_sise": 128, "num_hidden_layers": 2, "num_attention_heads": 4, "intermediate_size": 128, "vocab_size": 100})",
+      "cfg.json");
+  EXPECT_EQ(l.format, config::Format::HuggingFace);
+  ASSERT_EQ(l.warnings.size(), 1u);
+  EXPECT_NE(l.warnings[0].find("hidden_sise"), std::string::npos);
+}
+
+// The reference planner's search YAML: int, list or auto per dimension, constraint, recompute, cluster.
+TEST(ReferenceSearch, DimensionsAndConstraint) {
+  config::Loaded l = config::read_file(source("tests/configs/reference-search.yaml"));
+  EXPECT_EQ(l.format, config::Format::ReferenceSearch);
+  app::SearchRequest r;
+  config::fill(r, l, nlohmann::json{{"threads", 1}});
+  EXPECT_EQ(r.job.devices, 32);  // 4 nodes x 8 cards
+  EXPECT_EQ(r.job.training.global_batch, 128);
+  EXPECT_DOUBLE_EQ(r.job.memory_limit_gib, 60);
+  EXPECT_EQ(r.space.tp, (std::vector<int>{1, 2, 4, 8}));
+  EXPECT_EQ(r.space.ep, (std::vector<int>{1}));
+  EXPECT_FALSE(r.space.cp.has_value() && r.space.cp->size() > 2);
+  EXPECT_EQ(r.space.recompute, std::vector<plan::Recompute>{plan::Recompute::Selective});
+  report::SearchReport rep = app::run_search(r);
+  EXPECT_GT(rep.evaluated, 0);
+}
+
+}  // namespace
+}  // namespace sapp
