@@ -1,0 +1,120 @@
+#include "cost/terms.hpp"
+
+#include <array>
+
+#include "core/error.hpp"
+
+namespace sapp::cost::terms {
+
+namespace {
+
+std::vector<FrameworkProfile> make_profiles() {
+  std::vector<FrameworkProfile> p;
+  {
+    FrameworkProfile f;
+    f.name = "megatron";
+    f.source = "Megatron-LM defaults (megatron/training/arguments.py): no TP overlap unless --tp-comm-overlap, DP overlap with --overlap-grad-reduce";
+    p.push_back(f);
+  }
+  {
+    FrameworkProfile f;
+    f.name = "megatron2021";
+    f.source = "Narayanan et al. 2021 (arXiv:2104.04473): no communication overlap in the 2021 system (TP all-reduces, DP all-reduce, blocking PP sends)";
+    f.overlap_tp = 0;
+    f.overlap_dp = 0;
+    f.overlap_pp = 0;
+    p.push_back(f);
+  }
+  {
+    FrameworkProfile f;
+    f.name = "nemo";
+    f.source =
+        "NeMo performance recipes (scripts/performance): tp_comm_overlap on (userbuffers), overlap_grad_reduce and overlap_param_gather on, "
+        "grad_reduce_in_fp32 False for FP8";
+    f.overlap_tp = 0.9;
+    p.push_back(f);
+  }
+  {
+    FrameworkProfile f;
+    f.name = "megatron_bridge";
+    f.source =
+        "Megatron-Bridge perf recipes (src/megatron/bridge/perf_recipes, 067f987): tp_comm_overlap with TP, overlap_grad_reduce/param_gather, "
+        "MoE alltoall dispatcher with grouped GEMM; overlap_moe_expert_parallel_comm only where a recipe sets it (run field ep_overlap)";
+    f.overlap_tp = 0.9;
+    p.push_back(f);
+  }
+  {
+    FrameworkProfile f;
+    f.name = "torchtitan";
+    f.source =
+        "torchtitan (FSDP2, per-layer fully_shard with reshard_after_forward, prefetch of the next layer's all-gather; torch.compile; "
+        "F.cross_entropy on fp32 logits); memory reported as torch.cuda reserved peak";
+    f.overlap_tp = 0.0;  // vanilla TP; AsyncTP is a separate option
+    f.overlap_dp = 0.9;
+    f.loss_fused = false;
+    f.fragmentation = 0.05;  // reserved over allocated at peak; PyTorch caching allocator (expandable segments off)
+    p.push_back(f);
+  }
+  {
+    FrameworkProfile f;
+    f.name = "automodel";
+    f.source = "NeMo AutoModel (PyTorch FSDP2 + DeepEP, Transformer Engine layers): FSDP prefetch, DeepEP dispatch not overlapped with compute";
+    f.overlap_tp = 0.0;
+    f.overlap_dp = 0.9;
+    f.loss_fused = false;
+    p.push_back(f);
+  }
+  {
+    FrameworkProfile f;
+    f.name = "mindformers";
+    f.source = "MindSpore/MindFormers: fine-grained communication overlap (pipeline_config, enable_parallel_optimizer); fp32 parameters in the optimizer";
+    f.overlap_tp = 0.5;
+    p.push_back(f);
+  }
+  return p;
+}
+
+const std::vector<FrameworkProfile>& profiles() {
+  static const std::vector<FrameworkProfile> p = make_profiles();
+  return p;
+}
+
+// (device id, precision) pairs with at least one held-out measured run in validation/runs.yaml within the
+// step-time target, and the runs.
+struct ValidatedPair {
+  const char* device;
+  bool fp8;
+  const char* runs;
+};
+constexpr std::array<ValidatedPair, 4> kValidated = {{
+    {"a100-80g", false, "Narayanan et al. 2021 Table 1 (fp16, 10 runs)"},
+    {"h100-sxm", true, "NeMo 24.07/24.12 FP8 dense runs; Megatron-Bridge FP8 MoE runs (validation/runs.yaml)"},
+    {"h100-sxm", false, "Megatron-Bridge GPT-OSS-120B BF16 (fitted) and NeMo AutoModel BF16 runs (validation/runs.yaml)"},
+    {"b200", true, "Megatron-Bridge MXFP8 MoE runs on DGX-B200 (validation/runs.yaml)"},
+}};
+
+}  // namespace
+
+const FrameworkProfile& framework_profile(const std::string& name) {
+  for (const auto& p : profiles())
+    if (p.name == name) return p;
+  std::string known;
+  for (const auto& p : profiles()) known += (known.empty() ? "" : ", ") + p.name;
+  throw Error("framework: expected one of " + known + ", got '" + name + "'");
+}
+
+std::vector<std::string> framework_names() {
+  std::vector<std::string> out;
+  for (const auto& p : profiles()) out.push_back(p.name);
+  return out;
+}
+
+Validity validated(const hardware::Hardware& hw, bool fp8) {
+  for (const auto& v : kValidated) {
+    if (hw.id == v.device && v.fp8 == fp8) return {true, std::string("checked against ") + v.runs};
+  }
+  return {false, "no measured " + std::string(fp8 ? "FP8" : "BF16") + " run on " + (hw.id.empty() ? hw.name : hw.id) +
+                     " in validation/runs.yaml: its efficiency factors are priors, not fitted or checked"};
+}
+
+}  // namespace sapp::cost::terms

@@ -1,0 +1,83 @@
+// cost/terms: the named, cited home of the model-level and step-level terms the estimators use, in the style of
+// Megatron's theoretical_memory_usage.py: each constant or formula has a name with its unit, and its source beside
+// it. memory.cpp and time.cpp read these names; explain_stage() prints from them, so the explanation cannot drift
+// from the arithmetic. Also here, as data with their sources: the framework runtime profiles (what each training
+// system overlaps, keeps and reserves) and which (device, precision) pairs are validated against measured runs.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "hardware/hardware.hpp"
+
+namespace sapp::cost::terms {
+
+// ---- step-level constants --------------------------------------------------------------------------------------
+// Backward over forward compute of a GEMM (dgrad + wgrad): the forward is 1/3, the backward 2/3 of a layer's
+// work. Source: Narayanan et al. 2021 (arXiv:2104.04473) section 5.1, "the backward pass is twice the forward".
+inline constexpr double kForwardShare = 1.0 / 3.0;
+inline constexpr double kBackwardShare = 2.0 / 3.0;
+// Loss: the logits upcast to fp32, log-softmax, its gradient: bytes moved per logit, forward and backward
+// (read bf16 2 + write fp32 4, read 4 + write 4 for the gradient ~ 12). Memory-bound (Megatron's
+// vocab_parallel_cross_entropy, fused).
+inline constexpr double kLossBytesPerLogit = 12.0;
+// Loss backward's peak: fp32 logits, their gradient and the log-softmax (Megatron's cross entropy keeps the fp32
+// logits and writes the gradient in place; PyTorch's unfused F.cross_entropy materialises the log-softmax and the
+// gradient too). Bytes per logit held at the last stage's loss backward, on top of the bf16 logits.
+inline constexpr double kLossBackwardBytesPerLogitFused = 4.0;     // fp32 grad in place of the fp32 logits copy
+inline constexpr double kLossBackwardBytesPerLogitUnfused = 12.0;  // fp32 logits + log-softmax + gradient
+// Ring CP: cp-1 steps of K,V forward; backward passes K,V and their gradients: 3 (cp-1) transfers of one K,V block.
+// Source: Megatron-Core context_parallel (attention backward sends dK, dV with K, V), Liu et al. 2023 Ring Attention.
+inline constexpr double kRingCpPassesPerStep = 3.0;
+// All-to-all CP (Ulysses): q, k, v, output forward and their four in backward. Source: Jacobs et al. 2023 (arXiv:2309.14509).
+inline constexpr double kUlyssesAllToAlls = 8.0;
+// EP: dispatch + combine in the forward, their transposes in the backward. Source: Megatron-Core MoE
+// token_dispatcher.py (MoEAlltoAllTokenDispatcher).
+inline constexpr double kEpAllToAlls = 4.0;
+// ZeRO-2/3 gradient bucket staged for reduce-scatter: Megatron's DDP bucket_size default 40 M elements
+// (megatron/core/distributed/distributed_data_parallel_config.py: bucket_size = max(40000000, 1000000 * dp)).
+inline constexpr double kDpBucketElements = 40e6;
+
+// ---- MoE as it runs -----------------------------------------------------------------------------------------
+// Grouped GEMM (Megatron-Core TEGroupedMLP / CUTLASS grouped GEMM): the dense GEMM efficiency times a ramp on
+// the rows each local expert gets (the hardware's gemm_half_rows) and a ramp on the expert's output width per
+// expert-TP rank: width / (width + kGroupedGemmHalfWidth). Fitted (log least squares) on the `fitted: true` MoE
+// rows of validation/runs.yaml (Qwen3-30B-A3B on H100 FP8, GPT-OSS-120B on H100 BF16); checked on the others.
+inline constexpr double kGroupedGemmHalfWidth = 1024.0;
+// Dropless routing with forced-balanced tokens (NeMo/Megatron-Bridge benchmarks) still lands unevenly on the
+// EP ranks per micro-batch: the slowest rank waits for the most loaded one. Default imbalance factor (max over
+// mean of tokens per EP rank) for dropless routing when a run states none; 1 when the router is forced to balance.
+inline constexpr double kDroplessImbalance = 1.0;
+
+// ---- framework runtime profiles -------------------------------------------------------------------------------
+// What a training system overlaps, keeps and reserves, each with its source. `overlap_*` are the fractions of
+// a collective the system's mechanism can hide; the estimator also bounds each by the compute it really runs
+// concurrently (cost::Overlap, time.cpp).
+struct FrameworkProfile {
+  std::string name;
+  std::string source;
+  double overlap_tp = 0.5;  // Megatron --tp-comm-overlap (userbuffers): ~0.9; plain: 0
+  double overlap_dp = 0.9;  // --overlap-grad-reduce / --overlap-param-gather, FSDP prefetch
+  double overlap_ep = 0.0;  // --overlap-moe-expert-parallel-comm, DeepEP / dual-batch overlap
+  double overlap_cp = 0.5;
+  double overlap_pp = 1.0;
+  // Memory the runtime keeps beyond the tensors priced op by op: CUDA context, NCCL buffers, cuBLAS/TE workspace,
+  // allocator reserve. Bytes per device.
+  double runtime_bytes = 1073741824.0;
+  // Caching allocator fragmentation, as a fraction of the activations (reserved vs allocated peak).
+  double fragmentation = 0.0;
+  bool loss_fused = true;  // Megatron's fused vocab-parallel cross entropy; torch F.cross_entropy is not
+};
+const FrameworkProfile& framework_profile(const std::string& name);
+std::vector<std::string> framework_names();
+
+// ---- validation status ------------------------------------------------------------------------------------------
+// Whether the efficiencies of a (device, precision) pair were checked against measured runs of that device in that
+// precision (validation/runs.yaml), and why not when they were not. An estimate prints it.
+struct Validity {
+  bool validated = false;
+  std::string reason;
+};
+Validity validated(const hardware::Hardware& hw, bool fp8);
+
+}  // namespace sapp::cost::terms
