@@ -66,6 +66,9 @@ std::vector<Case> load_cases() {
     v.overlap.cp = fw.overlap_cp;
     v.overlap.pp = fw.overlap_pp;
     t.loss_fused = fw.loss_fused;
+    std::string dispatcher = c.value("dispatcher", std::string("alltoall"));
+    EXPECT_TRUE(dispatcher == "alltoall" || dispatcher == "deepep") << v.name << ": dispatcher " << dispatcher;
+    t.ep_dedup_per_node = dispatcher == "deepep";
     t.activation_fragmentation = fw.fragmentation;
     t.reserve_bytes = fw.runtime_bytes;
     if (c.contains("recompute_modules"))
@@ -179,9 +182,11 @@ const Report& report() {
         ++out.over;
         out.over_names += " " + c.name + fmt::format(" ({:.1f} GiB)", peak);
       }
-      std::printf("%-34s %-12s %-3s %-40s %10.1f %10.1f %+7.1f%% %9.1f %9s %8s%s\n", c.name.substr(0, 34).c_str(), c.regime.c_str(), c.fitted ? "yes" : "",
-                  c.layout.describe().substr(0, 40).c_str(), c.measured, p, 100 * err, peak, c.peak_gib > 0 ? fmt::format("{:.1f}", c.peak_gib).c_str() : "-",
-                  mem_err.c_str(), mem.fits() ? "" : " OVER");
+      const cost::Breakdown& b = t.breakdown;
+      std::printf("%-34s %-12s %-3s %-40s %10.1f %10.1f %+7.1f%% %9.1f %9s %8s%s  [s: step %.2f comp %.2f rec %.2f tp %.2f cp %.2f ep %.2f dp %.2f pp %.2f bub %.2f]\n",
+                  c.name.substr(0, 34).c_str(), c.regime.c_str(), c.fitted ? "yes" : "", c.layout.describe().substr(0, 40).c_str(), c.measured, p, 100 * err,
+                  peak, c.peak_gib > 0 ? fmt::format("{:.1f}", c.peak_gib).c_str() : "-", mem_err.c_str(), mem.fits() ? "" : " OVER", t.step_s, b.compute_s,
+                  b.recompute_s, b.tp_comm_s, b.cp_comm_s, b.ep_comm_s, b.dp_comm_s, b.pp_comm_s, b.bubble_s);
     }
     std::printf("\n%-14s %-10s %5s %9s %9s   %5s %9s %9s\n", "regime", "quantity", "fit n", "median", "worst", "held", "median", "worst");
     for (const auto& [what, table] : {std::pair{"step time", &out.time}, std::pair{"peak memory", &out.memory}}) {

@@ -11,12 +11,16 @@
 
 namespace sapp::cost {
 
-ModeActivations layer_activations(const model::Model& model, const model::BoundKind& kind, expr::Env env) {
+ModeActivations layer_activations(const model::Model& model, const model::BoundKind& kind, expr::Env env, const std::vector<std::string>& modules) {
   const model::OpRecords& rec = *model.records;
   ModeActivations out;
   out.full.attention = kind.full_recompute->eval_double(env);
   std::uint32_t dropped = 0;  // switches `selective` drops, as a bit set
-  for (const auto& name : model.selective) dropped |= 1u << rec.switch_index(name);
+  for (const auto& name : modules.empty() ? model.selective : modules) {
+    int sw = rec.switch_index(name);
+    if (sw < 0) fail("recompute_modules", "expected a recompute switch of the op records, got '{}'", name);
+    dropped |= 1u << sw;
+  }
   for (const auto& slot : kind.slots) {
     if (slot.when && !slot.when->eval(env).truthy()) continue;
     // Entries are element counts per token (exact in a double); the slot formulas divide `total` with `/`, so
@@ -48,20 +52,21 @@ ModeActivations layer_activations(const model::Model& model, const model::BoundK
   return out;
 }
 
-LayerActivation layer_activation(const model::Model& model, const model::BoundKind& kind, const expr::Env& bound, plan::Recompute mode) {
-  return layer_activations(model, kind, bound).of(mode);
+LayerActivation layer_activation(const model::Model& model, const model::BoundKind& kind, const expr::Env& bound, plan::Recompute mode,
+                                 const std::vector<std::string>& modules) {
+  return layer_activations(model, kind, bound, modules).of(mode);
 }
 
 LayerActivation layer_activation(const model::Model& model, int kind, const plan::Layout& layout, const plan::Training& training, plan::Recompute mode) {
   const model::BoundKind& k = model.kinds.at(static_cast<std::size_t>(kind));
-  return layer_activation(model, k, plan::layer_env(model, k, layout, training), mode);
+  return layer_activation(model, k, plan::layer_env(model, k, layout, training), mode, training.recompute_modules);
 }
 
 std::vector<KindMemory> kind_memory(const model::Model& model, const plan::Layout& l, const plan::Training& training) {
   std::vector<KindMemory> out;
   out.reserve(model.kinds.size());
   for (const auto& kind : model.kinds) {
-    ModeActivations modes = layer_activations(model, kind, plan::layer_env(model, kind, l, training));
+    ModeActivations modes = layer_activations(model, kind, plan::layer_env(model, kind, l, training), training.recompute_modules);
     KindMemory k;
     k.act[static_cast<int>(plan::Recompute::Off)] = modes.off.total();
     k.act[static_cast<int>(plan::Recompute::Selective)] = modes.selective.total();

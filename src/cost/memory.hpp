@@ -32,9 +32,11 @@ struct ModeActivations {
   }
 };
 
-LayerActivation layer_activation(const model::Model& model, const model::BoundKind& kind, const expr::Env& env, plan::Recompute mode);
+LayerActivation layer_activation(const model::Model& model, const model::BoundKind& kind, const expr::Env& env, plan::Recompute mode,
+                                 const std::vector<std::string>& modules = {});
 // All three modes from one pass over the slots (each element evaluated once).
-ModeActivations layer_activations(const model::Model& model, const model::BoundKind& kind, expr::Env env);
+// `modules`: the switches `selective` drops (plan::Training::recompute_modules); empty: the model's profile list.
+ModeActivations layer_activations(const model::Model& model, const model::BoundKind& kind, expr::Env env, const std::vector<std::string>& modules = {});
 LayerActivation layer_activation(const model::Model& model, int kind, const plan::Layout& layout, const plan::Training& training, plan::Recompute mode);
 
 struct StageMemory {

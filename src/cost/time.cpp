@@ -7,6 +7,7 @@
 
 #include "core/error.hpp"
 #include "cost/memory.hpp"
+#include "cost/terms.hpp"
 
 namespace sapp::cost {
 
@@ -40,7 +41,14 @@ LayerTime layer_time(const model::Model& model, const model::BoundKind& kind, co
   const model::OpRecords& rec = *model.records;
   expr::Env env = plan::layer_env(model, kind, l, training);
   std::vector<char> dropped(rec.switches.size(), 0);
-  for (const auto& name : model.selective) dropped[static_cast<std::size_t>(rec.switch_index(name))] = 1;
+  for (const auto& name : training.recompute_modules.empty() ? model.selective : training.recompute_modules) {
+    int sw = rec.switch_index(name);
+    if (sw < 0) fail("recompute_modules", "expected a recompute switch of the op records, got '{}'", name);
+    dropped[static_cast<std::size_t>(sw)] = 1;
+  }
+  // The routed experts' width per expert-TP rank, for the grouped-GEMM ramp (terms::kGroupedGemmHalfWidth).
+  const int ffn_sym = rec.symbols.find("ffn");
+  const double expert_width = ffn_sym >= 0 && env.has(ffn_sym) ? env.get(ffn_sym).as_double() / l.etp : 0.0;
   LayerTime out;
   for (const auto& term : kind.work) {
     if (term.when && !term.when->eval(env).truthy()) continue;
@@ -50,6 +58,12 @@ LayerTime layer_time(const model::Model& model, const model::BoundKind& kind, co
     double rows = term.kind != model::WorkKind::Gemm ? 0.0 : term.rows ? term.rows->eval_double(env) : static_cast<double>(training.seq) / l.cp * l.mbs;
     if (kind.vision && !term.rows) rows = static_cast<double>(model.spec.vision->tokens) * l.mbs;
     double seconds = compute_seconds(hw, term.kind, amount, training.fp8, rows);
+    if (term.name == "routed_experts" || term.name == "moe_permute") {
+      // The slowest EP rank gets moe_imbalance times the mean routed tokens; the grouped GEMM also runs below the
+      // dense GEMM's efficiency on narrow experts (terms::kGroupedGemmHalfWidth).
+      seconds *= training.moe_imbalance;
+      if (term.kind == model::WorkKind::Gemm && expert_width > 0) seconds *= (expert_width + terms::kGroupedGemmHalfWidth) / expert_width;
+    }
     out.fwd_s += seconds;
     double backward = term.backward ? term.backward->eval_double(env) : 2.0;
     out.bwd_s += seconds * backward;
@@ -100,6 +114,31 @@ double dp_exposed(double reduce, double gather, double backward_mb, double forwa
   return std::max(std::max(0.0, finish), reduce * (1.0 - overlap)) + std::max(late, gather * (1.0 - overlap));
 }
 
+// Seconds per routed-token copy byte of one EP all-to-all (dispatch or combine) over `ep` ranks spaced `stride`
+// apart: each level's share of the copies on that level's per-device link, at once (the slowest level governs), as
+// Hardware::all_to_all. With `dedup` (DeepEP / HybridEP), the copies a token sends past the innermost level are one
+// per remote unit it reaches: (U - 1)(1 - (1 - 1/U)^k) of its k copies for U units and uniform routing.
+double ep_seconds_per_copy_byte(const hardware::Hardware& hw, long long ep, long long stride, double topk, bool dedup) {
+  if (ep <= 1) return 0;
+  double out = 0;
+  long long below = 1;
+  for (std::size_t i = 0; i < hw.levels.size(); ++i) {
+    const hardware::Level& level = hw.levels[i];
+    long long within = level.devices == 0 || ep * stride <= level.devices ? ep : std::max(1LL, std::min(ep, level.devices / stride));
+    if (within > below && level.bandwidth > 0) {
+      double share = static_cast<double>(within - below) / static_cast<double>(ep);
+      if (dedup && i > 0 && topk > 1) {
+        double units = static_cast<double>(within) / static_cast<double>(below);
+        share = (units - 1.0) * (1.0 - std::pow(1.0 - 1.0 / units, topk)) / topk;
+      }
+      out = std::max(out, share / level.bandwidth);
+    }
+    below = within;
+    if (within == ep) break;
+  }
+  return out;
+}
+
 }  // namespace
 
 double model_forward_flops_per_sequence(const model::Model& model, const plan::Training& training) {
@@ -138,6 +177,8 @@ KindTimes kind_times(const model::Model& model, const plan::Layout& l, const pla
   const hardware::Level& cp_link = hw.level_for_span(plan::group_span(l, training.rank_order, 'c'));
   // Megatron's expert layout: expert-TP innermost, then EP, over consecutive ranks.
   const hardware::Hardware::AllToAll ep_a2a = hw.all_to_all(l.ep, l.etp);
+  const double ep_topk = static_cast<double>(spec.experts_per_token.value_or(1));
+  const double ep_s_per_byte = ep_seconds_per_copy_byte(hw, l.ep, l.etp, ep_topk, training.ep_dedup_per_node);
   const hardware::Hardware::AllToAll cp_a2a = hw.all_to_all(l.cp, plan::group_span(l, training.rank_order, 'c') / l.cp);
   KindTimes result;
   result.model_flops_per_sequence = model_forward_flops_per_sequence(model, training);
@@ -158,13 +199,15 @@ KindTimes kind_times(const model::Model& model, const plan::Layout& l, const pla
     double ktokens = kind.vision ? static_cast<double>(spec.vision->tokens) * l.mbs : tokens;
     double collectives = static_cast<double>(kind.kind.ops.at("tp_comm"));
     // Each collective moves the layer's activation tensor; backward repeats them: 2 x collectives passes.
-    kt.tp_s = (1.0 - overlap.tp) * ring_seconds(hw, tp_link, l.tp, ktokens * kh * bc, 2.0 * collectives);
+    kt.tp_raw_s = ring_seconds(hw, tp_link, l.tp, ktokens * kh * bc, 2.0 * collectives);
+    kt.tp_s = (1.0 - overlap.tp) * kt.tp_raw_s;
     if (l.cp > 1 && !kind.vision && kind.kind.attention != model::AttentionFlavour::Linear) {
       double kv_width = spec.kv_exchange_width();
       if (l.cp_algo == plan::CpAlgo::Ring) {
         // cp-1 steps of the local K,V block forward; backward passes K,V and their gradients (2x).
         double bw = cp_link.bandwidth * hw.efficiency.comm;
-        double comm = 3.0 * (l.cp - 1) * (tokens * kv_width * bc / l.tp / bw + cp_link.latency);
+        double comm = terms::kRingCpPassesPerStep * (l.cp - 1) * (tokens * kv_width * bc / l.tp / bw + cp_link.latency);
+        kt.cp_raw_s = comm;
         // Each step's transfer runs under the previous block's attention; the layer's attention share of its
         // forward + backward (about half, a documented approximation) is what can hide it.
         double hide = 0.5 * 3.0 * lt.fwd_s;
@@ -172,14 +215,16 @@ KindTimes kind_times(const model::Model& model, const plan::Layout& l, const pla
       } else {
         // Four all-to-alls (q, k, v, output) forward and their four in backward.
         double bytes = tokens * h * bc / l.tp;
-        kt.cp_s = 8.0 * (bytes * cp_a2a.seconds_per_byte / hw.efficiency.comm + cp_a2a.latency);
+        kt.cp_s = terms::kUlyssesAllToAlls * (bytes * cp_a2a.seconds_per_byte / hw.efficiency.comm + cp_a2a.latency);
+        kt.cp_raw_s = kt.cp_s;
       }
     }
     if (l.ep > 1 && kind.kind.ffn == model::FfnFlavour::Moe && !kind.vision) {
-      double topk = static_cast<double>(spec.experts_per_token.value_or(1));
-      double bytes = tokens * topk * h * bc / l.tsp();
-      // dispatch + combine, forward and backward: four all-to-alls of (ep-1)/ep of the routed tokens.
-      kt.ep_s = (1.0 - overlap.ep) * 4.0 * (bytes * ep_a2a.seconds_per_byte / hw.efficiency.comm + ep_a2a.latency);
+      // dispatch + combine, forward and backward: four all-to-alls of the routed copies (the slowest EP rank
+      // carries moe_imbalance times the mean).
+      double bytes = tokens * ep_topk * h * bc / l.tsp() * training.moe_imbalance;
+      kt.ep_raw_s = terms::kEpAllToAlls * (bytes * ep_s_per_byte / hw.efficiency.comm + ep_a2a.latency);
+      kt.ep_s = (1.0 - overlap.ep) * kt.ep_raw_s;
     }
     out.push_back(kt);
   }
@@ -212,13 +257,16 @@ StepTime estimate_time(const model::Model& model, const plan::Layout& l, const p
                     static_cast<double>(1 + model.mtp_layers());
   // Per stage, one micro-batch: compute, recompute, exposed TP / CP / EP, and their sum (one allocation: this
   // runs once per searched candidate).
-  std::vector<double> per_stage(6 * P, 0.0);
+  std::vector<double> per_stage(9 * P, 0.0);
   double* compute = per_stage.data();
   double* recompute = compute + P;
   double* tpc = recompute + P;
   double* cpc = tpc + P;
   double* epc = cpc + P;
   double* stage_s = epc + P;
+  double* tpr = stage_s + P;  // TP, CP and EP collectives before any overlap
+  double* cpr = tpr + P;
+  double* epr = cpr + P;
   double hw_flops_mb = 0;  // per micro-batch, summed over stages (one model replica)
   const double again = l.recompute == plan::Recompute::Full ? 1.0 : 0.0;
   plan::for_each_chunk_group(model, l, [&](int stage, int /*chunk*/, int kind, long long count) {
@@ -232,6 +280,9 @@ StepTime estimate_time(const model::Model& model, const plan::Layout& l, const p
     tpc[si] += n * per_kind[k].tp_s * (1.0 + again / 2.0);
     cpc[si] += n * per_kind[k].cp_s * (1.0 + again / 3.0);
     epc[si] += n * per_kind[k].ep_s * (1.0 + again / 2.0);
+    tpr[si] += n * per_kind[k].tp_raw_s * (1.0 + again / 2.0);
+    cpr[si] += n * per_kind[k].cp_raw_s * (1.0 + again / 3.0);
+    epr[si] += n * per_kind[k].ep_raw_s * (1.0 + again / 2.0);
     hw_flops_mb += n * (per_kind[k].fwd_flops + per_kind[k].bwd_flops + per_kind[k].recompute_flops[static_cast<int>(l.recompute)]) * l.tp;
   });
   // Loss: the logits upcast to fp32, softmax and its gradient read and write about 12 bytes per logit
@@ -239,7 +290,19 @@ StepTime estimate_time(const model::Model& model, const plan::Layout& l, const p
   double loss = compute_seconds(hw, model::WorkKind::Memory, tokens * static_cast<double>(spec.vocab_size) / l.tp * 12.0, false) *
                 static_cast<double>(1 + model.mtp_layers());
   compute[P - 1] += 3.0 * head_fwd + loss;
-  for (std::size_t si = 0; si < P; ++si) stage_s[si] = compute[si] + recompute[si] + tpc[si] + cpc[si] + epc[si];
+  for (std::size_t si = 0; si < P; ++si) {
+    // Physical overlap: TP, CP and EP collectives hide only behind compute the stage runs at the same time
+    // (forward, backward and recompute of the micro-batch), and they share it: each term may hide behind at most
+    // its share of that compute, in proportion to its own time, whatever its overlap fraction claims.
+    double raw = tpr[si] + cpr[si] + epr[si];
+    if (raw > 0) {
+      double window = compute[si] + recompute[si];
+      tpc[si] = std::max(tpc[si], tpr[si] - window * tpr[si] / raw);
+      cpc[si] = std::max(cpc[si], cpr[si] - window * cpr[si] / raw);
+      epc[si] = std::max(epc[si], epr[si] - window * epr[si] / raw);
+    }
+    stage_s[si] = compute[si] + recompute[si] + tpc[si] + cpc[si] + epc[si];
+  }
   double m = l.micro_batches;
   double v = l.vpp;
   double slowest = *std::max_element(stage_s, stage_s + P);

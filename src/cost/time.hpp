@@ -58,7 +58,8 @@ struct KindTime {
   double fwd_s = 0, bwd_s = 0, fwd_flops = 0, bwd_flops = 0;
   double recompute_s[3] = {0, 0, 0};  // under off, selective, full (indexed by plan::Recompute)
   double recompute_flops[3] = {0, 0, 0};
-  double tp_s = 0, cp_s = 0, ep_s = 0;
+  double tp_s = 0, cp_s = 0, ep_s = 0;              // exposed under the overlap fractions alone
+  double tp_raw_s = 0, cp_raw_s = 0, ep_raw_s = 0;  // the collectives' own time, before any overlap
 };
 struct KindTimes {
   std::vector<KindTime> kinds;

@@ -74,6 +74,10 @@ struct Training {
   std::vector<std::string> recompute_modules;
   // MoE: tokens on the most loaded EP rank over the mean (1 = balanced; the forced-balanced benchmarks).
   double moe_imbalance = 1.0;
+  // MoE dispatcher: false = Megatron's alltoall dispatcher (every routed copy crosses the network on its own);
+  // true = DeepEP / HybridEP (moe_flex_dispatcher_backend): a token crosses to each remote node once and fans out
+  // over NVLink inside it.
+  bool ep_dedup_per_node = false;
   // The loss: Megatron's fused vocab-parallel cross entropy (true) or an unfused fp32 log-softmax (PyTorch).
   bool loss_fused = true;
   // Caching-allocator fragmentation, as a fraction of activations (reserved over allocated peak).
