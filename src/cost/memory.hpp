@@ -60,6 +60,7 @@ struct StageMemory {
   double recompute_working = 0;      // one layer rebuilt during its backward
   double embedding_activations = 0;  // first stage
   double head_activations = 0;       // last stage: final norm input and logits
+  double loss_backward = 0;          // last stage: the loss backward's transient buffers (terms.hpp)
   double tp_buffer = 0, ep_buffer = 0, cp_buffer = 0, dp_buffer = 0;
 };
 

@@ -21,11 +21,13 @@ inline constexpr double kBackwardShare = 2.0 / 3.0;
 // (read bf16 2 + write fp32 4, read 4 + write 4 for the gradient ~ 12). Memory-bound (Megatron's
 // vocab_parallel_cross_entropy, fused).
 inline constexpr double kLossBytesPerLogit = 12.0;
-// Loss backward's peak: fp32 logits, their gradient and the log-softmax (Megatron's cross entropy keeps the fp32
-// logits and writes the gradient in place; PyTorch's unfused F.cross_entropy materialises the log-softmax and the
-// gradient too). Bytes per logit held at the last stage's loss backward, on top of the bf16 logits.
-inline constexpr double kLossBackwardBytesPerLogitFused = 4.0;     // fp32 grad in place of the fp32 logits copy
-inline constexpr double kLossBackwardBytesPerLogitUnfused = 12.0;  // fp32 logits + log-softmax + gradient
+// Loss backward's transient peak on the last stage, on top of the kept bf16 logits and their fp32 upcast (the
+// `head_activations` term, bc + 4 bytes per logit): Megatron's fused vocab-parallel cross entropy keeps the
+// softmax in the fp32 buffer and writes the gradient in place (megatron/core/tensor_parallel/cross_entropy.py): 0
+// more bytes; PyTorch's F.cross_entropy on .float() logits (torchtitan, AutoModel) saves the fp32 log-softmax (4)
+// and materialises its fp32 gradient (4) during the backward: 8 more bytes per logit, for one micro-batch.
+inline constexpr double kLossBackwardBytesPerLogitFused = 0.0;
+inline constexpr double kLossBackwardBytesPerLogitUnfused = 8.0;
 // Ring CP: cp-1 steps of K,V forward; backward passes K,V and their gradients: 3 (cp-1) transfers of one K,V block.
 // Source: Megatron-Core context_parallel (attention backward sends dK, dV with K, V), Liu et al. 2023 Ring Attention.
 inline constexpr double kRingCpPassesPerStep = 3.0;
