@@ -111,15 +111,10 @@ std::vector<Case> load_cases() {
       // A GPT shape given by the table itself: 4h FFN, learned positions, tied embeddings, dropout 0.1.
       const auto& shape = c.at("shape");
       long long h = shape.at("hidden").get<long long>();
-      nlohmann::json cfg = {{"model_type", "gpt3"},
-                            {"hidden_size", h},
-                            {"num_attention_heads", shape.at("heads")},
-                            {"num_hidden_layers", shape.at("layers")},
-                            {"vocab_size", 51200},
-                            {"intermediate_size", 4 * h},
-                            {"learned_position_embeddings", c.at("seq")},
-                            {"tie_word_embeddings", true},
-                            {"hidden_dropout", 0.1}};
+      nlohmann::json cfg = {
+          {"model_type", "gpt3"}, {"hidden_size", h},           {"num_attention_heads", shape.at("heads")},   {"num_hidden_layers", shape.at("layers")},
+          {"vocab_size", 51200},  {"intermediate_size", 4 * h}, {"learned_position_embeddings", c.at("seq")}, {"tie_word_embeddings", true},
+          {"hidden_dropout", 0.1}};
       v.model = model::resolve(model::model_from_json(cfg, v.name), test::catalog().records, test::catalog().profiles);
       v.h = static_cast<double>(h);
       v.layers = shape.at("layers").get<double>();
@@ -161,8 +156,8 @@ const Report& report() {
   static const Report r = [] {
     Report out;
     std::vector<Case> cases = load_cases();
-    std::printf("\n%-34s %-12s %-3s %-40s %10s %10s %8s %9s %9s %8s\n", "run", "regime", "fit", "layout", "measured", "estimated", "step err",
-                "peak GiB", "published", "mem err");
+    std::printf("\n%-34s %-12s %-3s %-40s %10s %10s %8s %9s %9s %8s\n", "run", "regime", "fit", "layout", "measured", "estimated", "step err", "peak GiB",
+                "published", "mem err");
     for (const auto& c : cases) {
       auto violations = plan::check_layout(c.model, c.layout, c.training, c.gpus);
       EXPECT_TRUE(violations.empty()) << c.name << ": " << violations.front().rule << ": " << violations.front().detail;
@@ -183,10 +178,11 @@ const Report& report() {
         out.over_names += " " + c.name + fmt::format(" ({:.1f} GiB)", peak);
       }
       const cost::Breakdown& b = t.breakdown;
-      std::printf("%-34s %-12s %-3s %-40s %10.1f %10.1f %+7.1f%% %9.1f %9s %8s%s  [s: step %.2f comp %.2f rec %.2f tp %.2f cp %.2f ep %.2f dp %.2f pp %.2f bub %.2f]\n",
-                  c.name.substr(0, 34).c_str(), c.regime.c_str(), c.fitted ? "yes" : "", c.layout.describe().substr(0, 40).c_str(), c.measured, p, 100 * err,
-                  peak, c.peak_gib > 0 ? fmt::format("{:.1f}", c.peak_gib).c_str() : "-", mem_err.c_str(), mem.fits() ? "" : " OVER", t.step_s, b.compute_s,
-                  b.recompute_s, b.tp_comm_s, b.cp_comm_s, b.ep_comm_s, b.dp_comm_s, b.pp_comm_s, b.bubble_s);
+      std::printf(
+          "%-34s %-12s %-3s %-40s %10.1f %10.1f %+7.1f%% %9.1f %9s %8s%s  [s: step %.2f comp %.2f rec %.2f tp %.2f cp %.2f ep %.2f dp %.2f pp %.2f bub %.2f]\n",
+          c.name.substr(0, 34).c_str(), c.regime.c_str(), c.fitted ? "yes" : "", c.layout.describe().substr(0, 40).c_str(), c.measured, p, 100 * err, peak,
+          c.peak_gib > 0 ? fmt::format("{:.1f}", c.peak_gib).c_str() : "-", mem_err.c_str(), mem.fits() ? "" : " OVER", t.step_s, b.compute_s, b.recompute_s,
+          b.tp_comm_s, b.cp_comm_s, b.ep_comm_s, b.dp_comm_s, b.pp_comm_s, b.bubble_s);
     }
     std::printf("\n%-14s %-10s %5s %9s %9s   %5s %9s %9s\n", "regime", "quantity", "fit n", "median", "worst", "held", "median", "worst");
     for (const auto& [what, table] : {std::pair{"step time", &out.time}, std::pair{"peak memory", &out.memory}}) {
