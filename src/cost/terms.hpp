@@ -51,6 +51,13 @@ inline constexpr double kGroupedGemmHalfWidth = 2048.0;
 // EP ranks per micro-batch: the slowest rank waits for the most loaded one. Default imbalance factor (max over
 // mean of tokens per EP rank) for dropless routing when a run states none; 1 when the router is forced to balance.
 inline constexpr double kDroplessImbalance = 1.0;
+// Megatron-Core's alltoall token dispatcher copies tokens_per_expert to the host in every dispatch (the grouped
+// GEMM's split sizes and the all-to-all's output splits; token_dispatcher.py, `.to(torch.device("cpu"))`), which
+// drains the launch queue: after each sync the GPU waits for the CPU to launch the layer's next kernels again
+// (without CUDA graphs ~200 kernels per MoE layer forward + backward at ~10 us of PyTorch launch cost each).
+// Seconds per MoE layer and micro-batch, forward + backward: that count times that cost, a prior, not fitted.
+// DeepEP / HybridEP runs (with CUDA graphs on the router and preprocessing in the Megatron-Bridge configs) pay 0.
+inline constexpr double kAllToAllDispatcherHostSeconds = 2.0e-3;
 
 // ---- framework runtime profiles -------------------------------------------------------------------------------
 // What a training system overlaps, keeps and reserves, each with its source. `overlap_*` are the fractions of

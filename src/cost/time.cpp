@@ -226,6 +226,13 @@ KindTimes kind_times(const model::Model& model, const plan::Layout& l, const pla
       kt.ep_raw_s = terms::kEpAllToAlls * (bytes * ep_s_per_byte / hw.efficiency.comm + ep_a2a.latency);
       kt.ep_s = (1.0 - overlap.ep) * kt.ep_raw_s;
     }
+    if (kind.kind.ffn == model::FfnFlavour::Moe && !kind.vision && !training.ep_dedup_per_node) {
+      // The alltoall dispatcher's host synchronisations (terms::kAllToAllDispatcherHostSeconds), a third in the
+      // forward and two thirds in the backward like the work they interrupt.
+      kt.host_s = terms::kAllToAllDispatcherHostSeconds;
+      kt.fwd_s += terms::kForwardShare * kt.host_s;
+      kt.bwd_s += terms::kBackwardShare * kt.host_s;
+    }
     out.push_back(kt);
   }
   return result;

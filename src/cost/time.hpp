@@ -60,6 +60,7 @@ struct KindTime {
   double recompute_flops[3] = {0, 0, 0};
   double tp_s = 0, cp_s = 0, ep_s = 0;              // exposed under the overlap fractions alone
   double tp_raw_s = 0, cp_raw_s = 0, ep_raw_s = 0;  // the collectives' own time, before any overlap
+  double host_s = 0;                                // host synchronisation stalls (in fwd_s and bwd_s)
 };
 struct KindTimes {
   std::vector<KindTime> kinds;
