@@ -305,6 +305,25 @@ Result search(const model::Model& model, const Space& space, const plan::Trainin
   r.evaluated = static_cast<long long>(n);
   // Rank by step time; ties keep the enumeration order (a function of the space alone, so the same for any
   // thread count). Sort (time, slot) pairs, then copy each candidate once into its rank.
+  // Recompute twins (the same layout under each requested recompute mode, consecutive in the enumeration): a twin
+  // that another needs no less memory than and is slower than is never listed (under flash attention Megatron's
+  // core-attention recompute keeps the bytes of `off` and only adds time).
+  const std::size_t modes = std::max<std::size_t>(1, space.recompute.size());
+  long long dominated = 0;
+  for (std::size_t g = 0; g + modes <= n; g += modes) {
+    for (std::size_t i = g; i < g + modes; ++i) {
+      if (!slots[i]) continue;
+      for (std::size_t j = g; j < g + modes; ++j) {
+        if (j == i || !slots[j]) continue;
+        if (slots[j]->peak_memory_bytes <= slots[i]->peak_memory_bytes && slots[j]->time.step_s < slots[i]->time.step_s) {
+          slots[i].reset();
+          ++dominated;
+          break;
+        }
+      }
+    }
+  }
+  if (dominated > 0) rejected[0]["recompute twin dominated"] += dominated;
   std::vector<std::pair<double, std::size_t>> order;
   for (std::size_t i = 0; i < n; ++i) {
     if (slots[i]) order.emplace_back(slots[i]->time.step_s, i);
