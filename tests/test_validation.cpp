@@ -71,8 +71,7 @@ std::vector<Case> load_cases() {
     t.ep_dedup_per_node = dispatcher == "deepep";
     t.activation_fragmentation = fw.fragmentation;
     t.reserve_bytes = fw.runtime_bytes;
-    if (c.contains("recompute_modules"))
-      for (const auto& m : c.at("recompute_modules")) t.recompute_modules.push_back(m.get<std::string>());
+    if (c.contains("recompute_modules")) t.recompute_modules = cost::terms::recompute_switches(c.at("recompute_modules").get<std::vector<std::string>>());
     plan::Layout& l = v.layout;
     l.tp = c.at("tp").get<int>();
     l.pp = c.at("pp").get<int>();

@@ -1,5 +1,6 @@
 #include "cost/terms.hpp"
 
+#include <algorithm>
 #include <array>
 
 #include "core/error.hpp"
@@ -94,7 +95,56 @@ constexpr std::array<ValidatedPair, 4> kValidated = {{
     {"b200", true, "Megatron-Bridge MXFP8 MoE runs on DGX-B200 (validation/runs.yaml)"},
 }};
 
+struct ModuleSwitches {
+  const char* module;
+  std::vector<std::string> switches;
+};
+const std::vector<ModuleSwitches>& module_table() {
+  static const std::vector<ModuleSwitches> t = {
+      {"core_attn", {"core_attn"}},
+      {"mla_up_proj", {"attn_up"}},
+      {"moe_act", {"act"}},
+      {"layernorm", {"norm"}},
+      {"mlp", {"mlp", "ffn_up", "dense_act"}},
+      {"moe", {"moe", "act"}},
+      {"shared_experts", {"shared"}},
+      {"torchtitan_op_sac", {"core_attn", "norm", "dense_act", "act", "k_proj", "ffn_up"}},
+      {"hyperparallel_selective", {"core_attn", "norm", "dense_act", "act"}},
+  };
+  return t;
+}
+constexpr std::array<const char*, 11> kSwitches = {"core_attn", "attn_up", "act",      "norm",   "dropout", "mlp",
+                                                   "moe",       "shared",  "dense_act", "k_proj", "ffn_up"};
+
 }  // namespace
+
+std::vector<std::string> recompute_switches(const std::vector<std::string>& modules) {
+  std::vector<std::string> out;
+  auto add = [&](const std::string& sw) {
+    if (std::find(out.begin(), out.end(), sw) == out.end()) out.push_back(sw);
+  };
+  for (const auto& m : modules) {
+    bool found = false;
+    for (const auto& row : module_table()) {
+      if (m == row.module) {
+        for (const auto& sw : row.switches) add(sw);
+        found = true;
+      }
+    }
+    for (const char* sw : kSwitches) {
+      if (!found && m == sw) {
+        add(sw);
+        found = true;
+      }
+    }
+    if (!found) {
+      std::string known;
+      for (const auto& row : module_table()) known += std::string(known.empty() ? "" : ", ") + row.module;
+      throw Error("recompute_modules: expected a module (" + known + ") or an op-record switch, got '" + m + "'");
+    }
+  }
+  return out;
+}
 
 const FrameworkProfile& framework_profile(const std::string& name) {
   for (const auto& p : profiles())

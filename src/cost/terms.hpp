@@ -81,6 +81,15 @@ struct FrameworkProfile {
 const FrameworkProfile& framework_profile(const std::string& name);
 std::vector<std::string> framework_names();
 
+// ---- recompute modules ---------------------------------------------------------------------------------------
+// The op-record switches (data/op_records.yaml) a framework's named recompute module drops. Megatron's
+// recompute_modules (megatron/core/transformer/transformer_config.py): core_attn, mla_up_proj, moe_act, layernorm,
+// mlp, moe, shared_experts; torchtitan's per-op selective AC (torchtitan_op_sac: matmul outputs kept except every
+// second, attention outputs kept, norms and activations recomputed); HyperParallel's / MindFormers' selective
+// (hyperparallel_selective: the cheap ops, norms and activations, with the core attention). A switch name is
+// accepted as itself. Throws on an unknown name, listing the known ones.
+std::vector<std::string> recompute_switches(const std::vector<std::string>& modules);
+
 // ---- validation status ------------------------------------------------------------------------------------------
 // Whether the efficiencies of a (device, precision) pair were checked against measured runs of that device in that
 // precision (validation/runs.yaml), and why not when they were not. An estimate prints it.
