@@ -61,8 +61,12 @@ LayerTime layer_time(const model::Model& model, const model::BoundKind& kind, co
     if (term.name == "routed_experts" || term.name == "moe_permute") {
       // The slowest EP rank gets moe_imbalance times the mean routed tokens; the grouped GEMM also runs below the
       // dense GEMM's efficiency on narrow experts (terms::kGroupedGemmHalfWidth).
+      if (term.kind == model::WorkKind::Gemm && expert_width > 0) {
+        // The narrow-expert loss is priced at the BF16 rate whatever the GEMM precision: it comes from the tile
+        // shapes and the per-expert launches, which FP8 tensor cores do not speed up.
+        seconds += compute_seconds(hw, term.kind, amount, false, rows) * terms::kGroupedGemmHalfWidth / expert_width;
+      }
       seconds *= training.moe_imbalance;
-      if (term.kind == model::WorkKind::Gemm && expert_width > 0) seconds *= (expert_width + terms::kGroupedGemmHalfWidth) / expert_width;
     }
     out.fwd_s += seconds;
     double backward = term.backward ? term.backward->eval_double(env) : 2.0;
