@@ -81,18 +81,23 @@ const std::vector<FrameworkProfile>& profiles() {
   return p;
 }
 
-// (device id, precision) pairs with at least one held-out measured run in validation/runs.yaml within the
-// step-time target, and the runs.
+// (device id, precision) pairs with measured runs in validation/runs.yaml, and whether their held-out step-time
+// errors meet the target (median <= 8 %). Figures as scripts/validation_report.sh printed them.
 struct ValidatedPair {
   const char* device;
   bool fp8;
+  bool validated;
   const char* runs;
 };
-constexpr std::array<ValidatedPair, 4> kValidated = {{
-    {"a100-80g", false, "Narayanan et al. 2021 Table 1 (fp16, 10 runs)"},
-    {"h100-sxm", true, "NeMo 24.07/24.12 FP8 dense runs; Megatron-Bridge FP8 MoE runs (validation/runs.yaml)"},
-    {"h100-sxm", false, "Megatron-Bridge GPT-OSS-120B BF16 (fitted) and NeMo AutoModel BF16 runs (validation/runs.yaml)"},
-    {"b200", true, "Megatron-Bridge MXFP8 MoE runs on DGX-B200 (validation/runs.yaml)"},
+constexpr std::array<ValidatedPair, 5> kValidated = {{
+    {"a100-80g", false, true, "Narayanan et al. 2021 Table 1 (fp16, 10 held-out runs, median 6 %)"},
+    {"h100-sxm", true, true, "NeMo 24.12 FP8 dense runs (held out, median 6 %); Megatron-Bridge FP8 MoE runs are off by 10-43 % (validation/runs.yaml)"},
+    {"h100-sxm", false, false,
+     "BF16 H100 runs in validation/runs.yaml are off beyond the 8 % target: GPT-OSS-120B -21 %, AutoModel Qwen3-30B-A3B +60 %, "
+     "AutoModel DeepSeek-V3 +61 %, AutoModel Llama3-70B -8.6 %; the BF16 GEMM efficiency is a prior (0.69)"},
+    {"b200", true, false,
+     "B200 MXFP8 Megatron-Bridge runs in validation/runs.yaml: held-out errors -1 % to -24 %, median 12 %; the FP8 GEMM efficiency is a prior (0.6)"},
+    {"b200", false, false, "one B200 BF16 run (GPT-OSS-120B, -27 %); the BF16 GEMM efficiency is a prior (0.75)"},
 }};
 
 struct ModuleSwitches {
@@ -113,8 +118,7 @@ const std::vector<ModuleSwitches>& module_table() {
   };
   return t;
 }
-constexpr std::array<const char*, 11> kSwitches = {"core_attn", "attn_up", "act",      "norm",   "dropout", "mlp",
-                                                   "moe",       "shared",  "dense_act", "k_proj", "ffn_up"};
+constexpr std::array<const char*, 11> kSwitches = {"core_attn", "attn_up", "act", "norm", "dropout", "mlp", "moe", "shared", "dense_act", "k_proj", "ffn_up"};
 
 }  // namespace
 
@@ -162,7 +166,7 @@ std::vector<std::string> framework_names() {
 
 Validity validated(const hardware::Hardware& hw, bool fp8) {
   for (const auto& v : kValidated) {
-    if (hw.id == v.device && v.fp8 == fp8) return {true, std::string("checked against ") + v.runs};
+    if (hw.id == v.device && v.fp8 == fp8) return {v.validated, v.runs};
   }
   return {false, "no measured " + std::string(fp8 ? "FP8" : "BF16") + " run on " + (hw.id.empty() ? hw.name : hw.id) +
                      " in validation/runs.yaml: its efficiency factors are priors, not fitted or checked"};

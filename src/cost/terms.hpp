@@ -28,6 +28,14 @@ inline constexpr double kLossBytesPerLogit = 12.0;
 // and materialises its fp32 gradient (4) during the backward: 8 more bytes per logit, for one micro-batch.
 inline constexpr double kLossBackwardBytesPerLogitFused = 0.0;
 inline constexpr double kLossBackwardBytesPerLogitUnfused = 8.0;
+// LM head forward FLOPs for `tokens` tokens: 2 t h V, once for the model and once per MTP depth (each MTP depth
+// has its own output projection through the shared head). Source: Narayanan et al. 2021 eq. 3 (the V/(16 l h) term
+// is the head's 6 t h V over the layers' 96 t l h^2).
+inline double lm_head_forward_flops(double tokens, double hidden, double vocab, double mtp_depths) {
+  return 2.0 * tokens * hidden * vocab * (1.0 + mtp_depths);
+}
+// Bytes the loss moves (forward and backward) for `tokens` tokens: kLossBytesPerLogit per logit, per MTP depth too.
+inline double loss_bytes(double tokens, double vocab, double mtp_depths) { return tokens * vocab * kLossBytesPerLogit * (1.0 + mtp_depths); }
 // Ring CP: cp-1 steps of K,V forward; backward passes K,V and their gradients: 3 (cp-1) transfers of one K,V block.
 // Source: Megatron-Core context_parallel (attention backward sends dK, dV with K, V), Liu et al. 2023 Ring Attention.
 inline constexpr double kRingCpPassesPerStep = 3.0;

@@ -160,7 +160,7 @@ double model_forward_flops_per_sequence(const model::Model& model, const plan::T
   double s = static_cast<double>(training.seq);
   double h = static_cast<double>(model.spec.hidden_size);
   double v = static_cast<double>(model.spec.vocab_size);
-  flops += 2.0 * s * h * v * static_cast<double>(1 + model.mtp_layers());  // LM head (and one per MTP depth)
+  flops += terms::lm_head_forward_flops(s, h, v, static_cast<double>(model.mtp_layers()));
   flops += 2.0 * s * model.mtp_extra_params * static_cast<double>(model.mtp_layers() > 0 ? 1 : 0);
   return flops;
 }
@@ -243,7 +243,7 @@ KindTimes kind_times(const model::Model& model, const plan::Layout& l, const pla
 }
 
 StepTime estimate_time(const model::Model& model, const plan::Layout& l, const plan::Training& training, const hardware::Hardware& hw,
-                       const cost::MemoryEstimate& mem, const Overlap& overlap, const KindTimes* precomputed) {
+                       const cost::MemoryEstimate& mem, const Overlap& overlap, const KindTimes* precomputed, std::vector<StageTime>* stages) {
   KindTimes computed;
   if (precomputed == nullptr) {
     computed = kind_times(model, l, training, hw, overlap);
@@ -264,8 +264,9 @@ StepTime estimate_time(const model::Model& model, const plan::Layout& l, const p
 
   StepTime out;
   std::size_t P = static_cast<std::size_t>(l.pp);
-  double head_fwd = compute_seconds(hw, model::WorkKind::Gemm, 2.0 * tokens * h * static_cast<double>(spec.vocab_size) / l.tp, training.fp8, tokens) *
-                    static_cast<double>(1 + model.mtp_layers());
+  const double mtp_depths = static_cast<double>(model.mtp_layers());
+  double head_fwd = compute_seconds(hw, model::WorkKind::Gemm, terms::lm_head_forward_flops(tokens, h, static_cast<double>(spec.vocab_size), mtp_depths) / l.tp,
+                                    training.fp8, tokens);
   // Per stage, one micro-batch: compute, recompute, exposed TP / CP / EP, and their sum (one allocation: this
   // runs once per searched candidate).
   std::vector<double> per_stage(9 * P, 0.0);
@@ -298,9 +299,8 @@ StepTime estimate_time(const model::Model& model, const plan::Layout& l, const p
   });
   // Loss: the logits upcast to fp32, softmax and its gradient read and write about 12 bytes per logit
   // (memory bound), forward and backward, once per MTP depth too.
-  double loss = compute_seconds(hw, model::WorkKind::Memory, tokens * static_cast<double>(spec.vocab_size) / l.tp * 12.0, false) *
-                static_cast<double>(1 + model.mtp_layers());
-  compute[P - 1] += 3.0 * head_fwd + loss;
+  double loss = compute_seconds(hw, model::WorkKind::Memory, terms::loss_bytes(tokens, static_cast<double>(spec.vocab_size), mtp_depths) / l.tp, false);
+  compute[P - 1] += head_fwd / terms::kForwardShare + loss;  // head forward + its 2x backward, and the loss
   for (std::size_t si = 0; si < P; ++si) {
     // Physical overlap: TP, CP and EP collectives hide only behind compute the stage runs at the same time
     // (forward, backward and recompute of the micro-batch), and they share it: each term may hide behind at most
@@ -313,6 +313,12 @@ StepTime estimate_time(const model::Model& model, const plan::Layout& l, const p
       epc[si] = std::max(epc[si], epr[si] - window * epr[si] / raw);
     }
     stage_s[si] = compute[si] + recompute[si] + tpc[si] + cpc[si] + epc[si];
+  }
+  if (stages != nullptr) {
+    stages->assign(P, StageTime{});
+    for (std::size_t si = 0; si < P; ++si) {
+      (*stages)[si] = StageTime{compute[si], recompute[si], tpc[si], cpc[si], epc[si], stage_s[si], tpr[si], cpr[si], epr[si]};
+    }
   }
   double m = l.micro_batches;
   double v = l.vpp;
@@ -349,7 +355,7 @@ StepTime estimate_time(const model::Model& model, const plan::Layout& l, const p
                                 : ring_seconds(hw, dp_link, dp_group, pn * training.param_bytes, 1.0) +
                                       ring_seconds(hw, edp_link, edp_group, pe * training.param_bytes, 1.0);
     double one_mb = stage_s[static_cast<std::size_t>(st.stage)];
-    double exposed = dp_exposed(reduce, gather, one_mb * 2.0 / 3.0, one_mb / 3.0, l.pp, l.vpp, overlap.dp);
+    double exposed = dp_exposed(reduce, gather, one_mb * terms::kBackwardShare, one_mb * terms::kForwardShare, l.pp, l.vpp, overlap.dp);
     if (l.zero >= 2) {
       // Sharded gradients cannot accumulate whole: every micro-batch but the last (whose reduce is the one above)
       // reduce-scatters its gradients during its backward (ZeRO 2). ZeRO 3 also gathers the parameters for every
@@ -359,7 +365,7 @@ StepTime estimate_time(const model::Model& model, const plan::Layout& l, const p
       auto hidden = [&](double c, double window) { return std::max(c * (1.0 - overlap.dp), c - window); };
       double rs = reduce;
       double ag = l.zero == 3 ? gather : 0.0;
-      double forward_mb = one_mb / 3.0, backward_mb = one_mb * 2.0 / 3.0;
+      double forward_mb = one_mb * terms::kForwardShare, backward_mb = one_mb * terms::kBackwardShare;
       exposed += (m - 1.0) * (hidden(rs + ag, backward_mb) + hidden(ag, forward_mb)) + hidden(ag, backward_mb);
     }
     dp_comm = std::max(dp_comm, exposed);
@@ -384,8 +390,8 @@ StepTime estimate_time(const model::Model& model, const plan::Layout& l, const p
   double devices = static_cast<double>(l.devices());
   double sequences = static_cast<double>(training.global_batch > 0 ? training.global_batch : 1LL * l.dp * l.mbs * l.micro_batches);
   out.model_flops = 3.0 * precomputed->model_flops_per_sequence * sequences;
-  double head_flops = 2.0 * static_cast<double>(training.seq) * h * static_cast<double>(spec.vocab_size) * static_cast<double>(1 + model.mtp_layers());
-  out.hardware_flops = (hw_flops_mb / l.mbs * l.cp + 3.0 * head_flops) * sequences;
+  double head_flops = terms::lm_head_forward_flops(static_cast<double>(training.seq), h, static_cast<double>(spec.vocab_size), mtp_depths);
+  out.hardware_flops = (hw_flops_mb / l.mbs * l.cp + head_flops / terms::kForwardShare) * sequences;
   out.mfu = out.model_flops / (out.step_s * devices * hw.peak_flops);
   out.tokens_per_s_per_device = sequences * static_cast<double>(training.seq) / out.step_s / devices;
   return out;
@@ -410,6 +416,51 @@ std::string time_summary(const StepTime& t) {
       "  compute {:.3f} s, recompute {:.3f}, exposed comm: TP {:.3f} CP {:.3f} EP {:.3f} DP {:.3f} PP {:.3f}, bubble {:.3f}, optimizer {:.3f}\n",
       t.step_s, t.tokens_per_s_per_device, 100.0 * t.mfu, b.compute_s, b.recompute_s, b.tp_comm_s, b.cp_comm_s, b.ep_comm_s, b.dp_comm_s, b.pp_comm_s,
       b.bubble_s, b.optimizer_s);
+}
+
+std::vector<std::string> explain_stage_terms(const model::Model& model, const plan::Layout& l, const plan::Training& training, const hardware::Hardware& hw,
+                                             const Overlap& overlap, int stage) {
+  MemoryEstimate mem = estimate_memory(model, l, training, hw.memory_bytes);
+  std::vector<std::string> out = explain_stage(model, l, training, mem, stage);
+  KindTimes kt = kind_times(model, l, training, hw, overlap);
+  std::vector<StageTime> st;
+  StepTime t = estimate_time(model, l, training, hw, mem, overlap, &kt, &st);
+  const StageTime& s = st.at(static_cast<std::size_t>(stage));
+  auto ms = [](double sec) { return sec * 1e3; };
+  out.push_back(fmt::format("time, per micro-batch on stage {} (ms):", stage));
+  plan::for_each_chunk_group(model, l, [&](int at, int chunk, int kind, long long count) {
+    if (at != stage) return;
+    const KindTime& k = kt.kinds[static_cast<std::size_t>(kind)];
+    out.push_back(
+        fmt::format("  chunk {} kind {}: {} layers x (forward {:.3f} + backward {:.3f} + recompute {:.3f} [{}] + host stalls {:.3f} "
+                    "[kAllToAllDispatcherHostSeconds, in fwd/bwd]; TP {:.3f} CP {:.3f} EP {:.3f} before overlap)",
+                    chunk, model.kinds[static_cast<std::size_t>(kind)].kind.name, count, ms(k.fwd_s - terms::kForwardShare * k.host_s),
+                    ms(k.bwd_s - terms::kBackwardShare * k.host_s), ms(k.recompute_s[static_cast<int>(l.recompute)]), to_string(l.recompute), ms(k.host_s),
+                    ms(k.tp_raw_s), ms(k.cp_raw_s), ms(k.ep_raw_s)));
+  });
+  if (stage == l.pp - 1) {
+    out.push_back(
+        fmt::format("  + LM head {} x 2 t h V (1 + MTP {}) FLOPs / TP (lm_head_forward_flops, backward 2x: 1/kForwardShare) and the loss "
+                    "kLossBytesPerLogit = {} B per logit (loss_bytes), in compute",
+                    l.mbs, model.mtp_layers(), terms::kLossBytesPerLogit));
+  }
+  out.push_back(
+      fmt::format("  compute {:.3f} + recompute {:.3f} = the window that hides TP/CP/EP (each up to its share of it)", ms(s.compute), ms(s.recompute)));
+  out.push_back(fmt::format(
+      "  TP {:.3f} of {:.3f} exposed (overlap {:.2f}), CP {:.3f} of {:.3f} (overlap {:.2f}; ring: kRingCpPassesPerStep {} x (cp - 1) "
+      "K,V blocks; all-to-all: kUlyssesAllToAlls {}), EP {:.3f} of {:.3f} (overlap {:.2f}; kEpAllToAlls {}, {})",
+      ms(s.tp), ms(s.tp_raw), overlap.tp, ms(s.cp), ms(s.cp_raw), overlap.cp, terms::kRingCpPassesPerStep, terms::kUlyssesAllToAlls, ms(s.ep), ms(s.ep_raw),
+      overlap.ep, terms::kEpAllToAlls, training.ep_dedup_per_node ? "DeepEP/HybridEP: one copy per remote node" : "alltoall: every routed copy"));
+  out.push_back(fmt::format("  stage total {:.3f} ms per micro-batch, x {} micro-batches", ms(s.total), l.micro_batches));
+  const Breakdown& b = t.breakdown;
+  out.push_back(
+      fmt::format("step {:.3f} s = pipeline {:.3f} (slowest stage: compute {:.3f} + recompute {:.3f} + TP {:.3f} + CP {:.3f} + EP {:.3f}; bubble "
+                  "{:.3f}) + DP {:.3f} (forward/backward split kForwardShare {:.3f} / kBackwardShare {:.3f}) + PP {:.3f} + optimizer {:.3f}",
+                  t.step_s, t.step_s - b.dp_comm_s - b.pp_comm_s - b.optimizer_s, b.compute_s, b.recompute_s, b.tp_comm_s, b.cp_comm_s, b.ep_comm_s, b.bubble_s,
+                  b.dp_comm_s, terms::kForwardShare, terms::kBackwardShare, b.pp_comm_s, b.optimizer_s));
+  terms::Validity valid = terms::validated(hw, training.fp8);
+  out.push_back(fmt::format("validated: {} ({})", valid.validated ? "true" : "false", valid.reason));
+  return out;
 }
 
 }  // namespace sapp::cost
