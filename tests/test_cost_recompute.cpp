@@ -1,4 +1,5 @@
 // Recompute as the frameworks run it: named modules (Megatron's recompute_modules) and the search's twins.
+#include <cstdio>
 #include <map>
 
 #include <gtest/gtest.h>
@@ -44,15 +45,19 @@ TEST(CostRecompute, SearchNeverListsATwinThatAnotherModeDominates) {
     }
   }
   EXPECT_GT(r.rejected["recompute twin dominated"], 0);
-  // Under flash attention selective (core attention) saves nothing, so it is never listed next to a fitting `off`.
+  // Under flash attention selective (core attention) saves nothing: next to a listed `off` twin it may only stand
+  // when it is not slower (its recompute can widen the window that hides CP/EP traffic, see CostOverlap).
   for (const auto& [key, group] : twins) {
-    bool off = false, sel = false;
+    const search::Candidate *off = nullptr, *sel = nullptr;
     for (const auto* c : group) {
-      off = off || c->layout.recompute == plan::Recompute::Off;
-      sel = sel || c->layout.recompute == plan::Recompute::Selective;
+      if (c->layout.recompute == plan::Recompute::Off) off = c;
+      if (c->layout.recompute == plan::Recompute::Selective) sel = c;
     }
-    EXPECT_FALSE(off && sel) << key;
+    if (off && sel) {
+      EXPECT_LE(sel->time.step_s, off->time.step_s) << key;
+    }
   }
+  std::printf("%d selective candidates listed (each as fast as its off twin or faster)\n", selective_listed);
 }
 
 // Named modules drop what Megatron's recompute_modules say (transformer_config.py): `mla_up_proj` drops the MLA

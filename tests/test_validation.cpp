@@ -69,6 +69,7 @@ std::vector<Case> load_cases() {
     std::string dispatcher = c.value("dispatcher", std::string("alltoall"));
     EXPECT_TRUE(dispatcher == "alltoall" || dispatcher == "deepep") << v.name << ": dispatcher " << dispatcher;
     t.ep_dedup_per_node = dispatcher == "deepep";
+    t.pipeline_split_counts_head = c.value("pipeline_split_counts_head", false);
     t.activation_fragmentation = fw.fragmentation;
     t.reserve_bytes = fw.runtime_bytes;
     if (c.contains("recompute_modules")) t.recompute_modules = cost::terms::recompute_switches(c.at("recompute_modules").get<std::vector<std::string>>());
@@ -306,6 +307,118 @@ TEST(Validation, SearchRanksThePublishedDenseLayoutInTheTopFive) {
     hits += found ? 1 : 0;
   }
   std::printf("%d of %d published dense layouts ranked in the top 5\n", hits, tried);
+}
+
+// Spearman rank correlation (no ties expected; ties get their order's ranks).
+double spearman(const std::vector<double>& a, const std::vector<double>& b) {
+  auto ranks = [](const std::vector<double>& v) {
+    std::vector<std::size_t> idx(v.size());
+    for (std::size_t i = 0; i < v.size(); ++i) idx[i] = i;
+    std::sort(idx.begin(), idx.end(), [&](std::size_t x, std::size_t y) { return v[x] < v[y]; });
+    std::vector<double> r(v.size());
+    for (std::size_t i = 0; i < idx.size(); ++i) r[idx[i]] = static_cast<double>(i);
+    return r;
+  };
+  std::vector<double> ra = ranks(a), rb = ranks(b);
+  double n = static_cast<double>(a.size()), d2 = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) d2 += (ra[i] - rb[i]) * (ra[i] - rb[i]);
+  return 1.0 - 6.0 * d2 / (n * (n * n - 1.0));
+}
+
+// The ranking check: a published sweep of layouts of one model on one machine (KempnerForge, 7B on H200, FSDP and TP
+// mixes from 1 to 32 GPUs), estimated vs measured throughput per GPU. Spearman >= 0.8 is the bar (a layout search
+// needs the order right more than the values).
+TEST(Validation, RanksAPublishedSweepOfLayouts) {
+  nlohmann::json tree = io::read_tree(runs_file());
+  const auto& sweep = tree.at("sweeps").at("kempnerforge_7b_h200");
+  model::Model m = test::bundled(sweep.at("model").get<std::string>());
+  hardware::Hardware hw = test::device(sweep.at("hardware").get<std::string>());
+  const auto& fw = cost::terms::framework_profile(sweep.at("framework").get<std::string>());
+  std::vector<double> est, meas;
+  std::printf("\n%-8s %-4s %-40s %10s %10s\n", "gpus", "tp", "layout", "measured", "estimated");
+  for (const auto& row : sweep.at("rows")) {
+    long long gpus = row.at(0).get<long long>();
+    plan::Layout l;
+    l.tp = row.at(1).get<int>();
+    l.sp = false;
+    l.dp = static_cast<int>(gpus / l.tp);
+    l.mbs = sweep.at("mbs").get<int>();
+    l.micro_batches = sweep.at("micro_batches").get<int>();
+    l.zero = l.dp > 1 ? 3 : 0;
+    l.recompute = plan::parse_recompute(sweep.at("recompute").get<std::string>(), "sweep recompute");
+    plan::Training t;
+    t.seq = sweep.at("seq").get<long long>();
+    t.global_batch = 1LL * l.dp * l.mbs * l.micro_batches;
+    t.param_bytes = 4;  // FSDP2 mixed precision: fp32 sharded parameters, fp32 gradients, two fp32 Adam moments
+    t.grad_bytes = 4;
+    t.optimizer_bytes = 8;
+    t.loss_fused = fw.loss_fused;
+    cost::Overlap o;
+    o.tp = fw.overlap_tp;
+    o.dp = fw.overlap_dp;
+    cost::StepTime st = cost::estimate_time(m, l, t, hw, o);
+    double measured = row.at(2).get<double>() / static_cast<double>(gpus);
+    est.push_back(st.tokens_per_s_per_device);
+    meas.push_back(measured);
+    std::printf("%-8lld %-4d %-40s %10.0f %10.0f\n", gpus, l.tp, l.describe().substr(0, 40).c_str(), measured, st.tokens_per_s_per_device);
+  }
+  double rho = spearman(est, meas);
+  std::printf("Spearman(estimated, measured tokens/s per GPU) = %.3f over %zu layouts\n", rho, est.size());
+  std::string gap = known_gap("ranking_kempnerforge");
+  if (!gap.empty()) {
+    EXPECT_LT(rho, 0.8) << "the known ranking gap closed; remove it from known_gaps";
+    GTEST_SKIP() << "Spearman " << rho << ". Known gap: " << gap;
+  }
+  EXPECT_GE(rho, 0.8);
+}
+
+// Every published expert layout against sapp's best candidate under the same constraints (the run's device count,
+// batch, micro-batch size, recompute, ZeRO stage, dispatcher; TP, PP, VPP and EP searched): within 10 %, or the
+// difference printed with the terms that make it.
+TEST(Validation, PublishedExpertLayoutsAgainstTheBestCandidate) {
+  std::vector<Case> cases = load_cases();
+  int within = 0, total = 0;
+  std::string misses;
+  for (const auto& c : cases) {
+    if (c.regime != "moe" || c.framework != "megatron_bridge") continue;
+    ++total;
+    search::Space space;
+    space.tp = std::nullopt;
+    space.pp = std::nullopt;
+    space.vpp = std::nullopt;
+    space.ep = std::nullopt;
+    space.etp = std::vector<int>{1};
+    space.cp = std::vector<int>{1};
+    space.mbs = std::vector<int>{c.layout.mbs};
+    space.zero = std::vector<int>{c.layout.zero};
+    space.sp = std::nullopt;  // SP with TP > 1, as Megatron-Bridge runs it; both are searched
+    space.recompute = {c.layout.recompute};
+    search::Options opt;
+    opt.threads = 2;
+    opt.overlap = c.overlap;
+    auto r = search::search(c.model, space, c.training, c.hw, c.gpus, c.hw.memory_bytes, opt);
+    cost::MemoryEstimate mem = cost::estimate_memory(c.model, c.layout, c.training, c.hw.memory_bytes);
+    double published = cost::estimate_time(c.model, c.layout, c.training, c.hw, mem, c.overlap).step_s;
+    double best = r.ranked.empty() ? published : r.ranked[0].time.step_s;
+    double gain = published / best - 1.0;
+    bool ok = gain <= 0.10;
+    within += ok ? 1 : 0;
+    std::printf("%-30s published %-44s %7.2f s; best %-44s %7.2f s (%+.1f %%)%s\n", c.name.c_str(), c.layout.describe().substr(0, 44).c_str(), published,
+                r.ranked.empty() ? "none" : r.ranked[0].layout.describe().substr(0, 44).c_str(), best, 100 * gain, ok ? "" : "  > 10 %");
+    if (!ok) {
+      // The difference, term by term (seconds per step): what makes the best candidate faster in sapp's model.
+      const cost::Breakdown& a = cost::estimate_time(c.model, c.layout, c.training, c.hw, mem, c.overlap).breakdown;
+      const cost::Breakdown& b = r.ranked[0].time.breakdown;
+      std::printf("    published vs best: compute %.2f/%.2f recompute %.2f/%.2f TP %.2f/%.2f EP %.2f/%.2f DP %.2f/%.2f PP %.2f/%.2f bubble %.2f/%.2f\n",
+                  a.compute_s, b.compute_s, a.recompute_s, b.recompute_s, a.tp_comm_s, b.tp_comm_s, a.ep_comm_s, b.ep_comm_s, a.dp_comm_s, b.dp_comm_s,
+                  a.pp_comm_s, b.pp_comm_s, a.bubble_s, b.bubble_s);
+      misses += " " + c.name;
+    }
+  }
+  std::printf("%d of %d published Megatron-Bridge expert layouts within 10 %% of sapp's best candidate\n", within, total);
+  std::string gap = known_gap("expert_layouts");
+  if (!gap.empty() && within < total) GTEST_SKIP() << total - within << " published expert layouts beyond 10 %:" << misses << ". Known gap: " << gap;
+  EXPECT_EQ(within, total) << misses;
 }
 
 }  // namespace

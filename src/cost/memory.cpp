@@ -98,7 +98,7 @@ MemoryEstimate estimate_memory(const model::Model& model, const plan::Layout& l,
   };
   std::vector<Sums> sums(static_cast<std::size_t>(l.pp));
   bool less = training.interleave_less_memory;
-  plan::for_each_chunk_group(model, l, [&](int stage, int chunk, int kind, long long count) {
+  plan::for_each_chunk_group(model, l, training, [&](int stage, int chunk, int kind, long long count) {
     Sums& x = sums[static_cast<std::size_t>(stage)];
     std::size_t k = static_cast<std::size_t>(kind);
     double n = static_cast<double>(count);
@@ -203,18 +203,16 @@ std::vector<std::string> explain_stage(const model::Model& model, const plan::La
   out.push_back(fmt::format("optimizer   {:10.3f} GiB = {} B x (Pn{} + Pe{})  [fp32 master + 2 Adam moments]", gib(m.optimizer), training.optimizer_bytes,
                             l.zero >= 1 ? fmt::format(" / {}", dp_shard) : "", l.zero >= 1 ? fmt::format(" / {}", edp_shard) : ""));
   auto flight = plan::in_flight(l, training.interleave_less_memory);
-  std::vector<plan::StagePlan> plan = plan::plan_stages(model, l);
-  for (int v = 0; v < l.vpp; ++v) {
-    for (const auto& [kind, count] : plan[static_cast<std::size_t>(stage)].chunks[static_cast<std::size_t>(v)].groups) {
-      LayerActivation a = layer_activation(model, kind, l, training, l.recompute);
-      out.push_back(
-          fmt::format("activations chunk {} kind {}: {} in flight x {} layers x {:.3f} MiB per layer (attention {:.3f} + ffn {:.3f} + norm {:.3f} MiB, "
-                      "recompute {}, s={} b={} t={} tsp={} cp={})",
-                      v, model.kinds[static_cast<std::size_t>(kind)].kind.name, flight[static_cast<std::size_t>(v)][static_cast<std::size_t>(stage)], count,
-                      a.total() / 1048576.0, a.attention / 1048576.0, a.ffn / 1048576.0, a.norm / 1048576.0, to_string(l.recompute), training.seq / l.cp, l.mbs,
-                      l.tp, l.tsp(), l.cp));
-    }
-  }
+  plan::for_each_chunk_group(model, l, training, [&](int at, int v, int kind, long long count) {
+    if (at != stage) return;
+    LayerActivation a = layer_activation(model, kind, l, training, l.recompute);
+    out.push_back(
+        fmt::format("activations chunk {} kind {}: {} in flight x {} layers x {:.3f} MiB per layer (attention {:.3f} + ffn {:.3f} + norm {:.3f} MiB, "
+                    "recompute {}, s={} b={} t={} tsp={} cp={})",
+                    v, model.kinds[static_cast<std::size_t>(kind)].kind.name, flight[static_cast<std::size_t>(v)][static_cast<std::size_t>(stage)], count,
+                    a.total() / 1048576.0, a.attention / 1048576.0, a.ffn / 1048576.0, a.norm / 1048576.0, to_string(l.recompute), training.seq / l.cp, l.mbs,
+                    l.tp, l.tsp(), l.cp));
+  });
   out.push_back(fmt::format(
       "activations {:10.3f} GiB = (layers {:.3f} + one layer rebuilt in backward {:.3f} + embedding output {:.3f} + final norm and logits {:.3f} + loss "
       "backward {:.3f} GiB [{} B per logit, {} cross entropy]) x (1 + fragmentation {:.2f})",

@@ -281,7 +281,7 @@ StepTime estimate_time(const model::Model& model, const plan::Layout& l, const p
   double* epr = cpr + P;
   double hw_flops_mb = 0;  // per micro-batch, summed over stages (one model replica)
   const double again = l.recompute == plan::Recompute::Full ? 1.0 : 0.0;
-  plan::for_each_chunk_group(model, l, [&](int stage, int /*chunk*/, int kind, long long count) {
+  plan::for_each_chunk_group(model, l, training, [&](int stage, int /*chunk*/, int kind, long long count) {
     std::size_t si = static_cast<std::size_t>(stage);
     std::size_t k = static_cast<std::size_t>(kind);
     double n = static_cast<double>(count);
@@ -428,7 +428,7 @@ std::vector<std::string> explain_stage_terms(const model::Model& model, const pl
   const StageTime& s = st.at(static_cast<std::size_t>(stage));
   auto ms = [](double sec) { return sec * 1e3; };
   out.push_back(fmt::format("time, per micro-batch on stage {} (ms):", stage));
-  plan::for_each_chunk_group(model, l, [&](int at, int chunk, int kind, long long count) {
+  plan::for_each_chunk_group(model, l, training, [&](int at, int chunk, int kind, long long count) {
     if (at != stage) return;
     const KindTime& k = kt.kinds[static_cast<std::size_t>(kind)];
     out.push_back(

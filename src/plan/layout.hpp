@@ -82,6 +82,9 @@ struct Training {
   bool loss_fused = true;
   // Caching-allocator fragmentation, as a fraction of activations (reserved over allocated peak).
   double activation_fragmentation = 0.0;
+  // Pipeline split: the embedding, the loss and the MTP layers count as layers of the first and last chunks
+  // (Megatron's account_for_embedding/loss_in_pipeline_split; plan::for_each_chunk_group).
+  bool pipeline_split_counts_head = false;
 };
 
 // Reads a rank order like "tp-cp-dp-pp" (a permutation of tp, cp, dp and pp, innermost first).
