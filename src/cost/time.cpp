@@ -20,6 +20,7 @@ struct LayerTime {
   double bwd_flops = 0;        // the backward's, as executed (flash attention's rerun scores included)
   double recompute_s[3] = {};  // forward work re-run in backward, per recompute mode
   double recompute_flops[3] = {};
+  double shared_expert_s = 0;  // the shared experts' forward + backward (what moe_shared_expert_overlap hides EP behind)
 };
 
 double compute_seconds(const hardware::Hardware& hw, model::WorkKind kind, double amount, bool fp8, double rows = 1e9) {
@@ -71,6 +72,7 @@ LayerTime layer_time(const model::Model& model, const model::BoundKind& kind, co
     out.fwd_s += seconds;
     double backward = term.backward ? term.backward->eval_double(env) : 2.0;
     out.bwd_s += seconds * backward;
+    if (term.name == "shared_experts") out.shared_expert_s += seconds * (1.0 + backward);
     bool flops = term.kind != model::WorkKind::Memory;
     if (flops) {
       out.fwd_flops += amount;
@@ -229,6 +231,9 @@ KindTimes kind_times(const model::Model& model, const plan::Layout& l, const pla
       double bytes = tokens * ep_topk * h * bc / l.tsp() * training.moe_imbalance;
       kt.ep_raw_s = terms::kEpAllToAlls * (bytes * ep_s_per_byte / hw.efficiency.comm + ep_a2a.latency);
       kt.ep_s = (1.0 - overlap.ep) * kt.ep_raw_s;
+      // Megatron's moe_shared_expert_overlap runs the shared experts on a side stream while the dispatch and
+      // combine are in flight: what the fraction leaves exposed hides behind them, up to their own time.
+      if (training.shared_expert_overlap) kt.ep_s = std::max(0.0, kt.ep_s - lt.shared_expert_s);
     }
     if (kind.kind.ffn == model::FfnFlavour::Moe && !kind.vision && !training.ep_dedup_per_node) {
       // The alltoall dispatcher's host synchronisations (terms::kAllToAllDispatcherHostSeconds), a third in the

@@ -78,6 +78,8 @@ struct Training {
   // true = DeepEP / HybridEP (moe_flex_dispatcher_backend): a token crosses to each remote node once and fans out
   // over NVLink inside it.
   bool ep_dedup_per_node = false;
+  // MoE: Megatron's moe_shared_expert_overlap (the shared experts run while the dispatch/combine are in flight).
+  bool shared_expert_overlap = false;
   // The loss: Megatron's fused vocab-parallel cross entropy (true) or an unfused fp32 log-softmax (PyTorch).
   bool loss_fused = true;
   // Caching-allocator fragmentation, as a fraction of activations (reserved over allocated peak).
