@@ -1,13 +1,19 @@
-// Validation against published training runs (validation/cases.yaml, with sources). Prints estimated vs measured
-// per case, asserts the median absolute error is within 15 %, and that `sapp search` ranks the published layout
-// (or one within 3 % of its estimated time) in its top 5.
+// Validation against published training runs (validation/runs.yaml, every row with its source). Prints estimated vs
+// measured step time (and peak memory where a run publishes it) per run, then per regime the median and worst
+// |error| of the fitted rows and of the held-out rows apart. The targets (issue 9): held-out step time median
+// <= 8 %, worst <= 20 % in every regime; peak memory median <= 5 %, worst <= 10 %; every published layout fits.
+// A regime that misses a target and is listed under `known_gaps` in runs.yaml is a skipped case that states the
+// figure; a listed gap that closes fails, so the mark cannot outlive the disagreement.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <map>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "core/files.hpp"
+#include "cost/terms.hpp"
 #include "cost/time.hpp"
 #include "helpers.hpp"
 #include "search/search.hpp"
@@ -17,134 +23,246 @@ using namespace sapp;
 namespace {
 
 struct Case {
-  std::string name, source;
+  std::string name, source, regime, framework, metric;
   model::Model model;
   hardware::Hardware hw;
   plan::Training training;
   plan::Layout layout;
   long long gpus = 0;
   double measured = 0;
-  bool megatron2021 = false;
-  bool rank_miss = false;  // known: search does not rank the published layout in its top 5
-  bool fitted = false;     // a catalog efficiency was fitted to this run (not a held-out check)
-  cost::Overlap overlap;   // what the published system overlapped
-  double h = 0, layers = 0;
+  double peak_gib = 0;  // published peak memory, 0 = none
+  bool rank_miss = false;
+  bool fitted = false;
+  cost::Overlap overlap;
+  double h = 0, layers = 0;  // GPT shapes of the 2021 table
 };
 
+std::string runs_file() { return std::string(SAPP_SOURCE_DIR) + "/validation/runs.yaml"; }
+
 std::vector<Case> load_cases() {
-  std::string file = std::string(SAPP_SOURCE_DIR) + "/validation/cases.yaml";
-  nlohmann::json tree = io::read_tree(file);
+  nlohmann::json tree = io::read_tree(runs_file());
   std::vector<Case> out;
-  for (const auto& c : tree.at("cases")) {
+  for (const auto& c : tree.at("runs")) {
     Case v;
     v.name = c.at("name").get<std::string>();
     v.source = c.at("source").get<std::string>();
-    v.megatron2021 = v.source == "narayanan2021";
+    v.regime = c.at("regime").get<std::string>();
+    v.framework = c.at("framework").get<std::string>();
+    v.metric = c.at("metric").get<std::string>();
     v.rank_miss = c.value("rank_miss", false);
     v.fitted = c.value("fitted", false);
-    v.gpus = c.at("gpus").get<long long>();
+    v.gpus = c.at("devices").get<long long>();
     v.measured = c.at("measured").get<double>();
-    v.training.seq = c.at("seq").get<long long>();
-    v.training.global_batch = c.at("batch").get<long long>();
+    v.peak_gib = c.value("peak_memory_gib", 0.0);
+    v.hw = test::device(c.at("hardware").get<std::string>());
+    plan::Training& t = v.training;
+    t.seq = c.at("seq").get<long long>();
+    t.global_batch = c.at("global_batch").get<long long>();
+    t.fp8 = c.value("fp8", false);
+    const cost::terms::FrameworkProfile& fw = cost::terms::framework_profile(v.framework);
+    v.overlap.tp = fw.overlap_tp;
+    v.overlap.dp = fw.overlap_dp;
+    v.overlap.ep = c.value("ep_overlap", false) ? 1.0 : fw.overlap_ep;
+    v.overlap.cp = fw.overlap_cp;
+    v.overlap.pp = fw.overlap_pp;
+    t.loss_fused = fw.loss_fused;
+    std::string dispatcher = c.value("dispatcher", std::string("alltoall"));
+    EXPECT_TRUE(dispatcher == "alltoall" || dispatcher == "deepep") << v.name << ": dispatcher " << dispatcher;
+    t.ep_dedup_per_node = dispatcher == "deepep";
+    t.pipeline_split_counts_head = c.value("pipeline_split_counts_head", false);
+    t.activation_fragmentation = fw.fragmentation;
+    t.reserve_bytes = fw.runtime_bytes;
+    if (c.contains("recompute_modules")) t.recompute_modules = cost::terms::recompute_switches(c.at("recompute_modules").get<std::vector<std::string>>());
     plan::Layout& l = v.layout;
     l.tp = c.at("tp").get<int>();
     l.pp = c.at("pp").get<int>();
     l.cp = c.value("cp", 1);
     l.vpp = c.value("vpp", 1);
+    l.ep = c.value("ep", 1);
+    l.etp = c.value("etp", 1);
     l.mbs = c.value("mbs", 1);
-    plan::derive_data_parallel(l, v.gpus, v.training.global_batch, v.name + ": gpus", v.name + ": batch");
+    l.zero = c.value("zero", 1);
+    l.sp = c.value("sp", l.tp > 1);
+    l.recompute = plan::parse_recompute(c.value("recompute", std::string("off")), v.name + ": recompute");
+    if (v.framework == "megatron2021") {
+      // 2021 Megatron: fp16, eager attention, fp16 gradients all-reduced in fp16, full recompute, no SP, no
+      // distributed optimizer.
+      t.flash_attention = false;
+      t.grad_bytes = 2;
+      l.recompute = plan::Recompute::Full;
+      l.zero = 0;
+      l.sp = false;
+    }
+    if (v.framework == "nemo" || v.framework == "megatron_bridge") {
+      // NeMo / Megatron-Bridge performance scripts: grad_reduce_in_fp32 = False with FP8 (BF16 gradient reduction).
+      if (t.fp8) t.grad_bytes = 2;
+    }
+    if (v.framework == "torchtitan" || v.framework == "automodel") {
+      // FSDP2 mixed precision: fp32 sharded parameters (the master copy), bf16 gathered for compute, fp32
+      // gradients reduce-scattered, two fp32 Adam moments.
+      t.param_bytes = 4;
+      t.grad_bytes = 4;
+      t.optimizer_bytes = 8;
+    }
+    plan::derive_data_parallel(l, v.gpus, t.global_batch, v.name + ": devices", v.name + ": global_batch");
     if (c.contains("model")) {
       v.model = test::bundled(c.at("model").get<std::string>());
     } else {
       // A GPT shape given by the table itself: 4h FFN, learned positions, tied embeddings, dropout 0.1.
-      long long h = c.at("hidden").get<long long>();
-      nlohmann::json cfg = {{"model_type", "gpt3"},
-                            {"hidden_size", h},
-                            {"num_attention_heads", c.at("heads")},
-                            {"num_hidden_layers", c.at("layers")},
-                            {"vocab_size", c.value("vocab", 51200)},
-                            {"intermediate_size", 4 * h},
-                            {"learned_position_embeddings", c.at("seq")},
-                            {"tie_word_embeddings", true},
-                            {"hidden_dropout", 0.1}};
+      const auto& shape = c.at("shape");
+      long long h = shape.at("hidden").get<long long>();
+      nlohmann::json cfg = {
+          {"model_type", "gpt3"}, {"hidden_size", h},           {"num_attention_heads", shape.at("heads")},   {"num_hidden_layers", shape.at("layers")},
+          {"vocab_size", 51200},  {"intermediate_size", 4 * h}, {"learned_position_embeddings", c.at("seq")}, {"tie_word_embeddings", true},
+          {"hidden_dropout", 0.1}};
       v.model = model::resolve(model::model_from_json(cfg, v.name), test::catalog().records, test::catalog().profiles);
       v.h = static_cast<double>(h);
-      v.layers = c.at("layers").get<double>();
-    }
-    if (v.megatron2021) {
-      // 2021 Megatron: fp16 on A100, eager attention, fp16 gradients, full recompute, no sequence parallelism, no
-      // distributed optimizer.
-      v.hw = test::device("a100-80g");
-      v.training.flash_attention = false;  // 2021: eager attention
-      v.training.grad_bytes = 2;           // fp16 gradients, all-reduced in fp16
-      // 2021 Megatron overlapped no communication: TP all-reduces, the DP all-reduce after the backward and the
-      // pipeline's blocking sends are all exposed.
-      v.overlap.tp = 0;
-      v.overlap.dp = 0;
-      v.overlap.pp = 0;
-      l.recompute = plan::Recompute::Full;
-      l.zero = 0;
-      l.sp = false;
-    } else {
-      // NeMo on H100: FP8 GEMMs, sequence parallelism with TP, distributed optimizer, no recompute.
-      v.hw = test::device("h100-sxm");
-      v.training.fp8 = true;
-      v.training.grad_bytes = 2;  // NeMo's performance scripts set grad_reduce_in_fp32 = False for FP8 runs
-      v.overlap.tp = 0.9;         // NeMo's performance recipes enable TP communication overlap (userbuffers)
-      l.recompute = plan::Recompute::Off;
-      l.zero = 1;
-      l.sp = l.tp > 1;
+      v.layers = shape.at("layers").get<double>();
     }
     out.push_back(std::move(v));
   }
   return out;
 }
 
+// The published metric from an estimate.
 double predicted(const Case& c, const cost::StepTime& t) {
-  if (!c.megatron2021) return t.tokens_per_s_per_device;
+  if (c.metric == "step_time_s") return t.step_s;
+  if (c.metric == "tokens_per_s_per_device") return t.tokens_per_s_per_device;
   double B = static_cast<double>(c.training.global_batch), s = static_cast<double>(c.training.seq), V = 51200;
   double flops = 96.0 * B * s * c.layers * c.h * c.h * (1.0 + s / (6.0 * c.h) + V / (16.0 * c.layers * c.h));
   return flops / (t.step_s * static_cast<double>(c.gpus)) / 1e12;
 }
 
-}  // namespace
+// Step-time error (estimated over measured, minus 1), whatever the metric: throughputs are inverse step times.
+double step_error(const Case& c, double p) { return c.metric == "step_time_s" ? p / c.measured - 1.0 : c.measured / p - 1.0; }
 
-TEST(Validation, PublishedRunsWithinFifteenPercentMedian) {
-  std::vector<Case> cases = load_cases();
-  ASSERT_GE(cases.size(), 10u);
-  std::vector<double> errors, held_out;
-  std::printf("\n%-20s %-13s %-36s %10s %10s %8s %s\n", "case", "source", "layout", "measured", "estimated", "error", "peak GiB (fits)");
-  for (const auto& c : cases) {
-    auto violations = plan::check_layout(c.model, c.layout, c.training, c.gpus);
-    ASSERT_TRUE(violations.empty()) << c.name << ": " << violations.front().rule << ": " << violations.front().detail;
-    cost::MemoryEstimate mem = cost::estimate_memory(c.model, c.layout, c.training, c.hw.memory_bytes);
-    cost::StepTime t = cost::estimate_time(c.model, c.layout, c.training, c.hw, mem, c.overlap);
-    double p = predicted(c, t);
-    // A published run ran: its layout must fit sapp's memory model on its device.
-    EXPECT_TRUE(mem.fits()) << c.name << ": the published layout is estimated at " << mem.peak_bytes / 1073741824.0 << " GiB";
-    double err = (p - c.measured) / c.measured;
-    errors.push_back(std::fabs(err));
-    if (!c.fitted) held_out.push_back(std::fabs(err));
-    std::printf("%-20s %-13s %-36s %10.1f %10.1f %+7.1f%% %.1f (%s)\n", c.name.c_str(), c.source.c_str(), c.layout.describe().substr(0, 36).c_str(), c.measured,
-                p, 100 * err, mem.peak_bytes / 1073741824.0, mem.fits() ? "fits" : "over");
-  }
-  auto median_of = [](std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
-  };
-  double median = median_of(errors);
-  double median_held_out = median_of(held_out);
-  std::printf(
-      "median |error| %.1f%% over %zu cases, %.1f%% over the %zu held-out ones (metric: TFLOP/s per GPU for narayanan2021, tokens/s per GPU for NeMo)\n",
-      100 * median, errors.size(), 100 * median_held_out, held_out.size());
-  EXPECT_LE(median_held_out, 0.15);
-  EXPECT_LE(median, 0.15);
+struct Stats {
+  std::vector<double> fitted, held;
+};
+double median_of(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+}
+double worst_of(const std::vector<double>& v) { return v.empty() ? 0 : *std::max_element(v.begin(), v.end()); }
+
+struct Report {
+  std::map<std::string, Stats> time, memory;
+  int over = 0;  // published layouts that do not fit
+  std::string over_names;
+};
+
+const Report& report() {
+  static const Report r = [] {
+    Report out;
+    std::vector<Case> cases = load_cases();
+    std::printf("\n%-34s %-12s %-3s %-40s %10s %10s %8s %9s %9s %8s\n", "run", "regime", "fit", "layout", "measured", "estimated", "step err", "peak GiB",
+                "published", "mem err");
+    for (const auto& c : cases) {
+      auto violations = plan::check_layout(c.model, c.layout, c.training, c.gpus);
+      EXPECT_TRUE(violations.empty()) << c.name << ": " << violations.front().rule << ": " << violations.front().detail;
+      cost::MemoryEstimate mem = cost::estimate_memory(c.model, c.layout, c.training, c.hw.memory_bytes);
+      cost::StepTime t = cost::estimate_time(c.model, c.layout, c.training, c.hw, mem, c.overlap);
+      double p = predicted(c, t);
+      double err = step_error(c, p);
+      (c.fitted ? out.time[c.regime].fitted : out.time[c.regime].held).push_back(std::fabs(err));
+      double peak = mem.peak_bytes / 1073741824.0;
+      std::string mem_err = "-";
+      if (c.peak_gib > 0) {
+        double e = peak / c.peak_gib - 1.0;
+        (c.fitted ? out.memory[c.regime].fitted : out.memory[c.regime].held).push_back(std::fabs(e));
+        mem_err = fmt::format("{:+.1f}%", 100 * e);
+      }
+      if (!mem.fits()) {
+        ++out.over;
+        out.over_names += " " + c.name + fmt::format(" ({:.1f} GiB)", peak);
+      }
+      const cost::Breakdown& b = t.breakdown;
+      std::printf(
+          "%-34s %-12s %-3s %-40s %10.1f %10.1f %+7.1f%% %9.1f %9s %8s%s  [s: step %.2f comp %.2f rec %.2f tp %.2f cp %.2f ep %.2f dp %.2f pp %.2f bub %.2f]\n",
+          c.name.substr(0, 34).c_str(), c.regime.c_str(), c.fitted ? "yes" : "", c.layout.describe().substr(0, 40).c_str(), c.measured, p, 100 * err, peak,
+          c.peak_gib > 0 ? fmt::format("{:.1f}", c.peak_gib).c_str() : "-", mem_err.c_str(), mem.fits() ? "" : " OVER", t.step_s, b.compute_s, b.recompute_s,
+          b.tp_comm_s, b.cp_comm_s, b.ep_comm_s, b.dp_comm_s, b.pp_comm_s, b.bubble_s);
+    }
+    std::printf("\n%-14s %-10s %5s %9s %9s   %5s %9s %9s\n", "regime", "quantity", "fit n", "median", "worst", "held", "median", "worst");
+    for (const auto& [what, table] : {std::pair{"step time", &out.time}, std::pair{"peak memory", &out.memory}}) {
+      for (const auto& [regime, s] : *table) {
+        std::printf("%-14s %-10s %5zu %8.1f%% %8.1f%%   %5zu %8.1f%% %8.1f%%\n", regime.c_str(), what, s.fitted.size(), 100 * median_of(s.fitted),
+                    100 * worst_of(s.fitted), s.held.size(), 100 * median_of(s.held), 100 * worst_of(s.held));
+      }
+    }
+    std::printf("(step error: estimated over measured step time; fitted rows: a factor in data/ was fitted to them; held-out rows: never read by tuning)\n");
+    return out;
+  }();
+  return r;
 }
 
-TEST(Validation, SearchRanksThePublishedLayoutInTheTopFive) {
+std::string known_gap(const std::string& key) {
+  nlohmann::json tree = io::read_tree(runs_file());
+  if (!tree.contains("known_gaps") || !tree.at("known_gaps").contains(key)) return "";
+  return tree.at("known_gaps").at(key).get<std::string>();
+}
+
+class RegimeStepTime : public testing::TestWithParam<std::string> {};
+
+TEST_P(RegimeStepTime, HeldOutMedianWithinEightPercentWorstTwenty) {
+  const Report& r = report();
+  auto it = r.time.find(GetParam());
+  ASSERT_NE(it, r.time.end()) << "no run of regime " << GetParam();
+  double median = median_of(it->second.held), worst = worst_of(it->second.held);
+  bool met = !it->second.held.empty() && median <= 0.08 && worst <= 0.20;
+  std::string gap = known_gap("step_time_" + GetParam());
+  if (!gap.empty()) {
+    EXPECT_FALSE(met) << GetParam() << ": the known gap closed (median " << 100 * median << " %, worst " << 100 * worst << " %); remove it from known_gaps";
+    GTEST_SKIP() << GetParam() << " step time, held out: median " << 100 * median << " %, worst " << 100 * worst << " % over " << it->second.held.size()
+                 << " runs. Known gap: " << gap;
+  }
+  EXPECT_LE(median, 0.08) << GetParam();
+  EXPECT_LE(worst, 0.20) << GetParam();
+}
+INSTANTIATE_TEST_SUITE_P(Validation, RegimeStepTime, testing::Values("dense", "moe", "long_context", "fsdp"));
+
+TEST(Validation, PeakMemoryWithinFivePercentMedianTenWorst) {
+  const Report& r = report();
+  std::vector<double> all;
+  for (const auto& [regime, s] : r.memory) {
+    all.insert(all.end(), s.fitted.begin(), s.fitted.end());
+    all.insert(all.end(), s.held.begin(), s.held.end());
+  }
+  ASSERT_FALSE(all.empty());
+  double median = median_of(all), worst = worst_of(all);
+  bool met = median <= 0.05 && worst <= 0.10;
+  std::string gap = known_gap("peak_memory");
+  if (!gap.empty()) {
+    EXPECT_FALSE(met) << "peak memory: the known gap closed; remove it from known_gaps";
+    GTEST_SKIP() << "peak memory over " << all.size() << " published peaks: median " << 100 * median << " %, worst " << 100 * worst << " %. Known gap: " << gap;
+  }
+  EXPECT_LE(median, 0.05);
+  EXPECT_LE(worst, 0.10);
+}
+
+TEST(Validation, EveryPublishedLayoutFits) {
+  const Report& r = report();
+  std::string gap = known_gap("fits");
+  if (!gap.empty() && r.over > 0) GTEST_SKIP() << r.over << " published layouts estimated over capacity:" << r.over_names << ". Known gap: " << gap;
+  EXPECT_EQ(r.over, 0) << r.over_names;
+}
+
+TEST(Validation, EveryEstimateSaysWhetherItsDeviceAndPrecisionAreValidated) {
+  // Sources: validation/runs.yaml has held-out H100 FP8 runs (NeMo 24.12) and no run at all on MI300X.
+  auto h100 = cost::terms::validated(test::device("h100-sxm"), true);
+  EXPECT_TRUE(h100.validated) << h100.reason;
+  auto mi300 = cost::terms::validated(test::device("mi300x"), false);
+  EXPECT_FALSE(mi300.validated);
+  EXPECT_NE(mi300.reason.find("mi300x"), std::string::npos) << mi300.reason;
+}
+
+TEST(Validation, SearchRanksThePublishedDenseLayoutInTheTopFive) {
   std::vector<Case> cases = load_cases();
-  int hits = 0;
+  int hits = 0, tried = 0;
   for (const auto& c : cases) {
+    if (c.regime != "dense") continue;
+    ++tried;
     search::Space space;
     space.tp = std::nullopt;
     space.pp = std::nullopt;
@@ -153,7 +271,7 @@ TEST(Validation, SearchRanksThePublishedLayoutInTheTopFive) {
     space.recompute = {c.layout.recompute};
     space.zero = std::vector<int>{c.layout.zero};
     space.mbs = std::vector<int>{c.layout.mbs};
-    if (c.megatron2021) {
+    if (c.framework == "megatron2021") {
       // The 2021 system: TP, PP and DP only, no interleaving, no SP, no CP.
       space.cp = std::vector<int>{1};
       space.vpp = std::vector<int>{1};
@@ -184,10 +302,123 @@ TEST(Validation, SearchRanksThePublishedLayoutInTheTopFive) {
     std::printf("%-20s published %-30s %.3f s; best %-30s %.3f s; %s\n", c.name.c_str(), c.layout.describe().substr(0, 30).c_str(), published,
                 r.ranked.empty() ? "none" : r.ranked[0].layout.describe().substr(0, 30).c_str(), r.ranked.empty() ? 0.0 : r.ranked[0].time.step_s,
                 found ? ("in the top 5 (rank " + std::to_string(rank) + ")").c_str() : "NOT in the top 5");
-    // Every case ranks its published layout in the top 5 except the ones cases.yaml marks as known misses; those
-    // must still miss, so a mark cannot outlive the disagreement it records.
+    // runs.yaml marks the known misses (rank_miss); those must still miss, so a mark cannot outlive the disagreement.
     EXPECT_EQ(found, !c.rank_miss) << c.name << (c.rank_miss ? ": now ranks in the top 5; remove rank_miss" : ": not in the top 5");
     hits += found ? 1 : 0;
   }
-  std::printf("%d of %zu published layouts ranked in the top 5\n", hits, cases.size());
+  std::printf("%d of %d published dense layouts ranked in the top 5\n", hits, tried);
 }
+
+// Spearman rank correlation (no ties expected; ties get their order's ranks).
+double spearman(const std::vector<double>& a, const std::vector<double>& b) {
+  auto ranks = [](const std::vector<double>& v) {
+    std::vector<std::size_t> idx(v.size());
+    for (std::size_t i = 0; i < v.size(); ++i) idx[i] = i;
+    std::sort(idx.begin(), idx.end(), [&](std::size_t x, std::size_t y) { return v[x] < v[y]; });
+    std::vector<double> r(v.size());
+    for (std::size_t i = 0; i < idx.size(); ++i) r[idx[i]] = static_cast<double>(i);
+    return r;
+  };
+  std::vector<double> ra = ranks(a), rb = ranks(b);
+  double n = static_cast<double>(a.size()), d2 = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) d2 += (ra[i] - rb[i]) * (ra[i] - rb[i]);
+  return 1.0 - 6.0 * d2 / (n * (n * n - 1.0));
+}
+
+// The ranking check: a published sweep of layouts of one model on one machine (KempnerForge, 7B on H200, FSDP and TP
+// mixes from 1 to 32 GPUs), estimated vs measured throughput per GPU. Spearman >= 0.8 is the bar (a layout search
+// needs the order right more than the values).
+TEST(Validation, RanksAPublishedSweepOfLayouts) {
+  nlohmann::json tree = io::read_tree(runs_file());
+  const auto& sweep = tree.at("sweeps").at("kempnerforge_7b_h200");
+  model::Model m = test::bundled(sweep.at("model").get<std::string>());
+  hardware::Hardware hw = test::device(sweep.at("hardware").get<std::string>());
+  const auto& fw = cost::terms::framework_profile(sweep.at("framework").get<std::string>());
+  std::vector<double> est, meas;
+  std::printf("\n%-8s %-4s %-40s %10s %10s\n", "gpus", "tp", "layout", "measured", "estimated");
+  for (const auto& row : sweep.at("rows")) {
+    long long gpus = row.at(0).get<long long>();
+    plan::Layout l;
+    l.tp = row.at(1).get<int>();
+    l.sp = false;
+    l.dp = static_cast<int>(gpus / l.tp);
+    l.mbs = sweep.at("mbs").get<int>();
+    l.micro_batches = sweep.at("micro_batches").get<int>();
+    l.zero = l.dp > 1 ? 3 : 0;
+    l.recompute = plan::parse_recompute(sweep.at("recompute").get<std::string>(), "sweep recompute");
+    plan::Training t;
+    t.seq = sweep.at("seq").get<long long>();
+    t.global_batch = 1LL * l.dp * l.mbs * l.micro_batches;
+    t.param_bytes = 4;  // FSDP2 mixed precision: fp32 sharded parameters, fp32 gradients, two fp32 Adam moments
+    t.grad_bytes = 4;
+    t.optimizer_bytes = 8;
+    t.loss_fused = fw.loss_fused;
+    cost::Overlap o;
+    o.tp = fw.overlap_tp;
+    o.dp = fw.overlap_dp;
+    cost::StepTime st = cost::estimate_time(m, l, t, hw, o);
+    double measured = row.at(2).get<double>() / static_cast<double>(gpus);
+    est.push_back(st.tokens_per_s_per_device);
+    meas.push_back(measured);
+    std::printf("%-8lld %-4d %-40s %10.0f %10.0f\n", gpus, l.tp, l.describe().substr(0, 40).c_str(), measured, st.tokens_per_s_per_device);
+  }
+  double rho = spearman(est, meas);
+  std::printf("Spearman(estimated, measured tokens/s per GPU) = %.3f over %zu layouts\n", rho, est.size());
+  std::string gap = known_gap("ranking_kempnerforge");
+  if (!gap.empty()) {
+    EXPECT_LT(rho, 0.8) << "the known ranking gap closed; remove it from known_gaps";
+    GTEST_SKIP() << "Spearman " << rho << ". Known gap: " << gap;
+  }
+  EXPECT_GE(rho, 0.8);
+}
+
+// Every published expert layout against sapp's best candidate under the same constraints (the run's device count,
+// batch, micro-batch size, recompute, ZeRO stage, dispatcher; TP, PP, VPP and EP searched): within 10 %, or the
+// difference printed with the terms that make it.
+TEST(Validation, PublishedExpertLayoutsAgainstTheBestCandidate) {
+  std::vector<Case> cases = load_cases();
+  int within = 0, total = 0;
+  std::string misses;
+  for (const auto& c : cases) {
+    if (c.regime != "moe" || c.framework != "megatron_bridge") continue;
+    ++total;
+    search::Space space;
+    space.tp = std::nullopt;
+    space.pp = std::nullopt;
+    space.vpp = std::nullopt;
+    space.ep = std::nullopt;
+    space.etp = std::vector<int>{1};
+    space.cp = std::vector<int>{1};
+    space.mbs = std::vector<int>{c.layout.mbs};
+    space.zero = std::vector<int>{c.layout.zero};
+    space.sp = std::nullopt;  // SP with TP > 1, as Megatron-Bridge runs it; both are searched
+    space.recompute = {c.layout.recompute};
+    search::Options opt;
+    opt.threads = 2;
+    opt.overlap = c.overlap;
+    auto r = search::search(c.model, space, c.training, c.hw, c.gpus, c.hw.memory_bytes, opt);
+    cost::MemoryEstimate mem = cost::estimate_memory(c.model, c.layout, c.training, c.hw.memory_bytes);
+    double published = cost::estimate_time(c.model, c.layout, c.training, c.hw, mem, c.overlap).step_s;
+    double best = r.ranked.empty() ? published : r.ranked[0].time.step_s;
+    double gain = published / best - 1.0;
+    bool ok = gain <= 0.10;
+    within += ok ? 1 : 0;
+    std::printf("%-30s published %-44s %7.2f s; best %-44s %7.2f s (%+.1f %%)%s\n", c.name.c_str(), c.layout.describe().substr(0, 44).c_str(), published,
+                r.ranked.empty() ? "none" : r.ranked[0].layout.describe().substr(0, 44).c_str(), best, 100 * gain, ok ? "" : "  > 10 %");
+    if (!ok) {
+      // The difference, term by term (seconds per step): what makes the best candidate faster in sapp's model.
+      const cost::Breakdown& a = cost::estimate_time(c.model, c.layout, c.training, c.hw, mem, c.overlap).breakdown;
+      const cost::Breakdown& b = r.ranked[0].time.breakdown;
+      std::printf("    published vs best: compute %.2f/%.2f recompute %.2f/%.2f TP %.2f/%.2f EP %.2f/%.2f DP %.2f/%.2f PP %.2f/%.2f bubble %.2f/%.2f\n",
+                  a.compute_s, b.compute_s, a.recompute_s, b.recompute_s, a.tp_comm_s, b.tp_comm_s, a.ep_comm_s, b.ep_comm_s, a.dp_comm_s, b.dp_comm_s,
+                  a.pp_comm_s, b.pp_comm_s, a.bubble_s, b.bubble_s);
+      misses += " " + c.name;
+    }
+  }
+  std::printf("%d of %d published Megatron-Bridge expert layouts within 10 %% of sapp's best candidate\n", within, total);
+  std::string gap = known_gap("expert_layouts");
+  if (!gap.empty() && within < total) GTEST_SKIP() << total - within << " published expert layouts beyond 10 %:" << misses << ". Known gap: " << gap;
+  EXPECT_EQ(within, total) << misses;
+}
+
+}  // namespace

@@ -8,15 +8,20 @@
 #include <fmt/format.h>
 
 #include "core/error.hpp"
+#include "cost/terms.hpp"
 
 namespace sapp::cost {
 
-ModeActivations layer_activations(const model::Model& model, const model::BoundKind& kind, expr::Env env) {
+ModeActivations layer_activations(const model::Model& model, const model::BoundKind& kind, expr::Env env, const std::vector<std::string>& modules) {
   const model::OpRecords& rec = *model.records;
   ModeActivations out;
   out.full.attention = kind.full_recompute->eval_double(env);
   std::uint32_t dropped = 0;  // switches `selective` drops, as a bit set
-  for (const auto& name : model.selective) dropped |= 1u << rec.switch_index(name);
+  for (const auto& name : modules.empty() ? model.selective : modules) {
+    int sw = rec.switch_index(name);
+    if (sw < 0) fail("recompute_modules", "expected a recompute switch of the op records, got '{}'", name);
+    dropped |= 1u << sw;
+  }
   for (const auto& slot : kind.slots) {
     if (slot.when && !slot.when->eval(env).truthy()) continue;
     // Entries are element counts per token (exact in a double); the slot formulas divide `total` with `/`, so
@@ -48,20 +53,21 @@ ModeActivations layer_activations(const model::Model& model, const model::BoundK
   return out;
 }
 
-LayerActivation layer_activation(const model::Model& model, const model::BoundKind& kind, const expr::Env& bound, plan::Recompute mode) {
-  return layer_activations(model, kind, bound).of(mode);
+LayerActivation layer_activation(const model::Model& model, const model::BoundKind& kind, const expr::Env& bound, plan::Recompute mode,
+                                 const std::vector<std::string>& modules) {
+  return layer_activations(model, kind, bound, modules).of(mode);
 }
 
 LayerActivation layer_activation(const model::Model& model, int kind, const plan::Layout& layout, const plan::Training& training, plan::Recompute mode) {
   const model::BoundKind& k = model.kinds.at(static_cast<std::size_t>(kind));
-  return layer_activation(model, k, plan::layer_env(model, k, layout, training), mode);
+  return layer_activation(model, k, plan::layer_env(model, k, layout, training), mode, training.recompute_modules);
 }
 
 std::vector<KindMemory> kind_memory(const model::Model& model, const plan::Layout& l, const plan::Training& training) {
   std::vector<KindMemory> out;
   out.reserve(model.kinds.size());
   for (const auto& kind : model.kinds) {
-    ModeActivations modes = layer_activations(model, kind, plan::layer_env(model, kind, l, training));
+    ModeActivations modes = layer_activations(model, kind, plan::layer_env(model, kind, l, training), training.recompute_modules);
     KindMemory k;
     k.act[static_cast<int>(plan::Recompute::Off)] = modes.off.total();
     k.act[static_cast<int>(plan::Recompute::Selective)] = modes.selective.total();
@@ -101,7 +107,7 @@ MemoryEstimate estimate_memory(const model::Model& model, const plan::Layout& l,
   };
   std::vector<Sums> sums(static_cast<std::size_t>(l.pp));
   bool less = training.interleave_less_memory;
-  plan::for_each_chunk_group(model, l, [&](int stage, int chunk, int kind, long long count, plan::Recompute mode) {
+  plan::for_each_chunk_group(model, l, training, [&](int stage, int chunk, int kind, long long count, plan::Recompute mode) {
     Sums& x = sums[static_cast<std::size_t>(stage)];
     std::size_t k = static_cast<std::size_t>(kind);
     double n = static_cast<double>(count);
@@ -151,6 +157,9 @@ MemoryEstimate estimate_memory(const model::Model& model, const plan::Layout& l,
       // Final norm input, and logits in the compute dtype plus their fp32 upcast for the loss (one per MTP depth too).
       double logits = tokens * (bc + 4.0) * static_cast<double>(spec.vocab_size) / l.tp * static_cast<double>(1 + mtp);
       m.head_activations = static_cast<double>(plan::in_flight_count(l, less, l.vpp - 1, s)) * (tokens * bc * h / l.tsp() + logits);
+      // The loss backward's transient buffers, one micro-batch at a time (terms::kLossBackwardBytesPerLogit*).
+      m.loss_backward = tokens * static_cast<double>(spec.vocab_size) / l.tp * static_cast<double>(1 + mtp) *
+                        (training.loss_fused ? terms::kLossBackwardBytesPerLogitFused : terms::kLossBackwardBytesPerLogitUnfused);
     }
     m.param_elements = pn;
     m.expert_param_elements = pe;
@@ -159,7 +168,8 @@ MemoryEstimate estimate_memory(const model::Model& model, const plan::Layout& l,
     m.params = training.param_bytes * held(3);
     m.grads = training.grad_bytes * held(2);
     m.optimizer = training.optimizer_bytes * held(1);
-    m.activations = m.layer_activations + m.recompute_working + m.embedding_activations + m.head_activations;
+    m.activations = m.layer_activations + m.recompute_working + m.embedding_activations + m.head_activations + m.loss_backward;
+    m.activations *= 1.0 + training.activation_fragmentation;
     if (training.grad_bytes < 4 && training.optimizer_bytes > 0) {
       m.optimizer_step = 4.0 * held(1);
     }
@@ -172,8 +182,8 @@ MemoryEstimate estimate_memory(const model::Model& model, const plan::Layout& l,
       double kv_width = spec.kv_exchange_width();
       m.cp_buffer = l.cp_algo == plan::CpAlgo::Ring ? 2.0 * tokens * kv_width * bc / l.tp : 2.0 * full_tokens * h * bc / l.tp;
     }
-    if (l.zero >= 2 && dp_shard > 1) m.dp_buffer = training.grad_bytes * std::min(40e6, pn + pe);   // bucket
-    if (l.zero >= 3 && dp_shard > 1) m.dp_buffer += 2.0 * training.param_bytes * max_layer_params;  // gathered layer + prefetch
+    if (l.zero >= 2 && dp_shard > 1) m.dp_buffer = training.grad_bytes * std::min(terms::kDpBucketElements, pn + pe);  // bucket
+    if (l.zero >= 3 && dp_shard > 1) m.dp_buffer += 2.0 * training.param_bytes * max_layer_params;                     // gathered layer + prefetch
     m.buffers = std::max({m.tp_buffer, m.ep_buffer, m.cp_buffer}) + m.dp_buffer;
     m.reserve = training.reserve_bytes;
     if (m.total() > est.peak_bytes) {
@@ -202,21 +212,22 @@ std::vector<std::string> explain_stage(const model::Model& model, const plan::La
   out.push_back(fmt::format("optimizer   {:10.3f} GiB = {} B x (Pn{} + Pe{})  [fp32 master + 2 Adam moments]", gib(m.optimizer), training.optimizer_bytes,
                             l.zero >= 1 ? fmt::format(" / {}", dp_shard) : "", l.zero >= 1 ? fmt::format(" / {}", edp_shard) : ""));
   auto flight = plan::in_flight(l, training.interleave_less_memory);
-  std::vector<plan::StagePlan> plan = plan::plan_stages(model, l);
-  for (int v = 0; v < l.vpp; ++v) {
-    for (const auto& [kind, count] : plan[static_cast<std::size_t>(stage)].chunks[static_cast<std::size_t>(v)].groups) {
-      LayerActivation a = layer_activation(model, kind, l, training, l.recompute);
-      out.push_back(
-          fmt::format("activations chunk {} kind {}: {} in flight x {} layers x {:.3f} MiB per layer (attention {:.3f} + ffn {:.3f} + norm {:.3f} MiB, "
-                      "recompute {}, s={} b={} t={} tsp={} cp={})",
-                      v, model.kinds[static_cast<std::size_t>(kind)].kind.name, flight[static_cast<std::size_t>(v)][static_cast<std::size_t>(stage)], count,
-                      a.total() / 1048576.0, a.attention / 1048576.0, a.ffn / 1048576.0, a.norm / 1048576.0, to_string(l.recompute), training.seq / l.cp, l.mbs,
-                      l.tp, l.tsp(), l.cp));
-    }
-  }
+  plan::for_each_chunk_group(model, l, training, [&](int at, int v, int kind, long long count) {
+    if (at != stage) return;
+    LayerActivation a = layer_activation(model, kind, l, training, l.recompute);
+    out.push_back(
+        fmt::format("activations chunk {} kind {}: {} in flight x {} layers x {:.3f} MiB per layer (attention {:.3f} + ffn {:.3f} + norm {:.3f} MiB, "
+                    "recompute {}, s={} b={} t={} tsp={} cp={})",
+                    v, model.kinds[static_cast<std::size_t>(kind)].kind.name, flight[static_cast<std::size_t>(v)][static_cast<std::size_t>(stage)], count,
+                    a.total() / 1048576.0, a.attention / 1048576.0, a.ffn / 1048576.0, a.norm / 1048576.0, to_string(l.recompute), training.seq / l.cp, l.mbs,
+                    l.tp, l.tsp(), l.cp));
+  });
   out.push_back(fmt::format(
-      "activations {:10.3f} GiB = layers {:.3f} + one layer rebuilt in backward {:.3f} + embedding output {:.3f} + final norm and logits {:.3f} GiB",
-      gib(m.activations), gib(m.layer_activations), gib(m.recompute_working), gib(m.embedding_activations), gib(m.head_activations)));
+      "activations {:10.3f} GiB = (layers {:.3f} + one layer rebuilt in backward {:.3f} + embedding output {:.3f} + final norm and logits {:.3f} + loss "
+      "backward {:.3f} GiB [{} B per logit, {} cross entropy]) x (1 + fragmentation {:.2f})",
+      gib(m.activations), gib(m.layer_activations), gib(m.recompute_working), gib(m.embedding_activations), gib(m.head_activations), gib(m.loss_backward),
+      training.loss_fused ? terms::kLossBackwardBytesPerLogitFused : terms::kLossBackwardBytesPerLogitUnfused, training.loss_fused ? "fused" : "unfused",
+      training.activation_fragmentation));
   out.push_back(fmt::format("buffers     {:10.3f} GiB = max(TP {:.3f}, EP {:.3f}, CP {:.3f}) + DP {:.3f} GiB", gib(m.buffers), gib(m.tp_buffer),
                             gib(m.ep_buffer), gib(m.cp_buffer), gib(m.dp_buffer)));
   if (m.optimizer_step > 0) {

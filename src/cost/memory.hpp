@@ -32,9 +32,11 @@ struct ModeActivations {
   }
 };
 
-LayerActivation layer_activation(const model::Model& model, const model::BoundKind& kind, const expr::Env& env, plan::Recompute mode);
+LayerActivation layer_activation(const model::Model& model, const model::BoundKind& kind, const expr::Env& env, plan::Recompute mode,
+                                 const std::vector<std::string>& modules = {});
 // All three modes from one pass over the slots (each element evaluated once).
-ModeActivations layer_activations(const model::Model& model, const model::BoundKind& kind, expr::Env env);
+// `modules`: the switches `selective` drops (plan::Training::recompute_modules); empty: the model's profile list.
+ModeActivations layer_activations(const model::Model& model, const model::BoundKind& kind, expr::Env env, const std::vector<std::string>& modules = {});
 LayerActivation layer_activation(const model::Model& model, int kind, const plan::Layout& layout, const plan::Training& training, plan::Recompute mode);
 
 struct StageMemory {
@@ -58,6 +60,7 @@ struct StageMemory {
   double recompute_working = 0;      // one layer rebuilt during its backward
   double embedding_activations = 0;  // first stage
   double head_activations = 0;       // last stage: final norm input and logits
+  double loss_backward = 0;          // last stage: the loss backward's transient buffers (terms.hpp)
   double tp_buffer = 0, ep_buffer = 0, cp_buffer = 0, dp_buffer = 0;
 };
 

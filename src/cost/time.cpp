@@ -7,6 +7,7 @@
 
 #include "core/error.hpp"
 #include "cost/memory.hpp"
+#include "cost/terms.hpp"
 
 namespace sapp::cost {
 
@@ -19,6 +20,7 @@ struct LayerTime {
   double bwd_flops = 0;        // the backward's, as executed (flash attention's rerun scores included)
   double recompute_s[3] = {};  // forward work re-run in backward, per recompute mode
   double recompute_flops[3] = {};
+  double shared_expert_s = 0;  // the shared experts' forward + backward (what moe_shared_expert_overlap hides EP behind)
 };
 
 double compute_seconds(const hardware::Hardware& hw, model::WorkKind kind, double amount, bool fp8, double rows = 1e9) {
@@ -40,7 +42,14 @@ LayerTime layer_time(const model::Model& model, const model::BoundKind& kind, co
   const model::OpRecords& rec = *model.records;
   expr::Env env = plan::layer_env(model, kind, l, training);
   std::vector<char> dropped(rec.switches.size(), 0);
-  for (const auto& name : model.selective) dropped[static_cast<std::size_t>(rec.switch_index(name))] = 1;
+  for (const auto& name : training.recompute_modules.empty() ? model.selective : training.recompute_modules) {
+    int sw = rec.switch_index(name);
+    if (sw < 0) fail("recompute_modules", "expected a recompute switch of the op records, got '{}'", name);
+    dropped[static_cast<std::size_t>(sw)] = 1;
+  }
+  // The routed experts' width per expert-TP rank, for the grouped-GEMM ramp (terms::kGroupedGemmHalfWidth).
+  const int ffn_sym = rec.symbols.find("ffn");
+  const double expert_width = ffn_sym >= 0 && env.has(ffn_sym) ? env.get(ffn_sym).as_double() / l.etp : 0.0;
   LayerTime out;
   for (const auto& term : kind.work) {
     if (term.when && !term.when->eval(env).truthy()) continue;
@@ -50,9 +59,20 @@ LayerTime layer_time(const model::Model& model, const model::BoundKind& kind, co
     double rows = term.kind != model::WorkKind::Gemm ? 0.0 : term.rows ? term.rows->eval_double(env) : static_cast<double>(training.seq) / l.cp * l.mbs;
     if (kind.vision && !term.rows) rows = static_cast<double>(model.spec.vision->tokens) * l.mbs;
     double seconds = compute_seconds(hw, term.kind, amount, training.fp8, rows);
+    if (term.name == "routed_experts" || term.name == "moe_permute") {
+      // The slowest EP rank gets moe_imbalance times the mean routed tokens; the grouped GEMM also runs below the
+      // dense GEMM's efficiency on narrow experts (terms::kGroupedGemmHalfWidth).
+      if (term.kind == model::WorkKind::Gemm && expert_width > 0) {
+        // The narrow-expert loss is priced at the BF16 rate whatever the GEMM precision: it comes from the tile
+        // shapes and the per-expert launches, which FP8 tensor cores do not speed up.
+        seconds += compute_seconds(hw, term.kind, amount, false, rows) * terms::kGroupedGemmHalfWidth / expert_width;
+      }
+      seconds *= training.moe_imbalance;
+    }
     out.fwd_s += seconds;
     double backward = term.backward ? term.backward->eval_double(env) : 2.0;
     out.bwd_s += seconds * backward;
+    if (term.name == "shared_experts") out.shared_expert_s += seconds * (1.0 + backward);
     bool flops = term.kind != model::WorkKind::Memory;
     if (flops) {
       out.fwd_flops += amount;
@@ -100,6 +120,31 @@ double dp_exposed(double reduce, double gather, double backward_mb, double forwa
   return std::max(std::max(0.0, finish), reduce * (1.0 - overlap)) + std::max(late, gather * (1.0 - overlap));
 }
 
+// Seconds per routed-token copy byte of one EP all-to-all (dispatch or combine) over `ep` ranks spaced `stride`
+// apart: each level's share of the copies on that level's per-device link, at once (the slowest level governs), as
+// Hardware::all_to_all. With `dedup` (DeepEP / HybridEP), the copies a token sends past the innermost level are one
+// per remote unit it reaches: (U - 1)(1 - (1 - 1/U)^k) of its k copies for U units and uniform routing.
+double ep_seconds_per_copy_byte(const hardware::Hardware& hw, long long ep, long long stride, double topk, bool dedup) {
+  if (ep <= 1) return 0;
+  double out = 0;
+  long long below = 1;
+  for (std::size_t i = 0; i < hw.levels.size(); ++i) {
+    const hardware::Level& level = hw.levels[i];
+    long long within = level.devices == 0 || ep * stride <= level.devices ? ep : std::max(1LL, std::min(ep, level.devices / stride));
+    if (within > below && level.bandwidth > 0) {
+      double share = static_cast<double>(within - below) / static_cast<double>(ep);
+      if (dedup && i > 0 && topk > 1) {
+        double units = static_cast<double>(within) / static_cast<double>(below);
+        share = (units - 1.0) * (1.0 - std::pow(1.0 - 1.0 / units, topk)) / topk;
+      }
+      out = std::max(out, share / level.bandwidth);
+    }
+    below = within;
+    if (within == ep) break;
+  }
+  return out;
+}
+
 }  // namespace
 
 double model_forward_flops_per_sequence(const model::Model& model, const plan::Training& training) {
@@ -117,7 +162,7 @@ double model_forward_flops_per_sequence(const model::Model& model, const plan::T
   double s = static_cast<double>(training.seq);
   double h = static_cast<double>(model.spec.hidden_size);
   double v = static_cast<double>(model.spec.vocab_size);
-  flops += 2.0 * s * h * v * static_cast<double>(1 + model.mtp_layers());  // LM head (and one per MTP depth)
+  flops += terms::lm_head_forward_flops(s, h, v, static_cast<double>(model.mtp_layers()));
   flops += 2.0 * s * model.mtp_extra_params * static_cast<double>(model.mtp_layers() > 0 ? 1 : 0);
   return flops;
 }
@@ -138,6 +183,8 @@ KindTimes kind_times(const model::Model& model, const plan::Layout& l, const pla
   const hardware::Level& cp_link = hw.level_for_span(plan::group_span(l, training.rank_order, 'c'));
   // Megatron's expert layout: expert-TP innermost, then EP, over consecutive ranks.
   const hardware::Hardware::AllToAll ep_a2a = hw.all_to_all(l.ep, l.etp);
+  const double ep_topk = static_cast<double>(spec.experts_per_token.value_or(1));
+  const double ep_s_per_byte = ep_seconds_per_copy_byte(hw, l.ep, l.etp, ep_topk, training.ep_dedup_per_node);
   const hardware::Hardware::AllToAll cp_a2a = hw.all_to_all(l.cp, plan::group_span(l, training.rank_order, 'c') / l.cp);
   KindTimes result;
   result.model_flops_per_sequence = model_forward_flops_per_sequence(model, training);
@@ -158,13 +205,15 @@ KindTimes kind_times(const model::Model& model, const plan::Layout& l, const pla
     double ktokens = kind.vision ? static_cast<double>(spec.vision->tokens) * l.mbs : tokens;
     double collectives = static_cast<double>(kind.kind.ops.at("tp_comm"));
     // Each collective moves the layer's activation tensor; backward repeats them: 2 x collectives passes.
-    kt.tp_s = (1.0 - overlap.tp) * ring_seconds(hw, tp_link, l.tp, ktokens * kh * bc, 2.0 * collectives);
+    kt.tp_raw_s = ring_seconds(hw, tp_link, l.tp, ktokens * kh * bc, 2.0 * collectives);
+    kt.tp_s = (1.0 - overlap.tp) * kt.tp_raw_s;
     if (l.cp > 1 && !kind.vision && kind.kind.attention != model::AttentionFlavour::Linear) {
       double kv_width = spec.kv_exchange_width();
       if (l.cp_algo == plan::CpAlgo::Ring) {
         // cp-1 steps of the local K,V block forward; backward passes K,V and their gradients (2x).
         double bw = cp_link.bandwidth * hw.efficiency.comm;
-        double comm = 3.0 * (l.cp - 1) * (tokens * kv_width * bc / l.tp / bw + cp_link.latency);
+        double comm = terms::kRingCpPassesPerStep * (l.cp - 1) * (tokens * kv_width * bc / l.tp / bw + cp_link.latency);
+        kt.cp_raw_s = comm;
         // Each step's transfer runs under the previous block's attention; the layer's attention share of its
         // forward + backward (about half, a documented approximation) is what can hide it.
         double hide = 0.5 * 3.0 * lt.fwd_s;
@@ -172,14 +221,26 @@ KindTimes kind_times(const model::Model& model, const plan::Layout& l, const pla
       } else {
         // Four all-to-alls (q, k, v, output) forward and their four in backward.
         double bytes = tokens * h * bc / l.tp;
-        kt.cp_s = 8.0 * (bytes * cp_a2a.seconds_per_byte / hw.efficiency.comm + cp_a2a.latency);
+        kt.cp_s = terms::kUlyssesAllToAlls * (bytes * cp_a2a.seconds_per_byte / hw.efficiency.comm + cp_a2a.latency);
+        kt.cp_raw_s = kt.cp_s;
       }
     }
     if (l.ep > 1 && kind.kind.ffn == model::FfnFlavour::Moe && !kind.vision) {
-      double topk = static_cast<double>(spec.experts_per_token.value_or(1));
-      double bytes = tokens * topk * h * bc / l.tsp();
-      // dispatch + combine, forward and backward: four all-to-alls of (ep-1)/ep of the routed tokens.
-      kt.ep_s = (1.0 - overlap.ep) * 4.0 * (bytes * ep_a2a.seconds_per_byte / hw.efficiency.comm + ep_a2a.latency);
+      // dispatch + combine, forward and backward: four all-to-alls of the routed copies (the slowest EP rank
+      // carries moe_imbalance times the mean).
+      double bytes = tokens * ep_topk * h * bc / l.tsp() * training.moe_imbalance;
+      kt.ep_raw_s = terms::kEpAllToAlls * (bytes * ep_s_per_byte / hw.efficiency.comm + ep_a2a.latency);
+      kt.ep_s = (1.0 - overlap.ep) * kt.ep_raw_s;
+      // Megatron's moe_shared_expert_overlap runs the shared experts on a side stream while the dispatch and
+      // combine are in flight: what the fraction leaves exposed hides behind them, up to their own time.
+      if (training.shared_expert_overlap) kt.ep_s = std::max(0.0, kt.ep_s - lt.shared_expert_s);
+    }
+    if (kind.kind.ffn == model::FfnFlavour::Moe && !kind.vision && !training.ep_dedup_per_node) {
+      // The alltoall dispatcher's host synchronisations (terms::kAllToAllDispatcherHostSeconds), a third in the
+      // forward and two thirds in the backward like the work they interrupt.
+      kt.host_s = terms::kAllToAllDispatcherHostSeconds;
+      kt.fwd_s += terms::kForwardShare * kt.host_s;
+      kt.bwd_s += terms::kBackwardShare * kt.host_s;
     }
     out.push_back(kt);
   }
@@ -187,7 +248,7 @@ KindTimes kind_times(const model::Model& model, const plan::Layout& l, const pla
 }
 
 StepTime estimate_time(const model::Model& model, const plan::Layout& l, const plan::Training& training, const hardware::Hardware& hw,
-                       const cost::MemoryEstimate& mem, const Overlap& overlap, const KindTimes* precomputed) {
+                       const cost::MemoryEstimate& mem, const Overlap& overlap, const KindTimes* precomputed, std::vector<StageTime>* stages) {
   KindTimes computed;
   if (precomputed == nullptr) {
     computed = kind_times(model, l, training, hw, overlap);
@@ -208,19 +269,23 @@ StepTime estimate_time(const model::Model& model, const plan::Layout& l, const p
 
   StepTime out;
   std::size_t P = static_cast<std::size_t>(l.pp);
-  double head_fwd = compute_seconds(hw, model::WorkKind::Gemm, 2.0 * tokens * h * static_cast<double>(spec.vocab_size) / l.tp, training.fp8, tokens) *
-                    static_cast<double>(1 + model.mtp_layers());
+  const double mtp_depths = static_cast<double>(model.mtp_layers());
+  double head_fwd = compute_seconds(hw, model::WorkKind::Gemm, terms::lm_head_forward_flops(tokens, h, static_cast<double>(spec.vocab_size), mtp_depths) / l.tp,
+                                    training.fp8, tokens);
   // Per stage, one micro-batch: compute, recompute, exposed TP / CP / EP, and their sum (one allocation: this
   // runs once per searched candidate).
-  std::vector<double> per_stage(6 * P, 0.0);
+  std::vector<double> per_stage(9 * P, 0.0);
   double* compute = per_stage.data();
   double* recompute = compute + P;
   double* tpc = recompute + P;
   double* cpc = tpc + P;
   double* epc = cpc + P;
   double* stage_s = epc + P;
+  double* tpr = stage_s + P;  // TP, CP and EP collectives before any overlap
+  double* cpr = tpr + P;
+  double* epr = cpr + P;
   double hw_flops_mb = 0;  // per micro-batch, summed over stages (one model replica)
-  plan::for_each_chunk_group(model, l, [&](int stage, int /*chunk*/, int kind, long long count, plan::Recompute mode) {
+  plan::for_each_chunk_group(model, l, training, [&](int stage, int /*chunk*/, int kind, long long count, plan::Recompute mode) {
     // The run's recompute mode: the layout's, or per chunk when a stated split says so.
     const double again = mode == plan::Recompute::Full ? 1.0 : 0.0;
     std::size_t si = static_cast<std::size_t>(stage);
@@ -233,14 +298,34 @@ StepTime estimate_time(const model::Model& model, const plan::Layout& l, const p
     tpc[si] += n * per_kind[k].tp_s * (1.0 + again / 2.0);
     cpc[si] += n * per_kind[k].cp_s * (1.0 + again / 3.0);
     epc[si] += n * per_kind[k].ep_s * (1.0 + again / 2.0);
+    tpr[si] += n * per_kind[k].tp_raw_s * (1.0 + again / 2.0);
+    cpr[si] += n * per_kind[k].cp_raw_s * (1.0 + again / 3.0);
+    epr[si] += n * per_kind[k].ep_raw_s * (1.0 + again / 2.0);
     hw_flops_mb += n * (per_kind[k].fwd_flops + per_kind[k].bwd_flops + per_kind[k].recompute_flops[static_cast<int>(mode)]) * l.tp;
   });
   // Loss: the logits upcast to fp32, softmax and its gradient read and write about 12 bytes per logit
   // (memory bound), forward and backward, once per MTP depth too.
-  double loss = compute_seconds(hw, model::WorkKind::Memory, tokens * static_cast<double>(spec.vocab_size) / l.tp * 12.0, false) *
-                static_cast<double>(1 + model.mtp_layers());
-  compute[P - 1] += 3.0 * head_fwd + loss;
-  for (std::size_t si = 0; si < P; ++si) stage_s[si] = compute[si] + recompute[si] + tpc[si] + cpc[si] + epc[si];
+  double loss = compute_seconds(hw, model::WorkKind::Memory, terms::loss_bytes(tokens, static_cast<double>(spec.vocab_size), mtp_depths) / l.tp, false);
+  compute[P - 1] += head_fwd / terms::kForwardShare + loss;  // head forward + its 2x backward, and the loss
+  for (std::size_t si = 0; si < P; ++si) {
+    // Physical overlap: TP, CP and EP collectives hide only behind compute the stage runs at the same time
+    // (forward, backward and recompute of the micro-batch), and they share it: each term may hide behind at most
+    // its share of that compute, in proportion to its own time, whatever its overlap fraction claims.
+    double raw = tpr[si] + cpr[si] + epr[si];
+    if (raw > 0) {
+      double window = compute[si] + recompute[si];
+      tpc[si] = std::max(tpc[si], tpr[si] - window * tpr[si] / raw);
+      cpc[si] = std::max(cpc[si], cpr[si] - window * cpr[si] / raw);
+      epc[si] = std::max(epc[si], epr[si] - window * epr[si] / raw);
+    }
+    stage_s[si] = compute[si] + recompute[si] + tpc[si] + cpc[si] + epc[si];
+  }
+  if (stages != nullptr) {
+    stages->assign(P, StageTime{});
+    for (std::size_t si = 0; si < P; ++si) {
+      (*stages)[si] = StageTime{compute[si], recompute[si], tpc[si], cpc[si], epc[si], stage_s[si], tpr[si], cpr[si], epr[si]};
+    }
+  }
   double m = l.micro_batches;
   double v = l.vpp;
   double slowest = *std::max_element(stage_s, stage_s + P);
@@ -276,7 +361,7 @@ StepTime estimate_time(const model::Model& model, const plan::Layout& l, const p
                                 : ring_seconds(hw, dp_link, dp_group, pn * training.param_bytes, 1.0) +
                                       ring_seconds(hw, edp_link, edp_group, pe * training.param_bytes, 1.0);
     double one_mb = stage_s[static_cast<std::size_t>(st.stage)];
-    double exposed = dp_exposed(reduce, gather, one_mb * 2.0 / 3.0, one_mb / 3.0, l.pp, l.vpp, overlap.dp);
+    double exposed = dp_exposed(reduce, gather, one_mb * terms::kBackwardShare, one_mb * terms::kForwardShare, l.pp, l.vpp, overlap.dp);
     if (l.zero >= 2) {
       // Sharded gradients cannot accumulate whole: every micro-batch but the last (whose reduce is the one above)
       // reduce-scatters its gradients during its backward (ZeRO 2). ZeRO 3 also gathers the parameters for every
@@ -286,7 +371,7 @@ StepTime estimate_time(const model::Model& model, const plan::Layout& l, const p
       auto hidden = [&](double c, double window) { return std::max(c * (1.0 - overlap.dp), c - window); };
       double rs = reduce;
       double ag = l.zero == 3 ? gather : 0.0;
-      double forward_mb = one_mb / 3.0, backward_mb = one_mb * 2.0 / 3.0;
+      double forward_mb = one_mb * terms::kForwardShare, backward_mb = one_mb * terms::kBackwardShare;
       exposed += (m - 1.0) * (hidden(rs + ag, backward_mb) + hidden(ag, forward_mb)) + hidden(ag, backward_mb);
     }
     dp_comm = std::max(dp_comm, exposed);
@@ -311,8 +396,8 @@ StepTime estimate_time(const model::Model& model, const plan::Layout& l, const p
   double devices = static_cast<double>(l.devices());
   double sequences = static_cast<double>(training.global_batch > 0 ? training.global_batch : 1LL * l.dp * l.mbs * l.micro_batches);
   out.model_flops = 3.0 * precomputed->model_flops_per_sequence * sequences;
-  double head_flops = 2.0 * static_cast<double>(training.seq) * h * static_cast<double>(spec.vocab_size) * static_cast<double>(1 + model.mtp_layers());
-  out.hardware_flops = (hw_flops_mb / l.mbs * l.cp + 3.0 * head_flops) * sequences;
+  double head_flops = terms::lm_head_forward_flops(static_cast<double>(training.seq), h, static_cast<double>(spec.vocab_size), mtp_depths);
+  out.hardware_flops = (hw_flops_mb / l.mbs * l.cp + head_flops / terms::kForwardShare) * sequences;
   out.mfu = out.model_flops / (out.step_s * devices * hw.peak_flops);
   out.tokens_per_s_per_device = sequences * static_cast<double>(training.seq) / out.step_s / devices;
   return out;
@@ -337,6 +422,51 @@ std::string time_summary(const StepTime& t) {
       "  compute {:.3f} s, recompute {:.3f}, exposed comm: TP {:.3f} CP {:.3f} EP {:.3f} DP {:.3f} PP {:.3f}, bubble {:.3f}, optimizer {:.3f}\n",
       t.step_s, t.tokens_per_s_per_device, 100.0 * t.mfu, b.compute_s, b.recompute_s, b.tp_comm_s, b.cp_comm_s, b.ep_comm_s, b.dp_comm_s, b.pp_comm_s,
       b.bubble_s, b.optimizer_s);
+}
+
+std::vector<std::string> explain_stage_terms(const model::Model& model, const plan::Layout& l, const plan::Training& training, const hardware::Hardware& hw,
+                                             const Overlap& overlap, int stage) {
+  MemoryEstimate mem = estimate_memory(model, l, training, hw.memory_bytes);
+  std::vector<std::string> out = explain_stage(model, l, training, mem, stage);
+  KindTimes kt = kind_times(model, l, training, hw, overlap);
+  std::vector<StageTime> st;
+  StepTime t = estimate_time(model, l, training, hw, mem, overlap, &kt, &st);
+  const StageTime& s = st.at(static_cast<std::size_t>(stage));
+  auto ms = [](double sec) { return sec * 1e3; };
+  out.push_back(fmt::format("time, per micro-batch on stage {} (ms):", stage));
+  plan::for_each_chunk_group(model, l, training, [&](int at, int chunk, int kind, long long count) {
+    if (at != stage) return;
+    const KindTime& k = kt.kinds[static_cast<std::size_t>(kind)];
+    out.push_back(
+        fmt::format("  chunk {} kind {}: {} layers x (forward {:.3f} + backward {:.3f} + recompute {:.3f} [{}] + host stalls {:.3f} "
+                    "[kAllToAllDispatcherHostSeconds, in fwd/bwd]; TP {:.3f} CP {:.3f} EP {:.3f} before overlap)",
+                    chunk, model.kinds[static_cast<std::size_t>(kind)].kind.name, count, ms(k.fwd_s - terms::kForwardShare * k.host_s),
+                    ms(k.bwd_s - terms::kBackwardShare * k.host_s), ms(k.recompute_s[static_cast<int>(l.recompute)]), to_string(l.recompute), ms(k.host_s),
+                    ms(k.tp_raw_s), ms(k.cp_raw_s), ms(k.ep_raw_s)));
+  });
+  if (stage == l.pp - 1) {
+    out.push_back(
+        fmt::format("  + LM head {} x 2 t h V (1 + MTP {}) FLOPs / TP (lm_head_forward_flops, backward 2x: 1/kForwardShare) and the loss "
+                    "kLossBytesPerLogit = {} B per logit (loss_bytes), in compute",
+                    l.mbs, model.mtp_layers(), terms::kLossBytesPerLogit));
+  }
+  out.push_back(
+      fmt::format("  compute {:.3f} + recompute {:.3f} = the window that hides TP/CP/EP (each up to its share of it)", ms(s.compute), ms(s.recompute)));
+  out.push_back(fmt::format(
+      "  TP {:.3f} of {:.3f} exposed (overlap {:.2f}), CP {:.3f} of {:.3f} (overlap {:.2f}; ring: kRingCpPassesPerStep {} x (cp - 1) "
+      "K,V blocks; all-to-all: kUlyssesAllToAlls {}), EP {:.3f} of {:.3f} (overlap {:.2f}; kEpAllToAlls {}, {})",
+      ms(s.tp), ms(s.tp_raw), overlap.tp, ms(s.cp), ms(s.cp_raw), overlap.cp, terms::kRingCpPassesPerStep, terms::kUlyssesAllToAlls, ms(s.ep), ms(s.ep_raw),
+      overlap.ep, terms::kEpAllToAlls, training.ep_dedup_per_node ? "DeepEP/HybridEP: one copy per remote node" : "alltoall: every routed copy"));
+  out.push_back(fmt::format("  stage total {:.3f} ms per micro-batch, x {} micro-batches", ms(s.total), l.micro_batches));
+  const Breakdown& b = t.breakdown;
+  out.push_back(
+      fmt::format("step {:.3f} s = pipeline {:.3f} (slowest stage: compute {:.3f} + recompute {:.3f} + TP {:.3f} + CP {:.3f} + EP {:.3f}; bubble "
+                  "{:.3f}) + DP {:.3f} (forward/backward split kForwardShare {:.3f} / kBackwardShare {:.3f}) + PP {:.3f} + optimizer {:.3f}",
+                  t.step_s, t.step_s - b.dp_comm_s - b.pp_comm_s - b.optimizer_s, b.compute_s, b.recompute_s, b.tp_comm_s, b.cp_comm_s, b.ep_comm_s, b.bubble_s,
+                  b.dp_comm_s, terms::kForwardShare, terms::kBackwardShare, b.pp_comm_s, b.optimizer_s));
+  terms::Validity valid = terms::validated(hw, training.fp8);
+  out.push_back(fmt::format("validated: {} ({})", valid.validated ? "true" : "false", valid.reason));
+  return out;
 }
 
 }  // namespace sapp::cost

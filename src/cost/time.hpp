@@ -9,6 +9,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -58,7 +59,9 @@ struct KindTime {
   double fwd_s = 0, bwd_s = 0, fwd_flops = 0, bwd_flops = 0;
   double recompute_s[3] = {0, 0, 0};  // under off, selective, full (indexed by plan::Recompute)
   double recompute_flops[3] = {0, 0, 0};
-  double tp_s = 0, cp_s = 0, ep_s = 0;
+  double tp_s = 0, cp_s = 0, ep_s = 0;              // exposed under the overlap fractions alone
+  double tp_raw_s = 0, cp_raw_s = 0, ep_raw_s = 0;  // the collectives' own time, before any overlap
+  double host_s = 0;                                // host synchronisation stalls (in fwd_s and bwd_s)
 };
 struct KindTimes {
   std::vector<KindTime> kinds;
@@ -69,8 +72,20 @@ KindTimes kind_times(const model::Model& model, const plan::Layout& layout, cons
 
 // The same, reusing the layout's memory estimate (its per-stage parameter counts size the DP collectives) and,
 // when given, kind_times() of a layout that shares the fields above.
+// `stages`, when given, receives per stage and micro-batch (seconds) what the step was priced from.
+struct StageTime {
+  double compute = 0, recompute = 0, tp = 0, cp = 0, ep = 0, total = 0;  // tp, cp, ep: exposed
+  double tp_raw = 0, cp_raw = 0, ep_raw = 0;                             // before any overlap
+};
 StepTime estimate_time(const model::Model& model, const plan::Layout& layout, const plan::Training& training, const hardware::Hardware& hw,
-                       const cost::MemoryEstimate& memory, const Overlap& overlap = {}, const KindTimes* per_kind = nullptr);
+                       const cost::MemoryEstimate& memory, const Overlap& overlap = {}, const KindTimes* per_kind = nullptr,
+                       std::vector<StageTime>* stages = nullptr);
+
+// Every memory and time term of one stage, one line each, with its formula and inputs: explain_stage()'s memory lines
+// and then the time terms, taken from the same estimate_time() pass (its per-stage figures) and the named terms of
+// cost/terms.hpp, so the explanation cannot drift from the arithmetic.
+std::vector<std::string> explain_stage_terms(const model::Model& model, const plan::Layout& layout, const plan::Training& training,
+                                             const hardware::Hardware& hw, const Overlap& overlap, int stage);
 
 // Forward FLOPs of the whole model for one sequence (no parallelism, no recompute): gemm + attention terms.
 double model_forward_flops_per_sequence(const model::Model& model, const plan::Training& training);

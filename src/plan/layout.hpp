@@ -74,6 +74,25 @@ struct Training {
   // How the launcher orders ranks, innermost first (Megatron's default: TP, then CP, DP, PP). It decides which
   // link each group's collectives run on. Experts follow Megatron's expert layout (expert-TP x EP innermost).
   std::array<char, 4> rank_order = {'t', 'c', 'd', 'p'};
+  // The recompute switches `selective` drops (Megatron's recompute_modules, mapped to op-record switches:
+  // core_attn, attn_up (mla_up_proj), act (moe_act), norm (layernorm), mlp, moe, shared); empty: the model's
+  // profile list.
+  std::vector<std::string> recompute_modules;
+  // MoE: tokens on the most loaded EP rank over the mean (1 = balanced; the forced-balanced benchmarks).
+  double moe_imbalance = 1.0;
+  // MoE dispatcher: false = Megatron's alltoall dispatcher (every routed copy crosses the network on its own);
+  // true = DeepEP / HybridEP (moe_flex_dispatcher_backend): a token crosses to each remote node once and fans out
+  // over NVLink inside it.
+  bool ep_dedup_per_node = false;
+  // MoE: Megatron's moe_shared_expert_overlap (the shared experts run while the dispatch/combine are in flight).
+  bool shared_expert_overlap = false;
+  // The loss: Megatron's fused vocab-parallel cross entropy (true) or an unfused fp32 log-softmax (PyTorch).
+  bool loss_fused = true;
+  // Caching-allocator fragmentation, as a fraction of activations (reserved over allocated peak).
+  double activation_fragmentation = 0.0;
+  // Pipeline split: the embedding, the loss and the MTP layers count as layers of the first and last chunks
+  // (Megatron's account_for_embedding/loss_in_pipeline_split; plan::for_each_chunk_group).
+  bool pipeline_split_counts_head = false;
 };
 
 // Reads a rank order like "tp-cp-dp-pp" (a permutation of tp, cp, dp and pp, innermost first).

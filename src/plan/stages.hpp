@@ -36,8 +36,12 @@ std::vector<StagePlan> plan_stages(const model::Model& model, const Layout& layo
 // with one (layout.split), each chunk holds its stated count and its first `full` layers are recomputed whole,
 // the next `selective` selectively, the rest not. MTP layers go to the last chunk of the last stage. A visitor
 // that takes a fifth argument gets each run's recompute mode (runs are cut where the mode changes).
+// With training.pipeline_split_counts_head (Megatron's account_for_embedding_in_pipeline_split and
+// account_for_loss_in_pipeline_split, and the pp_layout strings of the Megatron-Bridge DeepSeek-V3 recipes such
+// as "Et|(tt|)*30mL"), the embedding counts as one unit of the first chunk and each MTP layer and the loss as
+// units of the last chunk, so those chunks take fewer layers (an even split only; a stated split is as stated).
 template <typename Visit>
-void for_each_chunk_group(const model::Model& model, const Layout& l, Visit&& visit) {
+void for_each_chunk_group(const model::Model& model, const Layout& l, const Training& training, Visit&& visit) {
   auto call = [&](int stage, int chunk, int kind, long long count, Recompute mode) {
     if (count <= 0) return;
     if constexpr (std::is_invocable_v<Visit&, int, int, int, long long, Recompute>) {
@@ -46,18 +50,33 @@ void for_each_chunk_group(const model::Model& model, const Layout& l, Visit&& vi
       visit(stage, chunk, kind, count);
     }
   };
-  long long units = model.vision_layers() + model.body_layers();
-  long long chunks = 1LL * l.pp * l.vpp;
-  long long base = units / chunks;
-  long long extra = units % chunks;
+  long long mtp = 0;
+  for (const auto& group : model.stack)
+    if (group.mtp) mtp += group.count;
+  const long long head_units = training.pipeline_split_counts_head ? 1 : 0;        // the embedding
+  const long long tail_units = training.pipeline_split_counts_head ? 1 + mtp : 0;  // the loss and the MTP layers
+  const long long layers = model.vision_layers() + model.body_layers();
+  const long long units = layers + head_units + tail_units;
+  const long long chunks = 1LL * l.pp * l.vpp;
+  const long long base = units / chunks;
+  const long long extra = units % chunks;
   const StageSplit* split = l.split.get();
   std::size_t g = 0;   // current stack group (MTP groups skipped)
   long long used = 0;  // layers of group g already placed
+  long long placed = 0;
   for (long long k = 0; k < chunks; ++k) {
     int stage = static_cast<int>(k % l.pp);
     int chunk = static_cast<int>(k / l.pp);
     auto cs = [&](const ChunkCounts& x) { return x.empty() ? 0LL : x[static_cast<std::size_t>(chunk)][static_cast<std::size_t>(stage)]; };
-    long long n = split ? cs(split->layers) : base + ((k >= 1 && k <= extra) ? 1 : 0);
+    long long n = 0;
+    if (split != nullptr) {
+      n = cs(split->layers);
+    } else {
+      n = base + ((k >= 1 && k <= extra) ? 1 : 0);
+      if (k == 0) n -= head_units;
+      if (k == chunks - 1) n = layers - placed;  // the rest (the tail units take the last chunk's share)
+      n = std::max(0LL, std::min(n, layers - placed));
+    }
     bool per_chunk = split != nullptr && split->states_recompute();
     long long full_left = per_chunk ? cs(split->full) : 0;
     long long selective_left = per_chunk ? cs(split->selective) : 0;
@@ -80,6 +99,7 @@ void for_each_chunk_group(const model::Model& model, const Layout& l, Visit&& vi
         call(stage, chunk, group.kind, take, l.recompute);
       }
       n -= take;
+      placed += take;
       used += take;
       if (used == group.count) {
         ++g;
@@ -91,6 +111,10 @@ void for_each_chunk_group(const model::Model& model, const Layout& l, Visit&& vi
   for (const auto& group : model.stack) {
     if (group.mtp) call(l.pp - 1, l.vpp - 1, group.kind, group.count, mtp_mode);
   }
+}
+template <typename Visit>
+void for_each_chunk_group(const model::Model& model, const Layout& l, Visit&& visit) {
+  for_each_chunk_group(model, l, Training{}, std::forward<Visit>(visit));
 }
 
 }  // namespace sapp::plan

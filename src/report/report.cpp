@@ -178,8 +178,23 @@ std::string rejections_line(const SearchReport& r) {
   std::vector<std::pair<long long, std::string>> sorted;
   for (const auto& [reason, count] : r.rejected) sorted.emplace_back(-count, reason);
   std::sort(sorted.begin(), sorted.end());
+  // Wrapped to 120 columns, continuation lines indented under the first.
   std::string reasons;
-  for (const auto& [neg, reason] : sorted) reasons += fmt::format("{}{} {}", reasons.empty() ? "" : ", ", -neg, reason);
+  std::size_t line = 10;  // "rejected: "
+  for (const auto& [neg, reason] : sorted) {
+    std::string item = fmt::format("{} {}", -neg, reason);
+    if (!reasons.empty()) {
+      if (line + 2 + item.size() > 120) {
+        reasons += ",\n          ";
+        line = 10;
+      } else {
+        reasons += ", ";
+        line += 2;
+      }
+    }
+    reasons += item;
+    line += item.size();
+  }
   return reasons;
 }
 

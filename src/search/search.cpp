@@ -414,11 +414,12 @@ Result search(const model::Model& model, const Space& space, const plan::Trainin
     Keeper& keeper = keepers[static_cast<std::size_t>(worker)];
     std::map<MemoryKey, std::vector<cost::KindMemory>> memory_groups;
     std::map<TimeKey, cost::KindTimes> time_groups;
-    auto price = [&](const plan::Layout& l, std::size_t i) {
+    // Prices one layout: a fitting candidate, or nothing (the rejection counted).
+    auto price = [&](const plan::Layout& l, std::size_t i) -> std::optional<Candidate> {
       auto violations = plan::check_layout(model, l, training, cluster, false);
       if (!violations.empty()) {
         ++rej[violations.front().rule];
-        return;
+        return std::nullopt;
       }
       MemoryKey mk{l.mbs, l.tp, l.sp, l.cp, l.ep, l.etp};
       auto km = memory_groups.find(mk);
@@ -427,7 +428,7 @@ Result search(const model::Model& model, const Space& space, const plan::Trainin
       if (!mem.fits()) {
         ++rej["out of memory"];
         keeper.overflow(l, mem.peak_bytes, i);
-        return;
+        return std::nullopt;
       }
       Candidate c;
       c.layout = l;
@@ -437,7 +438,25 @@ Result search(const model::Model& model, const Space& space, const plan::Trainin
       auto kt = time_groups.find(tk);
       if (kt == time_groups.end()) kt = time_groups.emplace(tk, cost::kind_times(model, l, training, hw, options.overlap)).first;
       c.time = cost::estimate_time(model, l, training, hw, mem, options.overlap, &kt->second);
-      keeper.fit(c, i);
+      return c;
+    };
+    // Recompute twins (the same layout under each requested recompute mode, consecutive in the enumeration): a
+    // twin that another needs no less memory than and is slower than is never listed (under flash attention
+    // Megatron's core-attention recompute keeps the bytes of `off` and only adds time).
+    const std::size_t modes = std::max<std::size_t>(1, space.recompute.size());
+    std::vector<std::pair<std::optional<Candidate>, std::size_t>> twins;
+    auto flush_twins = [&] {
+      for (const auto& [c, i] : twins) {
+        if (!c) continue;
+        bool dominated = std::any_of(twins.begin(), twins.end(), [&](const auto& other) {
+          return other.first && other.second != i && other.first->peak_memory_bytes <= c->peak_memory_bytes && other.first->time.step_s < c->time.step_s;
+        });
+        if (dominated)
+          ++rej["recompute twin dominated"];
+        else
+          keeper.fit(*c, i);
+      }
+      twins.clear();
     };
     constexpr std::size_t kBatch = 2;
     for (;;) {
@@ -446,7 +465,11 @@ Result search(const model::Model& model, const Space& space, const plan::Trainin
       std::size_t end = std::min(n_blocks, begin + kBatch);
       for (std::size_t b = begin; b < end; ++b) {
         std::size_t i = first[b];
-        for_each_variant(blocks[b], space, [&](const plan::Layout& l) { price(l, i++); });
+        for_each_variant(blocks[b], space, [&](const plan::Layout& l) {
+          twins.emplace_back(price(l, i), i);
+          ++i;
+          if (twins.size() == modes) flush_twins();
+        });
       }
       done.fetch_add(static_cast<long long>(first[end] - first[begin]));
     }

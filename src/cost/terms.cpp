@@ -1,0 +1,175 @@
+#include "cost/terms.hpp"
+
+#include <algorithm>
+#include <array>
+
+#include "core/error.hpp"
+
+namespace sapp::cost::terms {
+
+namespace {
+
+std::vector<FrameworkProfile> make_profiles() {
+  std::vector<FrameworkProfile> p;
+  {
+    FrameworkProfile f;
+    f.name = "megatron";
+    f.source = "Megatron-LM defaults (megatron/training/arguments.py): no TP overlap unless --tp-comm-overlap, DP overlap with --overlap-grad-reduce";
+    p.push_back(f);
+  }
+  {
+    FrameworkProfile f;
+    f.name = "megatron2021";
+    f.source = "Narayanan et al. 2021 (arXiv:2104.04473): no communication overlap in the 2021 system (TP all-reduces, DP all-reduce, blocking PP sends)";
+    f.overlap_tp = 0;
+    f.overlap_dp = 0;
+    f.overlap_pp = 0;
+    p.push_back(f);
+  }
+  {
+    FrameworkProfile f;
+    f.name = "nemo";
+    f.source =
+        "NeMo performance recipes (scripts/performance): tp_comm_overlap on (userbuffers), overlap_grad_reduce and overlap_param_gather on, "
+        "grad_reduce_in_fp32 False for FP8";
+    f.overlap_tp = 0.9;
+    p.push_back(f);
+  }
+  {
+    FrameworkProfile f;
+    f.name = "megatron_bridge";
+    f.source =
+        "Megatron-Bridge perf recipes (src/megatron/bridge/perf_recipes, 067f987): tp_comm_overlap with TP, overlap_grad_reduce/param_gather, "
+        "MoE alltoall dispatcher with grouped GEMM; overlap_moe_expert_parallel_comm only where a recipe sets it (run field ep_overlap)";
+    f.overlap_tp = 0.9;
+    p.push_back(f);
+  }
+  {
+    FrameworkProfile f;
+    f.name = "torchtitan";
+    f.source =
+        "torchtitan (FSDP2, per-layer fully_shard with reshard_after_forward, prefetch of the next layer's all-gather; torch.compile; "
+        "F.cross_entropy on fp32 logits); memory reported as torch.cuda reserved peak";
+    f.overlap_tp = 0.0;  // vanilla TP; AsyncTP is a separate option
+    f.overlap_dp = 0.9;
+    f.loss_fused = false;
+    f.fragmentation = 0.05;  // reserved over allocated at peak; PyTorch caching allocator (expandable segments off)
+    p.push_back(f);
+  }
+  {
+    FrameworkProfile f;
+    f.name = "automodel";
+    f.source =
+        "NeMo AutoModel (PyTorch FSDP2 + DeepEP, Transformer Engine layers): FSDP prefetch, DeepEP dispatch not overlapped with compute; "
+        "the benchmark rows say 'TE + ...': Transformer Engine's parallel cross entropy assumed (fused, in place)";
+    f.overlap_tp = 0.0;
+    f.overlap_dp = 0.9;
+    p.push_back(f);
+  }
+  {
+    FrameworkProfile f;
+    f.name = "mindformers";
+    f.source = "MindSpore/MindFormers: fine-grained communication overlap (pipeline_config, enable_parallel_optimizer); fp32 parameters in the optimizer";
+    f.overlap_tp = 0.5;
+    p.push_back(f);
+  }
+  return p;
+}
+
+const std::vector<FrameworkProfile>& profiles() {
+  static const std::vector<FrameworkProfile> p = make_profiles();
+  return p;
+}
+
+// (device id, precision) pairs with measured runs in validation/runs.yaml, and whether their held-out step-time
+// errors meet the target (median <= 8 %). Figures as scripts/validation_report.sh printed them.
+struct ValidatedPair {
+  const char* device;
+  bool fp8;
+  bool validated;
+  const char* runs;
+};
+constexpr std::array<ValidatedPair, 5> kValidated = {{
+    {"a100-80g", false, true, "Narayanan et al. 2021 Table 1 (fp16, 10 held-out runs, median 6 %)"},
+    {"h100-sxm", true, true, "NeMo 24.12 FP8 dense runs (held out, median 6 %); Megatron-Bridge FP8 MoE runs are off by 10-43 % (validation/runs.yaml)"},
+    {"h100-sxm", false, false,
+     "BF16 H100 runs in validation/runs.yaml are off beyond the 8 % target: GPT-OSS-120B -21 %, AutoModel Qwen3-30B-A3B +60 %, "
+     "AutoModel DeepSeek-V3 +61 %, AutoModel Llama3-70B -8.6 %; the BF16 GEMM efficiency is a prior (0.69)"},
+    {"b200", true, false,
+     "B200 MXFP8 Megatron-Bridge runs in validation/runs.yaml: held-out errors -1 % to -24 %, median 12 %; the FP8 GEMM efficiency is a prior (0.6)"},
+    {"b200", false, false, "one B200 BF16 run (GPT-OSS-120B, -27 %); the BF16 GEMM efficiency is a prior (0.75)"},
+}};
+
+struct ModuleSwitches {
+  const char* module;
+  std::vector<std::string> switches;
+};
+const std::vector<ModuleSwitches>& module_table() {
+  static const std::vector<ModuleSwitches> t = {
+      {"core_attn", {"core_attn"}},
+      {"mla_up_proj", {"attn_up"}},
+      {"moe_act", {"act"}},
+      {"layernorm", {"norm"}},
+      {"mlp", {"mlp", "ffn_up", "dense_act"}},
+      {"moe", {"moe", "act"}},
+      {"shared_experts", {"shared"}},
+      {"torchtitan_op_sac", {"core_attn", "norm", "dense_act", "act", "k_proj", "ffn_up"}},
+      {"hyperparallel_selective", {"core_attn", "norm", "dense_act", "act"}},
+  };
+  return t;
+}
+constexpr std::array<const char*, 11> kSwitches = {"core_attn", "attn_up", "act", "norm", "dropout", "mlp", "moe", "shared", "dense_act", "k_proj", "ffn_up"};
+
+}  // namespace
+
+std::vector<std::string> recompute_switches(const std::vector<std::string>& modules) {
+  std::vector<std::string> out;
+  auto add = [&](const std::string& sw) {
+    if (std::find(out.begin(), out.end(), sw) == out.end()) out.push_back(sw);
+  };
+  for (const auto& m : modules) {
+    bool found = false;
+    for (const auto& row : module_table()) {
+      if (m == row.module) {
+        for (const auto& sw : row.switches) add(sw);
+        found = true;
+      }
+    }
+    for (const char* sw : kSwitches) {
+      if (!found && m == sw) {
+        add(sw);
+        found = true;
+      }
+    }
+    if (!found) {
+      std::string known;
+      for (const auto& row : module_table()) known += std::string(known.empty() ? "" : ", ") + row.module;
+      throw Error("recompute_modules: expected a module (" + known + ") or an op-record switch, got '" + m + "'");
+    }
+  }
+  return out;
+}
+
+const FrameworkProfile& framework_profile(const std::string& name) {
+  for (const auto& p : profiles())
+    if (p.name == name) return p;
+  std::string known;
+  for (const auto& p : profiles()) known += (known.empty() ? "" : ", ") + p.name;
+  throw Error("framework: expected one of " + known + ", got '" + name + "'");
+}
+
+std::vector<std::string> framework_names() {
+  std::vector<std::string> out;
+  for (const auto& p : profiles()) out.push_back(p.name);
+  return out;
+}
+
+Validity validated(const hardware::Hardware& hw, bool fp8) {
+  for (const auto& v : kValidated) {
+    if (hw.id == v.device && v.fp8 == fp8) return {v.validated, v.runs};
+  }
+  return {false, "no measured " + std::string(fp8 ? "FP8" : "BF16") + " run on " + (hw.id.empty() ? hw.name : hw.id) +
+                     " in validation/runs.yaml: its efficiency factors are priors, not fitted or checked"};
+}
+
+}  // namespace sapp::cost::terms

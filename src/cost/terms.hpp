@@ -1,0 +1,111 @@
+// cost/terms: the named, cited home of the model-level and step-level terms the estimators use, in the style of
+// Megatron's theoretical_memory_usage.py: each constant or formula has a name with its unit, and its source beside
+// it. memory.cpp and time.cpp read these names; explain_stage() prints from them, so the explanation cannot drift
+// from the arithmetic. Also here, as data with their sources: the framework runtime profiles (what each training
+// system overlaps, keeps and reserves) and which (device, precision) pairs are validated against measured runs.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "hardware/hardware.hpp"
+
+namespace sapp::cost::terms {
+
+// ---- step-level constants --------------------------------------------------------------------------------------
+// Backward over forward compute of a GEMM (dgrad + wgrad): the forward is 1/3, the backward 2/3 of a layer's
+// work. Source: Narayanan et al. 2021 (arXiv:2104.04473) section 5.1, "the backward pass is twice the forward".
+inline constexpr double kForwardShare = 1.0 / 3.0;
+inline constexpr double kBackwardShare = 2.0 / 3.0;
+// Loss: the logits upcast to fp32, log-softmax, its gradient: bytes moved per logit, forward and backward
+// (read bf16 2 + write fp32 4, read 4 + write 4 for the gradient ~ 12). Memory-bound (Megatron's
+// vocab_parallel_cross_entropy, fused).
+inline constexpr double kLossBytesPerLogit = 12.0;
+// Loss backward's transient peak on the last stage, on top of the kept bf16 logits and their fp32 upcast (the
+// `head_activations` term, bc + 4 bytes per logit): Megatron's fused vocab-parallel cross entropy keeps the
+// softmax in the fp32 buffer and writes the gradient in place (megatron/core/tensor_parallel/cross_entropy.py): 0
+// more bytes; PyTorch's F.cross_entropy on .float() logits (torchtitan, AutoModel) saves the fp32 log-softmax (4)
+// and materialises its fp32 gradient (4) during the backward: 8 more bytes per logit, for one micro-batch.
+inline constexpr double kLossBackwardBytesPerLogitFused = 0.0;
+inline constexpr double kLossBackwardBytesPerLogitUnfused = 8.0;
+// LM head forward FLOPs for `tokens` tokens: 2 t h V, once for the model and once per MTP depth (each MTP depth
+// has its own output projection through the shared head). Source: Narayanan et al. 2021 eq. 3 (the V/(16 l h) term
+// is the head's 6 t h V over the layers' 96 t l h^2).
+inline double lm_head_forward_flops(double tokens, double hidden, double vocab, double mtp_depths) {
+  return 2.0 * tokens * hidden * vocab * (1.0 + mtp_depths);
+}
+// Bytes the loss moves (forward and backward) for `tokens` tokens: kLossBytesPerLogit per logit, per MTP depth too.
+inline double loss_bytes(double tokens, double vocab, double mtp_depths) { return tokens * vocab * kLossBytesPerLogit * (1.0 + mtp_depths); }
+// Ring CP: cp-1 steps of K,V forward; backward passes K,V and their gradients: 3 (cp-1) transfers of one K,V block.
+// Source: Megatron-Core context_parallel (attention backward sends dK, dV with K, V), Liu et al. 2023 Ring Attention.
+inline constexpr double kRingCpPassesPerStep = 3.0;
+// All-to-all CP (Ulysses): q, k, v, output forward and their four in backward. Source: Jacobs et al. 2023 (arXiv:2309.14509).
+inline constexpr double kUlyssesAllToAlls = 8.0;
+// EP: dispatch + combine in the forward, their transposes in the backward. Source: Megatron-Core MoE
+// token_dispatcher.py (MoEAlltoAllTokenDispatcher).
+inline constexpr double kEpAllToAlls = 4.0;
+// ZeRO-2/3 gradient bucket staged for reduce-scatter: Megatron's DDP bucket_size default 40 M elements
+// (megatron/core/distributed/distributed_data_parallel_config.py: bucket_size = max(40000000, 1000000 * dp)).
+inline constexpr double kDpBucketElements = 40e6;
+
+// ---- MoE as it runs -----------------------------------------------------------------------------------------
+// Grouped GEMM (Megatron-Core TEGroupedMLP / CUTLASS grouped GEMM) on narrow experts: on top of the dense GEMM
+// time (rows ramp on the rows each local expert gets), kGroupedGemmHalfWidth / width of the same work priced at the
+// BF16 GEMM rate, whatever the GEMM precision (tile shapes and per-expert launches, which FP8 does not speed up);
+// width = the expert's FFN width per expert-TP rank. Fitted on the two `fitted: true` MoE rows of
+// validation/runs.yaml (Qwen3-30B-A3B on 16 H100 FP8 and on 8 B200 MXFP8: -9.7 % and +5.4 % step time with 1365;
+// -16.1 % and -2.4 % with 1024); every other MoE row is held out.
+inline constexpr double kGroupedGemmHalfWidth = 1365.0;
+// Dropless routing with forced-balanced tokens (NeMo/Megatron-Bridge benchmarks) still lands unevenly on the
+// EP ranks per micro-batch: the slowest rank waits for the most loaded one. Default imbalance factor (max over
+// mean of tokens per EP rank) for dropless routing when a run states none; 1 when the router is forced to balance.
+inline constexpr double kDroplessImbalance = 1.0;
+// Megatron-Core's alltoall token dispatcher copies tokens_per_expert to the host in every dispatch (the grouped
+// GEMM's split sizes and the all-to-all's output splits; token_dispatcher.py, `.to(torch.device("cpu"))`), which
+// drains the launch queue: after each sync the GPU waits for the CPU to launch the layer's next kernels again
+// (without CUDA graphs ~200 kernels per MoE layer forward + backward at ~10 us of PyTorch launch cost each).
+// Seconds per MoE layer and micro-batch, forward + backward: that count times that cost, a prior, not fitted.
+// DeepEP / HybridEP runs (with CUDA graphs on the router and preprocessing in the Megatron-Bridge configs) pay 0.
+inline constexpr double kAllToAllDispatcherHostSeconds = 2.0e-3;
+
+// ---- framework runtime profiles -------------------------------------------------------------------------------
+// What a training system overlaps, keeps and reserves, each with its source. `overlap_*` are the fractions of
+// a collective the system's mechanism can hide; the estimator also bounds each by the compute it really runs
+// concurrently (cost::Overlap, time.cpp).
+struct FrameworkProfile {
+  std::string name;
+  std::string source;
+  double overlap_tp = 0.5;  // Megatron --tp-comm-overlap (userbuffers): ~0.9; plain: 0
+  double overlap_dp = 0.9;  // --overlap-grad-reduce / --overlap-param-gather, FSDP prefetch
+  double overlap_ep = 0.0;  // --overlap-moe-expert-parallel-comm, DeepEP / dual-batch overlap
+  double overlap_cp = 0.5;
+  double overlap_pp = 1.0;
+  // Memory the runtime keeps beyond the tensors priced op by op: CUDA context, NCCL buffers, cuBLAS/TE workspace,
+  // allocator reserve. Bytes per device.
+  double runtime_bytes = 1073741824.0;
+  // Caching allocator fragmentation, as a fraction of the activations (reserved vs allocated peak).
+  double fragmentation = 0.0;
+  bool loss_fused = true;  // Megatron's fused vocab-parallel cross entropy; torch F.cross_entropy is not
+};
+const FrameworkProfile& framework_profile(const std::string& name);
+std::vector<std::string> framework_names();
+
+// ---- recompute modules ---------------------------------------------------------------------------------------
+// The op-record switches (data/op_records.yaml) a framework's named recompute module drops. Megatron's
+// recompute_modules (megatron/core/transformer/transformer_config.py): core_attn, mla_up_proj, moe_act, layernorm,
+// mlp, moe, shared_experts; torchtitan's per-op selective AC (torchtitan_op_sac: matmul outputs kept except every
+// second, attention outputs kept, norms and activations recomputed); HyperParallel's / MindFormers' selective
+// (hyperparallel_selective: the cheap ops, norms and activations, with the core attention). A switch name is
+// accepted as itself. Throws on an unknown name, listing the known ones.
+std::vector<std::string> recompute_switches(const std::vector<std::string>& modules);
+
+// ---- validation status ------------------------------------------------------------------------------------------
+// Whether the efficiencies of a (device, precision) pair were checked against measured runs of that device in that
+// precision (validation/runs.yaml), and why not when they were not. An estimate prints it.
+struct Validity {
+  bool validated = false;
+  std::string reason;
+};
+Validity validated(const hardware::Hardware& hw, bool fp8);
+
+}  // namespace sapp::cost::terms

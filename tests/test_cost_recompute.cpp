@@ -1,0 +1,99 @@
+// Recompute as the frameworks run it: named modules (Megatron's recompute_modules) and the search's twins.
+#include <cstdio>
+#include <map>
+
+#include <gtest/gtest.h>
+
+#include "cost/time.hpp"
+#include "helpers.hpp"
+#include "search/search.hpp"
+
+using namespace sapp;
+
+namespace {
+
+// Megatron's `selective` (core attention) under flash attention keeps exactly the bytes of `off` (flash attention
+// keeps O(s) softmax statistics, Dao et al. 2022; Korthikanti et al. 2022 section 4.2 recomputes only the s x s
+// score tensors, which flash attention never stores) and adds time, so the search never lists it beside its `off` twin.
+TEST(CostRecompute, SearchNeverListsATwinThatAnotherModeDominates) {
+  model::Model m = test::bundled("llama3-8b");
+  hardware::Hardware hw = test::device("h100-sxm");
+  plan::Training t;
+  t.seq = 8192;
+  t.global_batch = 64;
+  search::Space space;
+  space.recompute = {plan::Recompute::Off, plan::Recompute::Selective, plan::Recompute::Full};
+  search::Options opt;
+  opt.threads = 2;
+  auto r = search::search(m, space, t, hw, 8, hw.memory_bytes, opt);
+  ASSERT_FALSE(r.ranked.empty());
+  std::map<std::string, std::vector<const search::Candidate*>> twins;
+  for (const auto& c : r.ranked) {
+    plan::Layout key = c.layout;
+    key.recompute = plan::Recompute::Off;
+    twins[key.describe()].push_back(&c);
+  }
+  int selective_listed = 0;
+  for (const auto& [key, group] : twins) {
+    for (const auto* a : group) {
+      if (a->layout.recompute == plan::Recompute::Selective) ++selective_listed;
+      for (const auto* b : group) {
+        if (a == b) continue;
+        EXPECT_FALSE(b->peak_memory_bytes <= a->peak_memory_bytes && b->time.step_s < a->time.step_s)
+            << a->layout.describe() << " is listed although " << b->layout.describe() << " needs no more memory and is faster";
+      }
+    }
+  }
+  EXPECT_GT(r.rejected["recompute twin dominated"], 0);
+  // Under flash attention selective (core attention) saves nothing: next to a listed `off` twin it may only stand
+  // when it is not slower (its recompute can widen the window that hides CP/EP traffic, see CostOverlap).
+  for (const auto& [key, group] : twins) {
+    const search::Candidate *off = nullptr, *sel = nullptr;
+    for (const auto* c : group) {
+      if (c->layout.recompute == plan::Recompute::Off) off = c;
+      if (c->layout.recompute == plan::Recompute::Selective) sel = c;
+    }
+    if (off && sel) {
+      EXPECT_LE(sel->time.step_s, off->time.step_s) << key;
+    }
+  }
+  std::printf("%d selective candidates listed (each as fast as its off twin or faster)\n", selective_listed);
+}
+
+// Named modules drop what Megatron's recompute_modules say (transformer_config.py): `mla_up_proj` drops the MLA
+// up-projection outputs and `moe_act` the routed experts' activation input, so each saves memory on DeepSeek-V3 and
+// adds recompute time; `core_attn` alone saves nothing under flash attention.
+TEST(CostRecompute, NamedModulesDropWhatTheyNameAndCostTheirForward) {
+  model::Model m = test::bundled("deepseek-v3");
+  plan::Layout l;
+  l.tp = 2;
+  l.sp = true;
+  l.ep = 8;
+  l.dp = 4;
+  l.recompute = plan::Recompute::Selective;
+  plan::Training t;
+  t.seq = 4096;
+  int moe = -1;
+  for (std::size_t k = 0; k < m.kinds.size(); ++k)
+    if (m.kinds[k].kind.ffn == model::FfnFlavour::Moe) moe = static_cast<int>(k);
+  ASSERT_GE(moe, 0);
+  double off = cost::layer_activation(m, moe, l, t, plan::Recompute::Off).total();
+  auto with = [&](std::vector<std::string> modules) {
+    plan::Training u = t;
+    u.recompute_modules = std::move(modules);
+    return cost::layer_activation(m, moe, l, u, plan::Recompute::Selective).total();
+  };
+  EXPECT_EQ(with({"core_attn"}), off);
+  EXPECT_LT(with({"attn_up"}), off);
+  EXPECT_LT(with({"act"}), off);
+  EXPECT_LT(with({"attn_up", "act"}), with({"attn_up"}));
+  plan::Training u = t;
+  u.recompute_modules = {"attn_up"};
+  hardware::Hardware hw = test::device("h100-sxm");
+  auto kt = cost::kind_times(m, l, u, hw);
+  EXPECT_GT(kt.kinds[static_cast<std::size_t>(moe)].recompute_s[static_cast<int>(plan::Recompute::Selective)], 0.0);
+  u.recompute_modules = {"no_such_module"};
+  EXPECT_THROW(cost::layer_activation(m, moe, l, u, plan::Recompute::Selective), Error);
+}
+
+}  // namespace

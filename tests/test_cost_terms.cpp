@@ -1,0 +1,80 @@
+// cost/terms: the named home of step-level terms, framework profiles, recompute modules and validation status, and
+// the explanation printed from the same pass as the arithmetic.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include "cost/terms.hpp"
+#include "cost/time.hpp"
+#include "helpers.hpp"
+
+using namespace sapp;
+
+namespace {
+
+// Megatron's recompute_modules (transformer_config.py): `mlp` recomputes a dense MLP's internals, `moe_act` the
+// routed experts' activation; an unknown name is refused with the known ones listed.
+TEST(CostTerms, RecomputeModulesMapToOpRecordSwitches) {
+  auto sw = cost::terms::recompute_switches({"mla_up_proj", "moe_act"});
+  EXPECT_EQ(sw, (std::vector<std::string>{"attn_up", "act"}));
+  auto mlp = cost::terms::recompute_switches({"mlp"});
+  EXPECT_NE(std::find(mlp.begin(), mlp.end(), "mlp"), mlp.end());
+  EXPECT_EQ(std::find(mlp.begin(), mlp.end(), "act"), mlp.end());  // moe_act is the experts', not the dense MLP's
+  try {
+    cost::terms::recompute_switches({"attention"});
+    FAIL() << "an unknown module was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("mla_up_proj"), std::string::npos) << e.what();
+  }
+  // Every switch a module names exists in the op records.
+  const model::OpRecords& rec = *test::catalog().records;
+  for (const char* m : {"core_attn", "mla_up_proj", "moe_act", "layernorm", "mlp", "moe", "shared_experts", "torchtitan_op_sac", "hyperparallel_selective"})
+    for (const auto& s : cost::terms::recompute_switches({m})) EXPECT_GE(rec.switch_index(s), 0) << m << " -> " << s;
+}
+
+TEST(CostTerms, FrameworkProfilesAreNamedAndCited) {
+  for (const auto& name : cost::terms::framework_names()) {
+    const auto& p = cost::terms::framework_profile(name);
+    EXPECT_FALSE(p.source.empty()) << name;
+    EXPECT_GE(p.overlap_tp, 0.0);
+    EXPECT_LE(p.overlap_tp, 1.0);
+  }
+  EXPECT_THROW(cost::terms::framework_profile("deepspeed-ulysses-9"), Error);
+}
+
+// validation/runs.yaml: NeMo 24.12 H100 FP8 dense rows held out within the target; B200 MXFP8 rows outside it; no
+// run on Ascend 910B.
+TEST(CostTerms, ValidatedSaysWhyNot) {
+  EXPECT_TRUE(cost::terms::validated(test::device("h100-sxm"), true).validated);
+  auto b200 = cost::terms::validated(test::device("b200"), true);
+  EXPECT_FALSE(b200.validated);
+  EXPECT_NE(b200.reason.find("median"), std::string::npos) << b200.reason;
+  auto ascend = cost::terms::validated(test::device("ascend-910b"), false);
+  EXPECT_FALSE(ascend.validated);
+  EXPECT_NE(ascend.reason.find("BF16"), std::string::npos) << ascend.reason;
+}
+
+// The explanation lists memory and time terms of a stage from the same pass that prices the step: the step it
+// prints is the step estimate_time returns, and the last stage names the LM head and loss terms.
+TEST(CostTerms, ExplainListsMemoryAndTimeFromTheSamePass) {
+  model::Model m = test::bundled("llama3-8b");
+  hardware::Hardware hw = test::device("h100-sxm");
+  plan::Training t;
+  t.seq = 8192;
+  t.global_batch = 64;
+  plan::Layout l;
+  l.tp = 2;
+  l.sp = true;
+  l.pp = 2;
+  l.dp = 2;
+  l.micro_batches = 32;
+  auto lines = cost::explain_stage_terms(m, l, t, hw, {}, 1);
+  std::string all;
+  for (const auto& s : lines) all += s + "\n";
+  double step = cost::estimate_time(m, l, t, hw).step_s;
+  EXPECT_NE(all.find(fmt::format("step {:.3f} s", step)), std::string::npos) << all;
+  EXPECT_NE(all.find("LM head"), std::string::npos) << all;
+  EXPECT_NE(all.find("params"), std::string::npos) << all;
+  EXPECT_NE(all.find("validated: false"), std::string::npos) << all;  // BF16 on H100 is not validated
+}
+
+}  // namespace
