@@ -11,6 +11,7 @@
 
 #include "core/error.hpp"
 #include "core/files.hpp"
+#include "cost/terms.hpp"
 #include "pipeline/descriptors.hpp"
 #include "pipeline/svg.hpp"
 
@@ -29,8 +30,20 @@ void require(const JobRequest& job) {
 }
 
 report::Subject subject_of(const LoadedJob& x, const JobRequest& job) {
-  return report::Subject{x.model.spec.name, x.model.spec.arch,         x.model.params(), x.hardware.id,   x.hardware.name,
-                         job.devices,       job.training.global_batch, job.training.seq, x.capacity_bytes};
+  report::Subject s;
+  s.model = x.model.spec.name;
+  s.arch = x.model.spec.arch;
+  s.params = x.model.params();
+  s.hardware_id = x.hardware.id;
+  s.hardware_name = x.hardware.name;
+  s.devices = job.devices;
+  s.global_batch = job.training.global_batch;
+  s.seq = job.training.seq;
+  s.capacity_bytes = x.capacity_bytes;
+  cost::terms::Validity v = cost::terms::validated(x.hardware, job.training.fp8);
+  s.validated = v.validated;
+  s.validation = v.reason;
+  return s;
 }
 
 plan::Cluster cluster_of(const LoadedJob& x, const JobRequest& job) {
@@ -128,7 +141,7 @@ report::EstimateReport run_estimate(const EstimateRequest& request) {
   if (request.explain) {
     int stage = request.explain_stage.value_or(r.memory.peak_stage);
     if (stage >= r.layout.pp) fail(where_of(request.job.source, "explain_stage"), "stage {} does not exist; PP is {}", stage, r.layout.pp);
-    r.explain = cost::explain_stage(x.model, r.layout, request.job.training, r.memory, stage);
+    r.explain = cost::explain_stage_terms(x.model, r.layout, request.job.training, x.hardware, request.job.overlap, stage);
   }
   if (!r.fits() && request.suggest) r.suggestions = suggestions(x, request.job, r.layout);
   return r;

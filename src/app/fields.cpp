@@ -10,6 +10,7 @@
 #include "app/request.hpp"
 #include "core/error.hpp"
 #include "core/files.hpp"
+#include "cost/terms.hpp"
 
 namespace sapp::app {
 
@@ -133,6 +134,25 @@ void add_job_fields(std::vector<Field<Request>>& f) {
                [](R& r, const json& v, const std::string& w) { r.job.model = text(v, w); }, [](const R&) { return std::string(); }});
   f.push_back({"hardware", "-H", "bundled device (h100-sxm, a100-80g, h200, b200, mi300x, ascend-910b, ascend-910c) or a hardware YAML path", false,
                [](R& r, const json& v, const std::string& w) { r.job.hardware = text(v, w); }, [](const R& r) { return r.job.hardware; }});
+  f.push_back({"framework", "",
+               fmt::format("training system whose runtime profile applies (overlaps, runtime reserve, fragmentation, loss): {} (the --overlap-* and "
+                           "--reserve-gib options given as well win)",
+                           fmt::join(cost::terms::framework_names(), ", ")),
+               false,
+               [](R& r, const json& v, const std::string& w) {
+                 const cost::terms::FrameworkProfile* p = nullptr;
+                 try {
+                   p = &cost::terms::framework_profile(text(v, w));
+                 } catch (const Error&) {
+                   fail(w, "'{}' is not a known framework; known: {}", v.is_string() ? v.get<std::string>() : v.dump(),
+                        fmt::join(cost::terms::framework_names(), ", "));
+                 }
+                 r.job.overlap = cost::Overlap{p->overlap_tp, p->overlap_dp, p->overlap_ep, p->overlap_cp, p->overlap_pp};
+                 r.job.training.reserve_bytes = p->runtime_bytes;
+                 r.job.training.activation_fragmentation = p->fragmentation;
+                 r.job.training.loss_fused = p->loss_fused;
+               },
+               [](const R&) { return std::string(); }});
   f.push_back({"devices", "-d", fmt::format("number of devices in the job (required; at most {})", kMaxDevices), false,
                [](R& r, const json& v, const std::string& w) { r.job.devices = whole(v, w, 1, kMaxDevices, "devices"); },
                [](const R&) { return std::string(); }});
@@ -178,6 +198,35 @@ void add_job_fields(std::vector<Field<Request>>& f) {
                }});
   f.push_back({"allow_tp_across_nodes", "", "let TP groups span nodes", true,
                [](R& r, const json& v, const std::string& w) { r.job.allow_tp_across_nodes = truth(v, w); }, nullptr});
+  f.push_back({"recompute_modules", "",
+               "what `selective` recomputes, as Megatron's --recompute-modules / torchtitan's selective AC name it (e.g. core_attn,mlp,layernorm)", false,
+               [](R& r, const json& v, const std::string& w) {
+                 std::vector<std::string> modules;
+                 if (v.is_string()) {
+                   for (const std::string& m : io::split_commas(v.get<std::string>())) modules.push_back(trimmed(m));
+                 } else {
+                   for (const json& m : io::one_or_many(v, w, "an empty list recomputes nothing; leave the option out instead")) modules.push_back(text(m, w));
+                 }
+                 try {
+                   r.job.training.recompute_modules = cost::terms::recompute_switches(modules);
+                 } catch (const Error& e) {
+                   fail(w, "{}", e.what());
+                 }
+               },
+               [](const R&) { return std::string(); }});
+  f.push_back({"moe_imbalance", "", "MoE token imbalance: tokens on the busiest EP rank over the mean (1 = balanced)", false,
+               [](R& r, const json& v, const std::string& w) { r.job.training.moe_imbalance = real(v, w, 1, 64, "(a factor)"); },
+               [](const R& r) { return show_number(r.job.training.moe_imbalance); }});
+  f.push_back({"moe_dispatcher", "", "MoE token dispatcher: alltoall (Megatron's) or deepep (DeepEP/HybridEP: one copy per remote node)", false,
+               [](R& r, const json& v, const std::string& w) {
+                 r.job.training.ep_dedup_per_node = choice(v, w, {"alltoall", "deepep"}) == "deepep";
+               },
+               [](const R& r) { return std::string(r.job.training.ep_dedup_per_node ? "deepep" : "alltoall"); }});
+  f.push_back({"shared_expert_overlap", "", "MoE shared experts run while the dispatch and combine are in flight (Megatron's moe_shared_expert_overlap)", true,
+               [](R& r, const json& v, const std::string& w) { r.job.training.shared_expert_overlap = truth(v, w); }, nullptr});
+  f.push_back({"split_counts_embedding_and_loss", "",
+               "the even stage split counts the embedding and the loss (and MTP) as layers (Megatron's account_for_embedding/loss_in_pipeline_split)", true,
+               [](R& r, const json& v, const std::string& w) { r.job.training.pipeline_split_counts_head = truth(v, w); }, nullptr});
   f.push_back({"overlap_tp", "", "fraction of TP collectives hidden under compute", false,
                [](R& r, const json& v, const std::string& w) { r.job.overlap.tp = real(v, w, 0, 1, "(a fraction)"); },
                [](const R& r) { return show_number(r.job.overlap.tp); }});

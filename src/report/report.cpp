@@ -79,6 +79,8 @@ json to_json(const EstimateReport& r) {
   json j = memory_json(r.subject, r.layout, r.memory);
   j["hardware"] = r.subject.hardware_id;
   j["devices"] = r.subject.devices;
+  j["validated"] = r.subject.validated;
+  j["validation"] = r.subject.validation;
   cost::add_time_json(j, r.time);
   if (!r.explain.empty()) j["explain"] = r.explain;
   if (!r.fits()) {
@@ -110,6 +112,7 @@ std::string to_table(const EstimateReport& r) {
                        gib(peak.optimizer_step), gib(peak.activations + peak.buffers));
   }
   out += cost::time_summary(r.time);
+  if (!r.subject.validated) out += fmt::format("not validated: {}\n", r.subject.validation);
   if (!r.fits()) {
     if (r.suggestions.empty()) {
       out += "no change tried (recompute, ZeRO stage, PP, micro-batch size, CP, TP, devices; alone or two at once) makes it fit\n";
@@ -237,6 +240,7 @@ std::string to_table(const SearchReport& r) {
                        c.time.tokens_per_s_per_device, 100.0 * c.time.mfu, main_overhead(c.time.breakdown));
   }
   if (r.folded) out += "(twins: layouts of the same step time and peak memory folded into one row; --unfold lists them)\n";
+  if (!r.subject.validated) out += fmt::format("not validated: {}\n", r.subject.validation);
   return out;
 }
 

@@ -25,6 +25,8 @@ struct Subject {
   long long global_batch = 0;
   long long seq = 0;
   double capacity_bytes = 0;
+  bool validated = false;  // the device and precision were checked against measured runs
+  std::string validation;  // which runs, or why not
 };
 
 // One change to a layout that does not fit, re-priced.
