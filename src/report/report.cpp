@@ -29,6 +29,30 @@ json layout_json(const plan::Layout& l) {
 
 namespace {
 
+// Word-wraps `text` to 120 columns, continuation lines indented by `indent` spaces.
+std::string wrap(const std::string& text, std::size_t indent) {
+  std::string out;
+  std::size_t line = 0;
+  std::size_t start = 0;
+  while (start < text.size()) {
+    std::size_t end = text.find(' ', start);
+    if (end == std::string::npos) end = text.size();
+    std::string word = text.substr(start, end - start);
+    if (line > 0 && line + 1 + word.size() > 120) {
+      out += '\n';
+      out.append(indent, ' ');
+      line = indent;
+    } else if (line > 0) {
+      out += ' ';
+      ++line;
+    }
+    out += word;
+    line += word.size();
+    start = end + 1;
+  }
+  return out + "\n";
+}
+
 json params_json(const model::ParamCounts& p) {
   return json{{"total", p.total},   {"active", p.active}, {"embedding", p.embedding}, {"head", p.head},
               {"layers", p.layers}, {"mtp", p.mtp},       {"vision", p.vision}};
@@ -112,7 +136,7 @@ std::string to_table(const EstimateReport& r) {
                        gib(peak.optimizer_step), gib(peak.activations + peak.buffers));
   }
   out += cost::time_summary(r.time);
-  if (!r.subject.validated) out += fmt::format("not validated: {}\n", r.subject.validation);
+  if (!r.subject.validated) out += wrap("not validated: " + r.subject.validation, 2);
   if (!r.fits()) {
     if (r.suggestions.empty()) {
       out += "no change tried (recompute, ZeRO stage, PP, micro-batch size, CP, TP, devices; alone or two at once) makes it fit\n";
@@ -240,7 +264,7 @@ std::string to_table(const SearchReport& r) {
                        c.time.tokens_per_s_per_device, 100.0 * c.time.mfu, main_overhead(c.time.breakdown));
   }
   if (r.folded) out += "(twins: layouts of the same step time and peak memory folded into one row; --unfold lists them)\n";
-  if (!r.subject.validated) out += fmt::format("not validated: {}\n", r.subject.validation);
+  if (!r.subject.validated) out += wrap("not validated: " + r.subject.validation, 2);
   return out;
 }
 
