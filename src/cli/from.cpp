@@ -44,6 +44,7 @@ void fill_any(Request& request, From& from, const nlohmann::json& values) {
 
 void fill(app::EstimateRequest& request, From& from, const nlohmann::json& values) { fill_any(request, from, values); }
 void fill(app::SearchRequest& request, From& from, const nlohmann::json& values) { fill_any(request, from, values); }
+void fill(app::PlanRequest& request, From& from, const nlohmann::json& values) { fill_any(request, from, values); }
 
 void emit_plan(const From& from, const app::JobRequest& job, const plan::Layout& layout, const std::string& output) {
   if (from.emit.empty()) return;

@@ -1,5 +1,5 @@
 // cli/from: --from FILE (a framework config filling the request), --from-format, and --emit FORMAT (the
-// plan written in a framework's own format), shared by estimate and search.
+// plan written in a framework's own format), shared by estimate, search and plan.
 #pragma once
 
 #include <memory>
@@ -27,6 +27,7 @@ void add_from(CLI::App& cmd, From& from);
 // reader's warnings and each override on stderr.
 void fill(app::EstimateRequest& request, From& from, const nlohmann::json& values);
 void fill(app::SearchRequest& request, From& from, const nlohmann::json& values);
+void fill(app::PlanRequest& request, From& from, const nlohmann::json& values);
 
 // Writes the plan as --emit asks: to `output` (stdout for "-"). No-op without --emit.
 void emit_plan(const From& from, const app::JobRequest& job, const plan::Layout& layout, const std::string& output);

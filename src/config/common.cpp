@@ -485,6 +485,7 @@ std::vector<std::string> fill(app::EstimateRequest& request, const Loaded& loade
 std::vector<std::string> fill(app::SearchRequest& request, const Loaded& loaded, const json& command_line) {
   return fill_request(request, loaded, command_line);
 }
+std::vector<std::string> fill(app::PlanRequest& request, const Loaded& loaded, const json& command_line) { return fill_request(request, loaded, command_line); }
 
 EmitFormat parse_emit_format(const std::string& text, const std::string& where) {
   std::string t = io::lower(text);

@@ -55,6 +55,7 @@ std::string unused_warning(const Loaded& loaded);
 // then the command line's values over it. Returns the command-line keys that overrode a value the file states.
 std::vector<std::string> fill(app::EstimateRequest& request, const Loaded& loaded, const nlohmann::json& command_line);
 std::vector<std::string> fill(app::SearchRequest& request, const Loaded& loaded, const nlohmann::json& command_line);
+std::vector<std::string> fill(app::PlanRequest& request, const Loaded& loaded, const nlohmann::json& command_line);
 
 // The plan to write: the degrees, batch, sequence and split of one priced layout.
 struct Plan {

@@ -1,0 +1,111 @@
+// The plan command's bridge from the cost model to the balancer: layer descriptors computed from sapp's own
+// memory and time model must reproduce the estimate for the estimate's own (even) split, so that a balanced plan
+// is compared with the search's estimate on one scale; and `sapp plan` balances, re-ranks and writes back.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include <nlohmann/json.hpp>
+
+#include "app/app.hpp"
+#include "helpers.hpp"
+#include "pipeline/descriptors.hpp"
+
+using namespace sapp;
+
+namespace {
+
+struct EvenCase {
+  const char* name;
+  const char* model;
+  long long devices, global_batch, seq;
+  int tp, pp, vpp;
+  plan::Recompute recompute;
+};
+
+class EvenSplit : public testing::TestWithParam<EvenCase> {};
+
+}  // namespace
+
+// Issue check: for an even split, the balancer's simulator and `estimate` agree on step time and per-stage peak
+// within 2 %.
+TEST_P(EvenSplit, DescriptorsReproduceTheEstimate) {
+  const EvenCase& c = GetParam();
+  model::Model m = test::bundled(c.model);
+  hardware::Hardware hw = test::device("h100-sxm");
+  plan::Training t = app::with_sequence(c.seq);
+  t.global_batch = c.global_batch;
+  plan::Layout l;
+  l.tp = c.tp;
+  l.sp = c.tp > 1;
+  l.pp = c.pp;
+  l.vpp = c.vpp;
+  l.recompute = c.recompute;
+  plan::derive_data_parallel(l, c.devices, c.global_batch, "devices", "global_batch");
+  ASSERT_TRUE(plan::check_layout(m, l, t, c.devices).empty());
+  cost::Overlap overlap;
+  cost::MemoryEstimate mem = cost::estimate_memory(m, l, t, hw.memory_bytes);
+  cost::StepTime time = cost::estimate_time(m, l, t, hw, mem, overlap);
+
+  balance::Descriptors d = balance::describe(m, l, t, hw, overlap);
+  ASSERT_TRUE(d.why_not.empty()) << d.why_not;
+  balance::Problem p = balance::problem_for(d, l, t, hw.memory_bytes);
+  balance::Rc kind = c.recompute == plan::Recompute::Full        ? balance::Rc::Full
+                     : c.recompute == plan::Recompute::Selective ? balance::Rc::Selective
+                                                                 : balance::Rc::None;
+  balance::Assignment even = balance::even_split(p, kind);
+  ASSERT_FALSE(even.empty());
+  balance::Evaluation e = balance::evaluate(p, even);
+  double step = e.objective / 1000.0 + d.outside_pipeline_s;
+  EXPECT_NEAR(step, time.step_s, 0.02 * time.step_s) << "simulated " << step << " s against the estimate's " << time.step_s << " s";
+  ASSERT_EQ(e.stage_memory_mb.size(), mem.stages.size());
+  for (std::size_t s = 0; s < mem.stages.size(); ++s) {
+    double simulated = e.stage_memory_mb[s] * balance::kBytesPerMb;
+    EXPECT_NEAR(simulated, mem.stages[s].total(), 0.02 * mem.stages[s].total()) << "stage " << s;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Plan, EvenSplit,
+                         testing::Values(EvenCase{"llama3_70b_pp4", "llama3-70b", 64, 128, 8192, 8, 4, 1, plan::Recompute::Off},
+                                         EvenCase{"llama3_70b_pp8_full", "llama3-70b", 64, 128, 8192, 8, 8, 1, plan::Recompute::Full},
+                                         EvenCase{"llama3_70b_pp4_vpp2", "llama3-70b", 64, 128, 8192, 8, 4, 2, plan::Recompute::Off},
+                                         EvenCase{"llama3_8b_pp2_selective", "llama3-8b", 16, 64, 4096, 2, 2, 1, plan::Recompute::Selective}),
+                         [](const testing::TestParamInfo<EvenCase>& param) { return std::string(param.param.name); });
+
+TEST(PlanCommand, BalancesReRanksAndIsNoSlowerThanTheSearchsBestEvenSplit) {
+  auto r = test::run_sapp("plan --model llama3-70b --devices 64 --global-batch 128 --seq 8192 --pp 4,8 --vpp 1,2 --candidates 4 -q -f json");
+  ASSERT_EQ(r.status, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  ASSERT_FALSE(j["plans"].empty());
+  double best_even = j["candidates"][0]["step_time_s"].get<double>();
+  EXPECT_LE(j["plans"][0]["step_time_s"].get<double>(), best_even * (1 + 1e-9));
+  for (std::size_t i = 1; i < j["plans"].size(); ++i) EXPECT_LE(j["plans"][i - 1]["step_time_s"], j["plans"][i]["step_time_s"]);
+  for (const auto& p : j["plans"]) {
+    long long layers = 0;
+    for (const auto& s : p["stages"]) {
+      for (const auto& n : s["layers"]) layers += n.get<long long>();
+      EXPECT_FALSE(s["recompute"].empty());
+    }
+    EXPECT_EQ(layers, 80) << p["layout"];  // Llama 3 70B: 80 layers (HF config num_hidden_layers)
+  }
+}
+
+TEST(PlanCommand, TheEmittedMegatronScriptReadsBackToTheSamePlan) {
+  std::string dir = test::temp_dir();
+  auto r = test::run_sapp("plan --from " + std::string(SAPP_SOURCE_DIR) +
+                          "/examples/megatron/llama3-70b-h100x64.sh --pp 4 --vpp 2 --candidates 1 -q -f json --emit megatron -o " + dir + "/out.sh");
+  ASSERT_EQ(r.status, 0) << r.err;
+  auto plan = nlohmann::json::parse(r.out)["plans"][0];
+  auto back = test::run_sapp("estimate --from " + dir + "/out.sh -f json");
+  ASSERT_EQ(back.status, 0) << back.err;
+  auto est = nlohmann::json::parse(back.out);
+  EXPECT_EQ(est["layout"]["pp"], plan["layout"]["pp"]);
+  EXPECT_EQ(est["layout"]["vpp"], plan["layout"]["vpp"]);
+  EXPECT_EQ(est["layout"]["tp"], plan["layout"]["tp"]);
+  ASSERT_EQ(est["stages"].size(), plan["stages"].size());
+  for (std::size_t s = 0; s < plan["stages"].size(); ++s) {
+    long long layers = 0;
+    for (const auto& n : plan["stages"][s]["layers"]) layers += n.get<long long>();
+    EXPECT_EQ(est["stages"][s]["layers"].get<long long>(), layers) << "stage " << s;
+  }
+}
