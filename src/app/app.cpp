@@ -20,7 +20,7 @@ namespace sapp::app {
 namespace {
 
 constexpr double kGiB = 1073741824.0;
-constexpr int kMaxBalancedChunks = 4;
+constexpr int kMaxBalancedChunks = 3;
 
 void require(const JobRequest& job) {
   auto missing = [&](const char* key) { throw UsageError(fmt::format("{} is required", where_of(job.source, key))); };
@@ -219,11 +219,16 @@ report::Plan balance_plan(const LoadedJob& x, const PlanRequest& request, const 
   problem.time_limit_s = request.balance_time_limit_s;
   balance::Solution sol = balance::solve(problem);
   if (!sol.feasible) return estimate_plan(row, "not balanced: the balancer found no plan within the memory limit (" + sol.method + ")");
+  const double balanced_step_s = sol.eval.objective / 1000.0 + d.outside_pipeline_s;
+  if (balanced_step_s >= row.candidate.time.step_s) {
+    return estimate_plan(row, fmt::format("even split kept: the balancer found nothing faster ({:.3f} s, {})", balanced_step_s,
+                                          sol.optimal ? "proved optimal" : fmt::format("bound gap {:.1f} %", 100.0 * sol.gap)));
+  }
   report::Plan p;
   p.layout = l;
   p.balanced = true;
   p.even_step_time_s = row.candidate.time.step_s;
-  p.step_time_s = sol.eval.objective / 1000.0 + d.outside_pipeline_s;
+  p.step_time_s = balanced_step_s;
   p.fits = sol.eval.fits;
   p.status = sol.optimal ? "proved optimal" : fmt::format("best found, bound gap {:.1f} %", 100.0 * sol.gap);
   for (double mb : sol.eval.stage_memory_mb) p.peak_memory_bytes = std::max(p.peak_memory_bytes, mb * balance::kBytesPerMb);
