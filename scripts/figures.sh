@@ -25,9 +25,8 @@ echo
 echo "== memory estimates"
 ./build/bench/bench_memory 2>/dev/null | grep -E 'BM_|Benchmark'
 echo
-echo "== validation against published runs"
-ctest --test-dir build -R 'Validation' -V 2>/dev/null | grep -vE '^(UpdateCTestConfiguration|Test project|Constructing|Checking|Parse|Updating|test [0-9]+| *Start|[0-9]+: Test command|[0-9]+: Working|[0-9]+: Environment|[0-9]+: Test timeout)' |
-  sed 's/^[0-9]*: //' | grep -vE '^\s*$'
+echo "== validation against published runs (fitted and held out apart, per regime)"
+bash scripts/validation_report.sh build | tail -n 40
 if [ "${1:-}" = "--fuzz" ] && [ -x scripts/fuzz.sh ]; then
   echo
   echo "== fuzzing (executions per reader)"
