@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "cli/check.hpp"
 #include "cli/commands.hpp"
 #include "core/error.hpp"
 #include "core/files.hpp"
@@ -86,6 +87,7 @@ int main(int argc, char** argv) {
   auto search = sapp::cli::add_search(app);
   auto balance = sapp::cli::add_balance(app);
   auto calibrate = sapp::cli::add_calibrate(app);
+  auto check = sapp::cli::add_check(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -99,6 +101,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
+    if (app.got_subcommand("check")) check();
     if (app.got_subcommand("estimate"))
       estimate();
     else if (app.got_subcommand("search"))

@@ -70,19 +70,11 @@ LayerSet layers_from_json(const nlohmann::json& tree, const std::string& file) {
     if (!list[i].is_object()) fail(at(file, key), "must be an object, got {}", list[i].dump());
     std::string type = rd.string("type");
     std::string name = rd.string_or("name", type);
-    long long count = rd.integer_or("nb_layer", 1);
-    if (count <= 0) rd.bad("nb_layer", "a positive number of layers");
-    double time = rd.number("time");
-    if (time < 0) rd.bad("time", "a non-negative time");
-    double forward = rd.has("forward_time") ? rd.number("forward_time") : time;
-    if (forward < 0) rd.bad("forward_time", "a non-negative time");
-    double param = rd.number_or("memory_parameter", 0.0);
-    if (param < 0) rd.bad("memory_parameter", "a non-negative memory in MB");
-    double base_backward = 2.0 * time;
-    if (rd.has("backward_time")) {
-      base_backward = rd.number("backward_time");
-      if (base_backward < 0) rd.bad("backward_time", "a non-negative time");
-    }
+    long long count = rd.count_or("nb_layer", units::kBodyLayers, 1);
+    double time = rd.quantity("time", units::kLayerTime);
+    double forward = rd.quantity_or("forward_time", units::kLayerTime, time);
+    double param = rd.quantity_or("memory_parameter", units::kMegabytes, 0.0);
+    double base_backward = rd.quantity_or("backward_time", units::kLayerTime, 2.0 * time);
     if (type == "HEAD" || type == "TAIL") {
       if (count != 1) rd.bad("nb_layer", "1 for a HEAD or TAIL");
       if (type == "HEAD") {
@@ -108,14 +100,12 @@ LayerSet layers_from_json(const nlohmann::json& tree, const std::string& file) {
     for (int r = 0; r < kRcKinds; ++r) {
       const KindKeys& k = kKeys[static_cast<std::size_t>(r)];
       if (rd.has(k.memory)) {
-        double mb = rd.number(k.memory);
-        if (mb < 0) rd.bad(k.memory, "a non-negative memory in MB");
+        double mb = rd.quantity(k.memory, units::kMegabytes);
         body.act_mb[static_cast<std::size_t>(r)] = mb;
         kinds.push_back(static_cast<Rc>(r));
       }
-      double explicit_time = r == 0 ? 0.0 : rd.number_or(k.time, 0.0);
-      if (explicit_time < 0) rd.bad(k.time, "a non-negative time");
-      double coef = rd.number_or(k.coef, k.default_coef);
+      double explicit_time = r == 0 ? 0.0 : rd.quantity_or(k.time, units::kLayerTime, 0.0);
+      double coef = rd.quantity_or(k.coef, units::kBackwardCoef, k.default_coef);
       body.backward[static_cast<std::size_t>(r)] = r == 0 ? base_backward : (explicit_time > 0 ? explicit_time : (1.0 + coef) * base_backward);
     }
     if (!kinds_set) {
@@ -130,6 +120,7 @@ LayerSet layers_from_json(const nlohmann::json& tree, const std::string& file) {
   if (heads == 0) fail(at(file, "layers_description"), "has no HEAD layer (the embedding on the first stage)");
   if (tails == 0) fail(at(file, "layers_description"), "has no TAIL layer (the output layer on the last stage)");
   if (set.bodies.empty()) fail(at(file, "layers_description"), "has no BODY layer to balance");
+  units::check(static_cast<double>(set.body_layers()), units::kBodyLayers, at(file, "layers_description (BODY nb_layer in all)"));
   return set;
 }
 
