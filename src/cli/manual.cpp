@@ -36,7 +36,7 @@ std::vector<std::vector<long long>> strategy_array(const json& node, const balan
       if (v.is_boolean() && !offset)
         out[chunk][s] = v.get<bool>() ? -1 : 0;
       else if (v.is_number() && !v.is_boolean())
-        out[chunk][s] = static_cast<long long>(units::check(v.get<double>(), q, fmt::format("{}[{}]", where, s)));
+        out[chunk][s] = static_cast<long long>(units::check(v.get<double>(), q, fmt::format("{}[{}]", where, s), v.is_number_integer() ? v.dump() : ""));
       else
         fail(where, "must hold {}, got {}", offset ? "whole numbers (layers added to the even split)" : "whole numbers or true/false", v.dump().substr(0, 80));
     }
@@ -59,7 +59,9 @@ std::vector<std::vector<long long>> strategy_array(const json& node, const balan
 std::vector<ManualStrategy> manual_from_json(const json& tree, const std::string& file, const balance::Problem& p) {
   if (!tree.is_object() || tree.empty()) fail(file, "must map strategy names to {{offset, recompute, select_recompute, select_comm_recompute}}");
   std::vector<ManualStrategy> out;
-  for (const auto& [name, entry] : tree.items()) {
+  for (const auto& item : tree.items()) {
+    const std::string& name = item.key();
+    const json& entry = item.value();  // not a structured binding: clang 14 cannot capture one in a lambda
     io::Reader rd{entry, file, name};
     rd.only({"offset", "recompute", "select_recompute", "select_comm_recompute", "interleave_num", "show", "file_name"});
     if (rd.has("interleave_num") && rd.count("interleave_num", units::kChunks) != p.chunks) {

@@ -24,6 +24,9 @@ namespace {
 
 std::string join_path(const std::string& prefix, const std::string& key) { return prefix.empty() ? key : prefix + "." + key; }
 
+// A key path cut to its first 60 characters, for the nesting error (the path of a deep value is as deep).
+std::string short_path(const std::string& path) { return path.size() > 60 ? path.substr(0, 60) + "..." : path; }
+
 [[noreturn]] void out_of_range(const std::string& where, const std::string& path, const std::string& text) {
   fail(at(where, path), "{} is beyond the range of a number (about 1.8e308); state a value in range", text);
 }
@@ -60,7 +63,7 @@ struct YamlConverter {
   }
 
   nlohmann::json convert(const YAML::Node& node, const std::string& path, int depth) {
-    if (depth > kMaxDepth) fail(at(where, path), "is nested deeper than {} levels", kMaxDepth);
+    if (depth > kMaxDepth) fail(at(where, short_path(path)), "is nested deeper than {} levels", kMaxDepth);
     if (++values > kMaxValues) fail(where, "holds more than {} values (aliases expanded); a data file this size is not a config", kMaxValues);
     switch (node.Type()) {
       case YAML::NodeType::Null:
@@ -164,7 +167,7 @@ class JsonBuilder : public nlohmann::json_sax<nlohmann::json> {
     return &slot;
   }
   bool open(nlohmann::json empty) {
-    if (static_cast<int>(stack_.size()) >= kMaxDepth) fail(at(where_, path()), "is nested deeper than {} levels", kMaxDepth);
+    if (static_cast<int>(stack_.size()) >= kMaxDepth) fail(at(where_, short_path(path())), "is nested deeper than {} levels", kMaxDepth);
     std::string segment = stack_.empty() ? std::string() : segment_of(stack_.back());
     nlohmann::json* node = put(std::move(empty));
     stack_.push_back(Level{node, segment, ""});

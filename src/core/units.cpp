@@ -33,10 +33,14 @@ std::string sig3(double value) {
   return s;
 }
 
+// A converted value for a hint: whole from 100 up, four significant digits below.
+std::string rounded(double value) { return value >= 100 ? number(std::round(value)) : compact(value, 4); }
+
 bool si_unit(std::string_view unit) { return unit == "FLOP/s" || unit == "B/s" || unit == "s"; }
 
 std::string bound(double value, std::string_view unit) {
   if (unit == "bytes") return in_unit(value, unit);
+  if (std::floor(value) == value && std::fabs(value) < 1e7) return number(value);
   return compact(value, 6);
 }
 
@@ -127,13 +131,13 @@ std::string hint(double value, const Quantity& q) {
       if (value < kMib && within(value * kGib, q)) return fmt::format("did you mean {} GiB = {}?", number(value), number(value * kGib));
       return "";
     case Hint::BytesAsGib:
-      if (within(value / kGib, q)) return fmt::format("did you mean {} GiB? the value looks like bytes", compact(value / kGib, 4));
+      if (within(value / kGib, q)) return fmt::format("did you mean {} GiB? the value looks like bytes", rounded(value / kGib));
       return "";
     case Hint::Percent:
       if (value >= 2 && value <= 100 && within(value / 100, q)) return fmt::format("did you mean {} ({}%)?", number(value / 100), number(value));
       return "";
     case Hint::BytesAsMb:
-      if (value > q.high && within(value / kMib, q)) return fmt::format("did you mean {} MB? the value looks like bytes", compact(value / kMib, 4));
+      if (value > q.high && within(value / kMib, q)) return fmt::format("did you mean {} MB? the value looks like bytes", rounded(value / kMib));
       return "";
   }
   return "";

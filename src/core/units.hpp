@@ -68,7 +68,7 @@ inline constexpr Quantity kSparseStep{"a layer step", "", 1, 1e5, false, false, 
 
 // ---- op profiles (data/op_profiles/*.yaml); the op records hold expressions, checked by the expression language
 inline constexpr Quantity kOpCount{"an op count per layer", "", 0, 1e4, false, false, true, Hint::None, {}};
-inline constexpr Quantity kFact{"a model fact (0 or 1, or a probability)", "", 0, 1, false, false, false, Hint::Percent, {}};
+inline constexpr Quantity kFact{"a model fact (0 or 1, or a probability)", "", 0, 1, false, false, false, Hint::None, {}};
 
 // ---- pipeline balancer: layers JSON, manual strategies, measured peaks
 inline constexpr Quantity kLayerTime{"a layer time (the measurement's unit, ms in the reference)", "", 0, 1e9, false, false, false, Hint::None, {}};

@@ -142,7 +142,7 @@ std::vector<long long> int_list(const nlohmann::json& node, const std::string& f
   std::vector<long long> out;
   for (const auto& v : node) {
     if (!v.is_number_integer() || v.get<long long>() < 0) fail(at(file, key), "must hold non-negative whole numbers, got {}", v.dump());
-    out.push_back(static_cast<long long>(units::check(v.get<double>(), units::kStageLayers, at(file, key))));
+    out.push_back(static_cast<long long>(units::check(v.get<double>(), units::kStageLayers, at(file, key), v.dump())));
   }
   return out;
 }
