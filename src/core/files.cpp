@@ -24,6 +24,43 @@ namespace {
 
 std::string join_path(const std::string& prefix, const std::string& key) { return prefix.empty() ? key : prefix + "." + key; }
 
+// Well-formed UTF-8 (RFC 3629: no overlong forms, no surrogates, nothing above U+10FFFF), as JSON requires. YAML
+// text may hold any bytes; a string that is not UTF-8 would make every later message that quotes it throw.
+bool valid_utf8(const std::string& text) {
+  std::size_t i = 0;
+  while (i < text.size()) {
+    auto byte = [&](std::size_t k) { return static_cast<unsigned char>(text[k]); };
+    unsigned char c = byte(i);
+    std::size_t extra = 0;
+    unsigned char low = 0x80;
+    unsigned char high = 0xBF;
+    if (c < 0x80) {
+      ++i;
+      continue;
+    }
+    if (c >= 0xC2 && c <= 0xDF) {
+      extra = 1;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+      extra = 2;
+      if (c == 0xE0) low = 0xA0;
+      if (c == 0xED) high = 0x9F;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+      extra = 3;
+      if (c == 0xF0) low = 0x90;
+      if (c == 0xF4) high = 0x8F;
+    } else {
+      return false;
+    }
+    if (i + extra >= text.size()) return false;  // the sequence runs past the end
+    for (std::size_t k = 1; k <= extra; ++k) {
+      unsigned char b = byte(i + k);
+      if (k == 1 ? (b < low || b > high) : (b < 0x80 || b > 0xBF)) return false;
+    }
+    i += extra + 1;
+  }
+  return true;
+}
+
 // A key path cut to its first 60 characters, for the nesting error (the path of a deep value is as deep).
 std::string short_path(const std::string& path) { return path.size() > 60 ? path.substr(0, 60) + "..." : path; }
 
@@ -39,6 +76,7 @@ struct YamlConverter {
 
   nlohmann::json scalar(const YAML::Node& node, const std::string& path) const {
     const std::string& text = node.Scalar();
+    if (!valid_utf8(text)) fail(at(where, short_path(path)), "holds a value that is not valid UTF-8 text");
     if (node.Tag() == "!") return text;  // quoted: always a string
     std::string l = lower(text);
     if (l.empty() || l == "~" || l == "null") return nullptr;
@@ -80,6 +118,7 @@ struct YamlConverter {
         for (const auto& kv : node) {
           if (!kv.first.IsScalar()) fail(at(where, path.empty() ? "the top level" : path), "a key must be a plain name, not a list or mapping");
           std::string key = kv.first.Scalar();
+          if (!valid_utf8(key)) fail(at(where, path.empty() ? "the top level" : short_path(path)), "holds a key that is not valid UTF-8 text");
           if (out.contains(key)) fail(at(where, join_path(path, key)), "key '{}' appears twice", key);
           out[key] = convert(kv.second, join_path(path, key), depth + 1);
         }
