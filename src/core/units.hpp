@@ -81,11 +81,13 @@ inline constexpr Quantity kOffset{"a layer offset", "", -1e5, 1e5, false, false,
 inline constexpr Quantity kStages{"a pipeline stage count", "", 1, 1e4, false, false, true, Hint::None, {}};
 inline constexpr Quantity kChunks{"a chunk count", "", 1, 1e3, false, false, true, Hint::None, {}};
 
-// ---- measured runs (sapp calibrate --runs) and job sizes
+// ---- measured runs (sapp calibrate --runs), search YAML, and job sizes (the command-line options use the same limits)
 inline constexpr Quantity kDevices{"a device count", "devices", 1, 1e8, false, false, true, Hint::None, {}};
 inline constexpr Quantity kGlobalBatch{"a global batch", "sequences", 1, 1e9, false, false, true, Hint::None, {}};
 inline constexpr Quantity kSequence{"a sequence length", "tokens", 1, 1e9, false, false, true, Hint::None, {}};
 inline constexpr Quantity kDegree{"a parallel degree", "", 1, 1e6, false, false, true, Hint::None, {}};
+inline constexpr Quantity kShardGroup{"a shard group size (0: all of DP x CP)", "", 0, 1e8, false, false, true, Hint::None, {}};
+inline constexpr Quantity kMicroBatches{"a micro-batch count", "", 1, 1e6, false, false, true, Hint::None, {}};
 inline constexpr Quantity kZeroStage{"a ZeRO stage", "", 0, 3, false, false, true, Hint::None, {}};
 inline constexpr Quantity kBytesPerElement{"a size per element", "bytes", 0.125, 64, false, false, false, Hint::None, {}};
 inline constexpr Quantity kStepTime{"a step time", "s", 1e-6, 1e7, false, false, false, Hint::Exponent, {-3, -6, 0}};
