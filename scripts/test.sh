@@ -17,7 +17,9 @@ ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --test-dir bu
 
 CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSAPP_FUZZ=ON -DSAPP_BENCH=OFF -DSAPP_PYTHON=OFF
 cmake --build build-fuzz -j"$jobs" --target fuzz_expr
-./build-fuzz/fuzz/fuzz_expr -max_total_time=20 -max_len=256 fuzz/corpus 2>&1 | tail -n 3
+./build-fuzz/fuzz/fuzz_expr -max_total_time=20 -max_len=256 fuzz/corpus/expr 2>&1 | tail -n 3
+# Every data-file reader, a few seconds each (scripts/fuzz.sh without --brief runs 1e6 executions per target).
+bash scripts/fuzz.sh --brief 5
 
 # clang-tidy (checks in .clang-tidy) over the library; src/cli is left out because clang-tidy 14 cannot parse
 # CLI11's headers.

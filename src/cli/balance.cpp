@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "cli/commands.hpp"
+#include "cli/manual.hpp"
 #include "core/error.hpp"
 #include "core/files.hpp"
 #include "pipeline/decompose.hpp"
@@ -55,38 +56,6 @@ std::string rows(const std::vector<std::vector<long long>>& v) {
 }
 
 json to_json(const std::vector<std::vector<long long>>& v) { return v.size() == 1 ? json(v[0]) : json(v); }
-
-// One YAML value of a manual strategy: true (every layer), false/0 (none), a list (one chunk) or lists.
-std::vector<std::vector<long long>> strategy_array(const json& node, const balance::Problem& p, const std::string& where) {
-  std::vector<std::vector<long long>> out(static_cast<std::size_t>(p.chunks), std::vector<long long>(static_cast<std::size_t>(p.stages), 0));
-  if (node.is_null()) return out;
-  if (node.is_boolean() || (node.is_number_integer() && node.get<long long>() == 0)) {
-    long long v = node.is_boolean() && node.get<bool>() ? -1 : 0;
-    for (auto& r : out) std::fill(r.begin(), r.end(), v);
-    return out;
-  }
-  auto one = [&](const json& list, std::size_t chunk) {
-    if (!list.is_array() || list.size() != static_cast<std::size_t>(p.stages))
-      fail(where, "must list {} values (one per stage), got {}", p.stages, list.dump());
-    for (std::size_t s = 0; s < list.size(); ++s) {
-      if (list[s].is_boolean())
-        out[chunk][s] = list[s].get<bool>() ? -1 : 0;
-      else if (list[s].is_number_integer())
-        out[chunk][s] = list[s].get<long long>();
-      else
-        fail(where, "must hold whole numbers or true/false, got {}", list[s].dump());
-    }
-  };
-  if (!node.is_array()) fail(where, "must be true, false, 0, a list per stage, or a list per chunk, got {}", node.dump());
-  if (!node.empty() && node[0].is_array()) {
-    if (node.size() != static_cast<std::size_t>(p.chunks)) fail(where, "lists {} chunks; interleave is {}", node.size(), p.chunks);
-    for (std::size_t c = 0; c < node.size(); ++c) one(node[c], c);
-  } else {
-    if (p.chunks != 1) fail(where, "is one list but interleave is {}; give one list per chunk", p.chunks);
-    one(node, 0);
-  }
-  return out;
-}
 
 struct Simulated {
   simulate::SimResult sim;
@@ -358,38 +327,17 @@ void run_balance(const BalanceOptions& o) {
     j["naive"] = naive;
   }
   if (!o.manual.empty()) {
-    json tree = io::read_tree(o.manual);
-    if (!tree.is_object() || tree.empty()) fail(o.manual, "must map strategy names to {{offset, recompute, select_recompute, select_comm_recompute}}");
     json manual = json::object();
     out += "\nmanual strategies (simulated):\n";
-    for (const auto& [name, entry] : tree.items()) {
-      io::Reader rd{entry, o.manual, name};
-      rd.only({"offset", "recompute", "select_recompute", "select_comm_recompute", "interleave_num", "show", "file_name"});
-      if (rd.has("interleave_num") && rd.integer("interleave_num") != p.chunks) rd.bad("interleave_num", fmt::format("the --interleave given ({})", p.chunks));
-      std::vector<balance::FrameworkStrategy> fw(p.layers.bodies.size());
-      for (std::size_t l = 0; l < p.layers.bodies.size(); ++l) {
-        auto pick = [&](const char* key) -> json {
-          if (!entry.contains(key)) return nullptr;
-          const json& v = entry.at(key);
-          if (p.layers.bodies.size() > 1) {
-            if (!v.is_object() || !v.contains(p.layers.bodies[l].name)) rd.bad(key, "a mapping from each BODY name to its array");
-            return v.at(p.layers.bodies[l].name);
-          }
-          return v;
-        };
-        std::string where = at(o.manual, name);
-        fw[l].offset = strategy_array(pick("offset"), p, where + ".offset");
-        fw[l].recompute = strategy_array(pick("recompute"), p, where + ".recompute");
-        fw[l].select_recompute = strategy_array(pick("select_recompute"), p, where + ".select_recompute");
-        fw[l].select_comm_recompute = strategy_array(pick("select_comm_recompute"), p, where + ".select_comm_recompute");
-      }
+    for (const ManualStrategy& strategy : manual_from_json(io::read_tree(o.manual), o.manual, p)) {
+      const std::string& name = strategy.name;
+      const std::vector<balance::FrameworkStrategy>& fw = strategy.bodies;
       Simulated s = run_sim(p, balance::from_framework(p, fw));
       manual[name] = sim_json(s);
       out += fmt::format("  {}: simulated step time {:.2f}{}; peak {} MB\n", name, s.sim.end, s.fits ? "" : " (DOES NOT FIT)", peaks(s.sim.peak_memory));
       // The reference draws a strategy with show: true, into file_name (default <name>.svg).
-      bool show = rd.has("show") && entry.at("show").is_boolean() && entry.at("show").get<bool>();
-      if (show || rd.has("file_name")) {
-        std::string file = rd.has("file_name") ? rd.string("file_name") : name + ".svg";
+      if (strategy.show || !strategy.file_name.empty()) {
+        std::string file = strategy.file_name.empty() ? name + ".svg" : strategy.file_name;
         if (file.size() < 4 || file.substr(file.size() - 4) != ".svg") file += ".svg";
         write_svg(file, p, s, " / " + name);
         out += fmt::format("    drawn to {}\n", file);

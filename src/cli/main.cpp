@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "app/app.hpp"
+#include "cli/check.hpp"
 #include "cli/commands.hpp"
 #include "core/error.hpp"
 #include "core/files.hpp"
@@ -53,6 +54,7 @@ int main(int argc, char** argv) {
   auto plan = sapp::cli::add_plan(app);
   auto balance = sapp::cli::add_balance(app);
   auto calibrate = sapp::cli::add_calibrate(app);
+  auto check = sapp::cli::add_check(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -66,6 +68,7 @@ int main(int argc, char** argv) {
     return sapp::app::kExitUsage;
   }
   try {
+    if (app.got_subcommand("check")) check();
     if (app.got_subcommand("estimate")) return estimate();
     if (app.got_subcommand("search")) return search();
     if (app.got_subcommand("plan")) return plan();

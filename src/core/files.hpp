@@ -4,17 +4,30 @@
 // temporary file beside the target and are renamed into place, so a failure never leaves half a file.
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "core/units.hpp"
+
 namespace sapp::io {
 
 // Parses a .json, .yaml or .yml file (by extension; other extensions are tried as YAML, which includes JSON).
+// Both parsers refuse, naming the file and the key: a key stated twice, a number beyond the range of a double
+// (1e400), nesting deeper than kMaxDepth, and more than kMaxValues values (YAML aliases expanded).
 nlohmann::json read_tree(const std::string& path);
+// The same from text already in memory; `where` names the source in errors and its extension picks the parser.
+nlohmann::json parse_tree(const std::string& text, const std::string& where);
 // Parses YAML text; `where` names the source in errors.
 nlohmann::json parse_yaml(const std::string& text, const std::string& where);
+// Parses JSON text (strict RFC 8259, no comments); `where` names the source in errors.
+nlohmann::json parse_json(const std::string& text, const std::string& where);
+inline constexpr int kMaxDepth = 256;
+inline constexpr std::size_t kMaxValues = 1000000;
+inline constexpr std::size_t kMaxFileBytes = 64U << 20U;
+// Reads a whole file; refuses a directory, a missing file and one larger than kMaxFileBytes.
 std::string read_text(const std::string& path);
 // Writes `content` to `path` through a temporary file and a rename. "-" writes to stdout.
 void write_atomic(const std::string& path, const std::string& content);
@@ -47,6 +60,12 @@ struct Reader {
   [[nodiscard]] double number_or(const std::string& key, double fallback) const;
   [[nodiscard]] long long integer(const std::string& key) const;
   [[nodiscard]] long long integer_or(const std::string& key, long long fallback) const;
+  // A physical quantity or count, refused outside its plausible range (core/units.hpp) with its unit.
+  [[nodiscard]] double quantity(const std::string& key, const units::Quantity& q) const;
+  [[nodiscard]] double quantity_or(const std::string& key, const units::Quantity& q, double fallback) const;
+  // A count (q.whole) as an integer, refused outside its range.
+  [[nodiscard]] long long count(const std::string& key, const units::Quantity& q) const;
+  [[nodiscard]] long long count_or(const std::string& key, const units::Quantity& q, long long fallback) const;
   [[nodiscard]] std::string string(const std::string& key) const;
   [[nodiscard]] std::string string_or(const std::string& key, const std::string& fallback) const;
   [[nodiscard]] bool boolean(const std::string& key) const;

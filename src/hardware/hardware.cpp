@@ -74,15 +74,13 @@ Hardware hardware_from_json(const nlohmann::json& tree, const std::string& file,
   hw.id = id;
   hw.source = file;
   hw.name = top.string_or("name", id);
-  hw.peak_flops = top.number("peak_flops");
-  if (hw.peak_flops <= 0) top.bad("peak_flops", "a positive FLOP/s");
+  hw.peak_flops = top.quantity("peak_flops", units::kPeakFlops);
+  // 0 (or absent) states that the device has no FP8 tensor cores.
   hw.peak_flops_fp8 = top.number_or("peak_flops_fp8", 0.0);
-  if (hw.peak_flops_fp8 < 0) top.bad("peak_flops_fp8", "a non-negative FLOP/s");
+  if (hw.peak_flops_fp8 != 0) hw.peak_flops_fp8 = top.quantity("peak_flops_fp8", units::kPeakFlops);
   if (top.has("memory_bytes") == top.has("memory_gib")) top.bad("memory_bytes", "exactly one of memory_bytes or memory_gib");
-  hw.memory_bytes = top.has("memory_bytes") ? top.number("memory_bytes") : top.number("memory_gib") * 1073741824.0;
-  if (hw.memory_bytes <= 0) top.bad(top.has("memory_bytes") ? "memory_bytes" : "memory_gib", "a positive size");
-  hw.hbm_bandwidth = top.number("hbm_bandwidth");
-  if (hw.hbm_bandwidth <= 0) top.bad("hbm_bandwidth", "a positive bytes/s");
+  hw.memory_bytes = top.has("memory_bytes") ? top.quantity("memory_bytes", units::kMemoryBytes) : top.quantity("memory_gib", units::kMemoryGib) * 1073741824.0;
+  hw.hbm_bandwidth = top.quantity("hbm_bandwidth", units::kHbmBandwidth);
   if (!top.has("levels") || !tree.at("levels").is_array() || tree.at("levels").empty()) {
     top.bad("levels", "a non-empty list of {name, devices, bandwidth, latency}, innermost first");
   }
@@ -93,15 +91,12 @@ Hardware hardware_from_json(const nlohmann::json& tree, const std::string& file,
     rd.only({"name", "devices", "bandwidth", "latency"});
     Level level;
     level.name = rd.string("name");
-    level.devices = rd.integer("devices");
-    level.bandwidth = rd.number("bandwidth");
-    level.latency = rd.number_or("latency", 0.0);
+    level.devices = rd.count("devices", units::kLevelDevices);
+    level.bandwidth = rd.quantity("bandwidth", units::kLinkBandwidth);
+    level.latency = rd.quantity_or("latency", units::kLatency, 0.0);
     bool last = i + 1 == levels.size();
-    if (level.devices < 0 || (level.devices == 0 && !last))
-      rd.bad("devices", last ? "a positive count, or 0 for unbounded" : "a positive count (only the last level may be 0 = unbounded)");
+    if (level.devices == 0 && !last) rd.bad("devices", "a positive count (only the last level may be 0 = unbounded)");
     if (level.devices > 0 && level.devices % previous != 0) rd.bad("devices", "a multiple of the previous level's devices");
-    if (level.bandwidth <= 0) rd.bad("bandwidth", "a positive bytes/s");
-    if (level.latency < 0) rd.bad("latency", "a non-negative time in seconds");
     if (level.devices > 0) previous = level.devices;
     hw.levels.push_back(level);
   }
@@ -109,18 +104,13 @@ Hardware hardware_from_json(const nlohmann::json& tree, const std::string& file,
   if (top.has("efficiency")) {
     io::Reader e = top.child("efficiency");
     e.only({"gemm", "gemm_fp8", "gemm_half_rows", "attention", "memory", "comm"});
-    auto fraction = [&](const char* key, double fallback) {
-      double v = e.number_or(key, fallback);
-      if (v <= 0 || v > 1) e.bad(key, "a fraction in (0, 1]");
-      return v;
-    };
+    auto fraction = [&](const char* key, double fallback) { return e.quantity_or(key, units::kEfficiency, fallback); };
     hw.efficiency.gemm = fraction("gemm", hw.efficiency.gemm);
     hw.efficiency.gemm_fp8 = fraction("gemm_fp8", hw.efficiency.gemm_fp8);
     hw.efficiency.attention = fraction("attention", hw.efficiency.attention);
     hw.efficiency.memory = fraction("memory", hw.efficiency.memory);
     hw.efficiency.comm = fraction("comm", hw.efficiency.comm);
-    hw.efficiency.gemm_half_rows = e.number_or("gemm_half_rows", hw.efficiency.gemm_half_rows);
-    if (hw.efficiency.gemm_half_rows < 0) e.bad("gemm_half_rows", "a non-negative row count");
+    hw.efficiency.gemm_half_rows = e.quantity_or("gemm_half_rows", units::kHalfRows, hw.efficiency.gemm_half_rows);
   }
   return hw;
 }

@@ -24,7 +24,7 @@ std::map<std::string, double> read_facts(const json& node, const std::string& fi
     if (value.is_boolean())
       out[name] = value.get<bool>() ? 1.0 : 0.0;
     else if (value.is_number())
-      out[name] = value.get<double>();
+      out[name] = rd.quantity(name, units::kFact);
     else
       rd.bad(name, "a number or true/false");
   }
@@ -83,9 +83,7 @@ Profile profile_from_json(const json& tree, const std::string& file, const std::
     ops.only(records.op_counts);
     for (const auto& op : records.op_counts) {
       if (!ops.has(op)) ops.bad(op, "a count (declare 0 for an op the layer does not run)");
-      long long n = ops.integer(op);
-      if (n < 0) ops.bad(op, "a non-negative count");
-      k.ops[op] = n;
+      k.ops[op] = ops.count(op, units::kOpCount);
     }
     if (rd.has("defaults")) k.defaults = read_facts(data.at("defaults"), file, "kinds." + name + ".defaults");
     p.kinds.push_back(std::move(k));

@@ -4,6 +4,7 @@
 
 #include "core/error.hpp"
 #include "core/files.hpp"
+#include "core/units.hpp"
 
 namespace sapp::model {
 
@@ -40,19 +41,19 @@ struct Source {
     return nullptr;
   }
 
-  std::optional<Count> count(std::initializer_list<const char*> keys, bool positive = true) const {
+  // A count in its plausible range (core/units.hpp); whole numbers only, so the conversion is exact.
+  std::optional<Count> count(std::initializer_list<const char*> keys, const units::Quantity& q) const {
     std::string key;
     const json* v = first(keys, key);
     if (v == nullptr) return std::nullopt;
     if (v->is_boolean() || !v->is_number()) fail(at(file, path(key)), "expected a whole number, got {}", v->dump());
-    double d = v->get<double>();
-    if (std::floor(d) != d) fail(at(file, path(key)), "expected a whole number, got {}", v->dump());
-    if (positive ? d <= 0 : d < 0) fail(at(file, path(key)), "must be {}, got {}", positive ? "positive" : "non-negative", v->dump());
+    double d = units::check(v->get<double>(), q, at(file, path(key)), v->is_number_integer() ? v->dump() : "");
+    if (v->is_number_integer()) return v->get<Count>();
     return static_cast<Count>(d);
   }
 
-  Count required(std::initializer_list<const char*> keys) const {
-    auto v = count(keys);
+  Count required(std::initializer_list<const char*> keys, const units::Quantity& q) const {
+    auto v = count(keys, q);
     if (!v) {
       std::string names;
       for (const char* k : keys) names += (names.empty() ? "" : " or ") + std::string(k);
@@ -69,12 +70,12 @@ struct Source {
     return v->get<bool>();
   }
 
-  std::optional<double> real(std::initializer_list<const char*> keys) const {
+  std::optional<double> real(std::initializer_list<const char*> keys, const units::Quantity& q) const {
     std::string key;
     const json* v = first(keys, key);
     if (v == nullptr) return std::nullopt;
     if (v->is_boolean() || !v->is_number()) fail(at(file, path(key)), "expected a number, got {}", v->dump());
-    return v->get<double>();
+    return units::check(v->get<double>(), q, at(file, path(key)));
   }
 
   std::optional<std::string> text(std::initializer_list<const char*> keys) const {
@@ -92,26 +93,26 @@ VisionSpec read_vision(const json& node, const std::string& file, Count llm_hidd
   // Qwen2-VL states the tower width as embed_dim and the LLM width as hidden_size (reference defect: it read
   // hidden_size as the tower width); Qwen2.5-VL states hidden_size = tower width and out_hidden_size.
   bool qwen2_vl_layout = node.contains("embed_dim");
-  v.hidden_size = qwen2_vl_layout ? src.required({"embed_dim"}) : src.required({"hidden_size"});
-  v.num_layers = src.required({"depth", "num_hidden_layers"});
-  v.num_heads = src.required({"num_heads", "num_attention_heads"});
+  v.hidden_size = qwen2_vl_layout ? src.required({"embed_dim"}, units::kHiddenSize) : src.required({"hidden_size"}, units::kHiddenSize);
+  v.num_layers = src.required({"depth", "num_hidden_layers"}, units::kLayers);
+  v.num_heads = src.required({"num_heads", "num_attention_heads"}, units::kHeads);
   if (qwen2_vl_layout) {
     // Qwen2-VL: a plain GELU MLP of width embed_dim * mlp_ratio; merger projects to the LLM's hidden_size.
-    double ratio = src.real({"mlp_ratio"}).value_or(4.0);
+    double ratio = src.real({"mlp_ratio"}, units::kMlpRatio).value_or(4.0);
     v.intermediate_size = static_cast<Count>(std::llround(static_cast<double>(v.hidden_size) * ratio));
-    v.out_hidden_size = src.count({"hidden_size"}).value_or(llm_hidden);
+    v.out_hidden_size = src.count({"hidden_size"}, units::kHiddenSize).value_or(llm_hidden);
     v.gated_mlp = false;
   } else {
-    v.intermediate_size = src.count({"intermediate_size"});
-    v.out_hidden_size = src.count({"out_hidden_size"}).value_or(llm_hidden);
+    v.intermediate_size = src.count({"intermediate_size"}, units::kFfnWidth);
+    v.out_hidden_size = src.count({"out_hidden_size"}, units::kHiddenSize).value_or(llm_hidden);
     v.gated_mlp = true;
   }
   if (!v.intermediate_size) fail(at(file, "vision_config.intermediate_size"), "is required for the tower's MLP and was not supplied");
-  v.patch_size = src.count({"patch_size", "spatial_patch_size"}).value_or(14);
-  v.temporal_patch_size = src.count({"temporal_patch_size"}).value_or(2);
-  v.in_channels = src.count({"in_channels", "in_chans"}).value_or(3);
-  v.spatial_merge_size = src.count({"spatial_merge_size"}).value_or(2);
-  v.tokens = src.count({"visual_tokens"}).value_or(1024);
+  v.patch_size = src.count({"patch_size", "spatial_patch_size"}, units::kKernel).value_or(14);
+  v.temporal_patch_size = src.count({"temporal_patch_size"}, units::kKernel).value_or(2);
+  v.in_channels = src.count({"in_channels", "in_chans"}, units::kChannels).value_or(3);
+  v.spatial_merge_size = src.count({"spatial_merge_size"}, units::kKernel).value_or(2);
+  v.tokens = src.count({"visual_tokens"}, units::kVisualTokens).value_or(1024);
   if (v.num_heads > 0 && v.hidden_size % v.num_heads != 0) {
     fail(at(file, "vision_config.num_heads"), "{} does not divide the tower width {}", v.num_heads, v.hidden_size);
   }
@@ -138,30 +139,30 @@ ModelSpec model_from_json(const json& config, const std::string& file) {
   }
   Source src{*text_node, file, text_prefix};
   // Keys may sit on the composite or on text_config (Qwen2.5-VL states both); the text tower wins.
-  auto pick_count = [&](std::initializer_list<const char*> keys) {
-    auto v = src.count(keys);
-    return v ? v : top.count(keys);
+  auto pick_count = [&](std::initializer_list<const char*> keys, const units::Quantity& q) {
+    auto v = src.count(keys, q);
+    return v ? v : top.count(keys, q);
   };
 
-  m.hidden_size = src.count({"hidden_size", "n_embd", "d_model"}).value_or(0);
-  if (m.hidden_size == 0) m.hidden_size = top.required({"hidden_size", "n_embd", "d_model"});
-  m.num_layers = pick_count({"num_hidden_layers", "n_layer", "num_layers"}).value_or(0);
-  if (m.num_layers == 0) top.required({"num_hidden_layers", "n_layer", "num_layers"});
-  m.num_heads = pick_count({"num_attention_heads", "n_head", "num_heads"}).value_or(0);
-  if (m.num_heads == 0) top.required({"num_attention_heads", "n_head", "num_heads"});
-  m.vocab_size = pick_count({"vocab_size"}).value_or(0);
-  if (m.vocab_size == 0) top.required({"vocab_size"});
-  m.num_kv_heads = pick_count({"num_key_value_heads", "num_kv_heads", "n_kv_heads"});
-  m.head_dim = pick_count({"head_dim", "kv_channels"});
-  m.intermediate_size = pick_count({"intermediate_size", "ffn_hidden_size", "n_inner"});
-  m.max_position_embeddings = pick_count({"max_position_embeddings", "n_positions", "seq_length"});
+  m.hidden_size = src.count({"hidden_size", "n_embd", "d_model"}, units::kHiddenSize).value_or(0);
+  if (m.hidden_size == 0) m.hidden_size = top.required({"hidden_size", "n_embd", "d_model"}, units::kHiddenSize);
+  m.num_layers = pick_count({"num_hidden_layers", "n_layer", "num_layers"}, units::kLayers).value_or(0);
+  if (m.num_layers == 0) top.required({"num_hidden_layers", "n_layer", "num_layers"}, units::kLayers);
+  m.num_heads = pick_count({"num_attention_heads", "n_head", "num_heads"}, units::kHeads).value_or(0);
+  if (m.num_heads == 0) top.required({"num_attention_heads", "n_head", "num_heads"}, units::kHeads);
+  m.vocab_size = pick_count({"vocab_size"}, units::kVocab).value_or(0);
+  if (m.vocab_size == 0) top.required({"vocab_size"}, units::kVocab);
+  m.num_kv_heads = pick_count({"num_key_value_heads", "num_kv_heads", "n_kv_heads"}, units::kHeads);
+  m.head_dim = pick_count({"head_dim", "kv_channels"}, units::kHeadDim);
+  m.intermediate_size = pick_count({"intermediate_size", "ffn_hidden_size", "n_inner"}, units::kFfnWidth);
+  m.max_position_embeddings = pick_count({"max_position_embeddings", "n_positions", "seq_length"}, units::kPositions);
 
-  m.num_experts = pick_count({"num_experts", "num_local_experts", "n_routed_experts"});
-  m.experts_per_token = pick_count({"num_experts_per_tok", "experts_per_token", "num_experts_per_token", "moe_topk"});
-  m.num_shared_experts = src.count({"n_shared_experts", "num_shared_experts"}, false);
-  m.moe_intermediate_size = pick_count({"moe_intermediate_size"});
-  m.shared_expert_intermediate_size = pick_count({"shared_expert_intermediate_size"});
-  m.first_k_dense = src.count({"first_k_dense_replace"}, false);
+  m.num_experts = pick_count({"num_experts", "num_local_experts", "n_routed_experts"}, units::kExperts);
+  m.experts_per_token = pick_count({"num_experts_per_tok", "experts_per_token", "num_experts_per_token", "moe_topk"}, units::kExperts);
+  m.num_shared_experts = src.count({"n_shared_experts", "num_shared_experts"}, units::kSharedExperts);
+  m.moe_intermediate_size = pick_count({"moe_intermediate_size"}, units::kFfnWidth);
+  m.shared_expert_intermediate_size = pick_count({"shared_expert_intermediate_size"}, units::kFfnWidth);
+  m.first_k_dense = src.count({"first_k_dense_replace"}, units::kLayerIndex);
   if (text_node->contains("mlp_only_layers")) {
     const json& list = text_node->at("mlp_only_layers");
     if (!list.is_array()) fail(at(file, src.path("mlp_only_layers")), "expected a list of layer indices, got {}", list.dump());
@@ -170,21 +171,21 @@ ModelSpec model_from_json(const json& config, const std::string& file) {
       m.mlp_only_layers.push_back(item.get<Count>());
     }
   }
-  if (auto step = src.count({"decoder_sparse_step"}); step && *step != 1) {
+  if (auto step = src.count({"decoder_sparse_step"}, units::kSparseStep); step && *step != 1) {
     fail(at(file, src.path("decoder_sparse_step")), "{} is not supported: sapp prices every layer outside mlp_only_layers as MoE (step 1)", *step);
   }
 
-  m.q_lora_rank = src.count({"q_lora_rank"});
-  m.kv_lora_rank = src.count({"kv_lora_rank"});
-  m.qk_rope_head_dim = src.count({"qk_rope_head_dim"});
-  m.qk_nope_head_dim = src.count({"qk_nope_head_dim"});
-  m.v_head_dim = src.count({"v_head_dim"});
+  m.q_lora_rank = src.count({"q_lora_rank"}, units::kRank);
+  m.kv_lora_rank = src.count({"kv_lora_rank"}, units::kRank);
+  m.qk_rope_head_dim = src.count({"qk_rope_head_dim"}, units::kHeadDim);
+  m.qk_nope_head_dim = src.count({"qk_nope_head_dim"}, units::kHeadDim);
+  m.v_head_dim = src.count({"v_head_dim"}, units::kHeadDim);
 
-  auto nk = src.count({"linear_num_key_heads"});
-  auto dk = src.count({"linear_key_head_dim"});
-  auto nv = src.count({"linear_num_value_heads"});
-  auto dv = src.count({"linear_value_head_dim"});
-  auto conv = src.count({"linear_conv_kernel_dim"});
+  auto nk = src.count({"linear_num_key_heads"}, units::kHeads);
+  auto dk = src.count({"linear_key_head_dim"}, units::kHeadDim);
+  auto nv = src.count({"linear_num_value_heads"}, units::kHeads);
+  auto dv = src.count({"linear_value_head_dim"}, units::kHeadDim);
+  auto conv = src.count({"linear_conv_kernel_dim"}, units::kKernel);
   int stated = (nk ? 1 : 0) + (dk ? 1 : 0) + (nv ? 1 : 0) + (dv ? 1 : 0) + (conv ? 1 : 0);
   if (stated > 0 && stated < 5) {
     fail(at(file, src.path("linear_num_key_heads")),
@@ -202,8 +203,8 @@ ModelSpec model_from_json(const json& config, const std::string& file) {
       m.layer_types.push_back(item.get<std::string>());
     }
   }
-  m.sliding_window = src.count({"sliding_window"});
-  m.mtp_depth = src.count({"num_nextn_predict_layers", "mtp_depth", "mtp_num_hidden_layers"}, false);
+  m.sliding_window = src.count({"sliding_window"}, units::kPositions);
+  m.mtp_depth = src.count({"num_nextn_predict_layers", "mtp_depth", "mtp_num_hidden_layers"}, units::kLayerIndex);
 
   m.tie_word_embeddings = top.flag({"tie_word_embeddings"}).value_or(src.flag({"tie_word_embeddings"}).value_or(false));
   m.attention_bias = src.flag({"attention_bias", "qkv_bias"});
@@ -211,10 +212,9 @@ ModelSpec model_from_json(const json& config, const std::string& file) {
   m.qk_norm = src.flag({"qk_norm", "use_qk_norm", "qk_layernorm"});
   m.attn_output_gate = src.flag({"attn_output_gate"});
   m.hidden_act = src.text({"hidden_act", "activation_function"});
-  auto drop = src.real({"hidden_dropout", "resid_pdrop", "attention_dropout", "attn_pdrop"});
-  if (drop && (*drop < 0 || *drop >= 1)) fail(at(file, src.path("attention_dropout")), "a dropout probability must be in [0, 1), got {}", *drop);
+  auto drop = src.real({"hidden_dropout", "resid_pdrop", "attention_dropout", "attn_pdrop"}, units::kProbability);
   m.dropout = drop;
-  m.learned_position_embeddings = src.count({"learned_position_embeddings"});
+  m.learned_position_embeddings = src.count({"learned_position_embeddings"}, units::kPositions);
 
   if (config.contains("vision_config") && config.at("vision_config").is_object()) {
     m.vision = read_vision(config.at("vision_config"), file, m.hidden_size);

@@ -142,7 +142,7 @@ std::vector<long long> int_list(const nlohmann::json& node, const std::string& f
   std::vector<long long> out;
   for (const auto& v : node) {
     if (!v.is_number_integer() || v.get<long long>() < 0) fail(at(file, key), "must hold non-negative whole numbers, got {}", v.dump());
-    out.push_back(v.get<long long>());
+    out.push_back(static_cast<long long>(units::check(v.get<double>(), units::kStageLayers, at(file, key), v.dump())));
   }
   return out;
 }
@@ -153,7 +153,7 @@ Measurements measurements_from_json(const nlohmann::json& tree, const std::strin
   io::Reader top{tree, file, ""};
   top.only({"stages", "constant", "runs"});
   Measurements m;
-  m.stages = static_cast<int>(top.integer("stages"));
+  m.stages = static_cast<int>(top.count("stages", units::kStages));
   if (m.stages < 3) top.bad("stages", "at least 3 stages (the first and last hold the head and tail)");
   m.constant = top.boolean_or("constant", true);
   if (!top.has("runs") || !tree.at("runs").is_array() || tree.at("runs").empty()) top.bad("runs", "a non-empty list of dry runs");
@@ -171,7 +171,7 @@ Measurements measurements_from_json(const nlohmann::json& tree, const std::strin
       fail(at(file, key + ".peaks_mb"), "must list {} peaks, got {}", m.stages, peaks.dump().substr(0, 80));
     for (const auto& v : peaks) {
       if (v.is_boolean() || !v.is_number() || v.get<double>() < 0) fail(at(file, key + ".peaks_mb"), "must hold non-negative numbers, got {}", v.dump());
-      run.peaks_mb.push_back(v.get<double>());
+      run.peaks_mb.push_back(units::check(v.get<double>(), units::kPeakMegabytes, at(file, key + ".peaks_mb")));
     }
     if (rd.has("recompute")) {
       io::Reader rc = rd.child("recompute");

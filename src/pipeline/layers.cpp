@@ -71,22 +71,17 @@ LayerSet layers_from_json(const nlohmann::json& tree, const std::string& file) {
     std::string type = rd.string("type");
     std::string name = rd.string_or("name", type);
     if (!rd.has("nb_layer")) rd.bad("nb_layer", "the number of such layers (required, as in the reference's loader)");
-    long long count = rd.integer("nb_layer");
-    if (count <= 0) rd.bad("nb_layer", "a positive number of layers");
-    double time = rd.number("time");
-    if (time < 0) rd.bad("time", "a non-negative time");
-    double forward = rd.has("forward_time") ? rd.number("forward_time") : time;
-    if (forward < 0) rd.bad("forward_time", "a non-negative time");
-    double param = rd.number_or("memory_parameter", 0.0);
-    if (param < 0) rd.bad("memory_parameter", "a non-negative memory in MB");
+    long long count = rd.count_or("nb_layer", units::kBodyLayers, 1);
+    double time = rd.quantity("time", units::kLayerTime);
+    double forward = rd.quantity_or("forward_time", units::kLayerTime, time);
+    double param = rd.quantity_or("memory_parameter", units::kMegabytes, 0.0);
     // B0 = 2 x time (of `time`, not of forward_time). Each kind's backward: its explicit time when present and
     // non-zero (0 means unset, as in the reference), else (1 + coef) x B0 with the JSON coef or the default;
     // an explicit backward_time sets the no-recompute backward only.
     const double b0 = 2.0 * time;
     auto backward_of = [&](const KindKeys& k) {
-      double explicit_time = rd.number_or(k.time, 0.0);
-      if (explicit_time < 0) rd.bad(k.time, "a non-negative time");
-      double coef = rd.number_or(k.coef, k.default_coef);
+      double explicit_time = rd.quantity_or(k.time, units::kLayerTime, 0.0);
+      double coef = rd.quantity_or(k.coef, units::kBackwardCoef, k.default_coef);
       return explicit_time > 0 ? explicit_time : (1.0 + coef) * b0;
     };
     double base_backward = backward_of(kKeys[0]);
@@ -115,8 +110,7 @@ LayerSet layers_from_json(const nlohmann::json& tree, const std::string& file) {
     for (int r = 0; r < kRcKinds; ++r) {
       const KindKeys& k = kKeys[static_cast<std::size_t>(r)];
       if (rd.has(k.memory) && !list[i].at(k.memory).is_null()) {
-        double mb = rd.number(k.memory);
-        if (mb < 0) rd.bad(k.memory, "a non-negative memory in MB");
+        double mb = rd.quantity(k.memory, units::kMegabytes);
         body.act_mb[static_cast<std::size_t>(r)] = mb;
         kinds.push_back(static_cast<Rc>(r));
       }
@@ -134,6 +128,7 @@ LayerSet layers_from_json(const nlohmann::json& tree, const std::string& file) {
   if (heads == 0) fail(at(file, "layers_description"), "has no HEAD layer (the embedding on the first stage)");
   if (tails == 0) fail(at(file, "layers_description"), "has no TAIL layer (the output layer on the last stage)");
   if (set.bodies.empty()) fail(at(file, "layers_description"), "has no BODY layer to balance");
+  units::check(static_cast<double>(set.body_layers()), units::kBodyLayers, at(file, "layers_description (BODY nb_layer in all)"));
   return set;
 }
 
