@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <functional>
 #include <limits>
+#include <map>
 #include <random>
 
 #include <fmt/format.h>
@@ -632,6 +633,176 @@ void perturb_and_search(Context& c, Incumbent& best, double bound, int rounds) {
   }
 }
 
+// Step 7 (V > 1, one type): simulated annealing over the cells' layer counts. A state is the count n(v, s) of every
+// cell; each stage's recompute mixes are then one of its options: the plans that fit the stage's memory over the
+// schedule's in-flight vectors and are Pareto-minimal in the chunks' backward times (a plan slower in every cell is
+// never better: the makespan is monotone in every block's duration). A proposal moves one layer between two cells
+// and repairs both stages by simulating each of their options and keeping the best. Deterministic: a fixed seed and
+// a fixed number of proposals (the time limit can only cut it short).
+class Annealer {
+ public:
+  Annealer(Context& c, const Assignment& start) : c_(c), S_(c.p.stages), V_(c.p.chunks) {
+    n_.assign(uz(V_), std::vector<long long>(uz(S_), 0));
+    for (int v = 0; v < V_; ++v) {
+      for (int s = 0; s < S_; ++s) {
+        for (long long k : start[0][uz(v)][uz(s)]) n_[uz(v)][uz(s)] += k;
+      }
+    }
+    x_ = start;
+  }
+
+  void run(Incumbent& best, double bound, long long proposals) {
+    const int cells = S_ * V_;
+    opt_.assign(uz(S_), 0);
+    double mk = kInf;
+    double cur = kInf;
+    for (int s = 0; s < S_; ++s) {
+      if (!repair(n_, opt_, s, cur, mk)) return;  // the start has a stage with no option (cannot happen for a fitting plan)
+    }
+    offer(c_, best, build(n_, opt_));
+    std::mt19937 rng(20240611);
+    const double t_hot = 0.02 * mk;
+    const double t_cold = 1e-4 * mk;
+    for (long long it = 0; it < proposals && best.step > bound * (1 + kTol); ++it) {
+      if ((it & 255) == 0) {
+        if (c_.out_of_time()) return;
+        c_.progress(fmt::format("annealing {}/{}", it, proposals), best.step, bound);
+      }
+      double temperature = t_hot * std::pow(t_cold / t_hot, static_cast<double>(it) / static_cast<double>(proposals));
+      int a = std::uniform_int_distribution<int>(0, cells - 1)(rng);
+      int b = std::uniform_int_distribution<int>(0, cells - 2)(rng);
+      if (b >= a) ++b;
+      int va = a / S_;
+      int sa = a % S_;
+      int vb = b / S_;
+      int sb = b % S_;
+      if (n_[uz(va)][uz(sa)] <= (reserved(c_.p, va, sa) ? 0 : 1)) continue;
+      std::vector<std::vector<long long>> n = n_;
+      std::vector<std::size_t> opt = opt_;
+      --n[uz(va)][uz(sa)];
+      ++n[uz(vb)][uz(sb)];
+      if (options(sa, n).empty() || options(sb, n).empty()) continue;
+      opt[uz(sa)] = 0;
+      opt[uz(sb)] = 0;
+      double score = kInf;
+      double step = kInf;
+      if (!repair(n, opt, sa, score, step)) continue;
+      if (sb != sa && !repair(n, opt, sb, score, step)) continue;
+      bool accept = score <= cur || std::uniform_real_distribution<double>(0, 1)(rng) < std::exp((cur - score) / temperature);
+      if (!accept) continue;
+      n_ = std::move(n);
+      opt_ = std::move(opt);
+      cur = score;
+      if (step < best.step - kTol) offer(c_, best, build(n_, opt_));
+    }
+  }
+
+ private:
+  using Option = std::vector<const Mix*>;  // one mix per chunk
+
+  const std::vector<Option>& options(int s, const std::vector<std::vector<long long>>& n) {
+    std::vector<long long> comp(uz(V_));
+    long long k = 0;
+    for (int v = 0; v < V_; ++v) {
+      comp[uz(v)] = n[uz(v)][uz(s)];
+      k += comp[uz(v)];
+    }
+    auto key = std::make_pair(s, comp);
+    auto it = memo_.find(key);
+    if (it != memo_.end()) return it->second;
+    const Problem& p = c_.p;
+    std::vector<Option> out;
+    const auto& fr = c_.fronts[0];
+    const auto& vecs = c_.vectors[uz(s)];
+    double budget = c_.limit - static_cast<double>(k) * p.layers.bodies[0].param_mb - head_tail_static(p, s);
+    Option cur(uz(V_), nullptr);
+    bool too_many = false;
+    std::function<void(int)> rec = [&](int v) {
+      if (too_many) return;
+      if (v == V_) {
+        for (const auto& vec : vecs) {
+          double a = 0;
+          for (int u = 0; u < V_; ++u) a += vec[uz(u)] * cur[uz(u)]->weight;
+          if (a > budget + kTol) return;
+        }
+        auto dominates = [&](const Option& x, const Option& y) {
+          for (int u = 0; u < V_; ++u) {
+            if (x[uz(u)]->cost > y[uz(u)]->cost + 1e-12) return false;
+          }
+          return true;
+        };
+        for (const Option& o : out) {
+          if (dominates(o, cur)) return;
+        }
+        std::erase_if(out, [&](const Option& o) { return dominates(cur, o); });
+        out.push_back(cur);
+        too_many = out.size() >= kMaxOptions;
+        return;
+      }
+      if (uz(comp[uz(v)]) >= fr.size()) return;
+      for (const Mix& m : fr[uz(comp[uz(v)])]) {
+        cur[uz(v)] = &m;
+        rec(v + 1);
+      }
+    };
+    rec(0);
+    return memo_[key] = std::move(out);
+  }
+
+  Assignment build(const std::vector<std::vector<long long>>& n, const std::vector<std::size_t>& opt) {
+    Assignment x = x_;
+    for (int s = 0; s < S_; ++s) {
+      const Option& o = options(s, n)[opt[uz(s)]];
+      for (int v = 0; v < V_; ++v) x[0][uz(v)][uz(s)] = o[uz(v)]->counts;
+    }
+    return x;
+  }
+
+  // The simulated step and a tie-break (smaller when the cells are more even) that lets the walk cross plateaus.
+  double score(const Assignment& x, double& step) {
+    simulate::StageTimes t = stage_times(c_.p, x);
+    step = simulate::makespan(c_.orders, t);
+    ++c_.explored;
+    double squares = 0;
+    for (int v = 0; v < V_; ++v) {
+      for (int s = 0; s < S_; ++s) {
+        double cell = t.forward[uz(v)][uz(s)] + t.backward[uz(v)][uz(s)];
+        squares += cell * cell;
+      }
+    }
+    return step + 1e-7 * squares;
+  }
+
+  // Stage s's best option by simulation, the other stages as they are.
+  bool repair(const std::vector<std::vector<long long>>& n, std::vector<std::size_t>& opt, int s, double& best_score, double& best_step) {
+    const std::vector<Option>& os = options(s, n);
+    if (os.empty()) return false;
+    best_score = kInf;
+    std::size_t pick = 0;
+    for (std::size_t i = 0; i < os.size(); ++i) {
+      opt[uz(s)] = i;
+      double step = 0;
+      double sc = score(build(n, opt), step);
+      if (sc < best_score) {
+        best_score = sc;
+        best_step = step;
+        pick = i;
+      }
+    }
+    opt[uz(s)] = pick;
+    return true;
+  }
+
+  static constexpr std::size_t kMaxOptions = 48;
+  Context& c_;
+  int S_;
+  int V_;
+  Assignment x_;
+  std::vector<std::vector<long long>> n_;
+  std::vector<std::size_t> opt_;
+  std::map<std::pair<int, std::vector<long long>>, std::vector<Option>> memo_;
+};
+
 // A valid lower bound without the program (K > 1 with V > 1): the busiest stage does at least the mean work.
 double work_bound(const Problem& p) {
   double work = p.layers.head_forward + p.layers.head_backward + p.layers.tail_forward + p.layers.tail_backward;
@@ -809,6 +980,11 @@ Solution solve(const Problem& p) {
   local_search(c, best, bound);
   constexpr int kPerturbationRounds = 10;
   perturb_and_search(c, best, bound, kPerturbationRounds);
+  if (p.chunks > 1 && p.layers.bodies.size() == 1 && !best.x.empty() && !c.timed_out) {
+    constexpr long long kProposals = 60000;
+    Annealer(c, best.x).run(best, bound, kProposals);
+    local_search(c, best, bound);
+  }
   if (std::getenv("SAPP_DEBUG")) std::fprintf(stderr, "local search: %lld plans, step %.2f\n", c.explored - before_ls, best.step);
   c.end_progress();
   sol.method = program ? "bound by a dynamic program over stages, plans simulated" : "local search from even splits, plans simulated";
