@@ -332,3 +332,22 @@ TEST(BalanceCli, BundledExamplesRun) {
   EXPECT_TRUE(mj["manual"].contains("front_loaded"));
   EXPECT_GT(mj["manual"]["even_all_selective"]["simulated_step_time"].get<double>(), 0.0);
 }
+
+TEST(BalanceCli, ZeroBubbleOnTheDemoIsProvedInfeasibleAndSaysSo) {
+  // Independent count: ZB-H1 holds min(S, m) = 16 micro-batches on every stage, so the lightest layer (both
+  // recompute: 2141 MB of parameters + 16 x 511 MB) takes 10317 MB and a stage of 56000 MB holds at most 5
+  // layers: 16 x 5 = 80 < 96 body layers.
+  std::string demo = std::string(SAPP_SOURCE_DIR) + "/data/layers/demo.json";
+  auto r = test::run_sapp("balance --layers " + demo + " --stages 16 --micro-batches 16 --memory-limit 56000 --zero-bubble");
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.out.find("96 body layers, 16 stages"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("schedule zb-h1"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("solver: :"), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("96 layers over 16 stages fits 56000 MB"), std::string::npos) << r.err;
+  // With room for 7 layers a stage (7 x 10317 + 4245 MB of head < 80000 MB) it finds a plan that fits.
+  auto ok = test::run_sapp("balance --layers " + demo + " --stages 16 --micro-batches 16 --memory-limit 80000 --zero-bubble --format json");
+  ASSERT_EQ(ok.status, 0) << ok.err;
+  auto j = nlohmann::json::parse(ok.out);
+  EXPECT_EQ(j["schedule"].get<std::string>(), "zb-h1");
+  EXPECT_TRUE(j["result"]["fits"].get<bool>());
+}

@@ -270,6 +270,7 @@ void run_balance(const BalanceOptions& o) {
   }
   balance::Problem p;
   balance::Solution sol;
+  bool have = false;  // p and sol hold a solved interleave (the first one, even when it has no plan)
   std::string auto_note;
   for (int v : chunk_choices) {
     balance::Problem q = make_problem(o, layers, v);
@@ -278,9 +279,10 @@ void run_balance(const BalanceOptions& o) {
       auto_note +=
           fmt::format("  interleave {}: {}\n", v, s.feasible ? fmt::format("simulated step {:.2f}, {}", s.eval.objective, solver_line(s)) : solver_line(s));
     bool better = s.feasible && (!sol.feasible || s.eval.objective < sol.eval.objective - 1e-9);
-    if (p.stages == 0 || better) {
+    if (!have || better) {
       p = q;
       sol = s;
+      have = true;
     }
   }
 
