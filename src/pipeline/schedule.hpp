@@ -53,6 +53,9 @@ struct Orders {
   Schedule schedule = Schedule::OneF1B;
   int stages = 1, chunks = 1, micro_batches = 1;
   std::vector<std::vector<Block>> order;  // per stage
+  // Per stage and position: the block's own slot and its producer's slot (-1: none) in one flat array of block
+  // end times (filled by make_orders).
+  std::vector<std::vector<int>> slot, producer;
 };
 Orders make_orders(Schedule schedule, int stages, int chunks, int micro_batches);
 

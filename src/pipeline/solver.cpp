@@ -591,49 +591,7 @@ void local_search(Context& c, Incumbent& best, double bound) {
   }
 }
 
-// Step 6: iterated local search: a fixed number of rounds (deterministic: a fixed seed, no clock) each perturbs
-// the best plan by a few random layer moves that keep it valid and within memory, runs the local search from
-// there, and keeps the result when its simulated step is better.
-void perturb_and_search(Context& c, Incumbent& best, double bound, int rounds) {
-  const Problem& p = c.p;
-  if (best.x.empty() || p.layers.bodies.size() != 1) return;
-  const int S = p.stages;
-  const int cells = S * p.chunks;
-  std::mt19937 rng(20240611);
-  for (int round = 0; round < rounds && !c.out_of_time() && best.step > bound * (1 + kTol); ++round) {
-    c.progress(fmt::format("perturbation {}/{}", round + 1, rounds), best.step, bound);
-    Assignment x = best.x;
-    int moves = 0;
-    for (int tries = 0; tries < 200 && moves < 3; ++tries) {
-      int a = std::uniform_int_distribution<int>(0, cells - 1)(rng);
-      int b = std::uniform_int_distribution<int>(0, cells - 1)(rng);
-      Rc r = c.kinds[std::uniform_int_distribution<std::size_t>(0, c.kinds.size() - 1)(rng)];
-      Rc r2 = c.kinds[std::uniform_int_distribution<std::size_t>(0, c.kinds.size() - 1)(rng)];
-      auto& from = x[0][uz(a / S)][uz(a % S)];
-      auto& to = x[0][uz(b / S)][uz(b % S)];
-      if (from[ix(r)] == 0) continue;
-      --from[ix(r)];
-      ++to[ix(r2)];
-      bool ok = cell_expressible(from) && cell_expressible(to) && structurally_valid(p, x);
-      if (ok) {
-        simulate::StageTimes t = stage_times(p, x);
-        ok = fits_memory(c, t, a % S) && fits_memory(c, t, b % S);
-      }
-      if (ok) {
-        ++moves;
-      } else {
-        ++from[ix(r)];
-        --to[ix(r2)];
-      }
-    }
-    Incumbent trial;
-    offer(c, trial, x);
-    local_search(c, trial, bound);
-    if (trial.step < best.step - kTol) best = trial;
-  }
-}
-
-// Step 7 (V > 1, one type): simulated annealing over the cells' layer counts. A state is the count n(v, s) of every
+// Step 6 (one type): simulated annealing over the cells' layer counts. A state is the count n(v, s) of every
 // cell; each stage's recompute mixes are then one of its options: the plans that fit the stage's memory over the
 // schedule's in-flight vectors and are Pareto-minimal in the chunks' backward times (a plan slower in every cell is
 // never better: the makespan is monotone in every block's duration). A proposal moves one layer between two cells
@@ -651,7 +609,7 @@ class Annealer {
     x_ = start;
   }
 
-  void run(Incumbent& best, double bound, long long proposals) {
+  void run(Incumbent& best, double bound, long long proposals, unsigned seed) {
     const int cells = S_ * V_;
     opt_.assign(uz(S_), 0);
     double mk = kInf;
@@ -660,7 +618,7 @@ class Annealer {
       if (!repair(n_, opt_, s, cur, mk)) return;  // the start has a stage with no option (cannot happen for a fitting plan)
     }
     offer(c_, best, build(n_, opt_));
-    std::mt19937 rng(20240611);
+    std::mt19937 rng(seed);
     const double t_hot = 0.02 * mk;
     const double t_cold = 1e-4 * mk;
     for (long long it = 0; it < proposals && best.step > bound * (1 + kTol); ++it) {
@@ -934,6 +892,10 @@ Solution solve(const Problem& p) {
   double bound = 0;
   bool bound_exact = false;
   const bool program = p.chunks == 1 || p.layers.bodies.size() == 1;
+  const bool debug = std::getenv("SAPP_DEBUG") != nullptr;
+  auto phase = [&](const char* name) {
+    if (debug) std::fprintf(stderr, "%8.3f s %s: best %.2f, bound %.2f\n", c.elapsed(), name, best.step, bound);
+  };
   if (program) {
     Menu menu(c);
     const double m = p.micro_batches;
@@ -959,6 +921,7 @@ Solution solve(const Problem& p) {
       constexpr std::size_t kSeeds = 16;
       for (std::size_t i = 0; i < std::min(kSeeds, lb.ends.size()); ++i) offer(c, best, rebuild(c, menu, lb, lb.ends[i].second));
     }
+    phase("bound program");
     // The closed-form step time's optimum and its neighbours.
     if (!c.timed_out) {
       DpRun cf = dp_over_stages(
@@ -970,22 +933,22 @@ Solution solve(const Problem& p) {
       constexpr std::size_t kSeeds = 16;
       for (std::size_t i = 0; i < std::min(kSeeds, cf.ends.size()); ++i) offer(c, best, rebuild(c, menu, cf, cf.ends[i].second));
     }
+    phase("closed-form program");
   }
   if (!bound_exact) bound = work_bound(p);
   if (best.x.empty()) {
     // An even split with one kind per type, the least memory-hungry that fits (K > 1 with V > 1, or out of time).
     for (Rc r : c.kinds) offer(c, best, even_split(p, r));
   }
-  long long before_ls = c.explored;
-  local_search(c, best, bound);
-  constexpr int kPerturbationRounds = 10;
-  perturb_and_search(c, best, bound, kPerturbationRounds);
-  if (p.chunks > 1 && p.layers.bodies.size() == 1 && !best.x.empty() && !c.timed_out) {
-    constexpr long long kProposals = 60000;
-    Annealer(c, best.x).run(best, bound, kProposals);
-    local_search(c, best, bound);
+  if (p.layers.bodies.size() == 1 && !best.x.empty() && !c.timed_out) {
+    // Rounds restart from the best plan so far with their own seed.
+    constexpr long long kProposals = 40000;
+    constexpr unsigned kRounds = 3;
+    for (unsigned round = 0; round < kRounds && !c.timed_out; ++round) Annealer(c, best.x).run(best, bound, kProposals, 20240611 + round);
+    phase("annealing");
   }
-  if (std::getenv("SAPP_DEBUG")) std::fprintf(stderr, "local search: %lld plans, step %.2f\n", c.explored - before_ls, best.step);
+  local_search(c, best, bound);
+  phase("local search");
   c.end_progress();
   sol.method = program ? "bound by a dynamic program over stages, plans simulated" : "local search from even splits, plans simulated";
   sol.timed_out = c.timed_out;
