@@ -147,14 +147,42 @@ long long in_flight_count(Schedule schedule, int stages, int chunks, int micro_b
   long long s = stage;
   if (schedule == Schedule::ZeroBubble) return std::min(S, m);
   if (V == 1) return std::min(S - s, m);
-  long long n = S;
-  if (schedule == Schedule::InterleavedLessMemory) {
-    if (chunk == V - 1) n = S - s;
-  } else {
-    if (chunk == 0) n += std::max(0LL, S - 2 * s - 1);
-    if (chunk == V - 1) n += std::min(0LL, S - 2 * s - 1);
+  if (m < S) {
+    // No interleaved order runs fewer micro-batches than stages (check_schedule); the estimator keeps the
+    // reference's uniform counts, clipped to m.
+    long long n = S;
+    if (schedule == Schedule::InterleavedLessMemory) {
+      if (chunk == V - 1) n = S - s;
+    } else {
+      if (chunk == 0) n += std::max(0LL, S - 2 * s - 1);
+      if (chunk == V - 1) n += std::min(0LL, S - 2 * s - 1);
+    }
+    return std::clamp(n, 1LL, m);
   }
-  return std::clamp(n, 1LL, m);
+  // The order runs `warm` forwards, then one forward and one backward at a time: the first prefix holding the
+  // most micro-batches ends with forward number min(warm + 1, V m) of the forward list, before any backward. The
+  // list runs chunk by chunk in rounds: round 0 takes r + S micro-batches of each chunk (r = m mod S, the residue
+  // runs first), later rounds S each.
+  long long r = m % S;
+  long long warm = (schedule == Schedule::Interleaved ? (V + 1) * S - 2 * s - 2 : V * S - s - 1) + r * (V - 1);
+  long long n = std::min(std::max(warm, 0LL) + 1, V * m);
+  long long first_round = std::min(n, V * (r + S));
+  long long count = std::clamp(first_round - chunk * (r + S), 0LL, r + S);
+  long long rest = n - first_round;  // forwards of the later rounds, S per chunk in turn
+  long long rounds = rest / (V * S);
+  long long part = rest % (V * S);
+  count += rounds * S + std::clamp(part - chunk * S, 0LL, S);
+  return count;
+}
+
+double in_flight_peak(Schedule schedule, int stages, int chunks, int micro_batches, int stage, const std::vector<double>& chunk_activation) {
+  double peak = 0;
+  for (const auto& c : in_flight_vectors(schedule, stages, chunks, micro_batches, stage)) {
+    double a = 0;
+    for (std::size_t v = 0; v < c.size() && v < chunk_activation.size(); ++v) a += c[v] * chunk_activation[v];
+    peak = std::max(peak, a);
+  }
+  return peak;
 }
 
 long long in_flight_count(const Layout& l, bool less_memory, int chunk, int stage) {

@@ -51,11 +51,17 @@ std::vector<Block> stage_order(Schedule schedule, int stages, int chunks, int mi
 // done minus activations released: at B, or at W for zero-bubble); only the Pareto-maximal vectors are kept.
 std::vector<std::vector<int>> in_flight_vectors(Schedule schedule, int stages, int chunks, int micro_batches, int stage);
 
-// Closed form of the per-chunk count at the stage's peak: 1F1B min(S - s, m); interleaved S per chunk, chunk 0
-// + max(0, S - 2 s - 1), chunk V - 1 + min(0, S - 2 s - 1), clipped to [1, m]; less-memory S, chunk V - 1 S - s;
-// ZB-H1 min(S, m).
+// The chunk's count at the first prefix of the stage's order that holds the most micro-batches (closed form of the
+// order): 1F1B min(S - s, m); ZB-H1 min(S, m); interleaved, the first min(w + 1, V m) forwards of the forward
+// list, w being the order's warm-up: (V + 1) S - 2 s - 2 + r (V - 1), or V S - s - 1 + r (V - 1) for less memory,
+// with r = m mod S. With m < S (no interleaved order runs) the reference's uniform counts, clipped to m. The counts
+// sum to the order's peak, so sum_v count_v A is exact when the chunks' activations are equal; with unequal
+// chunks the peak can sit at another prefix, and in_flight_peak is exact for any per-chunk activations.
 long long in_flight_count(Schedule schedule, int stages, int chunks, int micro_batches, int chunk, int stage);
 long long in_flight_count(const Layout& layout, bool less_memory, int chunk, int stage);
+// Peak activation of a stage over its order's prefixes: max over in_flight_vectors of sum_v c_v a_v, for any
+// per-chunk activations a_v (the simulator's peak above static memory).
+double in_flight_peak(Schedule schedule, int stages, int chunks, int micro_batches, int stage, const std::vector<double>& chunk_activation);
 // Micro-batches in flight per [chunk][stage] at a stage's peak.
 std::vector<std::vector<long long>> in_flight(const Layout& layout, bool less_memory);
 
