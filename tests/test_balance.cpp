@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <random>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "core/error.hpp"
@@ -350,4 +351,66 @@ TEST(BalanceCli, ZeroBubbleOnTheDemoIsProvedInfeasibleAndSaysSo) {
   auto j = nlohmann::json::parse(ok.out);
   EXPECT_EQ(j["schedule"].get<std::string>(), "zb-h1");
   EXPECT_TRUE(j["result"]["fits"].get<bool>());
+}
+
+TEST(Decompose, ReadsTheReferencesDryRunInputAndItsHeadTailConvention) {
+  // The reference planner's documented decomposition of its demo dry run: P 2141, activations none 852,
+  // selective 767, comm 535, both 511, constant -1896, head 4245 and tail 1203 MB, its head and tail absorbing the
+  // constant (M_0 = n_0 P + S sum c A + head). Peaks planted from those terms for a 16-stage run of 96 layers with
+  // only some body stages measured (partial measurements), read with the framework's recompute semantics.
+  const int S = 16;
+  std::vector<long long> offset = {0, 1, -1, 2, -2, 1, -1, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+  std::vector<long long> sel = {6, 2, 0, 5, 1, 3, 0, 4, 0, 0, 0, 0, 0, 0, 0, 2};
+  std::vector<long long> comm = {6, 0, 3, 2, 4, 1, 2, 4, 0, 0, 0, 0, 0, 0, 0, 1};
+  const double P = 2141, a_none = 852, a_sel = 767, a_comm = 535, a_both = 511, C = -1896, head = 4245, tail = 1203;
+  auto peak = [&](int i) {
+    long long n = 6 + offset[static_cast<std::size_t>(i)];
+    long long s = sel[static_cast<std::size_t>(i)];
+    long long c = comm[static_cast<std::size_t>(i)];
+    long long both = std::min(s, c);
+    double act = static_cast<double>(both) * a_both + static_cast<double>(s - both) * a_sel + static_cast<double>(c - both) * a_comm +
+                 static_cast<double>(n - s - c + both) * a_none;
+    double extra = i == 0 ? head : i == S - 1 ? tail : C;
+    return static_cast<double>(n) * P + (S - i) * act + extra;
+  };
+  auto list = [](const auto& v) {
+    std::string s = "[";
+    for (std::size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + fmt::format("{}", v[i]);
+    return s + "]";
+  };
+  std::vector<int> ids = {1, 2, 3, 4, 5, 6, 7};
+  std::vector<double> mems;
+  for (int i : ids) mems.push_back(peak(i));
+  std::string yaml = fmt::format(
+      "pipeline_config:\n  pipeline_num: 16\n  num_layer: 96\n  offset: {}\ntime_config:\n  head: 90\n  body: 90\n  tail: 180\n"
+      "recompute_config:\n  recompute: false\n  select_recompute: {}\n  select_comm_recompute: {}\nmemory_usage:\n  head_memory: {}\n"
+      "  tail_memory: {}\n  body_memories:\n    stage_id: {}\n    memories: {}\n",
+      list(offset), list(sel), list(comm), peak(0), peak(S - 1), list(ids), list(mems));
+  std::string dir = test::temp_dir();
+  io::write_atomic(dir + "/init.yaml", yaml);
+  auto r = test::run_sapp("balance decompose --measured " + dir + "/init.yaml --format json");
+  ASSERT_EQ(r.status, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_NEAR(j["memory_parameter"].get<double>(), P, 1e-6);
+  EXPECT_NEAR(j["activation_mb"]["none"].get<double>(), a_none, 1e-6);
+  EXPECT_NEAR(j["activation_mb"]["selective"].get<double>(), a_sel, 1e-6);
+  EXPECT_NEAR(j["activation_mb"]["comm"].get<double>(), a_comm, 1e-6);
+  EXPECT_NEAR(j["activation_mb"]["both"].get<double>(), a_both, 1e-6);
+  EXPECT_NEAR(j["constant_mb"].get<double>(), C, 1e-6);
+  EXPECT_NEAR(j["head_mb"].get<double>(), head, 1e-6);
+  EXPECT_NEAR(j["tail_mb"].get<double>(), tail, 1e-6);
+  EXPECT_EQ(j["equations"].get<int>(), 7);
+  // Four body stages cannot tell P and four activations apart: refused, saying so.
+  for (int k = 0; k < 3; ++k) {
+    ids.pop_back();
+    mems.pop_back();
+  }
+  io::write_atomic(dir + "/short.yaml",
+                   fmt::format("pipeline_config:\n  pipeline_num: 16\n  num_layer: 96\n  offset: {}\nrecompute_config:\n  select_recompute: {}\n"
+                               "  select_comm_recompute: {}\nmemory_usage:\n  head_memory: {}\n  tail_memory: {}\n  body_memories:\n"
+                               "    stage_id: {}\n    memories: {}\n",
+                               list(offset), list(sel), list(comm), peak(0), peak(S - 1), list(ids), list(mems)));
+  auto bad = test::run_sapp("balance decompose --measured " + dir + "/short.yaml");
+  EXPECT_NE(bad.status, 0);
+  EXPECT_NE(bad.err.find("under-determined"), std::string::npos) << bad.err;
 }

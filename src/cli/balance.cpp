@@ -137,7 +137,7 @@ json sim_json(const Simulated& s) {
 
 void run_decompose(const BalanceOptions& o) {
   if (o.measured.empty()) fail("--measured", "is required: a YAML of dry-run stage peaks");
-  balance::Measurements m = balance::measurements_from_json(io::read_tree(o.measured), o.measured);
+  balance::Measurements m = balance::read_measurements(io::read_tree(o.measured), o.measured);
   if (o.no_constant) m.constant = false;
   balance::Decomposition d = balance::decompose(m);
   std::string out;
@@ -442,7 +442,10 @@ Run add_balance(CLI::App& app) {
   cmd->add_option("--format,-f", o->format, "output format")->check(CLI::IsMember({"table", "yaml", "json"}))->capture_default_str();
   cmd->add_option("--output,-o", o->output, "write the output to this file (atomically)");
   CLI::App* dec = cmd->add_subcommand("decompose", "recover per-layer memory terms from measured per-stage peaks (least squares)");
-  dec->add_option("--measured", o->measured, "YAML: stages, runs[] of {layers, recompute{kind: per stage}, peaks_mb}")->required();
+  dec->add_option("--measured", o->measured,
+                  "YAML: stages, runs[] of {layers, recompute{kind: per stage}, peaks_mb}; or the reference planner's dry-run input (pipeline_config, "
+                  "recompute_config, memory_usage)")
+      ->required();
   dec->add_flag("--no-constant", o->no_constant, "fit no per-stage constant");
   dec->add_option("--format,-f", o->format, "output format")->check(CLI::IsMember({"table", "json"}));
   dec->add_option("--output,-o", o->output, "write the output to this file (atomically)");
