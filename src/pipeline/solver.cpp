@@ -609,7 +609,8 @@ class Annealer {
     x_ = start;
   }
 
-  void run(Incumbent& best, double bound, long long proposals, unsigned seed) {
+  // At most `proposals` proposals and `sims` simulations; the temperature falls with the larger share used.
+  void run(Incumbent& best, double bound, long long proposals, long long sims, unsigned seed) {
     const int cells = S_ * V_;
     opt_.assign(uz(S_), 0);
     double mk = kInf;
@@ -621,12 +622,14 @@ class Annealer {
     std::mt19937 rng(seed);
     const double t_hot = 0.02 * mk;
     const double t_cold = 1e-4 * mk;
-    for (long long it = 0; it < proposals && best.step > bound * (1 + kTol); ++it) {
+    const long long sims0 = sims_;
+    for (long long it = 0; it < proposals && sims_ - sims0 < sims && best.step > bound * (1 + kTol); ++it) {
       if ((it & 255) == 0) {
         if (c_.out_of_time()) return;
         c_.progress(fmt::format("annealing {}/{}", it, proposals), best.step, bound);
       }
-      double temperature = t_hot * std::pow(t_cold / t_hot, static_cast<double>(it) / static_cast<double>(proposals));
+      double used = std::max(static_cast<double>(it) / static_cast<double>(proposals), static_cast<double>(sims_ - sims0) / static_cast<double>(sims));
+      double temperature = t_hot * std::pow(t_cold / t_hot, used);
       int a = std::uniform_int_distribution<int>(0, cells - 1)(rng);
       int b = std::uniform_int_distribution<int>(0, cells - 2)(rng);
       if (b >= a) ++b;
@@ -721,6 +724,7 @@ class Annealer {
     simulate::StageTimes t = stage_times(c_.p, x);
     step = simulate::makespan(c_.orders, t);
     ++c_.explored;
+    ++sims_;
     double squares = 0;
     for (int v = 0; v < V_; ++v) {
       for (int s = 0; s < S_; ++s) {
@@ -752,6 +756,7 @@ class Annealer {
   }
 
   static constexpr std::size_t kMaxOptions = 48;
+  long long sims_ = 0;
   Context& c_;
   int S_;
   int V_;
@@ -942,9 +947,14 @@ Solution solve(const Problem& p) {
   }
   if (p.layers.bodies.size() == 1 && !best.x.empty() && !c.timed_out) {
     // Rounds restart from the best plan so far with their own seed.
+    // A budget of simulated blocks (about a second's simulation on one core), whatever the problem's size.
     constexpr long long kProposals = 40000;
+    constexpr double kBlocks = 1.5e8;
     constexpr unsigned kRounds = 3;
-    for (unsigned round = 0; round < kRounds && !c.timed_out; ++round) Annealer(c, best.x).run(best, bound, kProposals, 20240611 + round);
+    double blocks = 0;
+    for (const auto& order : c.orders.order) blocks += static_cast<double>(order.size());
+    const auto sims = static_cast<long long>(kBlocks / kRounds / std::max(1.0, blocks));
+    for (unsigned round = 0; round < kRounds && !c.timed_out; ++round) Annealer(c, best.x).run(best, bound, kProposals, sims, 20240611 + round);
     phase("annealing");
   }
   local_search(c, best, bound);
