@@ -191,7 +191,9 @@ TEST(Simulator, SvgIsValidXml) {
   io::write_atomic(path, simulate::render_svg(r, 1, o));
   std::string cmd =
       "python3 -c \"import sys, xml.etree.ElementTree as E; r = E.parse(sys.argv[1]).getroot(); "
-      "assert r.tag.endswith('svg'); assert len(r.findall('{http://www.w3.org/2000/svg}rect')) >= 36\" " +
+      "assert r.tag.endswith('svg'); assert len(r.findall('{http://www.w3.org/2000/svg}rect')) >= 36; "
+      "g = [e for e in r.iter() if e.get('class') == 'stage-legend']; assert len(g) == 3, len(g); "
+      "t = [e for e in r.iter() if e.get('class') == 'tick']; assert len(t) >= 10, len(t)\" " +
       path;
   EXPECT_EQ(std::system(cmd.c_str()), 0);
 }
