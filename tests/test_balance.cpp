@@ -2,7 +2,9 @@
 // and against the optimiser's memory model, the memory decomposition, and bad layers files.
 #include <cmath>
 #include <filesystem>
+#include <map>
 #include <random>
+#include <tuple>
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -42,9 +44,11 @@ TEST(Balance, OptimiserEqualsExhaustiveEnumerationOnSmallCases) {
     long long L;
     double limit;
     bool less;
+    bool dual = false;  // DualPipe-V
   };
-  std::vector<Case> cases = {{3, 1, 4, 6, 330, false}, {4, 1, 6, 8, 360, false}, {3, 1, 3, 7, 0, false},   {2, 2, 4, 6, 420, false},
-                             {3, 2, 3, 6, 460, true},  {2, 2, 2, 5, 350, false}, {8, 1, 8, 9, 300, false}, {4, 1, 4, 16, 700, false}};
+  std::vector<Case> cases = {{3, 1, 4, 6, 330, false},       {4, 1, 6, 8, 360, false},       {3, 1, 3, 7, 0, false},      {2, 2, 4, 6, 420, false},
+                             {3, 2, 3, 6, 460, true},        {2, 2, 2, 5, 350, false},       {8, 1, 8, 9, 300, false},    {4, 1, 4, 16, 700, false},
+                             {2, 2, 4, 6, 420, false, true}, {3, 2, 6, 6, 520, false, true}, {2, 2, 5, 5, 0, false, true}};
   for (const auto& c : cases) {
     balance::Problem p;
     p.layers = layers(c.L, 10, 40, {{Rc::None, 20}, {Rc::Selective, 12}, {Rc::Full, 3}});
@@ -54,9 +58,10 @@ TEST(Balance, OptimiserEqualsExhaustiveEnumerationOnSmallCases) {
     p.micro_batches = c.m;
     p.memory_limit_mb = c.limit;
     p.schedule = c.V == 1 ? simulate::Schedule::OneF1B : (c.less ? simulate::Schedule::InterleavedLessMemory : simulate::Schedule::Interleaved);
+    if (c.dual) p.schedule = simulate::Schedule::DualPipeV;
     balance::Solution dp = balance::solve(p);
     balance::Solution brute = balance::solve_exhaustive(p);
-    SCOPED_TRACE(::testing::Message() << "S=" << c.S << " V=" << c.V << " m=" << c.m << " L=" << c.L << " limit=" << c.limit);
+    SCOPED_TRACE(::testing::Message() << "S=" << c.S << " V=" << c.V << " m=" << c.m << " L=" << c.L << " limit=" << c.limit << " dual=" << c.dual);
     ASSERT_EQ(dp.feasible, brute.feasible);
     if (dp.feasible) {
       // The exhaustive optimum (every expressible plan simulated) is the reference value; the bound must not
@@ -165,6 +170,38 @@ TEST(Simulator, InterleavedInFlightIsMegatronsWarmup) {
       most = std::max(most, sum);
     }
     EXPECT_EQ(most, (S - s - 1) * 2 + (V - 1) * S + 1) << "stage " << s;
+  }
+}
+
+TEST(Simulator, DualPipeVHoldsPPPlusOneChunkActivations) {
+  // DualPipe repository README, "Pipeline Bubbles and Memory Usage Comparison": DualPipeV holds PP + 1 chunk
+  // activations per device, PP = 2 S pipeline stages on S devices. Equal chunks (activation 1 per micro-batch):
+  // the busiest device peaks at 2 S + 1. Every (chunk, micro-batch) runs one forward and one backward per stage,
+  // every split backward one W, and the simulator finds no causality violation.
+  for (int S : {2, 3, 4, 8}) {
+    for (int m : {2 * S, 2 * S + 1, 3 * S}) {
+      simulate::StageTimes t;
+      t.forward.assign(2, std::vector<double>(static_cast<std::size_t>(S), 1.0));
+      t.backward.assign(2, std::vector<double>(static_cast<std::size_t>(S), 2.0));
+      t.activation.assign(2, std::vector<double>(static_cast<std::size_t>(S), 1.0));
+      auto r = simulate::simulate(simulate::Schedule::DualPipeV, S, 2, m, t);
+      EXPECT_DOUBLE_EQ(*std::max_element(r.peak_memory.begin(), r.peak_memory.end()), 2.0 * S + 1) << "S=" << S << " m=" << m;
+      for (int s = 0; s < S; ++s) {
+        std::map<std::tuple<int, int, int>, int> seen;
+        int split = 0;
+        for (const auto& b : plan::stage_order(simulate::Schedule::DualPipeV, S, 2, m, s)) {
+          ++seen[{static_cast<int>(b.kind), b.chunk, b.micro}];
+          split += b.kind == plan::BlockKind::Backward && b.split ? 1 : 0;
+        }
+        int weights = 0;
+        for (const auto& [key, n] : seen) {
+          EXPECT_EQ(n, 1);
+          weights += std::get<0>(key) == static_cast<int>(plan::BlockKind::Weight) ? 1 : 0;
+        }
+        EXPECT_EQ(seen.size(), static_cast<std::size_t>(4 * m + weights)) << "S=" << S << " m=" << m << " stage " << s;
+        EXPECT_EQ(weights, split);
+      }
+    }
   }
 }
 

@@ -158,5 +158,7 @@ INSTANTIATE_TEST_SUITE_P(Demo, DemoReadBack,
                                            DemoCase{"llama2_70b_pp8", "--stages 8 --micro-batches 32 --interleave 1", 0, false, "llama2-70b.json"},
                                            DemoCase{"llama2_70b_pp8_vpp2", "--stages 8 --micro-batches 32 --interleave 2", 0, false, "llama2-70b.json"},
                                            DemoCase{"llama2_70b_pp16_vpp2", "--stages 16 --micro-batches 32 --interleave 2", 0, false, "llama2-70b.json"},
-                                           DemoCase{"llama2_70b_pp8_zb", "--stages 8 --micro-batches 32 --zero-bubble", 0, false, "llama2-70b.json"}),
+                                           DemoCase{"llama2_70b_pp8_zb", "--stages 8 --micro-batches 32 --zero-bubble", 0, false, "llama2-70b.json"},
+                                           DemoCase{"llama2_70b_pp8_dualpipe_v", "--stages 8 --micro-batches 32 --interleave 2 --dualpipe-v", 0, false,
+                                                    "llama2-70b.json"}),
                          [](const ::testing::TestParamInfo<DemoCase>& p) { return std::string(p.param.name); });

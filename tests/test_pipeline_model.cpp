@@ -25,6 +25,9 @@ std::vector<std::tuple<int, int, int, Schedule, int>> grid() {
       for (Schedule sch : {Schedule::OneF1B, Schedule::ZeroBubble}) {
         for (int s = 0; s < S; ++s) out.emplace_back(S, 1, m, sch, s);
       }
+      if (m >= 2 * S) {
+        for (int s = 0; s < S; ++s) out.emplace_back(S, 2, m, Schedule::DualPipeV, s);
+      }
       for (int V : {2, 3, 4}) {
         if (m < S) continue;  // interleaving needs m >= S
         for (Schedule sch : {Schedule::Interleaved, Schedule::InterleavedLessMemory}) {

@@ -35,7 +35,10 @@ std::size_t ix(Rc r) { return static_cast<std::size_t>(r); }
 std::size_t uz(long long v) { return static_cast<std::size_t>(v); }
 std::size_t uz(int v) { return static_cast<std::size_t>(v); }
 
-bool reserved(const Problem& p, int v, int s) { return (v == 0 && s == 0) || (v == p.chunks - 1 && s == p.stages - 1); }
+// The tail's cell: the last chunk's last stage, or (DualPipe-V, whose second chunk runs back to stage 0) its stage 0.
+int tail_stage(const Problem& p) { return p.schedule == simulate::Schedule::DualPipeV ? 0 : p.stages - 1; }
+bool tail_cell(const Problem& p, int v, int s) { return v == p.chunks - 1 && s == tail_stage(p); }
+bool reserved(const Problem& p, int v, int s) { return (v == 0 && s == 0) || tail_cell(p, v, s); }
 
 bool cell_expressible(const std::array<long long, kRcKinds>& c) { return c[ix(Rc::Selective)] == 0 || c[ix(Rc::Comm)] == 0; }
 
@@ -107,7 +110,7 @@ std::vector<std::vector<Mix>> mix_fronts(const BodyType& b, const std::vector<Rc
   return out;
 }
 
-double head_tail_static(const Problem& p, int s) { return (s == 0 ? p.layers.head_mb : 0.0) + (s == p.stages - 1 ? p.layers.tail_mb : 0.0) + p.constant_mb; }
+double head_tail_static(const Problem& p, int s) { return (s == 0 ? p.layers.head_mb : 0.0) + (s == tail_stage(p) ? p.layers.tail_mb : 0.0) + p.constant_mb; }
 
 Assignment empty_assignment(const Problem& p) {
   return Assignment(p.layers.bodies.size(),
@@ -175,7 +178,11 @@ struct StageChoice {
   std::vector<std::vector<Mix>> mixes;
 };
 
-double lead_of(const Problem& p, double forward, double backward) { return p.schedule == simulate::Schedule::ZeroBubble ? forward : forward + backward; }
+// Zero-bubble and DualPipe-V stages may end on weight gradients that wait for nothing downstream: forwards only.
+double lead_of(const Problem& p, double forward, double backward) {
+  bool split = p.schedule == simulate::Schedule::ZeroBubble || p.schedule == simulate::Schedule::DualPipeV;
+  return split ? forward : forward + backward;
+}
 
 // Step 2a (V = 1): the stage's range [pos, pos + k) in model order fixes the count of each type; least backward
 // over the types' fronts within the memory budget.
@@ -232,7 +239,6 @@ StageChoice stage_option_v1(Context& c, int s, long long pos, long long k) {
 std::vector<StageChoice> stage_options_vn(Context& c, int s, long long k) {
   const Problem& p = c.p;
   const int V = p.chunks;
-  const int S = p.stages;
   std::vector<StageChoice> options;
   const BodyType& b = p.layers.bodies[0];
   const auto& vecs = c.vectors[uz(s)];
@@ -243,8 +249,8 @@ std::vector<StageChoice> stage_options_vn(Context& c, int s, long long k) {
   std::vector<Mix> cur(uz(V));
   std::vector<double> partial(vecs.size(), 0.0);
   std::vector<double> rest_min(vecs.size(), 0.0);
-  auto extra_f = [&](int v) { return (v == 0 && s == 0 ? p.layers.head_forward : 0.0) + (v == V - 1 && s == S - 1 ? p.layers.tail_forward : 0.0); };
-  auto extra_b = [&](int v) { return (v == 0 && s == 0 ? p.layers.head_backward : 0.0) + (v == V - 1 && s == S - 1 ? p.layers.tail_backward : 0.0); };
+  auto extra_f = [&](int v) { return (v == 0 && s == 0 ? p.layers.head_forward : 0.0) + (tail_cell(p, v, s) ? p.layers.tail_forward : 0.0); };
+  auto extra_b = [&](int v) { return (v == 0 && s == 0 ? p.layers.head_backward : 0.0) + (tail_cell(p, v, s) ? p.layers.tail_backward : 0.0); };
   auto add = [&](double cell_max, double total, double lead) {
     for (const auto& o : options) {
       if (o.cell_max <= cell_max + 1e-12 && o.time <= total + 1e-12 && o.lead <= lead + 1e-12) return;
@@ -799,6 +805,12 @@ void check_problem(const Problem& p) {
   if (p.chunks > 1 && p.micro_batches < p.stages)
     fail("--micro-batches", "interleaving needs at least as many micro-batches ({}) as stages ({})", p.micro_batches, p.stages);
   if (p.chunks > 1 && p.schedule == simulate::Schedule::ZeroBubble) fail("--zero-bubble", "ZB-H1 runs one chunk per stage; interleave is {}", p.chunks);
+  if (p.schedule == simulate::Schedule::DualPipeV) {
+    if (p.chunks != 2) fail("--dualpipe-v", "DualPipe-V runs two chunks per stage; interleave is {}", p.chunks);
+    if (p.micro_batches < 2 * p.stages)
+      fail("--micro-batches", "DualPipe-V needs at least twice as many micro-batches ({}) as stages ({})", p.micro_batches, p.stages);
+    if (p.layers.bodies.size() > 1) fail("--dualpipe-v", "balances one BODY type; {} has {}", p.layers.file, p.layers.bodies.size());
+  }
   long long cells = 1LL * p.stages * p.chunks;
   long long needed = cells - (cells >= 2 ? 2 : 1);
   if (p.layers.body_layers() < needed)
@@ -857,8 +869,9 @@ simulate::StageTimes stage_times(const Problem& p, const Assignment& x) {
   }
   t.forward[0][0] += p.layers.head_forward;
   t.backward[0][0] += p.layers.head_backward;
-  t.forward[V - 1][S - 1] += p.layers.tail_forward;
-  t.backward[V - 1][S - 1] += p.layers.tail_backward;
+  std::size_t ts = static_cast<std::size_t>(tail_stage(p));
+  t.forward[V - 1][ts] += p.layers.tail_forward;
+  t.backward[V - 1][ts] += p.layers.tail_backward;
   return t;
 }
 
