@@ -27,8 +27,11 @@
 //     lead prefix) per layers placed) minimises it exactly over every plan that meets (1)-(6): that minimum is a
 //     lower bound on the best simulated step.
 //   - incumbents: the same program's optimum for the closed-form step time (plan::closed_form_step) and for
-//     the bound, every end state of both fronts simulated, then a local search on the simulated step (move one
-//     layer across a chunk boundary, change one layer's recompute kind, or both).
+//     the bound, the best end states of both fronts simulated; then (one type) simulated annealing over the
+//     cells' layer counts, each touched stage re-picking by simulation the best of its options (the mixes that
+//     fit its memory and are Pareto-minimal in the chunks' backward times), three seeded rounds within a fixed
+//     budget of simulated blocks; then a local search on the simulated step (move one layer across a chunk
+//     boundary, change one layer's recompute kind, or both).
 //   - "proved optimal" iff the best simulated step equals the lower bound; otherwise the gap is reported.
 //   A time limit stops any step and returns the best found so far with its gap. K > 1 with V > 1 skips the
 //   program (the cells of one stage are not contiguous in model order): bound = m x (least total work) / S.
