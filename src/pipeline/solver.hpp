@@ -4,7 +4,8 @@
 // Model. Data: S stages, V chunks, m micro-batches, schedule sigma; BODY types l = 1..K in model order with
 // N_l layers, forward F_l, backward B_{l,r} and activation A_{l,r} per allowed recompute kind r, parameter
 // memory P_l; head (forward h_f, backward h_b, memory H) in cell (0, 0), tail (t_f, t_b, T) in cell
-// (V-1, S-1); memory limit M and a per-stage constant C.
+// (V-1, S-1) (DualPipe-V: (1, 0), its second chunk running back to stage 0); memory limit M and a per-stage
+// constant C.
 // Variables: integers x_{l,r,v,s} >= 0, the layers of type l with kind r in chunk v of stage s.
 // Constraints:
 //   (1) sum_{r,v,s} x_{l,r,v,s} = N_l;

@@ -111,7 +111,9 @@ std::string render_svg(const SimResult& res, int chunks, const SvgOptions& opt) 
     std::string a = fmt::format(R"X(<line class="axis" x1="{}" x2="{}" y1="{:.1f}" y2="{:.1f}" stroke="#333"/>
 )X",
                                 left, width - right, at, at);
-    for (double t = 0; t <= span * (1 + 1e-9); t += step) {
+    const auto ticks = static_cast<int>(std::floor(span * (1 + 1e-9) / step));
+    for (int i = 0; i <= ticks; ++i) {
+      double t = i * step;
       a += fmt::format(
           R"X(<line class="tick" x1="{:.2f}" x2="{:.2f}" y1="{:.1f}" y2="{:.1f}" stroke="#333"/><text x="{:.2f}" y="{:.1f}" text-anchor="middle" font-size="9">{:g}</text>
 )X",
@@ -136,7 +138,9 @@ std::string render_svg(const SimResult& res, int chunks, const SvgOptions& opt) 
                    *std::max_element(res.peak_memory.begin(), res.peak_memory.end()));
   // Memory axis ticks.
   const double mem_step = tick_step(peak * 1.05, 5);
-  for (double m = 0; m <= peak * 1.05; m += mem_step) {
+  const auto mem_ticks = static_cast<int>(std::floor(peak * 1.05 / mem_step));
+  for (int i = 0; i <= mem_ticks; ++i) {
+    double m = i * mem_step;
     s += fmt::format(
         R"X(<line class="tick" x1="{}" x2="{}" y1="{:.2f}" y2="{:.2f}" stroke="#333"/><line x1="{}" x2="{}" y1="{:.2f}" y2="{:.2f}" stroke="#eee"/><text x="{}" y="{:.2f}" text-anchor="end" font-size="9">{:g}</text>
 )X",
@@ -168,8 +172,9 @@ std::string render_svg(const SimResult& res, int chunks, const SvgOptions& opt) 
   }
   // Stage legend of the memory curves.
   for (int st = 0; st < stages; ++st) {
+    const int legend_row = st / per_row;
     double lx = left + 105.0 * (st % per_row);
-    double ly = mem_top + mem_h + 34 + 16.0 * (st / per_row);
+    double ly = mem_top + mem_h + 34 + 16.0 * legend_row;
     s += fmt::format(
         R"X(<g class="stage-legend"><line x1="{:.1f}" x2="{:.1f}" y1="{:.1f}" y2="{:.1f}" stroke="{}" stroke-width="2.5"/><text x="{:.1f}" y="{:.1f}">stage {} ({:.0f})</text></g>
 )X",
