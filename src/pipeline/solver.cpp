@@ -122,7 +122,10 @@ struct Context {
   const Problem& p;
   std::vector<Rc> kinds;
   std::vector<std::vector<std::vector<int>>> vectors;  // per stage: Pareto-maximal in-flight count vectors
-  std::vector<long long> type_start;                   // model-order position where each type starts
+  // [stage][chunk v]: how many forwards (first V entries, per chunk) and backwards (next V) the stage's order runs
+  // from F(v, s, 0) to B(v, s, m - 1), both included.
+  std::vector<std::vector<std::vector<double>>> windows;
+  std::vector<long long> type_start;  // model-order position where each type starts
   long long total = 0;
   double limit = kInf;
   std::vector<std::vector<std::vector<Mix>>> fronts;  // [type][n]
@@ -165,6 +168,28 @@ Context make_context(const Problem& p) {
   c.limit = p.memory_limit_mb > 0 ? p.memory_limit_mb : kInf;
   for (const auto& b : p.layers.bodies) c.fronts.push_back(mix_fronts(b, c.kinds, b.count, p.memory_limit_mb > 0));
   c.orders = simulate::make_orders(p.schedule, p.stages, p.chunks, p.micro_batches);
+  for (int s = 0; s < p.stages; ++s) {
+    const auto& order = c.orders.order[uz(s)];
+    std::vector<std::vector<double>> w;
+    for (int v = 0; v < p.chunks; ++v) {
+      std::vector<double> n(uz(2 * p.chunks), 0.0);
+      std::size_t first = order.size();
+      std::size_t last = 0;
+      for (std::size_t i = 0; i < order.size(); ++i) {
+        const simulate::Block& b = order[i];
+        if (b.chunk != v) continue;
+        if (b.kind == simulate::BlockKind::Forward && b.micro == 0) first = i;
+        if (b.kind == simulate::BlockKind::Backward && b.micro == p.micro_batches - 1) last = i;
+      }
+      for (std::size_t i = first; i <= last && i < order.size(); ++i) {
+        const simulate::Block& b = order[i];
+        if (b.kind == simulate::BlockKind::Forward) n[uz(b.chunk)] += 1;
+        if (b.kind == simulate::BlockKind::Backward) n[uz(p.chunks + b.chunk)] += 1;
+      }
+      w.push_back(std::move(n));
+    }
+    c.windows.push_back(std::move(w));
+  }
   c.show_progress = p.progress && isatty(fileno(stderr)) != 0;
   return c;
 }
@@ -175,6 +200,10 @@ struct StageChoice {
   double time = kInf;
   double cell_max = kInf;
   double lead = kInf;
+  // For the bound through chunk v's cells (Menu::bound_chunk = v): the stage's order from F(v, s, 0) to
+  // B(v, s, m - 1) (window), the work of the chunks before v (before), and chunk v's cell (chunk_time).
+  double window = 0, before = 0, chunk_time = 0;
+  std::array<double, 3> key{};  // what the options are Pareto-minimal in
   std::vector<std::vector<Mix>> mixes;
 };
 
@@ -236,7 +265,7 @@ StageChoice stage_option_v1(Context& c, int s, long long pos, long long k) {
 
 // Step 2b (V > 1, one type): every composition of k over the chunks and every combination of the chunks' mixes
 // that fits the schedule's in-flight vectors; the Pareto front of (slowest chunk, stage time, lead) is kept.
-std::vector<StageChoice> stage_options_vn(Context& c, int s, long long k) {
+std::vector<StageChoice> stage_options_vn(Context& c, int s, long long k, int bound_chunk) {
   const Problem& p = c.p;
   const int V = p.chunks;
   std::vector<StageChoice> options;
@@ -251,17 +280,30 @@ std::vector<StageChoice> stage_options_vn(Context& c, int s, long long k) {
   std::vector<double> rest_min(vecs.size(), 0.0);
   auto extra_f = [&](int v) { return (v == 0 && s == 0 ? p.layers.head_forward : 0.0) + (tail_cell(p, v, s) ? p.layers.tail_forward : 0.0); };
   auto extra_b = [&](int v) { return (v == 0 && s == 0 ? p.layers.head_backward : 0.0) + (tail_cell(p, v, s) ? p.layers.tail_backward : 0.0); };
+  std::vector<double> cf(uz(V), 0.0);  // the chunks' forward and backward times of the option being built
+  std::vector<double> cb(uz(V), 0.0);
   auto add = [&](double cell_max, double total, double lead) {
-    for (const auto& o : options) {
-      if (o.cell_max <= cell_max + 1e-12 && o.time <= total + 1e-12 && o.lead <= lead + 1e-12) return;
-    }
-    options.erase(std::remove_if(options.begin(), options.end(),
-                                 [&](const StageChoice& o) { return o.cell_max >= cell_max - 1e-12 && o.time >= total - 1e-12 && o.lead >= lead - 1e-12; }),
-                  options.end());
     StageChoice ch;
     ch.time = total;
     ch.cell_max = cell_max;
     ch.lead = lead;
+    ch.key = {cell_max, total, lead};
+    if (bound_chunk >= 0) {
+      const auto& w = c.windows[uz(s)][uz(bound_chunk)];
+      for (int u = 0; u < V; ++u) {
+        ch.window += w[uz(u)] * cf[uz(u)] + w[uz(V + u)] * cb[uz(u)];
+        if (u < bound_chunk) ch.before += cf[uz(u)] + cb[uz(u)];
+      }
+      ch.chunk_time = cf[uz(bound_chunk)] + cb[uz(bound_chunk)];
+      ch.key = {ch.window, ch.before, ch.chunk_time};
+    }
+    auto le = [](const std::array<double, 3>& x, const std::array<double, 3>& y) {
+      return x[0] <= y[0] + 1e-12 && x[1] <= y[1] + 1e-12 && x[2] <= y[2] + 1e-12;
+    };
+    for (const auto& o : options) {
+      if (le(o.key, ch.key)) return;
+    }
+    options.erase(std::remove_if(options.begin(), options.end(), [&](const StageChoice& o) { return le(ch.key, o.key); }), options.end());
     for (const Mix& m : cur) ch.mixes.push_back({m});
     options.push_back(std::move(ch));
   };
@@ -284,6 +326,8 @@ std::vector<StageChoice> stage_options_vn(Context& c, int s, long long k) {
       double bw = m.cost + extra_b(u);
       for (std::size_t i = 0; i < vecs.size(); ++i) partial[i] += vecs[i][ui] * m.weight;
       cur[ui] = m;
+      cf[ui] = f;
+      cb[ui] = bw;
       pick(u + 1, total + f + bw, std::max(cell_max, f + bw), u == 0 ? lead_of(p, f, bw) : lead);
       for (std::size_t i = 0; i < vecs.size(); ++i) partial[i] -= vecs[i][ui] * m.weight;
     }
@@ -317,9 +361,10 @@ std::vector<StageChoice> stage_options_vn(Context& c, int s, long long k) {
 // The options of stage s holding [pos, pos + k), memoised for V > 1 (they depend on k only).
 struct Menu {
   Context& c;
+  int bound_chunk = -1;                                     // >= 0: options for the bound through that chunk's cells (see StageChoice)
   std::vector<std::vector<std::vector<StageChoice>>> memo;  // V > 1: [s][k]
   std::vector<std::vector<char>> done;
-  explicit Menu(Context& ctx) : c(ctx) {
+  explicit Menu(Context& ctx, int chunk = -1) : c(ctx), bound_chunk(chunk) {
     if (c.p.chunks > 1) {
       memo.assign(uz(c.p.stages), std::vector<std::vector<StageChoice>>(uz(c.total + 1)));
       done.assign(uz(c.p.stages), std::vector<char>(uz(c.total + 1), 0));
@@ -332,7 +377,7 @@ struct Menu {
       return {ch};
     }
     if (!done[uz(s)][uz(k)]) {
-      memo[uz(s)][uz(k)] = stage_options_vn(c, s, k);
+      memo[uz(s)][uz(k)] = stage_options_vn(c, s, k, bound_chunk);
       done[uz(s)][uz(k)] = 1;
     }
     return memo[uz(s)][uz(k)];
@@ -938,6 +983,22 @@ Solution solve(const Problem& p) {
       bound_exact = true;
       constexpr std::size_t kSeeds = 16;
       for (std::size_t i = 0; i < std::min(kSeeds, lb.ends.size()); ++i) offer(c, best, rebuild(c, menu, lb, lb.ends[i].second));
+    }
+    // Interleaved: the paths through chunk v's cells (v >= 1): micro-batch 0's forward up to cell (v, s), the
+    // stage's order from F(v, s, 0) to B(v, s, m - 1), then micro-batch m - 1's backward back to cell (0, 0), so
+    // step >= sum over the cells before (v, s) in the virtual order of (F + B) + window(v, s). The program over
+    // stages keeps (a, b) = (the largest such path so far plus the earlier chunks' work on the stages after it,
+    // the work before the next cell of chunk v): a' = max(a, b + window) + before, b' = b + before + chunk time.
+    const bool interleaved = p.schedule == simulate::Schedule::Interleaved || p.schedule == simulate::Schedule::InterleavedLessMemory;
+    for (int v = 1; v < p.chunks && bound_exact && interleaved && !c.timed_out; ++v) {
+      Menu chunk_menu(c, v);
+      DpRun path = dp_over_stages(
+          c, chunk_menu,
+          [](const DpState& st, const StageChoice& o) {
+            return std::pair{std::max(st.a, st.b + o.window) + o.before, st.b + o.before + o.chunk_time};
+          },
+          [](const DpState& st) { return st.a; }, fmt::format("bound through chunk {}", v));
+      if (!c.timed_out && !path.ends.empty()) bound = std::max(bound, path.ends.front().first);
     }
     phase("bound program");
     // The closed-form step time's optimum and its neighbours.
