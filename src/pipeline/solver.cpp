@@ -709,6 +709,50 @@ class Annealer {
     }
   }
 
+  // Hill climbing in the same neighbourhood, every move in turn (first improvement of the score), until no move
+  // improves, the plan meets the bound, or `sims` simulations are spent.
+  void polish(Incumbent& best, double bound, long long sims) {
+    const int cells = S_ * V_;
+    opt_.assign(uz(S_), 0);
+    double mk = kInf;
+    double cur = kInf;
+    for (int s = 0; s < S_; ++s) {
+      if (!repair(n_, opt_, s, cur, mk)) return;
+    }
+    const long long sims0 = sims_;
+    bool improved = true;
+    while (improved && sims_ - sims0 < sims && best.step > bound * (1 + kTol) && !c_.out_of_time()) {
+      improved = false;
+      c_.progress("polishing", best.step, bound);
+      for (int a = 0; a < cells && !improved && sims_ - sims0 < sims; ++a) {
+        for (int b = 0; b < cells && !improved; ++b) {
+          int va = a / S_;
+          int sa = a % S_;
+          int vb = b / S_;
+          int sb = b % S_;
+          if (a == b || n_[uz(va)][uz(sa)] <= (reserved(c_.p, va, sa) ? 0 : 1)) continue;
+          std::vector<std::vector<long long>> n = n_;
+          std::vector<std::size_t> opt = opt_;
+          --n[uz(va)][uz(sa)];
+          ++n[uz(vb)][uz(sb)];
+          if (options(sa, n).empty() || options(sb, n).empty()) continue;
+          opt[uz(sa)] = 0;
+          opt[uz(sb)] = 0;
+          double score = kInf;
+          double step = kInf;
+          if (!repair(n, opt, sa, score, step)) continue;
+          if (sb != sa && !repair(n, opt, sb, score, step)) continue;
+          if (score >= cur - 1e-9) continue;
+          n_ = std::move(n);
+          opt_ = std::move(opt);
+          cur = score;
+          improved = true;
+          if (step < best.step - kTol) offer(c_, best, build(n_, opt_));
+        }
+      }
+    }
+  }
+
  private:
   using Option = std::vector<const Mix*>;  // one mix per chunk
 
@@ -1029,6 +1073,7 @@ Solution solve(const Problem& p) {
     for (const auto& order : c.orders.order) blocks += static_cast<double>(order.size());
     const auto sims = static_cast<long long>(kBlocks / kRounds / std::max(1.0, blocks));
     for (unsigned round = 0; round < kRounds && !c.timed_out; ++round) Annealer(c, best.x).run(best, bound, kProposals, sims, 20240611 + round);
+    if (!c.timed_out) Annealer(c, best.x).polish(best, bound, sims);
     phase("annealing");
   }
   local_search(c, best, bound);
