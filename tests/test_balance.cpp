@@ -455,7 +455,7 @@ TEST(Decompose, ReadsTheReferencesDryRunInputAndItsHeadTailConvention) {
 }
 
 TEST(Balance, InterleavedBoundNeverExceedsTheExhaustiveOptimum) {
-  // The bound through every chunk's cells (micro-batch 0's forward up to a cell, the stage's order over that
+  // The bound through the last chunk's cells (micro-batch 0's forward up to a cell, the stage's order over that
   // chunk's micro-batches, micro-batch m - 1's backward back) against exhaustive enumeration on random small
   // interleaved cases (fixed seed): the bound may never exceed the best simulated step of any plan that fits.
   std::mt19937 rng(7);
