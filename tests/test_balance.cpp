@@ -2,8 +2,11 @@
 // and against the optimiser's memory model, the memory decomposition, and bad layers files.
 #include <cmath>
 #include <filesystem>
+#include <map>
 #include <random>
+#include <tuple>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "core/error.hpp"
@@ -41,9 +44,11 @@ TEST(Balance, OptimiserEqualsExhaustiveEnumerationOnSmallCases) {
     long long L;
     double limit;
     bool less;
+    bool dual = false;  // DualPipe-V
   };
-  std::vector<Case> cases = {{3, 1, 4, 6, 330, false}, {4, 1, 6, 8, 360, false}, {3, 1, 3, 7, 0, false},   {2, 2, 4, 6, 420, false},
-                             {3, 2, 3, 6, 460, true},  {2, 2, 2, 5, 350, false}, {8, 1, 8, 9, 300, false}, {4, 1, 4, 16, 700, false}};
+  std::vector<Case> cases = {{3, 1, 4, 6, 330, false},       {4, 1, 6, 8, 360, false},       {3, 1, 3, 7, 0, false},      {2, 2, 4, 6, 420, false},
+                             {3, 2, 3, 6, 460, true},        {2, 2, 2, 5, 350, false},       {8, 1, 8, 9, 300, false},    {4, 1, 4, 16, 700, false},
+                             {2, 2, 4, 6, 420, false, true}, {3, 2, 6, 6, 520, false, true}, {2, 2, 5, 5, 0, false, true}};
   for (const auto& c : cases) {
     balance::Problem p;
     p.layers = layers(c.L, 10, 40, {{Rc::None, 20}, {Rc::Selective, 12}, {Rc::Full, 3}});
@@ -53,9 +58,10 @@ TEST(Balance, OptimiserEqualsExhaustiveEnumerationOnSmallCases) {
     p.micro_batches = c.m;
     p.memory_limit_mb = c.limit;
     p.schedule = c.V == 1 ? simulate::Schedule::OneF1B : (c.less ? simulate::Schedule::InterleavedLessMemory : simulate::Schedule::Interleaved);
+    if (c.dual) p.schedule = simulate::Schedule::DualPipeV;
     balance::Solution dp = balance::solve(p);
     balance::Solution brute = balance::solve_exhaustive(p);
-    SCOPED_TRACE(::testing::Message() << "S=" << c.S << " V=" << c.V << " m=" << c.m << " L=" << c.L << " limit=" << c.limit);
+    SCOPED_TRACE(::testing::Message() << "S=" << c.S << " V=" << c.V << " m=" << c.m << " L=" << c.L << " limit=" << c.limit << " dual=" << c.dual);
     ASSERT_EQ(dp.feasible, brute.feasible);
     if (dp.feasible) {
       // The exhaustive optimum (every expressible plan simulated) is the reference value; the bound must not
@@ -167,6 +173,38 @@ TEST(Simulator, InterleavedInFlightIsMegatronsWarmup) {
   }
 }
 
+TEST(Simulator, DualPipeVHoldsPPPlusOneChunkActivations) {
+  // DualPipe repository README, "Pipeline Bubbles and Memory Usage Comparison": DualPipeV holds PP + 1 chunk
+  // activations per device, PP = 2 S pipeline stages on S devices. Equal chunks (activation 1 per micro-batch):
+  // the busiest device peaks at 2 S + 1. Every (chunk, micro-batch) runs one forward and one backward per stage,
+  // every split backward one W, and the simulator finds no causality violation.
+  for (int S : {2, 3, 4, 8}) {
+    for (int m : {2 * S, 2 * S + 1, 3 * S}) {
+      simulate::StageTimes t;
+      t.forward.assign(2, std::vector<double>(static_cast<std::size_t>(S), 1.0));
+      t.backward.assign(2, std::vector<double>(static_cast<std::size_t>(S), 2.0));
+      t.activation.assign(2, std::vector<double>(static_cast<std::size_t>(S), 1.0));
+      auto r = simulate::simulate(simulate::Schedule::DualPipeV, S, 2, m, t);
+      EXPECT_DOUBLE_EQ(*std::max_element(r.peak_memory.begin(), r.peak_memory.end()), 2.0 * S + 1) << "S=" << S << " m=" << m;
+      for (int s = 0; s < S; ++s) {
+        std::map<std::tuple<int, int, int>, int> seen;
+        int split = 0;
+        for (const auto& b : plan::stage_order(simulate::Schedule::DualPipeV, S, 2, m, s)) {
+          ++seen[{static_cast<int>(b.kind), b.chunk, b.micro}];
+          split += b.kind == plan::BlockKind::Backward && b.split ? 1 : 0;
+        }
+        int weights = 0;
+        for (const auto& [key, n] : seen) {
+          EXPECT_EQ(n, 1);
+          weights += std::get<0>(key) == static_cast<int>(plan::BlockKind::Weight) ? 1 : 0;
+        }
+        EXPECT_EQ(seen.size(), static_cast<std::size_t>(4 * m + weights)) << "S=" << S << " m=" << m << " stage " << s;
+        EXPECT_EQ(weights, split);
+      }
+    }
+  }
+}
+
 TEST(Simulator, CausalityViolationIsAnError) {
   // Fewer micro-batches than stages is no valid interleaved order: refused, not simulated wrongly.
   simulate::StageTimes t;
@@ -190,7 +228,9 @@ TEST(Simulator, SvgIsValidXml) {
   io::write_atomic(path, simulate::render_svg(r, 1, o));
   std::string cmd =
       "python3 -c \"import sys, xml.etree.ElementTree as E; r = E.parse(sys.argv[1]).getroot(); "
-      "assert r.tag.endswith('svg'); assert len(r.findall('{http://www.w3.org/2000/svg}rect')) >= 36\" " +
+      "assert r.tag.endswith('svg'); assert len(r.findall('{http://www.w3.org/2000/svg}rect')) >= 36; "
+      "g = [e for e in r.iter() if e.get('class') == 'stage-legend']; assert len(g) == 3, len(g); "
+      "t = [e for e in r.iter() if e.get('class') == 'tick']; assert len(t) >= 10, len(t)\" " +
       path;
   EXPECT_EQ(std::system(cmd.c_str()), 0);
 }
@@ -331,4 +371,120 @@ TEST(BalanceCli, BundledExamplesRun) {
   auto mj = nlohmann::json::parse(m.out);
   EXPECT_TRUE(mj["manual"].contains("front_loaded"));
   EXPECT_GT(mj["manual"]["even_all_selective"]["simulated_step_time"].get<double>(), 0.0);
+}
+
+TEST(BalanceCli, ZeroBubbleOnTheDemoIsProvedInfeasibleAndSaysSo) {
+  // Independent count: ZB-H1 holds min(S, m) = 16 micro-batches on every stage, so the lightest layer (both
+  // recompute: 2141 MB of parameters + 16 x 511 MB) takes 10317 MB and a stage of 56000 MB holds at most 5
+  // layers: 16 x 5 = 80 < 96 body layers.
+  std::string demo = std::string(SAPP_SOURCE_DIR) + "/data/layers/demo.json";
+  auto r = test::run_sapp("balance --layers " + demo + " --stages 16 --micro-batches 16 --memory-limit 56000 --zero-bubble");
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.out.find("96 body layers, 16 stages"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("schedule zb-h1"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("solver: :"), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("96 layers over 16 stages fits 56000 MB"), std::string::npos) << r.err;
+  // With room for 7 layers a stage (7 x 10317 + 4245 MB of head < 80000 MB) it finds a plan that fits.
+  auto ok = test::run_sapp("balance --layers " + demo + " --stages 16 --micro-batches 16 --memory-limit 80000 --zero-bubble --format json");
+  ASSERT_EQ(ok.status, 0) << ok.err;
+  auto j = nlohmann::json::parse(ok.out);
+  EXPECT_EQ(j["schedule"].get<std::string>(), "zb-h1");
+  EXPECT_TRUE(j["result"]["fits"].get<bool>());
+}
+
+TEST(Decompose, ReadsTheReferencesDryRunInputAndItsHeadTailConvention) {
+  // The reference planner's documented decomposition of its demo dry run: P 2141, activations none 852,
+  // selective 767, comm 535, both 511, constant -1896, head 4245 and tail 1203 MB, its head and tail absorbing the
+  // constant (M_0 = n_0 P + S sum c A + head). Peaks planted from those terms for a 16-stage run of 96 layers with
+  // only some body stages measured (partial measurements), read with the framework's recompute semantics.
+  const int S = 16;
+  std::vector<long long> offset = {0, 1, -1, 2, -2, 1, -1, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+  std::vector<long long> sel = {6, 2, 0, 5, 1, 3, 0, 4, 0, 0, 0, 0, 0, 0, 0, 2};
+  std::vector<long long> comm = {6, 0, 3, 2, 4, 1, 2, 4, 0, 0, 0, 0, 0, 0, 0, 1};
+  const double P = 2141, a_none = 852, a_sel = 767, a_comm = 535, a_both = 511, C = -1896, head = 4245, tail = 1203;
+  auto peak = [&](int i) {
+    long long n = 6 + offset[static_cast<std::size_t>(i)];
+    long long s = sel[static_cast<std::size_t>(i)];
+    long long c = comm[static_cast<std::size_t>(i)];
+    long long both = std::min(s, c);
+    double act = static_cast<double>(both) * a_both + static_cast<double>(s - both) * a_sel + static_cast<double>(c - both) * a_comm +
+                 static_cast<double>(n - s - c + both) * a_none;
+    double extra = i == 0 ? head : i == S - 1 ? tail : C;
+    return static_cast<double>(n) * P + (S - i) * act + extra;
+  };
+  auto list = [](const auto& v) {
+    std::string s = "[";
+    for (std::size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + fmt::format("{}", v[i]);
+    return s + "]";
+  };
+  std::vector<int> ids = {1, 2, 3, 4, 5, 6, 7};
+  std::vector<double> mems;
+  for (int i : ids) mems.push_back(peak(i));
+  std::string yaml = fmt::format(
+      "pipeline_config:\n  pipeline_num: 16\n  num_layer: 96\n  offset: {}\ntime_config:\n  head: 90\n  body: 90\n  tail: 180\n"
+      "recompute_config:\n  recompute: false\n  select_recompute: {}\n  select_comm_recompute: {}\nmemory_usage:\n  head_memory: {}\n"
+      "  tail_memory: {}\n  body_memories:\n    stage_id: {}\n    memories: {}\n",
+      list(offset), list(sel), list(comm), peak(0), peak(S - 1), list(ids), list(mems));
+  std::string dir = test::temp_dir();
+  io::write_atomic(dir + "/init.yaml", yaml);
+  auto r = test::run_sapp("balance decompose --measured " + dir + "/init.yaml --format json");
+  ASSERT_EQ(r.status, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_NEAR(j["memory_parameter"].get<double>(), P, 1e-6);
+  EXPECT_NEAR(j["activation_mb"]["none"].get<double>(), a_none, 1e-6);
+  EXPECT_NEAR(j["activation_mb"]["selective"].get<double>(), a_sel, 1e-6);
+  EXPECT_NEAR(j["activation_mb"]["comm"].get<double>(), a_comm, 1e-6);
+  EXPECT_NEAR(j["activation_mb"]["both"].get<double>(), a_both, 1e-6);
+  EXPECT_NEAR(j["constant_mb"].get<double>(), C, 1e-6);
+  EXPECT_NEAR(j["head_mb"].get<double>(), head, 1e-6);
+  EXPECT_NEAR(j["tail_mb"].get<double>(), tail, 1e-6);
+  EXPECT_EQ(j["equations"].get<int>(), 7);
+  // Four body stages cannot tell P and four activations apart: refused, saying so.
+  for (int k = 0; k < 3; ++k) {
+    ids.pop_back();
+    mems.pop_back();
+  }
+  io::write_atomic(dir + "/short.yaml",
+                   fmt::format("pipeline_config:\n  pipeline_num: 16\n  num_layer: 96\n  offset: {}\nrecompute_config:\n  select_recompute: {}\n"
+                               "  select_comm_recompute: {}\nmemory_usage:\n  head_memory: {}\n  tail_memory: {}\n  body_memories:\n"
+                               "    stage_id: {}\n    memories: {}\n",
+                               list(offset), list(sel), list(comm), peak(0), peak(S - 1), list(ids), list(mems)));
+  auto bad = test::run_sapp("balance decompose --measured " + dir + "/short.yaml");
+  EXPECT_NE(bad.status, 0);
+  EXPECT_NE(bad.err.find("under-determined"), std::string::npos) << bad.err;
+}
+
+TEST(Balance, InterleavedBoundNeverExceedsTheExhaustiveOptimum) {
+  // The bound through the last chunk's cells (micro-batch 0's forward up to a cell, the stage's order over that
+  // chunk's micro-batches, micro-batch m - 1's backward back) against exhaustive enumeration on random small
+  // interleaved cases (fixed seed): the bound may never exceed the best simulated step of any plan that fits.
+  std::mt19937 rng(7);
+  int checked = 0;
+  for (int trial = 0; trial < 14; ++trial) {
+    int S = 2 + static_cast<int>(rng() % 2);
+    int V = 2 + static_cast<int>(rng() % 2);
+    if (S == 3 && V == 3) V = 2;  // keep the enumeration small
+    int m = S + static_cast<int>(rng() % 3);
+    long long L = S * V + static_cast<long long>(rng() % 3);
+    balance::Problem p;
+    p.layers = layers(L, 5 + static_cast<double>(rng() % 10), 30, {{Rc::None, 12}, {Rc::Full, 2}});
+    p.layers.head_forward = static_cast<double>(rng() % 20);
+    p.layers.tail_forward = static_cast<double>(rng() % 30);
+    p.layers.tail_backward = 2 * p.layers.tail_forward;
+    p.stages = S;
+    p.chunks = V;
+    p.micro_batches = m;
+    p.memory_limit_mb = rng() % 2 ? 0 : 30.0 * static_cast<double>(L) / S + 12.0 * m + 20;
+    p.schedule = rng() % 2 ? simulate::Schedule::Interleaved : simulate::Schedule::InterleavedLessMemory;
+    SCOPED_TRACE(::testing::Message() << "S=" << S << " V=" << V << " m=" << m << " L=" << L << " limit=" << p.memory_limit_mb << " "
+                                      << simulate::to_string(p.schedule));
+    balance::Solution brute = balance::solve_exhaustive(p);
+    balance::Solution sol = balance::solve(p);
+    ASSERT_EQ(sol.feasible, brute.feasible);
+    if (!brute.feasible) continue;
+    EXPECT_LE(sol.bound, brute.eval.objective * (1 + 1e-12));
+    EXPECT_GE(sol.eval.objective, brute.eval.objective * (1 - 1e-12));
+    ++checked;
+  }
+  EXPECT_GE(checked, 8);
 }

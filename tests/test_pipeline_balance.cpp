@@ -108,8 +108,9 @@ namespace {
 struct DemoCase {
   const char* name;
   const char* flags;
-  double reference_step;   // the reference's CBC answer at its default 90 s limit, simulated
-  bool known_gap = false;  // the local search stops above the reference's answer (reported, not hidden)
+  double reference_step;   // the reference's CBC answer at its default 90 s limit, simulated (0: none published)
+  bool known_gap = false;  // the search stops above the reference's answer (reported, not hidden)
+  const char* layers = "demo.json";
 };
 
 class DemoReadBack : public ::testing::TestWithParam<DemoCase> {};
@@ -119,8 +120,8 @@ class DemoReadBack : public ::testing::TestWithParam<DemoCase> {};
 TEST_P(DemoReadBack, PrintedYamlFitsWhenReadBackAndIsNoSlowerThanTheReference) {
   const DemoCase& c = GetParam();
   std::string dir = test::temp_dir();
-  std::string demo = std::string(SAPP_SOURCE_DIR) + "/data/layers/demo.json";
-  std::string base = "balance --layers " + demo + " --stages 16 --micro-batches 16 --memory-limit 56000 " + c.flags;
+  std::string demo = std::string(SAPP_SOURCE_DIR) + "/data/layers/" + c.layers;
+  std::string base = "balance --layers " + demo + " --memory-limit 56000 " + c.flags;
   auto r = test::run_sapp(base + " --format yaml --output " + dir + "/plan.yaml");
   ASSERT_EQ(r.status, 0) << r.err;
   // Wrap the printed keys as one manual strategy and read them back.
@@ -143,12 +144,28 @@ TEST_P(DemoReadBack, PrintedYamlFitsWhenReadBackAndIsNoSlowerThanTheReference) {
   EXPECT_NEAR(back["simulated_step_time"].get<double>(), j["result"]["simulated_step_time"].get<double>(), 1e-6);
   EXPECT_EQ(back["peak_memory_mb"], j["result"]["peak_memory_mb"]);
   double step = j["result"]["simulated_step_time"].get<double>();
-  if (c.known_gap && step > c.reference_step) GTEST_SKIP() << "known gap: simulated step " << step << " against the reference's " << c.reference_step;
+  if (c.reference_step == 0) return;
+  if (c.known_gap && step > c.reference_step) {
+    // Not a search failure when the plan is proved optimal: then no plan that fits the exact memory model reaches
+    // the reference's figure (its plan must exceed this memory model, or its simulation differ).
+    GTEST_SKIP() << "known gap: simulated step " << step << " against the reference's " << c.reference_step
+                 << (j["solver"]["proved_optimal"].get<bool>() ? " (proved optimal: every plan that fits simulates to at least the lower bound "
+                                                               : " (not proved; lower bound ")
+                 << j["solver"]["lower_bound"].get<double>() << ")";
+  }
   EXPECT_LE(step, c.reference_step) << c.name;
 }
 
 // Reference answers (issue 11): 58248 (interleave 1), 49293 (interleave 3), 55955.7 (interleave 3, less memory).
+// Llama-2-70B-shaped layers (data/layers/llama2-70b.json): no published answer; the plans must fit when read back.
 INSTANTIATE_TEST_SUITE_P(Demo, DemoReadBack,
-                         ::testing::Values(DemoCase{"interleave1", "--interleave 1", 58248}, DemoCase{"interleave3", "--interleave 3", 49293, true},
-                                           DemoCase{"interleave3_less_memory", "--interleave 3 --less-memory", 55955.7}),
+                         ::testing::Values(DemoCase{"interleave1", "--stages 16 --micro-batches 16 --interleave 1", 58248},
+                                           DemoCase{"interleave3", "--stages 16 --micro-batches 16 --interleave 3", 49293, true},
+                                           DemoCase{"interleave3_less_memory", "--stages 16 --micro-batches 16 --interleave 3 --less-memory", 55955.7},
+                                           DemoCase{"llama2_70b_pp8", "--stages 8 --micro-batches 32 --interleave 1", 0, false, "llama2-70b.json"},
+                                           DemoCase{"llama2_70b_pp8_vpp2", "--stages 8 --micro-batches 32 --interleave 2", 0, false, "llama2-70b.json"},
+                                           DemoCase{"llama2_70b_pp16_vpp2", "--stages 16 --micro-batches 32 --interleave 2", 0, false, "llama2-70b.json"},
+                                           DemoCase{"llama2_70b_pp8_zb", "--stages 8 --micro-batches 32 --zero-bubble", 0, false, "llama2-70b.json"},
+                                           DemoCase{"llama2_70b_pp8_dualpipe_v", "--stages 8 --micro-batches 32 --interleave 2 --dualpipe-v", 0, false,
+                                                    "llama2-70b.json"}),
                          [](const ::testing::TestParamInfo<DemoCase>& p) { return std::string(p.param.name); });

@@ -26,6 +26,7 @@ struct BalanceOptions {
   std::string interleave = "1";
   bool less_memory = false;
   bool zero_bubble = false;
+  bool dualpipe_v = false;
   std::string kinds;
   double constant = 0;
   double time_limit = 90;
@@ -106,7 +107,7 @@ json sim_json(const Simulated& s) {
 
 void run_decompose(const BalanceOptions& o) {
   if (o.measured.empty()) fail("--measured", "is required: a YAML of dry-run stage peaks");
-  balance::Measurements m = balance::measurements_from_json(io::read_tree(o.measured), o.measured);
+  balance::Measurements m = balance::read_measurements(io::read_tree(o.measured), o.measured);
   if (o.no_constant) m.constant = false;
   balance::Decomposition d = balance::decompose(m);
   std::string out;
@@ -163,9 +164,12 @@ balance::Problem make_problem(const BalanceOptions& o, balance::LayerSet layers,
   p.time_limit_s = o.time_limit;
   p.progress = true;
   if (o.zero_bubble && chunks > 1) fail("--zero-bubble", "ZB-H1 runs one chunk per stage; interleave is {}", chunks);
-  p.schedule = o.zero_bubble ? simulate::Schedule::ZeroBubble
-               : chunks > 1  ? (o.less_memory ? simulate::Schedule::InterleavedLessMemory : simulate::Schedule::Interleaved)
-                             : simulate::Schedule::OneF1B;
+  if (o.dualpipe_v && chunks != 2) fail("--dualpipe-v", "DualPipe-V runs two chunks per stage; interleave is {}", chunks);
+  if (o.dualpipe_v && (o.zero_bubble || o.less_memory)) fail("--dualpipe-v", "is a schedule of its own: drop --zero-bubble and --less-memory");
+  p.schedule = o.dualpipe_v    ? simulate::Schedule::DualPipeV
+               : o.zero_bubble ? simulate::Schedule::ZeroBubble
+               : chunks > 1    ? (o.less_memory ? simulate::Schedule::InterleavedLessMemory : simulate::Schedule::Interleaved)
+                               : simulate::Schedule::OneF1B;
   if (!o.kinds.empty()) {
     p.kinds.push_back(Rc::None);
     for (const std::string& name : io::split_commas(o.kinds)) {
@@ -222,6 +226,7 @@ void run_balance(const BalanceOptions& o) {
     // The reference's choice of V: 1..4, the one with the least simulated step.
     for (int v = 1; v <= 4; ++v) {
       if (v > 1 && (o.zero_bubble || o.micro_batches < o.stages)) continue;
+      if (o.dualpipe_v && v != 2) continue;
       long long cells = 1LL * o.stages * v;
       if (layers.body_layers() < cells - (cells >= 2 ? 2 : 1)) continue;
       chunk_choices.push_back(v);
@@ -239,6 +244,7 @@ void run_balance(const BalanceOptions& o) {
   }
   balance::Problem p;
   balance::Solution sol;
+  bool have = false;  // p and sol hold a solved interleave (the first one, even when it has no plan)
   std::string auto_note;
   for (int v : chunk_choices) {
     balance::Problem q = make_problem(o, layers, v);
@@ -247,9 +253,10 @@ void run_balance(const BalanceOptions& o) {
       auto_note +=
           fmt::format("  interleave {}: {}\n", v, s.feasible ? fmt::format("simulated step {:.2f}, {}", s.eval.objective, solver_line(s)) : solver_line(s));
     bool better = s.feasible && (!sol.feasible || s.eval.objective < sol.eval.objective - 1e-9);
-    if (p.stages == 0 || better) {
+    if (!have || better) {
       p = q;
       sol = s;
+      have = true;
     }
   }
 
@@ -371,6 +378,9 @@ Run add_balance(CLI::App& app) {
   cmd->add_option("--memory-limit", o->memory_limit, "per-device memory limit in MB (0: none)")->check(non_negative_number());
   cmd->add_option("--interleave,-i", o->interleave, "chunks per stage (interleaved 1F1B), or auto: 1..4 by simulated step time")->capture_default_str();
   cmd->add_flag("--less-memory", o->less_memory, "interleaved schedule's less-memory variant");
+  cmd->add_flag("--dualpipe-v", o->dualpipe_v,
+                "DualPipe-V schedule (DeepSeek's DualPipe repository): two chunks per stage in a V, head and tail on stage 0; needs --interleave 2 and "
+                "micro-batches >= 2 x stages");
   cmd->add_flag("--zero-bubble", o->zero_bubble, "zero-bubble ZB-H1 schedule (Qi et al. 2023): split backward, weight gradients deferred by the stage index");
   cmd->add_option("--recompute-kinds", o->kinds, "allowed recompute kinds, e.g. full,selective,comm,both (default: every kind the layers state)");
   cmd->add_option("--constant-memory", o->constant, "MB added to every stage")->capture_default_str();
@@ -388,7 +398,10 @@ Run add_balance(CLI::App& app) {
   cmd->add_option("--format,-f", o->format, "output format")->check(CLI::IsMember({"table", "yaml", "json"}))->capture_default_str();
   cmd->add_option("--output,-o", o->output, "write the output to this file (atomically)");
   CLI::App* dec = cmd->add_subcommand("decompose", "recover per-layer memory terms from measured per-stage peaks (least squares)");
-  dec->add_option("--measured", o->measured, "YAML: stages, runs[] of {layers, recompute{kind: per stage}, peaks_mb}")->required();
+  dec->add_option("--measured", o->measured,
+                  "YAML: stages, runs[] of {layers, recompute{kind: per stage}, peaks_mb}; or the reference planner's dry-run input (pipeline_config, "
+                  "recompute_config, memory_usage)")
+      ->required();
   dec->add_flag("--no-constant", o->no_constant, "fit no per-stage constant");
   dec->add_option("--format,-f", o->format, "output format")->check(CLI::IsMember({"table", "json"}));
   dec->add_option("--output,-o", o->output, "write the output to this file (atomically)");

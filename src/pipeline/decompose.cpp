@@ -1,7 +1,9 @@
 #include "pipeline/decompose.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -92,14 +94,20 @@ System build(const Measurements& m) {
   // Kinds used anywhere (none always, when any stage keeps a layer unrecomputed).
   std::vector<Rc> kinds;
   bool none_used = false;
+  auto fitted = [&](const DryRun& run, int i) {
+    if (!run.measured.empty() && !run.measured[static_cast<std::size_t>(i)]) return false;
+    return !m.reference_convention || (i > 0 && i < S - 1);
+  };
   for (const auto& run : m.runs) {
     for (int i = 0; i < S; ++i) {
+      if (!fitted(run, i)) continue;
       long long rec = 0;
       for (const auto& [kind, counts] : run.recomputed) rec += counts[static_cast<std::size_t>(i)];
       if (run.layers[static_cast<std::size_t>(i)] - rec > 0) none_used = true;
     }
     for (const auto& [kind, counts] : run.recomputed) {
-      bool used = std::any_of(counts.begin(), counts.end(), [](long long c) { return c > 0; });
+      bool used = false;
+      for (int i = 0; i < S; ++i) used = used || (fitted(run, i) && counts[static_cast<std::size_t>(i)] > 0);
       if (used && std::find(kinds.begin(), kinds.end(), kind) == kinds.end()) kinds.push_back(kind);
     }
   }
@@ -112,12 +120,15 @@ System build(const Measurements& m) {
     sys.col_c = static_cast<int>(sys.names.size());
     sys.names.push_back("per-stage constant (C)");
   }
-  sys.col_h = static_cast<int>(sys.names.size());
-  sys.names.push_back("head extra (H)");
-  sys.col_t = static_cast<int>(sys.names.size());
-  sys.names.push_back("tail extra (T)");
+  if (!m.reference_convention) {
+    sys.col_h = static_cast<int>(sys.names.size());
+    sys.names.push_back("head extra (H)");
+    sys.col_t = static_cast<int>(sys.names.size());
+    sys.names.push_back("tail extra (T)");
+  }
   for (const auto& run : m.runs) {
     for (int i = 0; i < S; ++i) {
+      if (!fitted(run, i)) continue;
       std::size_t si = static_cast<std::size_t>(i);
       std::vector<double> row(sys.names.size(), 0.0);
       row[0] = static_cast<double>(run.layers[si]);
@@ -128,8 +139,8 @@ System build(const Measurements& m) {
         row[j + 1] = static_cast<double>((S - i) * c);
       }
       if (sys.col_c >= 0) row[static_cast<std::size_t>(sys.col_c)] = 1;
-      if (i == 0) row[static_cast<std::size_t>(sys.col_h)] = 1;
-      if (i == S - 1) row[static_cast<std::size_t>(sys.col_t)] = 1;
+      if (i == 0 && sys.col_h >= 0) row[static_cast<std::size_t>(sys.col_h)] = 1;
+      if (i == S - 1 && sys.col_t >= 0) row[static_cast<std::size_t>(sys.col_t)] = 1;
       sys.a.push_back(row);
       sys.b.push_back(run.peaks_mb[si]);
     }
@@ -192,6 +203,187 @@ Measurements measurements_from_json(const nlohmann::json& tree, const std::strin
   return m;
 }
 
+namespace {
+
+// A value per stage, or per run of per-stage values: 0 / false (none), true (all of `all`), a list, or lists.
+std::vector<std::vector<long long>> per_run(const nlohmann::json* node, const std::string& where, int stages, std::size_t runs,
+                                            const std::vector<std::vector<long long>>& all) {
+  std::vector<std::vector<long long>> out(runs, std::vector<long long>(static_cast<std::size_t>(stages), 0));
+  if (node == nullptr || node->is_null()) return out;
+  if (node->is_boolean() || node->is_number_integer()) {
+    if (node->is_number_integer() && node->get<long long>() != 0)
+      fail(where, "must be true, false, 0, a list per stage or lists per run, got {}", node->dump());
+    if (node->is_boolean() && node->get<bool>()) out = all;
+    return out;
+  }
+  if (!node->is_array() || node->empty()) fail(where, "must be true, false, 0, a list per stage or lists per run, got {}", node->dump().substr(0, 80));
+  bool nested = (*node)[0].is_array();
+  if (nested && node->size() != runs) fail(where, "lists {} runs; the offsets give {}", node->size(), runs);
+  for (std::size_t r = 0; r < runs; ++r) {
+    const nlohmann::json& list = nested ? (*node)[r] : *node;
+    if (!list.is_array() || static_cast<int>(list.size()) != stages)
+      fail(where, "must list {} values (one per stage), got {}", stages, list.dump().substr(0, 80));
+    for (std::size_t i = 0; i < list.size(); ++i) {
+      const auto& v = list[i];
+      if (v.is_boolean())
+        out[r][i] = v.get<bool>() ? all[r][i] : 0;
+      else if (v.is_number_integer())
+        out[r][i] = v.get<long long>();
+      else
+        fail(where, "must hold whole numbers or true/false, got {}", v.dump());
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+Measurements measurements_from_reference(const nlohmann::json& tree, const std::string& file) {
+  io::Reader top{tree, file, ""};
+  top.only({"pipeline_config", "time_config", "profiling_config", "recompute_config", "memory_usage"});
+  if (!top.has("pipeline_config")) top.bad("pipeline_config", "pipeline_num, num_layer and offset of the dry run(s)");
+  if (!top.has("memory_usage")) top.bad("memory_usage", "head_memory, tail_memory and body_memories of the dry run(s)");
+  io::Reader pc = top.child("pipeline_config");
+  pc.only({"pipeline_num", "num_layer", "offset"});
+  Measurements m;
+  m.reference_convention = true;
+  m.stages = static_cast<int>(pc.integer("pipeline_num"));
+  if (m.stages < 3) pc.bad("pipeline_num", "at least 3 stages (the first and last hold the head and tail)");
+  long long layers = pc.integer("num_layer");
+  const nlohmann::json* offset = pc.has("offset") ? &tree.at("pipeline_config").at("offset") : nullptr;
+  std::size_t runs = offset != nullptr && offset->is_array() && !offset->empty() && (*offset)[0].is_array() ? offset->size() : 1;
+  std::vector<std::vector<long long>> zero(runs, std::vector<long long>(static_cast<std::size_t>(m.stages), 0));
+  std::vector<std::vector<long long>> off = per_run(offset, at(file, "pipeline_config.offset"), m.stages, runs, zero);
+  std::vector<std::vector<long long>> n(runs);
+  for (std::size_t r = 0; r < runs; ++r) {
+    long long total = 0;
+    for (long long o : off[r]) {
+      n[r].push_back(layers / m.stages + o);
+      total += n[r].back();
+      if (n[r].back() < 0) fail(at(file, "pipeline_config.offset"), "run {} gives a stage {} layers", r + 1, n[r].back());
+    }
+    if (total != layers) fail(at(file, "pipeline_config.offset"), "run {} places {} layers; num_layer is {}", r + 1, total, layers);
+  }
+  auto key = [&](const char* name) -> const nlohmann::json* {
+    if (!tree.contains("recompute_config") || !tree.at("recompute_config").contains(name)) return nullptr;
+    return &tree.at("recompute_config").at(name);
+  };
+  if (top.has("recompute_config")) top.child("recompute_config").only({"recompute", "select_recompute", "select_comm_recompute"});
+  auto full = per_run(key("recompute"), at(file, "recompute_config.recompute"), m.stages, runs, n);
+  auto sel = per_run(key("select_recompute"), at(file, "recompute_config.select_recompute"), m.stages, runs, n);
+  auto comm = per_run(key("select_comm_recompute"), at(file, "recompute_config.select_comm_recompute"), m.stages, runs, n);
+  io::Reader mu = top.child("memory_usage");
+  mu.only({"head_memory", "tail_memory", "body_memories"});
+  auto per_run_numbers = [&](const nlohmann::json& node, const std::string& where) {
+    std::vector<std::vector<double>> out;
+    auto list = [&](const nlohmann::json& l) {
+      std::vector<double> v;
+      if (!l.is_array()) fail(where, "must be a list (or a list per run), got {}", l.dump().substr(0, 80));
+      for (const auto& x : l) {
+        if (x.is_boolean() || !x.is_number()) fail(where, "must hold numbers, got {}", x.dump());
+        v.push_back(x.get<double>());
+      }
+      return v;
+    };
+    if (node.is_array() && !node.empty() && node[0].is_array()) {
+      for (const auto& l : node) out.push_back(list(l));
+    } else {
+      out.push_back(list(node));
+    }
+    if (out.size() != runs) fail(where, "lists {} runs; the offsets give {}", out.size(), runs);
+    return out;
+  };
+  std::vector<std::vector<double>> ids(runs);
+  std::vector<std::vector<double>> mems(runs);
+  if (mu.has("body_memories")) {
+    io::Reader bm = mu.child("body_memories");
+    bm.only({"stage_id", "memories"});
+    if (!bm.has("stage_id") || !bm.has("memories")) bm.bad("stage_id", "stage_id and memories, lists of the same length");
+    ids = per_run_numbers(tree.at("memory_usage").at("body_memories").at("stage_id"), at(file, "memory_usage.body_memories.stage_id"));
+    mems = per_run_numbers(tree.at("memory_usage").at("body_memories").at("memories"), at(file, "memory_usage.body_memories.memories"));
+  }
+  auto head_tail = [&](const char* name) {
+    std::vector<std::optional<double>> out(runs);
+    if (!mu.has(name)) return out;
+    const auto& node = tree.at("memory_usage").at(name);
+    if (node.is_array()) {
+      if (node.size() != runs) fail(at(file, std::string("memory_usage.") + name), "lists {} runs; the offsets give {}", node.size(), runs);
+      for (std::size_t r = 0; r < runs; ++r) {
+        if (!node[r].is_null()) out[r] = node[r].get<double>();
+      }
+    } else {
+      out[0] = mu.number(name);
+      if (runs > 1) fail(at(file, std::string("memory_usage.") + name), "is one value but the offsets give {} runs", runs);
+    }
+    return out;
+  };
+  auto head = head_tail("head_memory");
+  auto tail = head_tail("tail_memory");
+  for (std::size_t r = 0; r < runs; ++r) {
+    DryRun run;
+    run.layers = n[r];
+    run.peaks_mb.assign(static_cast<std::size_t>(m.stages), 0.0);
+    run.measured.assign(static_cast<std::size_t>(m.stages), false);
+    for (int i = 0; i < m.stages; ++i) {
+      std::size_t si = static_cast<std::size_t>(i);
+      // The framework's keys: full = recompute, both = min(select, comm) - full, then the select-only or comm-only rest.
+      long long f = std::min(full[r][si], n[r][si]);
+      long long s_all = std::min(std::max(sel[r][si], f), n[r][si]);
+      long long c_all = std::min(std::max(comm[r][si], f), n[r][si]);
+      long long both = std::max(std::min(s_all - f, c_all - f), 0LL);
+      std::array<long long, kRcKinds> counts{};
+      counts[static_cast<std::size_t>(Rc::Full)] = f;
+      counts[static_cast<std::size_t>(Rc::Both)] = both;
+      counts[static_cast<std::size_t>(Rc::Selective)] = std::max(s_all - f - both, 0LL);
+      counts[static_cast<std::size_t>(Rc::Comm)] = std::max(c_all - f - both, 0LL);
+      for (Rc k : {Rc::Selective, Rc::Comm, Rc::Both, Rc::Full}) {
+        auto& v = run.recomputed[k];
+        v.resize(static_cast<std::size_t>(m.stages), 0);
+        v[si] = counts[static_cast<std::size_t>(k)];
+      }
+    }
+    if (ids[r].size() != mems[r].size())
+      fail(at(file, "memory_usage.body_memories"), "run {}: {} stage ids but {} memories", r + 1, ids[r].size(), mems[r].size());
+    for (std::size_t j = 0; j < ids[r].size(); ++j) {
+      double id = ids[r][j];
+      if (id != std::floor(id) || id < 1 || id > m.stages - 2)
+        fail(at(file, "memory_usage.body_memories.stage_id"), "{} is not a body stage (1..{})", id, m.stages - 2);
+      std::size_t si = static_cast<std::size_t>(id);
+      run.peaks_mb[si] = mems[r][j];
+      run.measured[si] = true;
+    }
+    if (head[r]) {
+      run.peaks_mb[0] = *head[r];
+      run.measured[0] = true;
+    }
+    if (tail[r]) {
+      run.peaks_mb[static_cast<std::size_t>(m.stages - 1)] = *tail[r];
+      run.measured[static_cast<std::size_t>(m.stages - 1)] = true;
+    }
+    // Kinds no stage uses would only add zero columns.
+    for (auto it = run.recomputed.begin(); it != run.recomputed.end();) {
+      bool used = std::any_of(it->second.begin(), it->second.end(), [](long long c) { return c > 0; });
+      it = used ? std::next(it) : run.recomputed.erase(it);
+    }
+    m.runs.push_back(run);
+  }
+  // The reference fits the constant when the body stages give at least one equation more than P and the
+  // activations need.
+  Measurements without = m;
+  without.constant = false;
+  std::size_t body_rows = 0;
+  for (const auto& run : m.runs) {
+    for (int i = 1; i < m.stages - 1; ++i) body_rows += run.measured[static_cast<std::size_t>(i)] ? 1 : 0;
+  }
+  m.constant = body_rows >= build(without).names.size() + 1;
+  return m;
+}
+
+Measurements read_measurements(const nlohmann::json& tree, const std::string& file) {
+  if (tree.is_object() && tree.contains("memory_usage")) return measurements_from_reference(tree, file);
+  return measurements_from_json(tree, file);
+}
+
 Decomposition decompose(const Measurements& m) {
   System sys = build(m);
   LeastSquares ls = least_squares(sys.a, sys.b);
@@ -218,8 +410,43 @@ Decomposition decompose(const Measurements& m) {
   d.param_mb = ls.x[0];
   for (std::size_t j = 0; j < sys.kinds.size(); ++j) d.activation_mb[sys.kinds[j]] = ls.x[j + 1];
   if (sys.col_c >= 0) d.constant_mb = ls.x[static_cast<std::size_t>(sys.col_c)];
-  d.head_mb = ls.x[static_cast<std::size_t>(sys.col_h)];
-  d.tail_mb = ls.x[static_cast<std::size_t>(sys.col_t)];
+  if (m.reference_convention) {
+    // Head and tail as the mean of what the fitted body terms leave of the first and last stages' peaks.
+    auto rest = [&](int i, double& sum, int& count) {
+      for (const auto& run : m.runs) {
+        std::size_t si = static_cast<std::size_t>(i);
+        if (!run.measured.empty() && !run.measured[si]) continue;
+        double left = run.peaks_mb[si] - static_cast<double>(run.layers[si]) * d.param_mb;
+        long long rec = 0;
+        for (const auto& [kind, counts] : run.recomputed) {
+          rec += counts[si];
+          if (counts[si] == 0) continue;
+          if (!d.activation_mb.count(kind))
+            fail("decompose", "stage {} uses {} recompute, which no measured body stage uses: its activation is unknown", i, to_string(kind));
+          left -= static_cast<double>((m.stages - i) * counts[si]) * d.activation_mb.at(kind);
+        }
+        if (run.layers[si] - rec > 0) {
+          if (!d.activation_mb.count(Rc::None)) fail("decompose", "stage {} keeps layers unrecomputed, which no measured body stage does", i);
+          left -= static_cast<double>((m.stages - i) * (run.layers[si] - rec)) * d.activation_mb.at(Rc::None);
+        }
+        sum += left;
+        ++count;
+      }
+    };
+    double sum = 0;
+    int count = 0;
+    rest(0, sum, count);
+    if (count == 0) fail("decompose", "no run measured stage 0 (memory_usage.head_memory): the head term is unknown");
+    d.head_mb = sum / count;
+    sum = 0;
+    count = 0;
+    rest(m.stages - 1, sum, count);
+    if (count == 0) fail("decompose", "no run measured stage {} (memory_usage.tail_memory): the tail term is unknown", m.stages - 1);
+    d.tail_mb = sum / count;
+  } else {
+    d.head_mb = ls.x[static_cast<std::size_t>(sys.col_h)];
+    d.tail_mb = ls.x[static_cast<std::size_t>(sys.col_t)];
+  }
   for (std::size_t i = 0; i < sys.a.size(); ++i) {
     double fit = 0;
     for (std::size_t j = 0; j < sys.a[i].size(); ++j) fit += sys.a[i][j] * ls.x[j];

@@ -9,6 +9,37 @@
 
 namespace sapp::simulate {
 
+namespace {
+
+// The block a block waits for (besides its left neighbour): kind (0 F, 1 B, -1 none), chunk and stage, same
+// micro-batch. Chunks run stages upward, or downward for DualPipe-V's second chunk; a forward enters a chunk
+// where the previous chunk ended, the backward of the last chunk's last stage follows its forward, and a
+// chunk's backward enters where the next chunk's backward ended.
+struct Producer {
+  int kind = -1;
+  int chunk = 0;
+  int stage = 0;
+};
+Producer producer_of(Schedule schedule, int S, int V, const Block& b, int s) {
+  int v = b.chunk;
+  bool down = plan::reversed_chunk(schedule, v);
+  int first = down ? S - 1 : 0;  // the chunk's first and last stage
+  int last = down ? 0 : S - 1;
+  int prev = down ? s + 1 : s - 1;  // the stage before s along the chunk
+  int next = down ? s - 1 : s + 1;
+  if (b.kind == BlockKind::Weight) return {1, v, s};
+  if (b.kind == BlockKind::Forward) {
+    if (s != first) return {0, v, prev};
+    if (v > 0) return {0, v - 1, plan::reversed_chunk(schedule, v - 1) ? 0 : S - 1};
+    return {};
+  }
+  if (s != last) return {1, v, next};
+  if (v == V - 1) return {0, v, last};
+  return {1, v + 1, plan::reversed_chunk(schedule, v + 1) ? S - 1 : 0};
+}
+
+}  // namespace
+
 Orders make_orders(Schedule schedule, int S, int V, int m) {
   Orders o;
   o.schedule = schedule;
@@ -17,6 +48,20 @@ Orders make_orders(Schedule schedule, int S, int V, int m) {
   o.micro_batches = m;
   o.order.reserve(static_cast<std::size_t>(S));
   for (int s = 0; s < S; ++s) o.order.push_back(stage_order(schedule, S, V, m, s));
+  auto idx = [&](int kind, int v, int s, int k) { return ((kind * V + v) * S + s) * m + k; };
+  for (int s = 0; s < S; ++s) {
+    std::vector<int> self;
+    std::vector<int> prod;
+    for (const Block& b : o.order[static_cast<std::size_t>(s)]) {
+      int v = b.chunk;
+      int k = b.micro;
+      self.push_back(idx(static_cast<int>(b.kind), v, s, k));
+      Producer pr = producer_of(schedule, S, V, b, s);
+      prod.push_back(pr.kind < 0 ? -1 : idx(pr.kind, pr.chunk, pr.stage, k));
+    }
+    o.slot.push_back(std::move(self));
+    o.producer.push_back(std::move(prod));
+  }
   return o;
 }
 
@@ -28,7 +73,6 @@ double run(const Orders& o, const StageTimes& t, std::vector<std::vector<TimedBl
   const int S = o.stages;
   const int V = o.chunks;
   const int m = o.micro_batches;
-  const bool split = o.schedule == Schedule::ZeroBubble;
   auto idx = [&](int kind, int v, int s, int k) {
     return ((static_cast<std::size_t>(kind) * static_cast<std::size_t>(V) + static_cast<std::size_t>(v)) * static_cast<std::size_t>(S) +
             static_cast<std::size_t>(s)) *
@@ -40,24 +84,54 @@ double run(const Orders& o, const StageTimes& t, std::vector<std::vector<TimedBl
     std::size_t v = static_cast<std::size_t>(b.chunk);
     if (b.kind == BlockKind::Forward) return t.forward[v][st];
     double bw = t.backward[v][st];
-    if (!split) return bw;
+    if (!b.split) return bw;
     double rc = t.recompute.empty() ? 0.0 : t.recompute[v][st];
     double grads = bw - rc;
     return b.kind == BlockKind::Backward ? rc + (1.0 - t.weight_fraction) * grads : t.weight_fraction * grads;
   };
   auto producer = [&](const Block& b, int s) -> long long {
-    int v = b.chunk;
-    int k = b.micro;
-    if (b.kind == BlockKind::Forward) {
-      if (s > 0) return static_cast<long long>(idx(0, v, s - 1, k));
-      if (v > 0) return static_cast<long long>(idx(0, v - 1, S - 1, k));
-      return -1;
-    }
-    if (b.kind == BlockKind::Weight) return static_cast<long long>(idx(1, v, s, k));
-    if (s < S - 1) return static_cast<long long>(idx(1, v, s + 1, k));
-    if (v == V - 1) return static_cast<long long>(idx(0, v, S - 1, k));
-    return static_cast<long long>(idx(1, v + 1, 0, k));
+    Producer pr = producer_of(o.schedule, S, V, b, s);
+    return pr.kind < 0 ? -1 : static_cast<long long>(idx(pr.kind, pr.chunk, pr.stage, b.micro));
   };
+  if (timeline == nullptr && o.slot.size() == static_cast<std::size_t>(S)) {
+    // The makespan only: block durations per stage and position, then sweeps over the stages until every block ran.
+    std::vector<std::vector<double>> dur(static_cast<std::size_t>(S));
+    for (int s = 0; s < S; ++s) {
+      std::size_t st = static_cast<std::size_t>(s);
+      dur[st].reserve(o.order[st].size());
+      for (const Block& b : o.order[st]) dur[st].push_back(duration(b, st));
+    }
+    std::vector<std::size_t> at(static_cast<std::size_t>(S), 0);
+    std::vector<double> now(static_cast<std::size_t>(S), 0.0);
+    std::size_t left = 0;
+    for (const auto& ord : o.order) left += ord.size();
+    while (left > 0) {
+      std::size_t before = left;
+      for (std::size_t st = 0; st < static_cast<std::size_t>(S); ++st) {
+        const std::vector<int>& self = o.slot[st];
+        const std::vector<int>& prod = o.producer[st];
+        const std::vector<double>& d = dur[st];
+        std::size_t i = at[st];
+        double clock_s = now[st];
+        for (; i < self.size(); ++i) {
+          int pr = prod[i];
+          double ready = 0;
+          if (pr >= 0) {
+            ready = done[static_cast<std::size_t>(pr)];
+            if (ready < 0) break;
+          }
+          clock_s = std::max(clock_s, ready) + d[i];
+          done[static_cast<std::size_t>(self[i])] = clock_s;
+        }
+        left -= i - at[st];
+        at[st] = i;
+        now[st] = clock_s;
+      }
+      if (left == before) break;  // a causality violation: the general loop below names it
+    }
+    if (left == 0) return *std::max_element(now.begin(), now.end());
+    std::fill(done.begin(), done.end(), -1.0);
+  }
   std::vector<std::size_t> next(static_cast<std::size_t>(S), 0);
   std::vector<double> clock(static_cast<std::size_t>(S), 0.0);
   std::size_t remaining = 0;
@@ -110,7 +184,6 @@ SimResult simulate(Schedule schedule, int S, int V, int m, const StageTimes& t) 
   SimResult r;
   r.end = run(orders, t, &r.timeline);
   // Memory over time: static, + a chunk's activations when its forward ends, - when they are released.
-  BlockKind releases = schedule == Schedule::ZeroBubble ? BlockKind::Weight : BlockKind::Backward;
   r.peak_memory.assign(static_cast<std::size_t>(S), 0.0);
   r.memory.assign(static_cast<std::size_t>(S), {});
   for (int s = 0; s < S; ++s) {
@@ -122,7 +195,7 @@ SimResult simulate(Schedule schedule, int S, int V, int m, const StageTimes& t) 
       double a = t.activation.empty() ? 0.0 : t.activation[static_cast<std::size_t>(tb.block.chunk)][st];
       if (tb.block.kind == BlockKind::Forward)
         mem += a;
-      else if (tb.block.kind == releases)
+      else if (plan::releases(tb.block))
         mem -= a;
       else
         continue;
@@ -147,7 +220,7 @@ SimResult simulate(Schedule schedule, int S, int V, int m, const StageTimes& t) 
   }
   if (model_time > 0) {
     r.real = (S * r.end - model_time) / model_time;
-    if (schedule == Schedule::ZeroBubble) {
+    if (schedule == Schedule::ZeroBubble || schedule == Schedule::DualPipeV) {
       // The same schedule over uniform cells (the mean forward and gradient work, no recompute).
       StageTimes u;
       double cells = static_cast<double>(V) * S;

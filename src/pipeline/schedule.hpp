@@ -3,8 +3,10 @@
 // Dependencies: F(v, s) needs F(v, s-1) of the same micro-batch (at s = 0, F(v-1, S-1)); B(v, s) needs
 // B(v, s+1) (at s = S-1, F(v, S-1) if v is the last chunk, else B(v+1, 0)); W needs the same stage's B. Each
 // block starts when its producer and its left neighbour in the stage's order are done (an ASAP list schedule;
-// a DAG longest path). A cycle is a causality error. Memory per stage: its static memory, plus a chunk's
-// activations when a forward ends, minus them when the block that releases them ends (B, or W for zero-bubble).
+// a DAG longest path). DualPipe-V's second chunk runs the stages downward (S-1 to 0): its F(1, S-1) needs F(0, S-1),
+// its B(1, s) needs B(1, s-1) (at s = 0, F(1, 0): the loss), and B(0, S-1) needs B(1, S-1). A cycle is a causality
+// error. Memory per stage: its static memory, plus a chunk's activations when a forward ends, minus them when the
+// block that releases them ends (B, or W after a split backward: zero-bubble and DualPipe-V).
 #pragma once
 
 #include <string>
@@ -53,6 +55,9 @@ struct Orders {
   Schedule schedule = Schedule::OneF1B;
   int stages = 1, chunks = 1, micro_batches = 1;
   std::vector<std::vector<Block>> order;  // per stage
+  // Per stage and position: the block's own slot and its producer's slot (-1: none) in one flat array of block
+  // end times (filled by make_orders).
+  std::vector<std::vector<int>> slot, producer;
 };
 Orders make_orders(Schedule schedule, int stages, int chunks, int micro_batches);
 

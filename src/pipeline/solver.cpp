@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <functional>
 #include <limits>
+#include <map>
 #include <random>
 
 #include <fmt/format.h>
@@ -34,7 +35,10 @@ std::size_t ix(Rc r) { return static_cast<std::size_t>(r); }
 std::size_t uz(long long v) { return static_cast<std::size_t>(v); }
 std::size_t uz(int v) { return static_cast<std::size_t>(v); }
 
-bool reserved(const Problem& p, int v, int s) { return (v == 0 && s == 0) || (v == p.chunks - 1 && s == p.stages - 1); }
+// The tail's cell: the last chunk's last stage, or (DualPipe-V, whose second chunk runs back to stage 0) its stage 0.
+int tail_stage(const Problem& p) { return p.schedule == simulate::Schedule::DualPipeV ? 0 : p.stages - 1; }
+bool tail_cell(const Problem& p, int v, int s) { return v == p.chunks - 1 && s == tail_stage(p); }
+bool reserved(const Problem& p, int v, int s) { return (v == 0 && s == 0) || tail_cell(p, v, s); }
 
 bool cell_expressible(const std::array<long long, kRcKinds>& c) { return c[ix(Rc::Selective)] == 0 || c[ix(Rc::Comm)] == 0; }
 
@@ -106,7 +110,7 @@ std::vector<std::vector<Mix>> mix_fronts(const BodyType& b, const std::vector<Rc
   return out;
 }
 
-double head_tail_static(const Problem& p, int s) { return (s == 0 ? p.layers.head_mb : 0.0) + (s == p.stages - 1 ? p.layers.tail_mb : 0.0) + p.constant_mb; }
+double head_tail_static(const Problem& p, int s) { return (s == 0 ? p.layers.head_mb : 0.0) + (s == tail_stage(p) ? p.layers.tail_mb : 0.0) + p.constant_mb; }
 
 Assignment empty_assignment(const Problem& p) {
   return Assignment(p.layers.bodies.size(),
@@ -118,7 +122,10 @@ struct Context {
   const Problem& p;
   std::vector<Rc> kinds;
   std::vector<std::vector<std::vector<int>>> vectors;  // per stage: Pareto-maximal in-flight count vectors
-  std::vector<long long> type_start;                   // model-order position where each type starts
+  // [stage][chunk v]: how many forwards (first V entries, per chunk) and backwards (next V) the stage's order runs
+  // from F(v, s, 0) to B(v, s, m - 1), both included.
+  std::vector<std::vector<std::vector<double>>> windows;
+  std::vector<long long> type_start;  // model-order position where each type starts
   long long total = 0;
   double limit = kInf;
   std::vector<std::vector<std::vector<Mix>>> fronts;  // [type][n]
@@ -161,6 +168,28 @@ Context make_context(const Problem& p) {
   c.limit = p.memory_limit_mb > 0 ? p.memory_limit_mb : kInf;
   for (const auto& b : p.layers.bodies) c.fronts.push_back(mix_fronts(b, c.kinds, b.count, p.memory_limit_mb > 0));
   c.orders = simulate::make_orders(p.schedule, p.stages, p.chunks, p.micro_batches);
+  for (int s = 0; s < p.stages; ++s) {
+    const auto& order = c.orders.order[uz(s)];
+    std::vector<std::vector<double>> w;
+    for (int v = 0; v < p.chunks; ++v) {
+      std::vector<double> n(uz(2 * p.chunks), 0.0);
+      std::size_t first = order.size();
+      std::size_t last = 0;
+      for (std::size_t i = 0; i < order.size(); ++i) {
+        const simulate::Block& b = order[i];
+        if (b.chunk != v) continue;
+        if (b.kind == simulate::BlockKind::Forward && b.micro == 0) first = i;
+        if (b.kind == simulate::BlockKind::Backward && b.micro == p.micro_batches - 1) last = i;
+      }
+      for (std::size_t i = first; i <= last && i < order.size(); ++i) {
+        const simulate::Block& b = order[i];
+        if (b.kind == simulate::BlockKind::Forward) n[uz(b.chunk)] += 1;
+        if (b.kind == simulate::BlockKind::Backward) n[uz(p.chunks + b.chunk)] += 1;
+      }
+      w.push_back(std::move(n));
+    }
+    c.windows.push_back(std::move(w));
+  }
   c.show_progress = p.progress && isatty(fileno(stderr)) != 0;
   return c;
 }
@@ -171,10 +200,18 @@ struct StageChoice {
   double time = kInf;
   double cell_max = kInf;
   double lead = kInf;
+  // For the bound through chunk v's cells (Menu::bound_chunk = v): the stage's order from F(v, s, 0) to
+  // B(v, s, m - 1) (window), the work of the chunks before v (before), and chunk v's cell (chunk_time).
+  double window = 0, before = 0, chunk_time = 0;
+  std::array<double, 3> key{};  // what the options are Pareto-minimal in
   std::vector<std::vector<Mix>> mixes;
 };
 
-double lead_of(const Problem& p, double forward, double backward) { return p.schedule == simulate::Schedule::ZeroBubble ? forward : forward + backward; }
+// Zero-bubble and DualPipe-V stages may end on weight gradients that wait for nothing downstream: forwards only.
+double lead_of(const Problem& p, double forward, double backward) {
+  bool split = p.schedule == simulate::Schedule::ZeroBubble || p.schedule == simulate::Schedule::DualPipeV;
+  return split ? forward : forward + backward;
+}
 
 // Step 2a (V = 1): the stage's range [pos, pos + k) in model order fixes the count of each type; least backward
 // over the types' fronts within the memory budget.
@@ -228,10 +265,9 @@ StageChoice stage_option_v1(Context& c, int s, long long pos, long long k) {
 
 // Step 2b (V > 1, one type): every composition of k over the chunks and every combination of the chunks' mixes
 // that fits the schedule's in-flight vectors; the Pareto front of (slowest chunk, stage time, lead) is kept.
-std::vector<StageChoice> stage_options_vn(Context& c, int s, long long k) {
+std::vector<StageChoice> stage_options_vn(Context& c, int s, long long k, int bound_chunk) {
   const Problem& p = c.p;
   const int V = p.chunks;
-  const int S = p.stages;
   std::vector<StageChoice> options;
   const BodyType& b = p.layers.bodies[0];
   const auto& vecs = c.vectors[uz(s)];
@@ -242,19 +278,32 @@ std::vector<StageChoice> stage_options_vn(Context& c, int s, long long k) {
   std::vector<Mix> cur(uz(V));
   std::vector<double> partial(vecs.size(), 0.0);
   std::vector<double> rest_min(vecs.size(), 0.0);
-  auto extra_f = [&](int v) { return (v == 0 && s == 0 ? p.layers.head_forward : 0.0) + (v == V - 1 && s == S - 1 ? p.layers.tail_forward : 0.0); };
-  auto extra_b = [&](int v) { return (v == 0 && s == 0 ? p.layers.head_backward : 0.0) + (v == V - 1 && s == S - 1 ? p.layers.tail_backward : 0.0); };
+  auto extra_f = [&](int v) { return (v == 0 && s == 0 ? p.layers.head_forward : 0.0) + (tail_cell(p, v, s) ? p.layers.tail_forward : 0.0); };
+  auto extra_b = [&](int v) { return (v == 0 && s == 0 ? p.layers.head_backward : 0.0) + (tail_cell(p, v, s) ? p.layers.tail_backward : 0.0); };
+  std::vector<double> cf(uz(V), 0.0);  // the chunks' forward and backward times of the option being built
+  std::vector<double> cb(uz(V), 0.0);
   auto add = [&](double cell_max, double total, double lead) {
-    for (const auto& o : options) {
-      if (o.cell_max <= cell_max + 1e-12 && o.time <= total + 1e-12 && o.lead <= lead + 1e-12) return;
-    }
-    options.erase(std::remove_if(options.begin(), options.end(),
-                                 [&](const StageChoice& o) { return o.cell_max >= cell_max - 1e-12 && o.time >= total - 1e-12 && o.lead >= lead - 1e-12; }),
-                  options.end());
     StageChoice ch;
     ch.time = total;
     ch.cell_max = cell_max;
     ch.lead = lead;
+    ch.key = {cell_max, total, lead};
+    if (bound_chunk >= 0) {
+      const auto& w = c.windows[uz(s)][uz(bound_chunk)];
+      for (int u = 0; u < V; ++u) {
+        ch.window += w[uz(u)] * cf[uz(u)] + w[uz(V + u)] * cb[uz(u)];
+        if (u < bound_chunk) ch.before += cf[uz(u)] + cb[uz(u)];
+      }
+      ch.chunk_time = cf[uz(bound_chunk)] + cb[uz(bound_chunk)];
+      ch.key = {ch.window, ch.before, ch.chunk_time};
+    }
+    auto le = [](const std::array<double, 3>& x, const std::array<double, 3>& y) {
+      return x[0] <= y[0] + 1e-12 && x[1] <= y[1] + 1e-12 && x[2] <= y[2] + 1e-12;
+    };
+    for (const auto& o : options) {
+      if (le(o.key, ch.key)) return;
+    }
+    options.erase(std::remove_if(options.begin(), options.end(), [&](const StageChoice& o) { return le(ch.key, o.key); }), options.end());
     for (const Mix& m : cur) ch.mixes.push_back({m});
     options.push_back(std::move(ch));
   };
@@ -277,6 +326,8 @@ std::vector<StageChoice> stage_options_vn(Context& c, int s, long long k) {
       double bw = m.cost + extra_b(u);
       for (std::size_t i = 0; i < vecs.size(); ++i) partial[i] += vecs[i][ui] * m.weight;
       cur[ui] = m;
+      cf[ui] = f;
+      cb[ui] = bw;
       pick(u + 1, total + f + bw, std::max(cell_max, f + bw), u == 0 ? lead_of(p, f, bw) : lead);
       for (std::size_t i = 0; i < vecs.size(); ++i) partial[i] -= vecs[i][ui] * m.weight;
     }
@@ -310,9 +361,10 @@ std::vector<StageChoice> stage_options_vn(Context& c, int s, long long k) {
 // The options of stage s holding [pos, pos + k), memoised for V > 1 (they depend on k only).
 struct Menu {
   Context& c;
+  int bound_chunk = -1;                                     // >= 0: options for the bound through that chunk's cells (see StageChoice)
   std::vector<std::vector<std::vector<StageChoice>>> memo;  // V > 1: [s][k]
   std::vector<std::vector<char>> done;
-  explicit Menu(Context& ctx) : c(ctx) {
+  explicit Menu(Context& ctx, int chunk = -1) : c(ctx), bound_chunk(chunk) {
     if (c.p.chunks > 1) {
       memo.assign(uz(c.p.stages), std::vector<std::vector<StageChoice>>(uz(c.total + 1)));
       done.assign(uz(c.p.stages), std::vector<char>(uz(c.total + 1), 0));
@@ -325,7 +377,7 @@ struct Menu {
       return {ch};
     }
     if (!done[uz(s)][uz(k)]) {
-      memo[uz(s)][uz(k)] = stage_options_vn(c, s, k);
+      memo[uz(s)][uz(k)] = stage_options_vn(c, s, k, bound_chunk);
       done[uz(s)][uz(k)] = 1;
     }
     return memo[uz(s)][uz(k)];
@@ -590,47 +642,224 @@ void local_search(Context& c, Incumbent& best, double bound) {
   }
 }
 
-// Step 6: iterated local search: a fixed number of rounds (deterministic: a fixed seed, no clock) each perturbs
-// the best plan by a few random layer moves that keep it valid and within memory, runs the local search from
-// there, and keeps the result when its simulated step is better.
-void perturb_and_search(Context& c, Incumbent& best, double bound, int rounds) {
-  const Problem& p = c.p;
-  if (best.x.empty() || p.layers.bodies.size() != 1) return;
-  const int S = p.stages;
-  const int cells = S * p.chunks;
-  std::mt19937 rng(20240611);
-  for (int round = 0; round < rounds && !c.out_of_time() && best.step > bound * (1 + kTol); ++round) {
-    c.progress(fmt::format("perturbation {}/{}", round + 1, rounds), best.step, bound);
-    Assignment x = best.x;
-    int moves = 0;
-    for (int tries = 0; tries < 200 && moves < 3; ++tries) {
-      int a = std::uniform_int_distribution<int>(0, cells - 1)(rng);
-      int b = std::uniform_int_distribution<int>(0, cells - 1)(rng);
-      Rc r = c.kinds[std::uniform_int_distribution<std::size_t>(0, c.kinds.size() - 1)(rng)];
-      Rc r2 = c.kinds[std::uniform_int_distribution<std::size_t>(0, c.kinds.size() - 1)(rng)];
-      auto& from = x[0][uz(a / S)][uz(a % S)];
-      auto& to = x[0][uz(b / S)][uz(b % S)];
-      if (from[ix(r)] == 0) continue;
-      --from[ix(r)];
-      ++to[ix(r2)];
-      bool ok = cell_expressible(from) && cell_expressible(to) && structurally_valid(p, x);
-      if (ok) {
-        simulate::StageTimes t = stage_times(p, x);
-        ok = fits_memory(c, t, a % S) && fits_memory(c, t, b % S);
-      }
-      if (ok) {
-        ++moves;
-      } else {
-        ++from[ix(r)];
-        --to[ix(r2)];
+// Step 6 (one type): simulated annealing over the cells' layer counts. A state is the count n(v, s) of every
+// cell; each stage's recompute mixes are then one of its options: the plans that fit the stage's memory over the
+// schedule's in-flight vectors and are Pareto-minimal in the chunks' backward times (a plan slower in every cell is
+// never better: the makespan is monotone in every block's duration). A proposal moves one layer between two cells
+// and repairs both stages by simulating each of their options and keeping the best. Deterministic: a fixed seed and
+// a fixed number of proposals (the time limit can only cut it short).
+class Annealer {
+ public:
+  Annealer(Context& c, const Assignment& start) : c_(c), S_(c.p.stages), V_(c.p.chunks) {
+    n_.assign(uz(V_), std::vector<long long>(uz(S_), 0));
+    for (int v = 0; v < V_; ++v) {
+      for (int s = 0; s < S_; ++s) {
+        for (long long k : start[0][uz(v)][uz(s)]) n_[uz(v)][uz(s)] += k;
       }
     }
-    Incumbent trial;
-    offer(c, trial, x);
-    local_search(c, trial, bound);
-    if (trial.step < best.step - kTol) best = trial;
+    x_ = start;
   }
-}
+
+  // At most `proposals` proposals and `sims` simulations; the temperature falls with the larger share used.
+  void run(Incumbent& best, double bound, long long proposals, long long sims, unsigned seed) {
+    const int cells = S_ * V_;
+    opt_.assign(uz(S_), 0);
+    double mk = kInf;
+    double cur = kInf;
+    for (int s = 0; s < S_; ++s) {
+      if (!repair(n_, opt_, s, cur, mk)) return;  // the start has a stage with no option (cannot happen for a fitting plan)
+    }
+    offer(c_, best, build(n_, opt_));
+    std::mt19937 rng(seed);
+    const double t_hot = 0.02 * mk;
+    const double t_cold = 1e-4 * mk;
+    const long long sims0 = sims_;
+    for (long long it = 0; it < proposals && sims_ - sims0 < sims && best.step > bound * (1 + kTol); ++it) {
+      if ((it & 255) == 0) {
+        if (c_.out_of_time()) return;
+        c_.progress(fmt::format("annealing {}/{}", it, proposals), best.step, bound);
+      }
+      double used = std::max(static_cast<double>(it) / static_cast<double>(proposals), static_cast<double>(sims_ - sims0) / static_cast<double>(sims));
+      double temperature = t_hot * std::pow(t_cold / t_hot, used);
+      int a = std::uniform_int_distribution<int>(0, cells - 1)(rng);
+      int b = std::uniform_int_distribution<int>(0, cells - 2)(rng);
+      if (b >= a) ++b;
+      int va = a / S_;
+      int sa = a % S_;
+      int vb = b / S_;
+      int sb = b % S_;
+      if (n_[uz(va)][uz(sa)] <= (reserved(c_.p, va, sa) ? 0 : 1)) continue;
+      std::vector<std::vector<long long>> n = n_;
+      std::vector<std::size_t> opt = opt_;
+      --n[uz(va)][uz(sa)];
+      ++n[uz(vb)][uz(sb)];
+      if (options(sa, n).empty() || options(sb, n).empty()) continue;
+      opt[uz(sa)] = 0;
+      opt[uz(sb)] = 0;
+      double score = kInf;
+      double step = kInf;
+      if (!repair(n, opt, sa, score, step)) continue;
+      if (sb != sa && !repair(n, opt, sb, score, step)) continue;
+      bool accept = score <= cur || std::uniform_real_distribution<double>(0, 1)(rng) < std::exp((cur - score) / temperature);
+      if (!accept) continue;
+      n_ = std::move(n);
+      opt_ = std::move(opt);
+      cur = score;
+      if (step < best.step - kTol) offer(c_, best, build(n_, opt_));
+    }
+  }
+
+  // Hill climbing in the same neighbourhood, every move in turn (first improvement of the score), until no move
+  // improves, the plan meets the bound, or `sims` simulations are spent.
+  void polish(Incumbent& best, double bound, long long sims) {
+    const int cells = S_ * V_;
+    opt_.assign(uz(S_), 0);
+    double mk = kInf;
+    double cur = kInf;
+    for (int s = 0; s < S_; ++s) {
+      if (!repair(n_, opt_, s, cur, mk)) return;
+    }
+    const long long sims0 = sims_;
+    bool improved = true;
+    while (improved && sims_ - sims0 < sims && best.step > bound * (1 + kTol) && !c_.out_of_time()) {
+      improved = false;
+      c_.progress("polishing", best.step, bound);
+      for (int a = 0; a < cells && !improved && sims_ - sims0 < sims; ++a) {
+        for (int b = 0; b < cells && !improved; ++b) {
+          int va = a / S_;
+          int sa = a % S_;
+          int vb = b / S_;
+          int sb = b % S_;
+          if (a == b || n_[uz(va)][uz(sa)] <= (reserved(c_.p, va, sa) ? 0 : 1)) continue;
+          std::vector<std::vector<long long>> n = n_;
+          std::vector<std::size_t> opt = opt_;
+          --n[uz(va)][uz(sa)];
+          ++n[uz(vb)][uz(sb)];
+          if (options(sa, n).empty() || options(sb, n).empty()) continue;
+          opt[uz(sa)] = 0;
+          opt[uz(sb)] = 0;
+          double score = kInf;
+          double step = kInf;
+          if (!repair(n, opt, sa, score, step)) continue;
+          if (sb != sa && !repair(n, opt, sb, score, step)) continue;
+          if (score >= cur - 1e-9) continue;
+          n_ = std::move(n);
+          opt_ = std::move(opt);
+          cur = score;
+          improved = true;
+          if (step < best.step - kTol) offer(c_, best, build(n_, opt_));
+        }
+      }
+    }
+  }
+
+ private:
+  using Option = std::vector<const Mix*>;  // one mix per chunk
+
+  const std::vector<Option>& options(int s, const std::vector<std::vector<long long>>& n) {
+    std::vector<long long> comp(uz(V_));
+    long long k = 0;
+    for (int v = 0; v < V_; ++v) {
+      comp[uz(v)] = n[uz(v)][uz(s)];
+      k += comp[uz(v)];
+    }
+    auto key = std::make_pair(s, comp);
+    auto it = memo_.find(key);
+    if (it != memo_.end()) return it->second;
+    const Problem& p = c_.p;
+    std::vector<Option> out;
+    const auto& fr = c_.fronts[0];
+    const auto& vecs = c_.vectors[uz(s)];
+    double budget = c_.limit - static_cast<double>(k) * p.layers.bodies[0].param_mb - head_tail_static(p, s);
+    Option cur(uz(V_), nullptr);
+    bool too_many = false;
+    std::function<void(int)> rec = [&](int v) {
+      if (too_many) return;
+      if (v == V_) {
+        for (const auto& vec : vecs) {
+          double a = 0;
+          for (int u = 0; u < V_; ++u) a += vec[uz(u)] * cur[uz(u)]->weight;
+          if (a > budget + kTol) return;
+        }
+        auto dominates = [&](const Option& x, const Option& y) {
+          for (int u = 0; u < V_; ++u) {
+            if (x[uz(u)]->cost > y[uz(u)]->cost + 1e-12) return false;
+          }
+          return true;
+        };
+        for (const Option& o : out) {
+          if (dominates(o, cur)) return;
+        }
+        std::erase_if(out, [&](const Option& o) { return dominates(cur, o); });
+        out.push_back(cur);
+        too_many = out.size() >= kMaxOptions;
+        return;
+      }
+      if (uz(comp[uz(v)]) >= fr.size()) return;
+      for (const Mix& m : fr[uz(comp[uz(v)])]) {
+        cur[uz(v)] = &m;
+        rec(v + 1);
+      }
+    };
+    rec(0);
+    return memo_[key] = std::move(out);
+  }
+
+  Assignment build(const std::vector<std::vector<long long>>& n, const std::vector<std::size_t>& opt) {
+    Assignment x = x_;
+    for (int s = 0; s < S_; ++s) {
+      const Option& o = options(s, n)[opt[uz(s)]];
+      for (int v = 0; v < V_; ++v) x[0][uz(v)][uz(s)] = o[uz(v)]->counts;
+    }
+    return x;
+  }
+
+  // The simulated step and a tie-break (smaller when the cells are more even) that lets the walk cross plateaus.
+  double score(const Assignment& x, double& step) {
+    simulate::StageTimes t = stage_times(c_.p, x);
+    step = simulate::makespan(c_.orders, t);
+    ++c_.explored;
+    ++sims_;
+    double squares = 0;
+    for (int v = 0; v < V_; ++v) {
+      for (int s = 0; s < S_; ++s) {
+        double cell = t.forward[uz(v)][uz(s)] + t.backward[uz(v)][uz(s)];
+        squares += cell * cell;
+      }
+    }
+    return step + 1e-7 * squares;
+  }
+
+  // Stage s's best option by simulation, the other stages as they are.
+  bool repair(const std::vector<std::vector<long long>>& n, std::vector<std::size_t>& opt, int s, double& best_score, double& best_step) {
+    const std::vector<Option>& os = options(s, n);
+    if (os.empty()) return false;
+    best_score = kInf;
+    std::size_t pick = 0;
+    for (std::size_t i = 0; i < os.size(); ++i) {
+      opt[uz(s)] = i;
+      double step = 0;
+      double sc = score(build(n, opt), step);
+      if (sc < best_score) {
+        best_score = sc;
+        best_step = step;
+        pick = i;
+      }
+    }
+    opt[uz(s)] = pick;
+    return true;
+  }
+
+  static constexpr std::size_t kMaxOptions = 48;
+  long long sims_ = 0;
+  Context& c_;
+  int S_;
+  int V_;
+  Assignment x_;
+  std::vector<std::vector<long long>> n_;
+  std::vector<std::size_t> opt_;
+  std::map<std::pair<int, std::vector<long long>>, std::vector<Option>> memo_;
+};
 
 // A valid lower bound without the program (K > 1 with V > 1): the busiest stage does at least the mean work.
 double work_bound(const Problem& p) {
@@ -665,6 +894,12 @@ void check_problem(const Problem& p) {
   if (p.chunks > 1 && p.micro_batches < p.stages)
     fail("--micro-batches", "interleaving needs at least as many micro-batches ({}) as stages ({})", p.micro_batches, p.stages);
   if (p.chunks > 1 && p.schedule == simulate::Schedule::ZeroBubble) fail("--zero-bubble", "ZB-H1 runs one chunk per stage; interleave is {}", p.chunks);
+  if (p.schedule == simulate::Schedule::DualPipeV) {
+    if (p.chunks != 2) fail("--dualpipe-v", "DualPipe-V runs two chunks per stage; interleave is {}", p.chunks);
+    if (p.micro_batches < 2 * p.stages)
+      fail("--micro-batches", "DualPipe-V needs at least twice as many micro-batches ({}) as stages ({})", p.micro_batches, p.stages);
+    if (p.layers.bodies.size() > 1) fail("--dualpipe-v", "balances one BODY type; {} has {}", p.layers.file, p.layers.bodies.size());
+  }
   long long cells = 1LL * p.stages * p.chunks;
   long long needed = cells - (cells >= 2 ? 2 : 1);
   if (p.layers.body_layers() < needed)
@@ -723,8 +958,9 @@ simulate::StageTimes stage_times(const Problem& p, const Assignment& x) {
   }
   t.forward[0][0] += p.layers.head_forward;
   t.backward[0][0] += p.layers.head_backward;
-  t.forward[V - 1][S - 1] += p.layers.tail_forward;
-  t.backward[V - 1][S - 1] += p.layers.tail_backward;
+  std::size_t ts = static_cast<std::size_t>(tail_stage(p));
+  t.forward[V - 1][ts] += p.layers.tail_forward;
+  t.backward[V - 1][ts] += p.layers.tail_backward;
   return t;
 }
 
@@ -763,6 +999,10 @@ Solution solve(const Problem& p) {
   double bound = 0;
   bool bound_exact = false;
   const bool program = p.chunks == 1 || p.layers.bodies.size() == 1;
+  const bool debug = std::getenv("SAPP_DEBUG") != nullptr;
+  auto phase = [&](const char* name) {
+    if (debug) std::fprintf(stderr, "%8.3f s %s: best %.2f, bound %.2f\n", c.elapsed(), name, best.step, bound);
+  };
   if (program) {
     Menu menu(c);
     const double m = p.micro_batches;
@@ -788,6 +1028,25 @@ Solution solve(const Problem& p) {
       constexpr std::size_t kSeeds = 16;
       for (std::size_t i = 0; i < std::min(kSeeds, lb.ends.size()); ++i) offer(c, best, rebuild(c, menu, lb, lb.ends[i].second));
     }
+    // Interleaved: the paths through chunk v's cells: micro-batch 0's forward up to cell (v, s), the
+    // stage's order from F(v, s, 0) to B(v, s, m - 1), then micro-batch m - 1's backward back to cell (0, 0), so
+    // step >= sum over the cells before (v, s) in the virtual order of (F + B) + window(v, s). The program over
+    // stages keeps (a, b) = (the largest such path so far plus the earlier chunks' work on the stages after it,
+    // the work before the next cell of chunk v): a' = max(a, b + window) + before, b' = b + before + chunk time.
+    const bool interleaved = p.schedule == simulate::Schedule::Interleaved || p.schedule == simulate::Schedule::InterleavedLessMemory;
+    // Only the last chunk's paths (the longest prefix before its cells; the other chunks' gave no more on the demo
+    // and bench cases, and each costs a program).
+    for (int v = p.chunks - 1; v < p.chunks && v >= 1 && bound_exact && interleaved && !c.timed_out; ++v) {
+      Menu chunk_menu(c, v);
+      DpRun path = dp_over_stages(
+          c, chunk_menu,
+          [](const DpState& st, const StageChoice& o) {
+            return std::pair{std::max(st.a, st.b + o.window) + o.before, st.b + o.before + o.chunk_time};
+          },
+          [](const DpState& st) { return st.a; }, fmt::format("bound through chunk {}", v));
+      if (!c.timed_out && !path.ends.empty()) bound = std::max(bound, path.ends.front().first);
+    }
+    phase("bound program");
     // The closed-form step time's optimum and its neighbours.
     if (!c.timed_out) {
       DpRun cf = dp_over_stages(
@@ -799,17 +1058,28 @@ Solution solve(const Problem& p) {
       constexpr std::size_t kSeeds = 16;
       for (std::size_t i = 0; i < std::min(kSeeds, cf.ends.size()); ++i) offer(c, best, rebuild(c, menu, cf, cf.ends[i].second));
     }
+    phase("closed-form program");
   }
   if (!bound_exact) bound = work_bound(p);
   if (best.x.empty()) {
     // An even split with one kind per type, the least memory-hungry that fits (K > 1 with V > 1, or out of time).
     for (Rc r : c.kinds) offer(c, best, even_split(p, r));
   }
-  long long before_ls = c.explored;
+  if (p.layers.bodies.size() == 1 && !best.x.empty() && !c.timed_out) {
+    // Rounds restart from the best plan so far with their own seed.
+    // A budget of simulated blocks (about a second's simulation on one core), whatever the problem's size.
+    constexpr long long kProposals = 40000;
+    constexpr double kBlocks = 1.5e8;
+    constexpr unsigned kRounds = 3;
+    double blocks = 0;
+    for (const auto& order : c.orders.order) blocks += static_cast<double>(order.size());
+    const auto sims = static_cast<long long>(kBlocks / kRounds / std::max(1.0, blocks));
+    for (unsigned round = 0; round < kRounds && !c.timed_out; ++round) Annealer(c, best.x).run(best, bound, kProposals, sims, 20240611 + round);
+    if (!c.timed_out) Annealer(c, best.x).polish(best, bound, sims);
+    phase("annealing");
+  }
   local_search(c, best, bound);
-  constexpr int kPerturbationRounds = 10;
-  perturb_and_search(c, best, bound, kPerturbationRounds);
-  if (std::getenv("SAPP_DEBUG")) std::fprintf(stderr, "local search: %lld plans, step %.2f\n", c.explored - before_ls, best.step);
+  phase("local search");
   c.end_progress();
   sol.method = program ? "bound by a dynamic program over stages, plans simulated" : "local search from even splits, plans simulated";
   sol.timed_out = c.timed_out;

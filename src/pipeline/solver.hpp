@@ -4,7 +4,8 @@
 // Model. Data: S stages, V chunks, m micro-batches, schedule sigma; BODY types l = 1..K in model order with
 // N_l layers, forward F_l, backward B_{l,r} and activation A_{l,r} per allowed recompute kind r, parameter
 // memory P_l; head (forward h_f, backward h_b, memory H) in cell (0, 0), tail (t_f, t_b, T) in cell
-// (V-1, S-1); memory limit M and a per-stage constant C.
+// (V-1, S-1) (DualPipe-V: (1, 0), its second chunk running back to stage 0); memory limit M and a per-stage
+// constant C.
 // Variables: integers x_{l,r,v,s} >= 0, the layers of type l with kind r in chunk v of stage s.
 // Constraints:
 //   (1) sum_{r,v,s} x_{l,r,v,s} = N_l;
@@ -25,10 +26,15 @@
 //     makespan >= max_s [sum_{s'<s} lead(s') + m T_s], lead = F(0, s') + B(0, s') (F only for ZB-H1, whose
 //     weight gradients may overlap the drain). A dynamic program over stages (Pareto front of (bound so far,
 //     lead prefix) per layers placed) minimises it exactly over every plan that meets (1)-(6): that minimum is a
-//     lower bound on the best simulated step.
+//     lower bound on the best simulated step. Interleaved schedules add, for the last chunk v, the paths "micro-batch
+//     0's forward up to cell (v, s), stage s's order from F(v, s, 0) to B(v, s, m - 1), micro-batch m - 1's
+//     backward back to cell (0, 0)", minimised by the same program with other accumulators (docs/balance.md).
 //   - incumbents: the same program's optimum for the closed-form step time (plan::closed_form_step) and for
-//     the bound, every end state of both fronts simulated, then a local search on the simulated step (move one
-//     layer across a chunk boundary, change one layer's recompute kind, or both).
+//     the bound, the best end states of both fronts simulated; then (one type) simulated annealing over the
+//     cells' layer counts, each touched stage re-picking by simulation the best of its options (the mixes that
+//     fit its memory and are Pareto-minimal in the chunks' backward times), three seeded rounds within a fixed
+//     budget of simulated blocks; then a local search on the simulated step (move one layer across a chunk
+//     boundary, change one layer's recompute kind, or both).
 //   - "proved optimal" iff the best simulated step equals the lower bound; otherwise the gap is reported.
 //   A time limit stops any step and returns the best found so far with its gap. K > 1 with V > 1 skips the
 //   program (the cells of one stage are not contiguous in model order): bound = m x (least total work) / S.

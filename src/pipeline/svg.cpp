@@ -48,6 +48,18 @@ std::string colour(BlockKind kind, int chunk, int chunks) {
   return fmt::format("rgb({},{},{})", mix(r), mix(g), mix(b));
 }
 
+// A round tick step (1, 2 or 5 times a power of ten) giving about `target` ticks over `span`.
+double tick_step(double span, int target) {
+  double raw = span / target;
+  double p = std::pow(10.0, std::floor(std::log10(raw)));
+  for (double f : {1.0, 2.0, 5.0}) {
+    if (f * p >= raw) return f * p;
+  }
+  return 10 * p;
+}
+
+std::string stage_colour(int stage, int stages) { return fmt::format("hsl({},70%,40%)", stages > 1 ? 360 * stage / stages : 0); }
+
 }  // namespace
 
 std::string render_svg(const SimResult& res, int chunks, const SvgOptions& opt) {
@@ -60,7 +72,9 @@ std::string render_svg(const SimResult& res, int chunks, const SvgOptions& opt) 
   const double timeline_h = row * stages;
   const double gap = 50;
   const double mem_h = 220;
-  const double height = top + timeline_h + gap + mem_h + 40;
+  const int per_row = 10;  // stage legend entries per row
+  const int legend_rows = (stages + per_row - 1) / per_row;
+  const double height = top + timeline_h + gap + mem_h + 40 + 16.0 * legend_rows + 20;
   const double span = res.end > 0 ? res.end : 1;
   auto x = [&](double t) { return left + (width - left - right) * t / span; };
   std::string s = fmt::format(R"X(<?xml version="1.0" encoding="UTF-8"?>
@@ -91,6 +105,26 @@ std::string render_svg(const SimResult& res, int chunks, const SvgOptions& opt) 
       }
     }
   }
+  // Time axis under the timeline (and again under the memory curves).
+  const double step = tick_step(span, 10);
+  auto time_axis = [&](double at) {
+    std::string a = fmt::format(R"X(<line class="axis" x1="{}" x2="{}" y1="{:.1f}" y2="{:.1f}" stroke="#333"/>
+)X",
+                                left, width - right, at, at);
+    const auto ticks = static_cast<int>(std::floor(span * (1 + 1e-9) / step));
+    for (int i = 0; i <= ticks; ++i) {
+      double t = i * step;
+      a += fmt::format(
+          R"X(<line class="tick" x1="{:.2f}" x2="{:.2f}" y1="{:.1f}" y2="{:.1f}" stroke="#333"/><text x="{:.2f}" y="{:.1f}" text-anchor="middle" font-size="9">{:g}</text>
+)X",
+          x(t), x(t), at, at + 4, x(t), at + 13, t);
+    }
+    return a;
+  };
+  s += time_axis(top + timeline_h + 2);
+  s += fmt::format(R"X(<text x="{}" y="{:.1f}" text-anchor="end" font-size="9">time ({})</text>
+)X",
+                   width - right, top + timeline_h + 26, escape(opt.time_unit));
   // Memory curves.
   double mem_top = top + timeline_h + gap;
   double peak = opt.memory_limit;
@@ -102,6 +136,17 @@ std::string render_svg(const SimResult& res, int chunks, const SvgOptions& opt) 
 )X",
                    left, mem_top, width - left - right, mem_h, left, mem_top - 8, escape(opt.memory_unit),
                    *std::max_element(res.peak_memory.begin(), res.peak_memory.end()));
+  // Memory axis ticks.
+  const double mem_step = tick_step(peak * 1.05, 5);
+  const auto mem_ticks = static_cast<int>(std::floor(peak * 1.05 / mem_step));
+  for (int i = 0; i <= mem_ticks; ++i) {
+    double m = i * mem_step;
+    s += fmt::format(
+        R"X(<line class="tick" x1="{}" x2="{}" y1="{:.2f}" y2="{:.2f}" stroke="#333"/><line x1="{}" x2="{}" y1="{:.2f}" y2="{:.2f}" stroke="#eee"/><text x="{}" y="{:.2f}" text-anchor="end" font-size="9">{:g}</text>
+)X",
+        left - 4, left, y(m), y(m), left, width - right, y(m), y(m), left - 6, y(m) + 3, m);
+  }
+  s += time_axis(mem_top + mem_h);
   for (int st = 0; st < stages; ++st) {
     const auto& pts = res.memory[static_cast<std::size_t>(st)];
     std::string path;
@@ -115,10 +160,9 @@ std::string render_svg(const SimResult& res, int chunks, const SvgOptions& opt) 
       last = pts[i].second;
     }
     path += fmt::format(" L{:.2f},{:.2f}", x(span), y(last));
-    int hue = stages > 1 ? 360 * st / stages : 0;
-    s += fmt::format(R"X(<path d="{}" fill="none" stroke="hsl({},70%,40%)" stroke-width="1.2"><title>stage {}: peak {:.1f}</title></path>
+    s += fmt::format(R"X(<path d="{}" fill="none" stroke="{}" stroke-width="1.2"><title>stage {}: peak {:.1f}</title></path>
 )X",
-                     path, hue, st, res.peak_memory[static_cast<std::size_t>(st)]);
+                     path, stage_colour(st, stages), st, res.peak_memory[static_cast<std::size_t>(st)]);
   }
   if (opt.memory_limit > 0) {
     s += fmt::format(R"X(<line x1="{}" x2="{}" y1="{:.2f}" y2="{:.2f}" stroke="red" stroke-dasharray="6,4"/>
@@ -126,16 +170,26 @@ std::string render_svg(const SimResult& res, int chunks, const SvgOptions& opt) 
 )X",
                      left, width - right, y(opt.memory_limit), y(opt.memory_limit), width - right, y(opt.memory_limit) - 4, opt.memory_limit);
   }
+  // Stage legend of the memory curves.
+  for (int st = 0; st < stages; ++st) {
+    const int legend_row = st / per_row;
+    double lx = left + 105.0 * (st % per_row);
+    double ly = mem_top + mem_h + 34 + 16.0 * legend_row;
+    s += fmt::format(
+        R"X(<g class="stage-legend"><line x1="{:.1f}" x2="{:.1f}" y1="{:.1f}" y2="{:.1f}" stroke="{}" stroke-width="2.5"/><text x="{:.1f}" y="{:.1f}">stage {} ({:.0f})</text></g>
+)X",
+        lx, lx + 16, ly - 4, ly - 4, stage_colour(st, stages), lx + 20, ly, st, res.peak_memory[static_cast<std::size_t>(st)]);
+  }
   // Legend.
   double ly = height - 15;
   s += fmt::format(R"X(<rect x="{}" y="{}" width="12" height="10" fill="{}"/><text x="{}" y="{}">forward</text>
 <rect x="{}" y="{}" width="12" height="10" fill="{}"/><text x="{}" y="{}">backward (incl. recompute)</text>
 <rect x="{}" y="{}" width="12" height="10" fill="{}"/><text x="{}" y="{}">weight gradient</text>
-<text x="{}" y="{}">lighter shades: later chunks; time 0 to {:.4g}</text>
+<text x="{}" y="{}">lighter shades: later chunks; time 0 to {:.4g} {}; stage legend: peak {}</text>
 </svg>
 )X",
                    left, ly - 9, colour(BlockKind::Forward, 0, 1), left + 16, ly, left + 90, ly - 9, colour(BlockKind::Backward, 0, 1), left + 106, ly,
-                   left + 280, ly - 9, colour(BlockKind::Weight, 0, 1), left + 296, ly, left + 420, ly, span);
+                   left + 280, ly - 9, colour(BlockKind::Weight, 0, 1), left + 296, ly, left + 420, ly, span, escape(opt.time_unit), escape(opt.memory_unit));
   return s;
 }
 

@@ -12,6 +12,7 @@ const char* to_string(Schedule s) {
     case Schedule::Interleaved: return "interleaved";
     case Schedule::InterleavedLessMemory: return "interleaved-less-memory";
     case Schedule::ZeroBubble: return "zb-h1";
+    case Schedule::DualPipeV: return "dualpipe-v";
   }
   return "1f1b";
 }
@@ -21,7 +22,8 @@ Schedule parse_schedule(const std::string& text) {
   if (text == "interleaved") return Schedule::Interleaved;
   if (text == "interleaved-less-memory") return Schedule::InterleavedLessMemory;
   if (text == "zero-bubble" || text == "zb" || text == "zb-h1") return Schedule::ZeroBubble;
-  fail("--schedule", "'{}' is not a schedule; expected 1f1b, interleaved, interleaved-less-memory or zb-h1", text);
+  if (text == "dualpipe-v" || text == "dualpipev") return Schedule::DualPipeV;
+  fail("--schedule", "'{}' is not a schedule; expected 1f1b, interleaved, interleaved-less-memory, zb-h1 or dualpipe-v", text);
 }
 
 Schedule schedule_of(const Layout& layout, bool less_memory) {
@@ -33,8 +35,15 @@ void check_schedule(Schedule schedule, int S, int V, int m) {
   if (S < 1 || V < 1 || m < 1) fail("schedule", "needs stages, chunks and micro-batches >= 1 (got S={} V={} m={})", S, V, m);
   if (V > 1 && (schedule == Schedule::OneF1B || schedule == Schedule::ZeroBubble))
     fail("schedule", "{} runs one chunk per stage, got {} chunks", to_string(schedule), V);
+  if (schedule == Schedule::DualPipeV) {
+    if (V != 2) fail("schedule", "DualPipe-V runs two chunks per stage, got {}", V);
+    if (m < 2 * S) fail("schedule", "DualPipe-V needs at least twice as many micro-batches ({}) as stages ({})", m, S);
+    return;
+  }
   if (V > 1 && m < S) fail("schedule", "interleaved 1F1B needs at least as many micro-batches ({}) as stages ({})", m, S);
 }
+
+bool reversed_chunk(Schedule schedule, int chunk) { return schedule == Schedule::DualPipeV && chunk == 1; }
 
 namespace {
 
@@ -73,11 +82,66 @@ std::vector<Block> merge(const std::vector<Block>& fwd, const std::vector<Block>
   return order;
 }
 
+// DualPipe-V's order on rank s (the repository's eight steps; see the header).
+std::vector<Block> dualpipe_v_order(int S, int m, int s) {
+  std::vector<Block> order;
+  int next_f[2] = {0, 0};
+  int next_b[2] = {0, 0};
+  std::vector<Block> pending;  // split backwards whose W has not run (FIFO)
+  std::size_t next_w = 0;
+  auto f = [&](int phase) { order.push_back({BlockKind::Forward, phase, next_f[phase]++}); };
+  auto b = [&](int phase, bool split) {
+    Block blk{BlockKind::Backward, phase, next_b[phase]++, split};
+    order.push_back(blk);
+    if (split) pending.push_back(blk);
+  };
+  auto w = [&] {
+    const Block& p = pending.at(next_w++);
+    order.push_back({BlockKind::Weight, p.chunk, p.micro, true});
+  };
+  for (int i = 0; i < 2 * (S - s - 1); ++i) f(0);
+  for (int i = 0; i < s + 1; ++i) {
+    f(0);
+    f(1);
+  }
+  for (int i = 0; i < S - s - 1; ++i) {
+    b(1, true);
+    w();
+    f(1);
+  }
+  for (int i = 0; i < m - 2 * S + s + 1; ++i) {
+    f(0);
+    b(1, false);
+    f(1);
+    b(0, false);
+  }
+  for (int i = 0; i < S - s - 1; ++i) {
+    b(1, false);
+    f(1);
+    b(0, false);
+  }
+  bool split = false;
+  int step6 = s + 1;
+  for (int i = 0; i < step6; ++i) {
+    if (i == step6 / 2 && s % 2 == 1) split = true;
+    b(1, split);
+    if (i == step6 / 2 && s % 2 == 0) split = true;
+    b(0, split);
+  }
+  for (int i = 0; i < S - s - 1; ++i) {
+    w();
+    b(0, true);
+  }
+  while (next_w < pending.size()) w();
+  return order;
+}
+
 }  // namespace
 
 std::vector<Block> stage_order(Schedule schedule, int S, int V, int m, int s) {
   check_schedule(schedule, S, V, m);
   if (s < 0 || s >= S) fail("schedule", "stage {} is outside 0..{}", s, S - 1);
+  if (schedule == Schedule::DualPipeV) return dualpipe_v_order(S, m, s);
   if (V == 1) {
     std::vector<Block> fwd;
     std::vector<Block> bwd;
@@ -93,9 +157,10 @@ std::vector<Block> stage_order(Schedule schedule, int S, int V, int m, int s) {
     int next_w = 0;
     for (const Block& b : order) {
       zb.push_back(b);
-      if (b.kind == BlockKind::Backward && b.micro - s >= 0) zb.push_back({BlockKind::Weight, 0, next_w++});
+      if (b.kind == BlockKind::Backward) zb.back().split = true;
+      if (b.kind == BlockKind::Backward && b.micro - s >= 0) zb.push_back({BlockKind::Weight, 0, next_w++, true});
     }
-    while (next_w < m) zb.push_back({BlockKind::Weight, 0, next_w++});
+    while (next_w < m) zb.push_back({BlockKind::Weight, 0, next_w++, true});
     return zb;
   }
   std::vector<Block> fwd;
@@ -108,16 +173,17 @@ std::vector<Block> stage_order(Schedule schedule, int S, int V, int m, int s) {
   return merge(fwd, bwd, warmup);
 }
 
+bool releases(const Block& b) { return b.kind == BlockKind::Weight || (b.kind == BlockKind::Backward && !b.split); }
+
 std::vector<std::vector<int>> in_flight_vectors(Schedule schedule, int S, int V, int m, int s) {
   std::vector<Block> order = stage_order(schedule, S, V, m, s);
   std::vector<int> count(static_cast<std::size_t>(V), 0);
   std::vector<std::vector<int>> seen;
-  BlockKind releases = schedule == Schedule::ZeroBubble ? BlockKind::Weight : BlockKind::Backward;
   for (const Block& b : order) {
     if (b.kind == BlockKind::Forward) {
       ++count[static_cast<std::size_t>(b.chunk)];
       seen.push_back(count);
-    } else if (b.kind == releases) {
+    } else if (releases(b)) {
       --count[static_cast<std::size_t>(b.chunk)];
     }
   }
@@ -146,15 +212,58 @@ long long in_flight_count(Schedule schedule, int stages, int chunks, int micro_b
   long long m = micro_batches;
   long long s = stage;
   if (schedule == Schedule::ZeroBubble) return std::min(S, m);
-  if (V == 1) return std::min(S - s, m);
-  long long n = S;
-  if (schedule == Schedule::InterleavedLessMemory) {
-    if (chunk == V - 1) n = S - s;
-  } else {
-    if (chunk == 0) n += std::max(0LL, S - 2 * s - 1);
-    if (chunk == V - 1) n += std::min(0LL, S - 2 * s - 1);
+  if (schedule == Schedule::DualPipeV) {
+    // No closed form: the counts at the first prefix of the order holding the most micro-batches.
+    std::vector<long long> now(2, 0);
+    std::vector<long long> at_peak(2, 0);
+    long long best = -1;
+    for (const Block& b : stage_order(schedule, stages, chunks, micro_batches, stage)) {
+      if (b.kind == BlockKind::Forward) ++now[static_cast<std::size_t>(b.chunk)];
+      if (releases(b)) --now[static_cast<std::size_t>(b.chunk)];
+      if (now[0] + now[1] > best) {
+        best = now[0] + now[1];
+        at_peak = now;
+      }
+    }
+    return at_peak.at(static_cast<std::size_t>(chunk));
   }
-  return std::clamp(n, 1LL, m);
+  if (V == 1) return std::min(S - s, m);
+  if (m < S) {
+    // No interleaved order runs fewer micro-batches than stages (check_schedule); the estimator keeps the
+    // reference's uniform counts, clipped to m.
+    long long n = S;
+    if (schedule == Schedule::InterleavedLessMemory) {
+      if (chunk == V - 1) n = S - s;
+    } else {
+      if (chunk == 0) n += std::max(0LL, S - 2 * s - 1);
+      if (chunk == V - 1) n += std::min(0LL, S - 2 * s - 1);
+    }
+    return std::clamp(n, 1LL, m);
+  }
+  // The order runs `warm` forwards, then one forward and one backward at a time: the first prefix holding the
+  // most micro-batches ends with forward number min(warm + 1, V m) of the forward list, before any backward. The
+  // list runs chunk by chunk in rounds: round 0 takes r + S micro-batches of each chunk (r = m mod S, the residue
+  // runs first), later rounds S each.
+  long long r = m % S;
+  long long warm = (schedule == Schedule::Interleaved ? (V + 1) * S - 2 * s - 2 : V * S - s - 1) + r * (V - 1);
+  long long n = std::min(std::max(warm, 0LL) + 1, V * m);
+  long long first_round = std::min(n, V * (r + S));
+  long long count = std::clamp(first_round - chunk * (r + S), 0LL, r + S);
+  long long rest = n - first_round;  // forwards of the later rounds, S per chunk in turn
+  long long rounds = rest / (V * S);
+  long long part = rest % (V * S);
+  count += rounds * S + std::clamp(part - chunk * S, 0LL, S);
+  return count;
+}
+
+double in_flight_peak(Schedule schedule, int stages, int chunks, int micro_batches, int stage, const std::vector<double>& chunk_activation) {
+  double peak = 0;
+  for (const auto& c : in_flight_vectors(schedule, stages, chunks, micro_batches, stage)) {
+    double a = 0;
+    for (std::size_t v = 0; v < c.size() && v < chunk_activation.size(); ++v) a += c[v] * chunk_activation[v];
+    peak = std::max(peak, a);
+  }
+  return peak;
 }
 
 long long in_flight_count(const Layout& l, bool less_memory, int chunk, int stage) {
