@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One command from a fresh Debian machine: install the dependencies, build with -Wall -Wextra -Werror, run the
-# whole test suite (unit, CLI, bad-input, validation), then again under AddressSanitizer + UBSan, then fuzz the
-# expression parser briefly, run clang-tidy and check formatting.
+# whole test suite (unit, CLI, bad-input corpus, validation, Python, the HTML report in headless Chromium), then
+# again under AddressSanitizer + UBSan, then fuzz every reader briefly, run clang-tidy and check formatting.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/deps.sh
@@ -16,10 +16,9 @@ cmake --build build-asan -j"$jobs"
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --test-dir build-asan --output-on-failure -j"$jobs"
 
 CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSAPP_FUZZ=ON -DSAPP_BENCH=OFF -DSAPP_PYTHON=OFF
-cmake --build build-fuzz -j"$jobs" --target fuzz_expr
-./build-fuzz/fuzz/fuzz_expr -max_total_time=20 -max_len=256 fuzz/corpus/expr 2>&1 | tail -n 3
-# Every data-file reader, a few seconds each (scripts/fuzz.sh without --brief runs 1e6 executions per target).
-bash scripts/fuzz.sh --brief 5
+# Every reader (data files, framework configs, the expression language), a few seconds each under ASan + UBSan
+# (scripts/fuzz.sh without --brief runs 10^6 executions per target).
+FUZZ_JOBS="$jobs" bash scripts/fuzz.sh --brief 4
 
 # clang-tidy (checks in .clang-tidy) over the library; src/cli is left out because clang-tidy 14 cannot parse
 # CLI11's headers.

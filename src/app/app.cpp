@@ -83,7 +83,7 @@ std::vector<report::Suggestion> suggestions(const LoadedJob& x, const JobRequest
   changes.push_back({fmt::format("--pp {}", base.pp * 2), [](plan::Layout& l, JobRequest&) { l.pp *= 2; }});
   if (base.mbs > 1) changes.push_back({fmt::format("--mbs {}", base.mbs / 2), [](plan::Layout& l, JobRequest&) { l.mbs /= 2; }});
   changes.push_back({fmt::format("--cp {}", base.cp * 2), [](plan::Layout& l, JobRequest&) { l.cp *= 2; }});
-  if (base.tp * 2 <= x.hardware.devices_per_node()) changes.push_back({fmt::format("--tp {}", base.tp * 2), [](plan::Layout& l, JobRequest&) { l.tp *= 2; }});
+  if (2LL * base.tp <= x.hardware.devices_per_node()) changes.push_back({fmt::format("--tp {}", base.tp * 2), [](plan::Layout& l, JobRequest&) { l.tp *= 2; }});
   if (job.devices * 2 <= kMaxDevices) changes.push_back({fmt::format("--devices {}", job.devices * 2), [](plan::Layout&, JobRequest& j) { j.devices *= 2; }});
   std::vector<report::Suggestion> out;
   auto attempt = [&](const std::string& what, const std::vector<const Change*>& edits) {

@@ -399,7 +399,8 @@ template <typename Request>
 void apply_fields(Request& request, const std::vector<Field<Request>>& fields, const json& values, Source source, const std::string& file,
                   const std::set<std::string>& skip, const std::string& prefix = "") {
   if (!values.is_object()) fail(file, "{}expected a mapping of options, got {}", prefix, values.type_name());
-  for (const auto& [key, value] : values.items()) {
+  for (const auto& item : values.items()) {
+    const std::string& key = item.key();
     if (skip.count(key)) continue;
     auto it = std::find_if(fields.begin(), fields.end(), [&](const Field<Request>& f) { return f.key == key; });
     if (it == fields.end()) {

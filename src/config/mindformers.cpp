@@ -303,7 +303,7 @@ Loaded read_mindformers(const json& tree, const std::string& file) {
   if (!full) full = t.get("parallel_config.recompute");
   const json* sel = t.get("recompute_config.select_recompute");
   const json* comm = t.get("recompute_config.select_comm_recompute");
-  auto per_layer = [](const json* v) { return v != nullptr && (v->is_array() && !(v->size() > 0 && v->front().is_string())); };
+  auto per_layer = [](const json* v) { return v != nullptr && (v->is_array() && !(!v->empty() && v->front().is_string())); };
   bool uneven = plan::even_split(placed, static_cast<int>(pp), static_cast<int>(vpp)).layers != split_layers || mtp_in_split;
   plan::StageSplit split;
   split.layers = split_layers;

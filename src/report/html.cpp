@@ -70,12 +70,14 @@ std::string scatter_svg(const SearchReport& r) {
   auto Y = [&](double s) { return T + (H - T - B) * (1.0 - (s - y_min) / (y_max - y_min)); };
   std::string svg = fmt::format("<svg viewBox=\"0 0 {} {}\" width=\"{}\" height=\"{}\" role=img aria-label=\"step time against peak memory\">", W, H, W, H);
   double xs = nice_step(x_max, 8);
-  for (double x = 0; x <= x_max; x += xs) {
+  for (int tick = 0; tick * xs <= x_max; ++tick) {
+    const double x = tick * xs;
     svg += fmt::format("<line x1={:.1f} y1={} x2={:.1f} y2={} class=grid /><text x={:.1f} y={} class=tick text-anchor=middle>{:g}</text>", X(x), T, X(x), H - B,
                        X(x), H - B + 16, x);
   }
   double ys = nice_step(y_max - y_min, 6);
-  for (double y = std::ceil(y_min / ys) * ys; y <= y_max; y += ys) {
+  for (int tick = static_cast<int>(std::ceil(y_min / ys)); tick * ys <= y_max; ++tick) {
+    const double y = tick * ys;
     svg += fmt::format("<line x1={} y1={:.1f} x2={} y2={:.1f} class=grid /><text x={} y={:.1f} class=tick text-anchor=end>{:g}</text>", L, Y(y), W - R, Y(y),
                        L - 6, Y(y) + 4, y);
   }
@@ -135,7 +137,8 @@ std::string stage_memory_svg(const cost::MemoryEstimate& m) {
   auto Y = [&](double gib) { return T + (H - T - B) * (1.0 - gib / top); };
   std::string svg = fmt::format("<svg viewBox=\"0 0 {} {}\" width=\"{}\" height=\"{}\" role=img aria-label=\"memory per stage\">", W, H, W, H);
   double ys = nice_step(top, 6);
-  for (double y = 0; y <= top; y += ys) {
+  for (int tick = 0; tick * ys <= top; ++tick) {
+    const double y = tick * ys;
     svg += fmt::format("<line x1={} y1={:.1f} x2={} y2={:.1f} class=grid /><text x={} y={:.1f} class=tick text-anchor=end>{:g}</text>", L, Y(y), W - 10, Y(y),
                        L - 6, Y(y) + 4, y);
   }

@@ -446,15 +446,18 @@ Result search(const model::Model& model, const Space& space, const plan::Trainin
     const std::size_t modes = std::max<std::size_t>(1, space.recompute.size());
     std::vector<std::pair<std::optional<Candidate>, std::size_t>> twins;
     auto flush_twins = [&] {
-      for (const auto& [c, i] : twins) {
+      for (std::size_t a = 0; a < twins.size(); ++a) {
+        const std::optional<Candidate>& c = twins[a].first;
         if (!c) continue;
-        bool dominated = std::any_of(twins.begin(), twins.end(), [&](const auto& other) {
-          return other.first && other.second != i && other.first->peak_memory_bytes <= c->peak_memory_bytes && other.first->time.step_s < c->time.step_s;
-        });
+        bool dominated = false;
+        for (std::size_t b = 0; b < twins.size() && !dominated; ++b) {
+          const std::optional<Candidate>& other = twins[b].first;
+          dominated = b != a && other && other->peak_memory_bytes <= c->peak_memory_bytes && other->time.step_s < c->time.step_s;
+        }
         if (dominated)
           ++rej["recompute twin dominated"];
         else
-          keeper.fit(*c, i);
+          keeper.fit(*c, twins[a].second);
       }
       twins.clear();
     };
