@@ -403,8 +403,33 @@ Format detect(const std::string& text, const std::string& file) {
   return detect_tree(io::parse_yaml(text, file), file);
 }
 
+namespace {
+Loaded read_format(const std::string& text, const std::string& file, Format format);
+}  // namespace
+
 Loaded read_text(const std::string& text, const std::string& file, std::optional<Format> forced) {
   Format format = forced ? *forced : detect(text, file);
+  Loaded out;
+  // The readers name the key of every value they check; a value of a type or form one of them takes for granted
+  // (a number where text stands, a list where a mapping does) is still refused as bad input, naming the file.
+  try {
+    out = read_format(text, file, format);
+  } catch (const Error&) {
+    throw;
+  } catch (const nlohmann::json::exception& e) {
+    fail(file, "a value has a type the {} reader does not take: {}", to_string(format), e.what());
+  } catch (const std::logic_error& e) {  // std::stoll / std::stod on text that is not a number, or out of range
+    fail(file, "a value is not a number the {} reader can read ({})", to_string(format), e.what());
+  }
+  out.format = format;
+  out.file = file;
+  out.text = text;
+  return out;
+}
+
+namespace {
+
+Loaded read_format(const std::string& text, const std::string& file, Format format) {
   Loaded out;
   switch (format) {
     case Format::Megatron: out = read_megatron(text, file); break;
@@ -419,11 +444,10 @@ Loaded read_text(const std::string& text, const std::string& file, std::optional
       if (format == Format::Sapp) out = read_sapp(tree, file);
     }
   }
-  out.format = format;
-  out.file = file;
-  out.text = text;
   return out;
 }
+
+}  // namespace
 
 Loaded read_file(const std::string& path, std::optional<Format> forced) { return read_text(io::read_text(path), path, forced); }
 

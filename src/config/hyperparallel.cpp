@@ -204,7 +204,9 @@ Loaded read_hyperparallel(const json& tree, const std::string& file) {
   } else if (auto id = t.text("model.pretrained_model_name_or_path")) {
     set("model", bundled_name(*id), "model.pretrained_model_name_or_path");
   }
-  long long layers = model.is_null() ? 0 : model.value("num_hidden_layers", 0LL);
+  long long layers = model.is_object() && model.contains("num_hidden_layers") && model.at("num_hidden_layers").is_number_integer()
+                         ? model.at("num_hidden_layers").get<long long>()
+                         : 0;
   if (layers > 0) stage_split(t, out, "model.config_overrides", layers, static_cast<int>(pp), static_cast<int>(vpp));
   for (const char* k : {"model.config_path", "model._target_", "model.trust_remote_code", "model.torch_dtype", "model.attn_implementation"}) t.use(k);
   out.unused = t.unused();
