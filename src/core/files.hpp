@@ -38,6 +38,9 @@ std::string stem(const std::string& path);
 // Lower-cased copy (ASCII), for case-insensitive keywords.
 std::string lower(std::string text);
 
+// Escapes &, <, >, " and ' for HTML and SVG text and attribute values.
+std::string markup_escape(const std::string& text);
+
 // Splits "a,b,c" at commas (empty items kept, so callers can refuse them by name).
 std::vector<std::string> split_commas(const std::string& text);
 

@@ -5,23 +5,13 @@
 
 #include <fmt/format.h>
 
+#include "core/files.hpp"
+
 namespace sapp::simulate {
 
 namespace {
 
-std::string escape(const std::string& text) {
-  std::string out;
-  for (char c : text) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
+std::string escape(const std::string& text) { return io::markup_escape(text); }
 
 // Base colours per block kind (forward blue, backward orange, weight-gradient green), lighter per chunk.
 std::string colour(BlockKind kind, int chunk, int chunks) {

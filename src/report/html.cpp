@@ -5,23 +5,11 @@
 
 #include <fmt/format.h>
 
+#include "core/files.hpp"
+
 namespace sapp::report {
 
-std::string html_escape(const std::string& text) {
-  std::string out;
-  out.reserve(text.size());
-  for (char c : text) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
+std::string html_escape(const std::string& text) { return io::markup_escape(text); }
 
 namespace {
 
