@@ -119,7 +119,8 @@ TEST(Requests, ACommandLineOptionOverridesTheConfigFileAndSaysSo) {
   auto r = run_sapp("search --config " + dir + "/s.yaml --tp 4 -q -f json --unfold");
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.err.find("--tp overrides " + dir + "/s.yaml: search.tp"), std::string::npos) << r.err;
-  for (const auto& c : nlohmann::json::parse(r.out)["candidates"]) {
+  const nlohmann::json report = nlohmann::json::parse(r.out);
+  for (const auto& c : report["candidates"]) {
     EXPECT_EQ(c["layout"]["tp"], 4);
     EXPECT_EQ(c["layout"]["pp"], 1);
   }
