@@ -405,6 +405,7 @@ void apply_fields(Request& request, const std::vector<Field<Request>>& fields, c
     auto it = std::find_if(fields.begin(), fields.end(), [&](const Field<Request>& f) { return f.key == key; });
     if (it == fields.end()) {
       std::vector<std::string> keys;
+      keys.reserve(fields.size());
       for (const auto& f : fields) keys.push_back(f.key);
       fail(where_of(source, prefix + key, file), "unknown option; known: {}", fmt::join(keys, ", "));
     }
