@@ -64,7 +64,13 @@ BENCHMARK(BM_Search_DeepSeekV3_2048xH100)
     ->ArgNames({"threads", "top"})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
-BENCHMARK(BM_Search_Llama3_70B_512xH100)->Args({1, 0})->Args({1, 10})->Args({all_threads(), 10})->ArgNames({"threads", "top"})->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_Search_Llama3_70B_512xH100)
+    ->Args({1, 0})
+    ->Args({1, 10})
+    ->Args({all_threads(), 10})
+    ->ArgNames({"threads", "top"})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 }  // namespace
 

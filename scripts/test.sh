@@ -1,16 +1,24 @@
 #!/usr/bin/env bash
 # One command from a fresh Debian machine: install the dependencies, build with -Wall -Wextra -Werror, run the
 # whole test suite (unit, CLI, bad-input corpus, validation, Python, the HTML report in headless Chromium), then
-# again with clang under AddressSanitizer + UBSan, fuzz every reader briefly, run clang-tidy and check formatting.
+# again with clang under AddressSanitizer + UBSan, fuzz every reader briefly and run clang-tidy; formatting is checked first.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/deps.sh
 jobs=$(nproc)
+step() { printf "\n== %s (%ds since start)\n" "$1" "$SECONDS"; }
+
+# Formatting first: it takes a second and fails before the builds do.
+step clang-format
+clang-format --dry-run --Werror $(git ls-files 'src/*.cpp' 'src/*.hpp' 'tests/*.cpp' 'tests/*.hpp' 'bench/*.cpp' 'fuzz/*.cpp' 'python/*.cpp')
+
+step "gcc Release build and tests"
 
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DSAPP_WERROR=ON -DCMAKE_EXPORT_COMPILE_COMMANDS=ON
 cmake --build build -j"$jobs"
 ctest --test-dir build --output-on-failure -j"$jobs"
 
+step "clang ASan+UBSan build, tests and fuzzing"
 # Everything again with clang under AddressSanitizer + UBSan (any undefined behaviour aborts), the libraries
 # instrumented for libFuzzer too: the whole test suite, then every reader fuzzed a few seconds (scripts/fuzz.sh
 # without --brief runs 10^6 executions per target). The gcc build above is the -Werror gate.
@@ -22,6 +30,7 @@ slow='DemoReadBack|BalanceReadBack|Balance[.]OptimiserEquals|Balance[.]Interleav
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ctest --test-dir build-fuzz --output-on-failure -j"$jobs" -E "$slow"
 FUZZ_JOBS="$jobs" bash scripts/fuzz.sh --brief 2
 
+step clang-tidy
 # clang-tidy (checks in .clang-tidy) over the library; src/cli is left out because clang-tidy 14 cannot parse
 # CLI11's headers.
 tidy_log=$(mktemp)
@@ -31,5 +40,4 @@ if ! git ls-files 'src/*.cpp' | grep -v '^src/cli/' | xargs -P"$jobs" -n4 clang-
 fi
 echo "clang-tidy: clean"
 
-clang-format --dry-run --Werror $(git ls-files 'src/*.cpp' 'src/*.hpp' 'tests/*.cpp' 'tests/*.hpp' 'bench/*.cpp' 'fuzz/*.cpp' 'python/*.cpp')
-echo "all checks passed"
+echo "all checks passed in ${SECONDS}s"

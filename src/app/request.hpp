@@ -70,7 +70,7 @@ struct SearchRequest {
   int top = 10;     // rows shown
   int threads = 0;  // 0: every core
   bool unfold = false;
-  bool scatter = false;  // keep the Pareto front and the binned scatter (the HTML report draws them)
+  bool scatter = false;                   // keep the Pareto front and the binned scatter (the HTML report draws them)
   std::optional<plan::StageSplit> split;  // held fixed on every candidate: PP and VPP follow its shape
   // Called from the calling thread with (done, total) on searches longer than a second; may be empty.
   std::function<void(long long, long long)> progress;

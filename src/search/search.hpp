@@ -67,10 +67,10 @@ struct ScatterCell {
 };
 
 struct Result {
-  std::vector<Candidate> ranked;  // the `top` fastest fitting candidates (or folded rows), fastest first
-  long long fitting = 0;          // fitting candidates in all (every twin counted)
-  std::vector<Overflow> closest;  // with no fitting candidate: the `top` that need the least memory
-  std::vector<Candidate> pareto;  // with Options::scatter: no other fitting candidate is both faster and smaller
+  std::vector<Candidate> ranked;     // the `top` fastest fitting candidates (or folded rows), fastest first
+  long long fitting = 0;             // fitting candidates in all (every twin counted)
+  std::vector<Overflow> closest;     // with no fitting candidate: the `top` that need the least memory
+  std::vector<Candidate> pareto;     // with Options::scatter: no other fitting candidate is both faster and smaller
   std::vector<ScatterCell> scatter;  // with Options::scatter
   std::map<std::string, long long> rejected;
   long long evaluated = 0;  // candidates generated and checked
