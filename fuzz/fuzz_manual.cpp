@@ -1,6 +1,6 @@
 // libFuzzer target: manual balancer strategies (`sapp balance --manual`): read on their own (as `sapp check`
 // does), then against the demo layers on 4 stages and simulated as `sapp balance` does.
-#include "cli/manual.hpp"
+#include "pipeline/manual.hpp"
 #include "pipeline/schedule.hpp"
 #include "reader.hpp"
 
@@ -13,8 +13,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     return p;
   }();
   return sapp::fuzz::read_input(data, size, "fuzz.yaml", [](const nlohmann::json& tree) {
-    (void)sapp::cli::manual_from_json(tree, "fuzz.yaml", sapp::cli::manual_shape(tree, "fuzz.yaml"));
-    for (const auto& strategy : sapp::cli::manual_from_json(tree, "fuzz.yaml", problem)) {
+    (void)sapp::balance::manual_from_json(tree, "fuzz.yaml", sapp::balance::manual_shape(tree, "fuzz.yaml"));
+    for (const auto& strategy : sapp::balance::manual_from_json(tree, "fuzz.yaml", problem)) {
       sapp::balance::Assignment x = sapp::balance::from_framework(problem, strategy.bodies);
       (void)sapp::balance::evaluate(problem, x);
       (void)sapp::simulate::simulate(problem.schedule, problem.stages, problem.chunks, problem.micro_batches, sapp::balance::stage_times(problem, x));

@@ -62,7 +62,15 @@ refused(lambda: sapp.estimate("llama3-8b", "h100-sxm", 6, 8, 4096, tp=3), "tp/he
 refused(lambda: sapp.estimate("llama3-8b", "h100-sxm", 8, 12, 4096), "global_batch", "12")
 refused(lambda: sapp.estimate("llama3-8b", "h100-sxm", None, 8, 4096), "devices is required")
 
-bal = sapp.balance(LAYERS, 4, 8, 0.0, 1)
-assert bal["feasible"] and bal["simulated_step_time"] > 0 and 0 <= bal["gap"] < 1, bal
-assert len(bal["offset"][0]) == 4
+# balance: the same report as `sapp balance --format json` (solve_seconds aside, a wall time).
+bal = sapp.balance(LAYERS, 4, 8, interleave=2)
+cli_bal = cli_json("balance", "--layers", LAYERS, "--stages", "4", "--micro-batches", "8", "--interleave", "2")
+for report in (bal, cli_bal):
+    del report["solver"]["solve_seconds"]
+assert bal == cli_bal, (bal, cli_bal)
+assert bal["result"]["fits"] and bal["result"]["simulated_step_time"] > 0, bal
+assert len(bal["strategy"][0]["offset"]) == 2 and len(bal["strategy"][0]["offset"][0]) == 4, bal["strategy"]
+refused(lambda: sapp.balance(LAYERS, 4294967296, 8), "stages", "above the limit")
+refused(lambda: sapp.balance(LAYERS, 4, 8, interleave="three"), "interleave")
+assert {key for key, _, _ in sapp.fields("balance")} >= {"layers", "stages", "micro_batches", "memory_limit", "interleave", "naive"}
 print("python bindings ok")

@@ -6,6 +6,7 @@
 #include "app/request.hpp"
 #include "hardware/hardware.hpp"
 #include "model/family.hpp"
+#include "report/balance.hpp"
 #include "report/report.hpp"
 
 namespace sapp::app {
@@ -25,12 +26,21 @@ report::SearchReport run_search(const SearchRequest& request);
 // from sapp's cost model) and re-rank every layout on its balanced step time (PP 1 keeps its estimate).
 report::PlanReport run_plan(const PlanRequest& request);
 
+// Layers and recompute per pipeline stage and chunk for a layers JSON; `fits()` false when no plan fits.
+report::BalanceReport run_balance(const BalanceRequest& request);
+// Per-layer memory terms recovered from measured stage peaks (least squares).
+report::DecomposeReport run_decompose(const DecomposeRequest& request);
+// Dry runs whose stage peaks make `run_decompose` solvable.
+report::GuideReport run_guide(const GuideRequest& request);
+// A device's efficiency factors fitted to measured step times.
+report::CalibrateReport run_calibrate(const CalibrateRequest& request);
+
 // Exit codes a script can rely on (documented in the README and `sapp --help`).
 enum ExitCode : int {
   kExitOk = 0,          // an answer that fits
   kExitBadInput = 1,    // a bad value, file or layout
   kExitUsage = 2,       // a command-line usage mistake
-  kExitDoesNotFit = 3,  // estimate: the layout does not fit; search: no layout fits
+  kExitDoesNotFit = 3,  // estimate: the layout does not fit; search, plan: no layout fits; balance: no plan fits
   kExitInternal = 4,    // a bug: please report it
 };
 

@@ -468,4 +468,133 @@ void apply(SearchRequest& request, const json& values, Source source, const std:
   apply_fields(request, search_fields(), values, source, file, {"config"});
 }
 
+namespace {
+
+std::vector<Field<BalanceRequest>> make_balance_fields() {
+  using R = BalanceRequest;
+  std::vector<Field<R>> f;
+  f.push_back({"layers", "-l", "layers JSON (layers_description with HEAD, BODY, TAIL) (required)", false,
+               [](R& r, const json& v, const std::string& w) { r.layers = text(v, w); }, [](const R&) { return std::string(); }});
+  f.push_back({"stages", "-s", fmt::format("pipeline stages (required; at most {})", kMaxStages), false,
+               [](R& r, const json& v, const std::string& w) { r.stages = static_cast<int>(whole(v, w, 1, kMaxStages, "stages")); },
+               [](const R&) { return std::string(); }});
+  f.push_back({"micro_batches", "-m", fmt::format("micro-batches per step (required; at most {})", kMaxMicroBatches), false,
+               [](R& r, const json& v, const std::string& w) { r.micro_batches = static_cast<int>(whole(v, w, 1, kMaxMicroBatches, "micro-batches")); },
+               [](const R&) { return std::string(); }});
+  f.push_back({"memory_limit", "", "per-device memory limit in MB (0: none)", false,
+               [](R& r, const json& v, const std::string& w) { r.memory_limit_mb = real(v, w, 0, kMaxMemoryLimitGib * 1024, "MB"); },
+               [](const R& r) { return show_number(r.memory_limit_mb); }});
+  f.push_back({"interleave", "-i", "chunks per stage (interleaved 1F1B), or auto: 1..4 by simulated step time", false,
+               [](R& r, const json& v, const std::string& w) {
+                 r.interleave_auto = v.is_string() && trimmed(v.get<std::string>()) == "auto";
+                 if (!r.interleave_auto) r.interleave = static_cast<int>(whole(v, w, 1, kMaxInterleave, "chunks"));
+               },
+               [](const R& r) { return r.interleave_auto ? std::string("auto") : std::to_string(r.interleave); }});
+  f.push_back({"less_memory", "", "interleaved schedule's less-memory variant", true,
+               [](R& r, const json& v, const std::string& w) { r.less_memory = truth(v, w); }, nullptr});
+  f.push_back({"dualpipe_v", "",
+               "DualPipe-V schedule (DeepSeek's DualPipe repository): two chunks per stage in a V, head and tail on stage 0; needs --interleave 2 and "
+               "micro-batches >= 2 x stages",
+               true, [](R& r, const json& v, const std::string& w) { r.dualpipe_v = truth(v, w); }, nullptr});
+  f.push_back({"zero_bubble", "", "zero-bubble ZB-H1 schedule (Qi et al. 2023): split backward, weight gradients deferred by the stage index", true,
+               [](R& r, const json& v, const std::string& w) { r.zero_bubble = truth(v, w); }, nullptr});
+  f.push_back({"recompute_kinds", "", "allowed recompute kinds, e.g. full,selective,comm,both (default: every kind the layers state)", false,
+               [](R& r, const json& v, const std::string& w) { r.recompute_kinds = text(v, w); }, [](const R&) { return std::string(); }});
+  f.push_back({"constant_memory", "", "MB added to every stage", false,
+               [](R& r, const json& v, const std::string& w) { r.constant_memory_mb = real(v, w, 0, kMaxMemoryLimitGib * 1024, "MB"); },
+               [](const R& r) { return show_number(r.constant_memory_mb); }});
+  f.push_back({"time_limit", "", "seconds; the solve stops there with the best plan found, its lower bound and gap (0: none)", false,
+               [](R& r, const json& v, const std::string& w) { r.time_limit_s = real(v, w, 0, 1e6, "seconds"); },
+               [](const R& r) { return show_number(r.time_limit_s); }});
+  f.push_back({"solver", "", "dp: lower bound by dynamic program, plans simulated; enumerate: simulate every plan (small cases)", false,
+               [](R& r, const json& v, const std::string& w) {
+                 r.solver = choice(v, w, {"dp", "enumerate"});
+               },
+               [](const R& r) { return r.solver; }});
+  f.push_back({"chunk_spread", "", "most layers the chunks of one stage may differ by (0: no limit)", false,
+               [](R& r, const json& v, const std::string& w) { r.chunk_spread = static_cast<int>(whole(v, w, 0, kMaxLayers, "layers")); },
+               [](const R& r) { return std::to_string(r.chunk_spread); }});
+  f.push_back({"svg", "", "write the simulated timeline and memory curves to this SVG file", false,
+               [](R& r, const json& v, const std::string& w) { r.svg = text(v, w); }, [](const R&) { return std::string(); }});
+  f.push_back({"manual", "", "YAML of hand-written strategies (offset, recompute, select_recompute, select_comm_recompute) to simulate", false,
+               [](R& r, const json& v, const std::string& w) { r.manual = text(v, w); }, [](const R&) { return std::string(); }});
+  f.push_back({"naive", "", "also simulate the even splits with no recompute and with all layers recomputed", true,
+               [](R& r, const json& v, const std::string& w) { r.naive = truth(v, w); }, nullptr});
+  return f;
+}
+
+std::vector<Field<DecomposeRequest>> make_decompose_fields() {
+  using R = DecomposeRequest;
+  std::vector<Field<R>> f;
+  f.push_back({"measured", "",
+               "YAML: stages, runs[] of {layers, recompute{kind: per stage}, peaks_mb}; or the reference planner's dry-run input (pipeline_config, "
+               "recompute_config, memory_usage) (required)",
+               false, [](R& r, const json& v, const std::string& w) { r.measured = text(v, w); }, [](const R&) { return std::string(); }});
+  f.push_back({"no_constant", "", "fit no per-stage constant", true, [](R& r, const json& v, const std::string& w) { r.no_constant = truth(v, w); }, nullptr});
+  return f;
+}
+
+std::vector<Field<GuideRequest>> make_guide_fields() {
+  using R = GuideRequest;
+  std::vector<Field<R>> f;
+  f.push_back({"stages", "-s", fmt::format("pipeline stages (required; 3 to {})", kMaxStages), false,
+               [](R& r, const json& v, const std::string& w) { r.stages = static_cast<int>(whole(v, w, 3, kMaxStages, "stages")); },
+               [](const R&) { return std::string(); }});
+  f.push_back({"layers_total", "", fmt::format("body layers of the model (required; at most {})", kMaxLayers), false,
+               [](R& r, const json& v, const std::string& w) { r.layers_total = whole(v, w, 1, kMaxLayers, "layers"); },
+               [](const R&) { return std::string(); }});
+  f.push_back({"recompute_kinds", "", "kinds to tell apart (default selective,comm,both,full)", false,
+               [](R& r, const json& v, const std::string& w) { r.recompute_kinds = text(v, w); }, [](const R&) { return std::string(); }});
+  f.push_back({"no_constant", "", "fit no per-stage constant", true, [](R& r, const json& v, const std::string& w) { r.no_constant = truth(v, w); }, nullptr});
+  return f;
+}
+
+std::vector<Field<CalibrateRequest>> make_calibrate_fields() {
+  using R = CalibrateRequest;
+  std::vector<Field<R>> f;
+  f.push_back({"hardware", "-H", "bundled device or hardware YAML to calibrate", false,
+               [](R& r, const json& v, const std::string& w) { r.hardware = text(v, w); }, [](const R& r) { return r.hardware; }});
+  f.push_back({"runs", "",
+               "YAML of measured runs: runs[] of {model, devices, global_batch, seq, tp, pp, cp, vpp, mbs, zero, sp, recompute, fp8, grad_bytes, overlap, "
+               "step_time_s | tokens_per_s_per_device} (required)",
+               false, [](R& r, const json& v, const std::string& w) { r.runs = text(v, w); }, [](const R&) { return std::string(); }});
+  return f;
+}
+
+}  // namespace
+
+const std::vector<Field<BalanceRequest>>& balance_fields() {
+  static const std::vector<Field<BalanceRequest>> fields = make_balance_fields();
+  return fields;
+}
+const std::vector<Field<DecomposeRequest>>& decompose_fields() {
+  static const std::vector<Field<DecomposeRequest>> fields = make_decompose_fields();
+  return fields;
+}
+const std::vector<Field<GuideRequest>>& guide_fields() {
+  static const std::vector<Field<GuideRequest>> fields = make_guide_fields();
+  return fields;
+}
+const std::vector<Field<CalibrateRequest>>& calibrate_fields() {
+  static const std::vector<Field<CalibrateRequest>> fields = make_calibrate_fields();
+  return fields;
+}
+
+void apply(BalanceRequest& request, const json& values, Source source, const std::string& file) {
+  request.source = source;
+  apply_fields(request, balance_fields(), values, source, file, {});
+}
+void apply(DecomposeRequest& request, const json& values, Source source, const std::string& file) {
+  request.source = source;
+  apply_fields(request, decompose_fields(), values, source, file, {});
+}
+void apply(GuideRequest& request, const json& values, Source source, const std::string& file) {
+  request.source = source;
+  apply_fields(request, guide_fields(), values, source, file, {});
+}
+void apply(CalibrateRequest& request, const json& values, Source source, const std::string& file) {
+  request.source = source;
+  apply_fields(request, calibrate_fields(), values, source, file, {});
+}
+
 }  // namespace sapp::app

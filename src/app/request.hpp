@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/units.hpp"
 #include "cost/time.hpp"
 #include "plan/layout.hpp"
 #include "plan/split.hpp"
@@ -97,9 +98,67 @@ struct PlanRequest : SearchRequest {
   std::string emit_layers;            // write the first plan's layer descriptors (layers JSON) to this file
 };
 
+// `balance`: layers and recompute per pipeline stage and chunk for a layers JSON (the reference planner's
+// layers_description), proved optimal on the simulated step where the lower bound meets it.
+struct BalanceRequest {
+  Source source = Source::CommandLine;
+  std::string layers;  // the layers JSON (HEAD, BODY, TAIL descriptors)
+  int stages = 0;
+  int micro_batches = 0;
+  double memory_limit_mb = 0;    // per device; 0: none
+  int interleave = 1;            // chunks per stage
+  bool interleave_auto = false;  // choose 1..4 by simulated step time
+  bool less_memory = false;
+  bool zero_bubble = false;
+  bool dualpipe_v = false;
+  std::string recompute_kinds;  // allowed kinds, comma-separated; empty: every kind the layers state
+  double constant_memory_mb = 0;
+  double time_limit_s = 90;
+  std::string solver = "dp";
+  int chunk_spread = 0;  // 0: no limit
+  std::string svg;       // draw the best plan's simulated schedule here
+  std::string manual;    // hand-written strategies to simulate
+  bool naive = false;    // also simulate the even splits
+};
+
+// `balance decompose`: per-layer memory terms from measured per-stage peaks.
+struct DecomposeRequest {
+  Source source = Source::CommandLine;
+  std::string measured;
+  bool no_constant = false;
+};
+
+// `balance guide`: dry runs that make `decompose` solvable.
+struct GuideRequest {
+  Source source = Source::CommandLine;
+  int stages = 0;
+  long long layers_total = 0;
+  std::string recompute_kinds;  // empty: selective,comm,both,full
+  bool no_constant = false;
+};
+
+// `calibrate`: a device's efficiency factors fitted to measured runs.
+struct CalibrateRequest {
+  Source source = Source::CommandLine;
+  std::string hardware = "h100-sxm";
+  std::string runs;
+};
+
+// Limits of the balancer's counts, those of the data files' (core/units.hpp): the schedule is simulated per
+// micro-batch, stage and chunk.
+inline constexpr auto kMaxStages = static_cast<long long>(units::kStages.high);
+inline constexpr auto kMaxMicroBatches = static_cast<long long>(units::kMicroBatches.high);
+inline constexpr auto kMaxInterleave = static_cast<long long>(units::kChunks.high);
+inline constexpr auto kMaxLayers = static_cast<long long>(units::kBodyLayers.high);
+
 const std::vector<Field<EstimateRequest>>& estimate_fields();
 const std::vector<Field<SearchRequest>>& search_fields();
 const std::vector<Field<PlanRequest>>& plan_fields();
+
+const std::vector<Field<BalanceRequest>>& balance_fields();
+const std::vector<Field<DecomposeRequest>>& decompose_fields();
+const std::vector<Field<GuideRequest>>& guide_fields();
+const std::vector<Field<CalibrateRequest>>& calibrate_fields();
 
 std::string where_of(Source source, const std::string& key, const std::string& file = "");
 
@@ -109,6 +168,11 @@ std::string where_of(Source source, const std::string& key, const std::string& f
 void apply(EstimateRequest& request, const nlohmann::json& values, Source source, const std::string& file = "");
 void apply(SearchRequest& request, const nlohmann::json& values, Source source, const std::string& file = "");
 void apply(PlanRequest& request, const nlohmann::json& values, Source source, const std::string& file = "");
+
+void apply(BalanceRequest& request, const nlohmann::json& values, Source source, const std::string& file = "");
+void apply(DecomposeRequest& request, const nlohmann::json& values, Source source, const std::string& file = "");
+void apply(GuideRequest& request, const nlohmann::json& values, Source source, const std::string& file = "");
+void apply(CalibrateRequest& request, const nlohmann::json& values, Source source, const std::string& file = "");
 
 // A usage mistake (a required value missing): the command line exits 2 for it instead of 1.
 class UsageError : public Error {

@@ -5,7 +5,6 @@
 
 #include <fmt/format.h>
 
-#include "cli/manual.hpp"
 #include "core/error.hpp"
 #include "core/files.hpp"
 #include "cost/calibrate.hpp"
@@ -13,6 +12,7 @@
 #include "model/family.hpp"
 #include "pipeline/decompose.hpp"
 #include "pipeline/layers.hpp"
+#include "pipeline/manual.hpp"
 #include "search/search.hpp"
 
 namespace sapp::cli {
@@ -60,7 +60,7 @@ void check_tree(const nlohmann::json& tree, const std::string& file, const std::
   } else if (kind == "layers") {
     (void)balance::layers_from_json(tree, file);
   } else if (kind == "manual") {
-    (void)manual_from_json(tree, file, manual_shape(tree, file));
+    (void)balance::manual_from_json(tree, file, balance::manual_shape(tree, file));
   } else if (kind == "measured") {
     (void)balance::measurements_from_json(tree, file);
   } else if (kind == "search") {

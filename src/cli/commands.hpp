@@ -83,8 +83,8 @@ void add_output(CLI::App& cmd, Output& o, const std::vector<std::string>& format
 Command add_estimate(CLI::App& app);
 Command add_search(CLI::App& app);
 Command add_plan(CLI::App& app);
-Run add_balance(CLI::App& app);
-Run add_calibrate(CLI::App& app);
+Command add_balance(CLI::App& app);
+Command add_calibrate(CLI::App& app);
 
 // Writes `text` to the --output target atomically ("-" = stdout).
 void emit(const std::string& output, const std::string& text);

@@ -1,6 +1,7 @@
 // sapp: symbolic automatic parallel planner for LLM training. See README.md.
 #include <cstdio>
 #include <exception>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -24,8 +25,15 @@ nlohmann::json Given::values(const CLI::App& cmd) const {
 }
 
 std::string value_name(const std::string& key, const std::string& shown) {
+  static const std::set<std::string> paths = {"layers", "svg", "manual", "measured", "runs", "emit_layers"};
+  static const std::set<std::string> lists = {"recompute_kinds", "recompute_modules", "stage_layers", "stage_recompute"};
+  static const std::set<std::string> numbers = {"memory_limit", "memory_limit_gib", "reserve_gib", "constant_memory", "time_limit", "balance_time_limit_s"};
   if (shown == "auto") return "LIST|auto";
   if (key == "model" || key == "hardware") return "NAME|PATH";
+  if (key == "interleave") return "INT|auto";
+  if (paths.count(key)) return "PATH";
+  if (lists.count(key)) return "LIST";
+  if (numbers.count(key)) return "NUMBER";
   if (shown.empty() || shown.find_first_not_of("0123456789") == std::string::npos) return "INT";
   if (shown.find_first_not_of("0123456789.e-+") == std::string::npos) return "NUMBER";
   return "TEXT";
@@ -45,8 +53,8 @@ int main(int argc, char** argv) {
       "sapp: symbolic automatic parallel planner for LLM training.\n"
       "Which parallel layout to run, how much memory each device uses, how fast a step is, and how to\n"
       "split layers and recompute across pipeline stages, all analytic and CPU-only.\n"
-      "Exit codes: 0 an answer that fits, 1 bad input, 2 usage, 3 the layout does not fit (estimate) or no\n"
-      "layout fits (search), 4 internal error."};
+      "Exit codes: 0 an answer that fits, 1 bad input, 2 usage, 3 the layout does not fit (estimate), no\n"
+      "layout fits (search, plan) or no plan fits (balance), 4 internal error."};
   app.require_subcommand(1);
   app.set_version_flag("--version", "sapp 0.2.0");
   auto estimate = sapp::cli::add_estimate(app);
@@ -72,8 +80,8 @@ int main(int argc, char** argv) {
     if (app.got_subcommand("estimate")) return estimate();
     if (app.got_subcommand("search")) return search();
     if (app.got_subcommand("plan")) return plan();
-    if (app.got_subcommand("balance")) balance();
-    if (app.got_subcommand("calibrate")) calibrate();
+    if (app.got_subcommand("balance")) return balance();
+    if (app.got_subcommand("calibrate")) return calibrate();
   } catch (const sapp::app::UsageError& e) {
     std::fprintf(stderr, "sapp: error: %s (see sapp <command> --help)\n", e.what());
     return sapp::app::kExitUsage;

@@ -5,6 +5,7 @@
 
 #include "core/error.hpp"
 #include "core/files.hpp"
+#include "core/units.hpp"
 #include "cost/time.hpp"
 
 namespace sapp::cost {
@@ -23,28 +24,26 @@ std::vector<MeasuredRun> runs_from_json(const nlohmann::json& tree, const std::s
     MeasuredRun run;
     run.name = rd.string_or("name", key);
     run.model = model::resolve(model::load_model(rd.string("model"), catalog.dir), catalog.records, catalog.profiles);
-    run.devices = rd.integer("devices");
-    run.training.global_batch = rd.integer("global_batch");
-    run.training.seq = rd.integer("seq");
+    run.devices = rd.count("devices", units::kDevices);
+    run.training.global_batch = rd.count("global_batch", units::kGlobalBatch);
+    run.training.seq = rd.count("seq", units::kSequence);
     run.training.fp8 = rd.boolean_or("fp8", false);
     run.training.flash_attention = rd.boolean_or("flash_attention", true);
-    run.training.grad_bytes = rd.number_or("grad_bytes", run.training.grad_bytes);
-    if (run.training.grad_bytes <= 0) rd.bad("grad_bytes", "a positive number of bytes per gradient");
+    run.training.grad_bytes = rd.quantity_or("grad_bytes", units::kBytesPerElement, run.training.grad_bytes);
     plan::Layout& l = run.layout;
-    l.tp = static_cast<int>(rd.integer("tp"));
-    l.pp = static_cast<int>(rd.integer("pp"));
-    l.cp = static_cast<int>(rd.integer_or("cp", 1));
-    l.vpp = static_cast<int>(rd.integer_or("vpp", 1));
-    l.mbs = static_cast<int>(rd.integer_or("mbs", 1));
-    l.zero = static_cast<int>(rd.integer_or("zero", 1));
+    l.tp = static_cast<int>(rd.count("tp", units::kDegree));
+    l.pp = static_cast<int>(rd.count("pp", units::kDegree));
+    l.cp = static_cast<int>(rd.count_or("cp", units::kDegree, 1));
+    l.vpp = static_cast<int>(rd.count_or("vpp", units::kDegree, 1));
+    l.mbs = static_cast<int>(rd.count_or("mbs", units::kDegree, 1));
+    l.zero = static_cast<int>(rd.count_or("zero", units::kZeroStage, 1));
     l.sp = rd.boolean_or("sp", l.tp > 1);
     if (rd.has("overlap")) {
       io::Reader ov{list[i].at("overlap"), file, key + ".overlap"};
       ov.only({"tp", "dp", "ep", "cp", "pp"});
       auto fraction = [&](const char* name, double& into) {
         if (!ov.has(name)) return;
-        into = ov.number(name);
-        if (into < 0 || into > 1) ov.bad(name, "a fraction in [0, 1]");
+        into = ov.quantity(name, units::kOverlap);
       };
       fraction("tp", run.overlap.tp);
       fraction("dp", run.overlap.dp);
@@ -58,13 +57,11 @@ std::vector<MeasuredRun> runs_from_json(const nlohmann::json& tree, const std::s
     if (!violations.empty()) fail(at(file, key), "{}: {}", violations.front().rule, violations.front().detail);
     if (rd.has("step_time_s") == rd.has("tokens_per_s_per_device")) rd.bad("step_time_s", "exactly one of step_time_s or tokens_per_s_per_device");
     if (rd.has("step_time_s")) {
-      run.step_time_s = rd.number("step_time_s");
+      run.step_time_s = rd.quantity("step_time_s", units::kStepTime);
     } else {
-      double tps = rd.number("tokens_per_s_per_device");
-      if (tps <= 0) rd.bad("tokens_per_s_per_device", "a positive throughput");
+      double tps = rd.quantity("tokens_per_s_per_device", units::kTokenRate);
       run.step_time_s = static_cast<double>(run.training.global_batch * run.training.seq) / (tps * static_cast<double>(run.devices));
     }
-    if (run.step_time_s <= 0) rd.bad("step_time_s", "a positive time");
     out.push_back(std::move(run));
   }
   return out;

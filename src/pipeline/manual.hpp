@@ -1,4 +1,4 @@
-// cli/manual: hand-written balancer strategies (`sapp balance --manual FILE`), in the training YAML's own keys
+// pipeline/manual: hand-written balancer strategies (`sapp balance --manual FILE`), in the training YAML's own keys
 // (offset, recompute, select_recompute, select_comm_recompute), read and checked against the problem they are
 // simulated on. Lists are per stage (one list per chunk with interleave); true means every layer of the stage,
 // false or 0 none; several BODY types take a mapping from each BODY name to its array.
@@ -11,7 +11,7 @@
 
 #include "pipeline/solver.hpp"
 
-namespace sapp::cli {
+namespace sapp::balance {
 
 struct ManualStrategy {
   std::string name;
@@ -28,4 +28,4 @@ std::vector<ManualStrategy> manual_from_json(const nlohmann::json& tree, const s
 // BODY names from its first per-BODY mapping. The file is then read against that shape with manual_from_json.
 balance::Problem manual_shape(const nlohmann::json& tree, const std::string& file);
 
-}  // namespace sapp::cli
+}  // namespace sapp::balance

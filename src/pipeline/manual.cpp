@@ -1,4 +1,4 @@
-#include "cli/manual.hpp"
+#include "pipeline/manual.hpp"
 
 #include <algorithm>
 
@@ -8,7 +8,7 @@
 #include "core/files.hpp"
 #include "core/units.hpp"
 
-namespace sapp::cli {
+namespace sapp::balance {
 
 namespace {
 
@@ -132,4 +132,4 @@ balance::Problem manual_shape(const json& tree, const std::string& file) {
   return p;
 }
 
-}  // namespace sapp::cli
+}  // namespace sapp::balance
