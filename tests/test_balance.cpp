@@ -240,7 +240,7 @@ TEST(Balance, FrameworkYamlRoundTrip) {
   p.layers = layers(55, 1, 1, {{Rc::None, 5}, {Rc::Selective, 4}, {Rc::Comm, 3}, {Rc::Both, 2}, {Rc::Full, 1}});
   p.stages = 2;
   balance::Assignment x(1, std::vector<std::vector<std::array<long long, 5>>>(1, std::vector<std::array<long long, 5>>(2)));
-  // reference-ppb.md section 9: internal {NONE 1,2; SLCT 3,4; COMM 5,6; BOTH 7,8; FULL 9,10}.
+  // docs/reference-planner.md §2.5 and §6.2 (kind order): internal {NONE 1,2; SLCT 3,4; COMM 5,6; BOTH 7,8; FULL 9,10}.
   x[0][0][0] = {1, 3, 5, 7, 9};
   x[0][0][1] = {2, 4, 6, 8, 10};
   auto fw = balance::to_framework(p, x);

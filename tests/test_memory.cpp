@@ -95,7 +95,7 @@ TEST(FlashAttention, RemovesThe5asOverhTerm) {
 }
 
 TEST(InterleavedInFlight, ReferencePins) {
-  // reference-ppb.md section 5.5: a(S=3, V=2, m=2) = [[2,2,2],[2,2,1]]; less-memory (3, 2) = [[3,3,3],[3,2,1]].
+  // docs/reference-planner.md §6.4: a(S=3, V=2, m=2) = [[2,2,2],[2,2,1]]; less-memory (3, 2) = [[3,3,3],[3,2,1]].
   plan::Layout l;
   l.pp = 3;
   l.vpp = 2;

@@ -190,6 +190,17 @@ Shell run_shell(const std::string& text, const std::string& file) {
   std::string pending_array;  // name of an array being filled over several lines
   bool append = false;
   std::vector<std::string> array_items;
+  // The array's closing parenthesis: its words (each item split at blanks) go into the variable.
+  auto close_array = [&] {
+    auto& v = sh.vars[pending_array];
+    if (!append) v.clear();
+    for (auto& item : array_items) {
+      std::stringstream is(item);
+      for (std::string w; is >> w;) v.push_back(w);
+    }
+    pending_array.clear();
+    array_items.clear();
+  };
   static const std::regex assign(R"(^(export\s+)?([A-Za-z_][A-Za-z0-9_]*)(\+?)=(.*)$)");
   for (std::string line; std::getline(ss, line);) {
     std::size_t a = line.find_first_not_of(" \t");
@@ -211,16 +222,7 @@ Shell run_shell(const std::string& text, const std::string& file) {
           for (const auto& e : expand(w, sh, file)) array_items.push_back(e);
         if (closed) break;
       }
-      if (closed) {
-        auto& v = sh.vars[pending_array];
-        if (!append) v.clear();
-        for (auto& item : array_items) {
-          std::stringstream is(item);
-          for (std::string w; is >> w;) v.push_back(w);
-        }
-        pending_array.clear();
-        array_items.clear();
-      }
+      if (closed) close_array();
       continue;
     }
     std::smatch m;
@@ -238,16 +240,7 @@ Shell run_shell(const std::string& text, const std::string& file) {
         std::string inner = closed ? rest.substr(0, close) : rest;
         for (const auto& w : words_of(inner))
           for (const auto& e : expand(w, sh, file)) array_items.push_back(e);
-        if (closed) {
-          auto& v = sh.vars[name];
-          if (!append) v.clear();
-          for (auto& item : array_items) {
-            std::stringstream is(item);
-            for (std::string w; is >> w;) v.push_back(w);
-          }
-          pending_array.clear();
-          array_items.clear();
-        }
+        if (closed) close_array();
         continue;
       }
       std::vector<std::string> ws = words_of(value);
