@@ -32,7 +32,7 @@ if [[ ${#targets[@]} -eq 0 ]]; then targets=("${all[@]}"); fi
 
 build=build-fuzz
 if [[ ! -f "$build/CMakeCache.txt" ]]; then
-  CC=clang CXX=clang++ cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSAPP_FUZZ=ON -DSAPP_BENCH=OFF -DSAPP_PYTHON=OFF >/dev/null
+  CC=clang CXX=clang++ cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSAPP_FUZZ=ON -DSAPP_BENCH=OFF -DSAPP_PYTHON=OFF -DSAPP_UNITY=ON >/dev/null
 fi
 cmake --build "$build" -j"${FUZZ_JOBS:-2}" --target $(printf 'fuzz_%s ' "${targets[@]}") >/dev/null
 

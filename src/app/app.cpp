@@ -11,6 +11,7 @@
 
 #include "core/error.hpp"
 #include "core/files.hpp"
+#include "core/units.hpp"
 #include "cost/terms.hpp"
 #include "pipeline/descriptors.hpp"
 #include "pipeline/svg.hpp"
@@ -19,7 +20,7 @@ namespace sapp::app {
 
 namespace {
 
-constexpr double kGiB = 1073741824.0;
+using units::kGiB;
 constexpr int kMaxBalancedChunks = 3;
 
 void require(const JobRequest& job) {

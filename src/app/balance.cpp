@@ -132,6 +132,12 @@ report::BalanceReport run_balance(const BalanceRequest& o) {
   } else {
     chunk_choices.push_back(o.interleave);
   }
+  // Hand-written strategies are read before the solve, so a mistake in them is refused at once.
+  nlohmann::json manual_tree;
+  if (!o.manual.empty()) {
+    manual_tree = io::read_tree(o.manual);
+    if (!o.interleave_auto) (void)balance::manual_from_json(manual_tree, o.manual, make_problem(o, layers, o.interleave));
+  }
   report::BalanceReport r;
   r.interleave_auto = o.interleave_auto;
   bool have = false;  // r.problem and r.solution hold a solved interleave (the first one, even when it has no plan)
@@ -154,7 +160,7 @@ report::BalanceReport run_balance(const BalanceRequest& o) {
   if (o.naive) r.naive = naive_plans(p);
   if (!o.manual.empty()) {
     r.manual.emplace();
-    for (const balance::ManualStrategy& strategy : balance::manual_from_json(io::read_tree(o.manual), o.manual, p)) {
+    for (const balance::ManualStrategy& strategy : balance::manual_from_json(manual_tree, o.manual, p)) {
       report::NamedPlan n{strategy.name, simulate_plan(p, balance::from_framework(p, strategy.bodies)), {}};
       // The reference draws a strategy with show: true, into file_name (default <name>.svg).
       if (strategy.show || !strategy.file_name.empty()) {

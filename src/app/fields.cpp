@@ -10,6 +10,7 @@
 #include "app/request.hpp"
 #include "core/error.hpp"
 #include "core/files.hpp"
+#include "core/units.hpp"
 #include "cost/terms.hpp"
 
 namespace sapp::app {
@@ -124,7 +125,7 @@ std::string show_dim(const search::Dim& d) {
   return fmt::format("{}", fmt::join(*d, ","));
 }
 
-constexpr double kGiB = 1073741824.0;
+using units::kGiB;
 
 // The job's fields, for any request that holds a JobRequest `job`.
 template <typename Request>

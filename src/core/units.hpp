@@ -14,6 +14,8 @@
 
 namespace sapp::units {
 
+inline constexpr double kGiB = 1073741824.0;  // bytes in a GiB (2^30)
+
 // How a value outside the range is most likely meant.
 enum class Hint {
   None,

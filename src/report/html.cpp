@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "core/files.hpp"
+#include "core/units.hpp"
 
 namespace sapp::report {
 
@@ -13,7 +14,7 @@ std::string html_escape(const std::string& text) { return io::markup_escape(text
 
 namespace {
 
-constexpr double kGiB = 1073741824.0;
+using units::kGiB;
 
 // Colours of the memory categories and time terms, shared by every chart.
 struct Part {
