@@ -6,6 +6,7 @@
 #include <optional>
 
 #include <fmt/format.h>
+#include <Eigen/QR>
 
 #include "core/error.hpp"
 #include "core/files.hpp"
@@ -16,67 +17,26 @@ namespace {
 
 using Matrix = std::vector<std::vector<double>>;
 
-// Householder QR with column pivoting: returns the rank and solves min |A x - b| on the pivoted columns.
+// The least-squares solution of A x = b and the rank of A, by Householder QR with column pivoting (Eigen's
+// ColPivHouseholderQR). A pivot counts as zero below 1e-10 of the largest (the measurements are MB, rounded).
 struct LeastSquares {
   int rank = 0;
-  std::vector<double> x;
+  std::vector<double> x;  // empty when A is rank-deficient
 };
 
-LeastSquares least_squares(Matrix a, std::vector<double> b) {
-  std::size_t rows = a.size();
-  std::size_t cols = a.empty() ? 0 : a[0].size();
-  std::vector<std::size_t> perm(cols);
-  for (std::size_t j = 0; j < cols; ++j) perm[j] = j;
-  double scale = 0;
-  for (const auto& r : a) {
-    for (double v : r) scale = std::max(scale, std::fabs(v));
-  }
-  double tol = 1e-10 * std::max(1.0, scale) * static_cast<double>(std::max(rows, cols));
+LeastSquares least_squares(const Matrix& a, const std::vector<double>& b) {
+  const auto rows = static_cast<Eigen::Index>(a.size());
+  const auto cols = static_cast<Eigen::Index>(a.empty() ? 0 : a[0].size());
+  Eigen::MatrixXd m(rows, cols);
+  for (Eigen::Index i = 0; i < rows; ++i)
+    for (Eigen::Index j = 0; j < cols; ++j) m(i, j) = a[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)];
+  Eigen::ColPivHouseholderQR<Eigen::MatrixXd> qr(m);
+  qr.setThreshold(1e-10);
   LeastSquares out;
-  std::size_t k = 0;
-  for (; k < std::min(rows, cols); ++k) {
-    // Pivot: the remaining column with the largest norm below row k.
-    std::size_t best = k;
-    double best_norm = -1;
-    for (std::size_t j = k; j < cols; ++j) {
-      double n = 0;
-      for (std::size_t i = k; i < rows; ++i) n += a[i][j] * a[i][j];
-      if (n > best_norm) {
-        best_norm = n;
-        best = j;
-      }
-    }
-    if (std::sqrt(best_norm) <= tol) break;
-    for (auto& r : a) std::swap(r[k], r[best]);
-    std::swap(perm[k], perm[best]);
-    double norm = std::sqrt(best_norm);
-    double alpha = a[k][k] > 0 ? -norm : norm;
-    std::vector<double> v(rows, 0.0);
-    for (std::size_t i = k; i < rows; ++i) v[i] = a[i][k];
-    v[k] -= alpha;
-    double vv = 0;
-    for (std::size_t i = k; i < rows; ++i) vv += v[i] * v[i];
-    if (vv > 0) {
-      for (std::size_t j = k; j < cols; ++j) {
-        double d = 0;
-        for (std::size_t i = k; i < rows; ++i) d += v[i] * a[i][j];
-        for (std::size_t i = k; i < rows; ++i) a[i][j] -= 2 * d / vv * v[i];
-      }
-      double d = 0;
-      for (std::size_t i = k; i < rows; ++i) d += v[i] * b[i];
-      for (std::size_t i = k; i < rows; ++i) b[i] -= 2 * d / vv * v[i];
-    }
-  }
-  out.rank = static_cast<int>(k);
-  if (out.rank < static_cast<int>(cols)) return out;
-  std::vector<double> z(cols, 0.0);
-  for (std::size_t i = cols; i-- > 0;) {
-    double s = b[i];
-    for (std::size_t j = i + 1; j < cols; ++j) s -= a[i][j] * z[j];
-    z[i] = s / a[i][i];
-  }
-  out.x.assign(cols, 0.0);
-  for (std::size_t j = 0; j < cols; ++j) out.x[perm[j]] = z[j];
+  out.rank = static_cast<int>(qr.rank());
+  if (out.rank < cols) return out;
+  Eigen::VectorXd x = qr.solve(Eigen::Map<const Eigen::VectorXd>(b.data(), rows));
+  out.x.assign(x.data(), x.data() + x.size());
   return out;
 }
 
