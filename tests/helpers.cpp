@@ -10,6 +10,13 @@
 
 namespace sapp::test {
 
+plan::Training training(long long global_batch, long long seq) {
+  plan::Training t;
+  t.global_batch = global_batch;
+  t.seq = seq;
+  return t;
+}
+
 std::string data_dir() { return std::string(SAPP_SOURCE_DIR) + "/data"; }
 
 const model::Catalog& catalog() {

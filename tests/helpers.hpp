@@ -13,6 +13,8 @@ const model::Catalog& catalog();  // loaded once per test binary from the source
 model::Model bundled(const std::string& name);
 hardware::Hardware device(const std::string& name);
 std::string data_dir();
+// Run facts with plan::Training's defaults, a global batch and a sequence length.
+plan::Training training(long long global_batch, long long seq);
 
 struct Run {
   int status = 0;

@@ -488,3 +488,31 @@ TEST(Balance, InterleavedBoundNeverExceedsTheExhaustiveOptimum) {
   }
   EXPECT_GE(checked, 8);
 }
+
+TEST(BalanceCli, GuideProposesRunsOfTheStatedShape) {
+  // `balance guide` writes YAML: runN: {layers, offset, one array per recompute kind}; each run spreads the stated
+  // body layers over the stated stages, and offset is each stage's layers minus the even share (16 / 4 = 4).
+  auto r = test::run_sapp("balance guide --stages 4 --layers-total 16 --recompute-kinds full");
+  ASSERT_EQ(r.status, 0) << r.err;
+  nlohmann::json runs = test::parse_yaml_for_test(r.out);
+  ASSERT_TRUE(runs.is_object() && !runs.empty()) << r.out;
+  for (const auto& [name, run] : runs.items()) {
+    auto layers = run.at("layers").get<std::vector<long long>>();
+    auto offset = run.at("offset").get<std::vector<long long>>();
+    ASSERT_EQ(layers.size(), 4u) << name;
+    long long total = 0;
+    for (std::size_t s = 0; s < 4; ++s) {
+      total += layers[s];
+      EXPECT_EQ(offset[s], layers[s] - 4) << name;
+    }
+    EXPECT_EQ(total, 16) << name;
+    for (long long full : run.at("recompute").get<std::vector<long long>>()) EXPECT_GE(full, 0) << name;
+  }
+  // Fewer than three stages cannot be decomposed (head and tail stages are fitted apart); no layers is a usage error.
+  auto two = test::run_sapp("balance guide --stages 2 --layers-total 16");
+  EXPECT_EQ(two.status, 1);
+  EXPECT_NE(two.err.find("--stages"), std::string::npos) << two.err;
+  auto none = test::run_sapp("balance guide --stages 4");
+  EXPECT_EQ(none.status, 2);
+  EXPECT_NE(none.err.find("--layers-total is required"), std::string::npos) << none.err;
+}

@@ -1,4 +1,5 @@
-// The option tables of the estimate and search requests, and how a JSON value is checked into a field.
+// The option tables of every request (estimate, search, plan, balance, decompose, guide, calibrate), and how a JSON
+// value is checked into a field.
 #include <algorithm>
 #include <charconv>
 #include <cmath>

@@ -1,0 +1,68 @@
+// Calibration: a planted efficiency scale is recovered, and each run is priced with what its system overlapped.
+#include <algorithm>
+
+#include <gtest/gtest.h>
+
+#include "core/error.hpp"
+#include "cost/calibrate.hpp"
+#include "helpers.hpp"
+#include "search/search.hpp"
+
+using namespace sapp;
+using test::training;
+
+TEST(Calibrate, RecoversAPlantedEfficiencyScale) {
+  // Runs "measured" on a device whose compute is 0.7x as efficient as the catalog says: calibration recovers 0.7.
+  auto hw = test::device("a100-80g");
+  hardware::Hardware slow = hw;
+  slow.efficiency.gemm *= 0.7;
+  slow.efficiency.attention *= 0.7;
+  slow.efficiency.memory *= 0.7;
+  std::vector<cost::MeasuredRun> runs;
+  for (auto [name, tp, pp] : std::vector<std::tuple<const char*, int, int>>{{"llama3-8b", 1, 1}, {"llama3-8b", 2, 2}, {"llama3-70b", 8, 2}}) {
+    cost::MeasuredRun r;
+    r.name = name;
+    r.model = test::bundled(name);
+    r.devices = 16;
+    r.training = training(64, 4096);
+    r.layout.tp = tp;
+    r.layout.pp = pp;
+    r.layout.dp = static_cast<int>(16 / (tp * pp));
+    r.layout.micro_batches = static_cast<int>(64 / r.layout.dp);
+    r.layout.sp = tp > 1;
+    r.layout.recompute = plan::Recompute::Full;
+    r.step_time_s = cost::estimate_time(r.model, r.layout, r.training, slow).step_s;
+    runs.push_back(std::move(r));
+  }
+  auto c = cost::calibrate(runs, hw);
+  EXPECT_NEAR(c.scale, 0.7, 0.01);
+  for (double e : c.errors_after) EXPECT_LT(std::fabs(e), 0.02);
+}
+
+TEST(Calibrate, EachRunIsPricedWithWhatItsSystemOverlapped) {
+  // A run's `overlap:` block reaches the estimate: the same run with TP overlap 0.9 is faster than with the
+  // default 0.5, and a fraction outside [0, 1] is refused with the file and key.
+  std::string runs = R"(runs:
+  - {name: a, model: llama3-70b, devices: 64, global_batch: 128, seq: 4096, tp: 8, pp: 2, mbs: 1, overlap: {tp: 0.9, dp: 0.5}, step_time_s: 10}
+  - {name: b, model: llama3-70b, devices: 64, global_batch: 128, seq: 4096, tp: 8, pp: 2, mbs: 1, step_time_s: 10}
+)";
+  auto parsed = cost::runs_from_json(test::parse_yaml_for_test(runs), "runs.yaml", test::catalog());
+  ASSERT_EQ(parsed.size(), 2u);
+  EXPECT_DOUBLE_EQ(parsed[0].overlap.tp, 0.9);
+  EXPECT_DOUBLE_EQ(parsed[0].overlap.dp, 0.5);
+  EXPECT_DOUBLE_EQ(parsed[1].overlap.tp, cost::Overlap{}.tp);
+  auto c = cost::calibrate(parsed, test::device("h100-sxm"));
+  EXPECT_LT(c.errors_before[0], c.errors_before[1]);  // same measured time, faster estimate with more overlap
+  std::string bad = R"(runs:
+  - {name: a, model: llama3-70b, devices: 64, global_batch: 128, seq: 4096, tp: 8, pp: 2, overlap: {tp: 1.5}, step_time_s: 10}
+)";
+  try {
+    (void)cost::runs_from_json(test::parse_yaml_for_test(bad), "runs.yaml", test::catalog());
+    FAIL() << "an overlap of 1.5 was accepted";
+  } catch (const Error& e) {
+    std::string what = e.what();
+    EXPECT_NE(what.find("runs.yaml"), std::string::npos) << what;
+    EXPECT_NE(what.find("runs[0].overlap.tp"), std::string::npos) << what;
+    EXPECT_NE(what.find("1.5"), std::string::npos) << what;
+  }
+}

@@ -1,0 +1,156 @@
+// Step-time terms a layout changes: recompute repeats the forward collectives, interleaving hides more of the
+// gradient reduce, ZeRO shards are reduced and gathered, flash attention's backward, FP8 casts.
+#include <algorithm>
+
+#include <gtest/gtest.h>
+
+#include "core/error.hpp"
+#include "cost/calibrate.hpp"
+#include "cost/time.hpp"
+#include "helpers.hpp"
+
+using namespace sapp;
+using test::training;
+
+TEST(StepTime, FullRecomputeRepeatsTheForwardCollectives) {
+  // Megatron's full recompute re-runs each layer's forward, its TP collectives included: one more forward's
+  // worth on top of forward + backward, i.e. 1.5x the exposed TP time.
+  auto m = test::bundled("llama3-70b");
+  auto hw = test::device("h100-sxm");
+  plan::Training t = training(64, 4096);
+  plan::Layout l;
+  l.tp = 8;
+  l.pp = 1;
+  l.dp = 8;
+  l.micro_batches = 8;
+  l.sp = true;
+  l.recompute = plan::Recompute::Off;
+  double off = cost::estimate_time(m, l, t, hw).breakdown.tp_comm_s;
+  l.recompute = plan::Recompute::Selective;
+  double selective = cost::estimate_time(m, l, t, hw).breakdown.tp_comm_s;
+  l.recompute = plan::Recompute::Full;
+  double full = cost::estimate_time(m, l, t, hw).breakdown.tp_comm_s;
+  EXPECT_GT(off, 0.0);
+  EXPECT_DOUBLE_EQ(selective, off);  // core attention only: no collective inside it
+  EXPECT_NEAR(full / off, 1.5, 1e-12);
+}
+
+TEST(StepTime, InterleavingHidesMoreOfTheGradientReduce) {
+  // With v model chunks per stage, a chunk's gradient reduce starts while the later chunks still run their
+  // last backwards; without interleaving only the last micro-batch's backward hides it. With nothing
+  // overlapped both expose the whole collective.
+  auto m = test::bundled("llama3-70b");
+  auto hw = test::device("h100-sxm");
+  plan::Training t = training(128, 4096);
+  plan::Layout l;
+  l.tp = 8;
+  l.pp = 4;
+  l.dp = 4;  // strided across nodes: one NIC per member
+  l.micro_batches = 32;
+  l.sp = true;
+  l.zero = 1;
+  double plain = cost::estimate_time(m, l, t, hw).breakdown.dp_comm_s;
+  l.vpp = 5;
+  double interleaved = cost::estimate_time(m, l, t, hw).breakdown.dp_comm_s;
+  EXPECT_GT(plain, 0.0);
+  EXPECT_LT(interleaved, 0.7 * plain);
+  cost::Overlap none;
+  none.dp = 0;
+  double exposed_interleaved = cost::estimate_time(m, l, t, hw, none).breakdown.dp_comm_s;
+  l.vpp = 1;
+  double exposed_plain = cost::estimate_time(m, l, t, hw, none).breakdown.dp_comm_s;
+  EXPECT_NEAR(exposed_interleaved, exposed_plain, 1e-9 * exposed_plain);
+  EXPECT_GT(exposed_plain, plain);
+}
+
+TEST(StepTime, ShardedGradientsAreReducedEveryMicroBatch) {
+  // With nothing overlapped and gradients as wide as parameters (one collective = x): ZeRO 1 reduce-scatters
+  // once and gathers once per step (2x for any micro-batch count m); ZeRO 2 reduce-scatters every micro-batch
+  // ((m + 1) x); ZeRO 3 also gathers for every forward and every backward (3m x).
+  auto m = test::bundled("llama3-8b");
+  auto hw = test::device("h100-sxm");
+  cost::Overlap none;
+  none.dp = 0;
+  auto dp_comm = [&](int zero, int micro_batches) {
+    plan::Training t = training(8LL * micro_batches, 4096);
+    t.grad_bytes = 2;
+    plan::Layout l;
+    l.dp = 8;
+    l.micro_batches = micro_batches;
+    l.zero = zero;
+    return cost::estimate_time(m, l, t, hw, none).breakdown.dp_comm_s;
+  };
+  double x = dp_comm(1, 1) / 2;
+  ASSERT_GT(x, 0.0);
+  EXPECT_NEAR(dp_comm(1, 8), 2 * x, 1e-12);
+  EXPECT_NEAR(dp_comm(2, 1), 2 * x, 1e-12);
+  EXPECT_NEAR(dp_comm(2, 8), 9 * x, 1e-12);
+  EXPECT_NEAR(dp_comm(3, 1), 3 * x, 1e-12);
+  EXPECT_NEAR(dp_comm(3, 8), 24 * x, 1e-12);
+}
+
+TEST(StepTime, ZeroThreeGathersTheExpertsToo) {
+  // ZeRO 3 without EP gathers every expert of the stage for every micro-batch: for Qwen3-235B on 256 GPUs that
+  // is tens of GB per micro-batch, far more than its compute can hide.
+  auto m = test::bundled("qwen3-235b-a22b");
+  auto hw = test::device("h100-sxm");
+  plan::Training t = training(512, 4096);
+  plan::Layout l;
+  l.tp = 2;
+  l.sp = true;
+  l.pp = 8;
+  l.vpp = 4;
+  l.dp = 16;
+  l.micro_batches = 32;
+  l.zero = 3;
+  auto time = cost::estimate_time(m, l, t, hw);
+  EXPECT_GT(time.breakdown.dp_comm_s, 3 * time.breakdown.compute_s);
+}
+
+TEST(StepTime, FlashAttentionBackwardRecomputesTheScores) {
+  // FlashAttention-2's backward runs five matmuls against the forward's two (2.5x); eager attention's four
+  // (2x), like every GEMM. So backward - 2 x forward is half the attention forward with flash, zero without.
+  auto m = test::bundled("llama3-8b");
+  auto hw = test::device("h100-sxm");
+  plan::Training t = training(8, 8192);
+  plan::Layout l;
+  l.micro_batches = 8;
+  auto flash = cost::kind_times(m, l, t, hw).kinds.at(0);
+  // Attention forward FLOPs of one layer, causal: 2 matmuls x 2 FLOPs x s x ctx x a x dh, ctx = (s + 1) / 2.
+  double s = 8192, ctx = (s + 1) / 2, a = 32, dh = 128;
+  double attention_s = 2 * 2 * s * ctx * a * dh / (hw.peak_flops * hw.efficiency.attention);
+  EXPECT_NEAR(flash.bwd_s - 2 * flash.fwd_s, 0.5 * attention_s, 1e-3 * attention_s);
+  t.flash_attention = false;
+  auto eager = cost::kind_times(m, l, t, hw).kinds.at(0);
+  EXPECT_NEAR(eager.bwd_s, 2 * eager.fwd_s, 1e-12 * eager.fwd_s);
+}
+
+TEST(StepTime, Fp8AddsTheCastTrafficOfEveryGemmInput) {
+  // Transformer Engine casts each GEMM input to FP8 with its transpose (4 bytes moved per element); on a
+  // dense Llama layer at TP 1 the inputs are h (QKV), a x dv (output projection), h (FFN in), ffn (FFN out).
+  auto m = test::bundled("llama3-8b");
+  auto hw = test::device("h100-sxm");
+  plan::Training t = training(8, 4096);
+  plan::Layout l;
+  l.micro_batches = 8;
+  t.fp8 = true;
+  const model::BoundKind& kind = m.kinds.at(0);
+  expr::Env env = plan::layer_env(m, kind, l, t);
+  double bytes = 0;
+  int terms = 0;
+  for (const auto& w : kind.work) {
+    if (w.name.rfind("fp8_casts", 0) != 0) continue;
+    ++terms;
+    if (!w.when || w.when->eval(env).truthy()) bytes += w.formula.eval_double(env);
+  }
+  EXPECT_EQ(terms, 2);
+  double h = 4096, ffn = 14336, adv = 32 * 128, s = 4096;
+  EXPECT_DOUBLE_EQ(bytes, s * 4 * (2 * h + adv + ffn));
+  t.fp8 = false;
+  expr::Env bf16 = plan::layer_env(m, kind, l, t);
+  for (const auto& w : kind.work) {
+    if (w.name.rfind("fp8_casts", 0) == 0) {
+      EXPECT_FALSE(w.when->eval(bf16).truthy()) << w.name;
+    }
+  }
+}
