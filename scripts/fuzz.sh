@@ -31,6 +31,8 @@ all=(expr hardware model_json model_yaml op_records op_profile layers measured m
 if [[ ${#targets[@]} -eq 0 ]]; then targets=("${all[@]}"); fi
 
 build=build-fuzz
+source scripts/build_dir.sh
+reset_foreign_build_dir "$build"
 if [[ ! -f "$build/CMakeCache.txt" ]]; then
   CC=clang CXX=clang++ cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSAPP_FUZZ=ON -DSAPP_BENCH=OFF -DSAPP_PYTHON=OFF -DSAPP_UNITY=ON >/dev/null
 fi

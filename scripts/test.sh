@@ -7,6 +7,9 @@ cd "$(dirname "$0")/.."
 bash scripts/deps.sh
 jobs=$(nproc)
 step() { printf "\n== %s (%ds since start)\n" "$1" "$SECONDS"; }
+# A build directory configured from another checkout (a copied tree keeps its ignored build*/ folders) would make
+# CMake refuse to configure: start such a directory afresh.
+source scripts/build_dir.sh
 
 # Formatting first: it takes a second and fails before the builds do.
 step clang-format
@@ -14,6 +17,7 @@ clang-format --dry-run --Werror $(git ls-files 'src/*.cpp' 'src/*.hpp' 'tests/*.
 
 step "gcc Release build and tests"
 
+reset_foreign_build_dir build
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DSAPP_WERROR=ON -DCMAKE_EXPORT_COMPILE_COMMANDS=ON
 cmake --build build -j"$jobs"
 ctest --test-dir build --output-on-failure -j"$jobs"
@@ -24,6 +28,7 @@ step "clang ASan+UBSan build, tests and fuzzing"
 # without --brief runs 10^6 executions per target). The gcc build above is the -Werror gate.
 # A unity build (SAPP_UNITY: sources compiled in batches) takes about 40 % less CPU; the gcc build above compiles
 # every file on its own, so a missing include cannot hide behind a batch.
+reset_foreign_build_dir build-fuzz
 CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSAPP_FUZZ=ON -DSAPP_BENCH=OFF -DSAPP_PYTHON=OFF \
   -DSAPP_UNITY=ON -DSAPP_WERROR=ON -DCMAKE_EXPORT_COMPILE_COMMANDS=ON
 cmake --build build-fuzz -j"$jobs"
