@@ -107,6 +107,26 @@ TEST(Balance, SeveralBodyTypesKeepModelOrder) {
   EXPECT_LE(last_vision, first_decoder);
 }
 
+TEST(Balance, ManyChunksStopAtTheTimeLimitWithAPlan) {
+  // 80 layers on 2 stages of 40 chunks: the per-stage enumeration of chunk compositions has more than 10^20
+  // leaves. The solve must honour its time limit (it once ran for hours there) and still return a plan that fits.
+  balance::Problem p;
+  p.layers = layers(80, 10, 40, {{Rc::None, 20}, {Rc::Full, 3}});
+  p.stages = 2;
+  p.chunks = 40;
+  p.micro_batches = 8;
+  p.schedule = simulate::Schedule::Interleaved;
+  p.time_limit_s = 0.3;
+  balance::Solution sol = balance::solve(p);
+  EXPECT_TRUE(sol.timed_out);
+  ASSERT_TRUE(sol.feasible);
+  EXPECT_TRUE(sol.eval.fits);
+  EXPECT_FALSE(sol.optimal);  // nothing is proved from an enumeration cut short
+  // The limit is read every few thousand options: the solve ends well within a generous margin of it (the margin
+  // covers a sanitizer build), never after the full enumeration.
+  EXPECT_LT(sol.solve_seconds, p.time_limit_s + 20.0);
+}
+
 TEST(Simulator, UniformOneF1BMatchesTheClosedForm) {
   // (m + p - 1)(f + b) for equal stages.
   for (int p : {1, 2, 4, 8}) {

@@ -21,7 +21,6 @@ namespace sapp::app {
 namespace {
 
 using units::kGiB;
-constexpr int kMaxBalancedChunks = 3;
 
 void require(const JobRequest& job) {
   auto missing = [&](const char* key) { throw UsageError(fmt::format("{} is required", where_of(job.source, key))); };
@@ -212,8 +211,6 @@ report::Plan estimate_plan(const report::SearchRow& row, const std::string& stat
 report::Plan balance_plan(const LoadedJob& x, const PlanRequest& request, const report::SearchRow& row) {
   const plan::Layout& l = row.candidate.layout;
   if (l.pp == 1) return estimate_plan(row, "no pipeline (PP 1): the estimate");
-  // The balancer's stage enumeration grows as (layers per stage)^V and does not yet stop at its time limit there.
-  if (l.vpp > kMaxBalancedChunks) return estimate_plan(row, fmt::format("not balanced: VPP {} > {} (the even split is kept)", l.vpp, kMaxBalancedChunks));
   balance::Descriptors d = balance::describe(x.model, l, request.job.training, x.hardware, request.job.overlap);
   if (!d.why_not.empty()) return estimate_plan(row, "not balanced: " + d.why_not);
   balance::Problem problem = balance::problem_for(d, l, request.job.training, x.capacity_bytes);
@@ -222,8 +219,9 @@ report::Plan balance_plan(const LoadedJob& x, const PlanRequest& request, const 
   if (!sol.feasible) return estimate_plan(row, "not balanced: the balancer found no plan within the memory limit (" + sol.method + ")");
   const double balanced_step_s = sol.eval.objective / 1000.0 + d.outside_pipeline_s;
   if (balanced_step_s >= row.candidate.time.step_s) {
-    return estimate_plan(row, fmt::format("even split kept: the balancer found nothing faster ({:.3f} s, {})", balanced_step_s,
-                                          sol.optimal ? "proved optimal" : fmt::format("bound gap {:.1f} %", 100.0 * sol.gap)));
+    return estimate_plan(
+        row, fmt::format("even split kept: the balancer found nothing faster ({:.3f} s, {}{})", balanced_step_s,
+                         sol.optimal ? "proved optimal" : fmt::format("bound gap {:.1f} %", 100.0 * sol.gap), sol.timed_out ? ", time limit reached" : ""));
   }
   report::Plan p;
   p.layout = l;

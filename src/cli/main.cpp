@@ -27,9 +27,13 @@ nlohmann::json Given::values(const CLI::App& cmd) const {
 std::string value_name(const std::string& key, const std::string& shown) {
   static const std::set<std::string> paths = {"layers", "svg", "manual", "measured", "runs", "emit_layers"};
   static const std::set<std::string> lists = {"recompute_kinds", "recompute_modules", "stage_layers", "stage_recompute"};
-  static const std::set<std::string> numbers = {"memory_limit", "memory_limit_gib", "reserve_gib", "constant_memory", "time_limit", "balance_time_limit_s"};
+  static const std::set<std::string> numbers = {"memory_limit", "memory_limit_gib",     "reserve_gib",     "constant_memory",
+                                                "time_limit",   "balance_time_limit_s", "capacity_factor", "moe_imbalance"};
+  static const std::set<std::string> names = {"framework", "moe_dispatcher", "rank_order", "solver", "cp_algo", "recompute"};
   if (shown == "auto") return "LIST|auto";
   if (key == "model" || key == "hardware") return "NAME|PATH";
+  if (names.count(key)) return "NAME";
+  if (key.rfind("overlap_", 0) == 0) return "NUMBER";
   if (key == "interleave") return "INT|auto";
   if (paths.count(key)) return "PATH";
   if (lists.count(key)) return "LIST";
@@ -41,7 +45,8 @@ std::string value_name(const std::string& key, const std::string& shown) {
 
 void add_output(CLI::App& cmd, Output& o, const std::vector<std::string>& formats) {
   cmd.add_option("--format,-f", o.format, "output format")->check(CLI::IsMember(formats))->capture_default_str();
-  cmd.add_option("--output,-o", o.output, "write the output to this file (atomically: nothing is left behind on an error) instead of stdout");
+  cmd.add_option("--output,-o", o.output, "write the output to this file (atomically: nothing is left behind on an error) instead of stdout")
+      ->type_name("PATH");
 }
 
 void emit(const std::string& output, const std::string& text) { io::write_atomic(output, text); }

@@ -45,7 +45,7 @@ Command add_plan(CLI::App& app) {
       "plan", "search, then balance layers and recompute per pipeline stage for the best layouts and re-rank them on the balanced step; exit 3 if none fits");
   auto given = add_fields(*cmd, app::plan_fields());
   auto config = std::make_shared<std::string>();
-  cmd->add_option("--config", *config, "YAML/JSON file of the same options; options given on the command line win");
+  cmd->add_option("--config", *config, "YAML/JSON file of the same options; options given on the command line win")->type_name("PATH");
   auto quiet = std::make_shared<bool>(false);
   cmd->add_flag("--quiet,-q", *quiet, "no progress line (there is none anyway when stderr is not a terminal)");
   auto out = std::make_shared<Output>();
@@ -53,7 +53,8 @@ Command add_plan(CLI::App& app) {
   auto html = std::make_shared<std::string>();
   cmd->add_option("--report", *html,
                   "also write a self-contained HTML report (plans, ranked layouts, time against memory with the Pareto front, rejections, memory per stage, "
-                  "the balanced timeline) to this file");
+                  "the balanced timeline) to this file")
+      ->type_name("PATH");
   auto from = std::make_shared<From>();
   add_from(*cmd, *from);
   return [cmd, given, config, quiet, out, html, from]() {

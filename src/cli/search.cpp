@@ -40,7 +40,8 @@ Command add_search(CLI::App& app) {
   auto config = std::make_shared<std::string>();
   cmd->add_option("--config", *config,
                   "YAML/JSON file of the same options (model, devices, tp, ... at the top or dimensions under `search:`); options given on the command "
-                  "line win");
+                  "line win")
+      ->type_name("PATH");
   auto quiet = std::make_shared<bool>(false);
   cmd->add_flag("--quiet,-q", *quiet, "no progress line (there is none anyway when stderr is not a terminal)");
   auto out = std::make_shared<Output>();
@@ -48,7 +49,8 @@ Command add_search(CLI::App& app) {
   auto html = std::make_shared<std::string>();
   cmd->add_option("--report", *html,
                   "also write a self-contained HTML report (ranked table, time against memory with the Pareto front, rejections, the best layout's memory and "
-                  "time) to this file");
+                  "time) to this file")
+      ->type_name("PATH");
   auto from = std::make_shared<From>();
   add_from(*cmd, *from);
   return [cmd, given, config, quiet, out, html, from]() {

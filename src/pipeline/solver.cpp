@@ -307,9 +307,13 @@ std::vector<StageChoice> stage_options_vn(Context& c, int s, long long k, int bo
     for (const Mix& m : cur) ch.mixes.push_back({m});
     options.push_back(std::move(ch));
   };
+  // The enumeration grows as (layers per stage)^V: it reads the clock every kClockEvery options and stops when
+  // the time is up (the options are then incomplete, and c.timed_out keeps them from proving anything).
+  constexpr long long kClockEvery = 4096;
   std::function<void(int, double, double, double)> pick = [&](int u, double total, double cell_max, double lead) {
+    if (c.timed_out) return;
     if (u == V) {
-      ++c.explored;
+      if (++c.explored % kClockEvery == 0) c.out_of_time();
       add(cell_max, total, lead);
       return;
     }
@@ -332,8 +336,13 @@ std::vector<StageChoice> stage_options_vn(Context& c, int s, long long k, int bo
       for (std::size_t i = 0; i < vecs.size(); ++i) partial[i] -= vecs[i][ui] * m.weight;
     }
   };
+  long long compositions = 0;
+  std::vector<long long> needed(uz(V + 1), 0);  // chunks from v on that must hold a layer (not reserved)
+  for (int v = V - 1; v >= 0; --v) needed[uz(v)] = needed[uz(v + 1)] + (reserved(p, v, s) ? 0 : 1);
   std::function<void(int, long long)> compose = [&](int v, long long left) {
+    if (left < needed[uz(v)]) return;  // too few layers left for the chunks that need one
     if (v == V) {
+      if (++compositions % kClockEvery == 0) c.out_of_time();
       if (left != 0) return;
       if (p.chunk_spread > 0) {
         long long lo = std::numeric_limits<long long>::max();
@@ -349,7 +358,7 @@ std::vector<StageChoice> stage_options_vn(Context& c, int s, long long k, int bo
       return;
     }
     long long min_here = reserved(p, v, s) ? 0 : 1;
-    for (long long n = min_here; n <= left; ++n) {
+    for (long long n = min_here; n <= left && !c.timed_out; ++n) {
       comp[uz(v)] = n;
       compose(v + 1, left - n);
     }
