@@ -84,6 +84,78 @@ TEST(PublishedParams, Qwen25VL_7B_8_29B) {
 // Brown et al. 2020, table 2.1: GPT-3 175B.
 TEST(PublishedParams, GPT3_175B) { near_published(bundled("gpt3-175b").params().total, 175, 1, "total"); }
 
+// Gemma 2 report (arXiv:2408.00118) table 1, non-embedding parameters: 9B 8,324,201,984; 27B 26,047,480,320
+// (exact counts; the report's embedding counts use a 256128-row table, the released configs 256000 rows).
+TEST(PublishedParams, Gemma2_9B_and_27B_NonEmbedding) {
+  auto g9 = bundled("gemma2-9b").params();
+  EXPECT_NEAR(g9.total - g9.embedding, 8324201984.0, 1.0);
+  auto g27 = bundled("gemma2-27b").params();
+  EXPECT_NEAR(g27.total - g27.embedding, 26047480320.0, 1.0);
+  EXPECT_EQ(g9.head, 3584.0);  // tied: the head is the final norm only (Gemma's configs do not state tying)
+}
+// Gemma 3 report (arXiv:2503.19786) table 1: 12B has 10,759 M non-embedding parameters (language model).
+TEST(PublishedParams, Gemma3_12B_NonEmbedding_10759M) {
+  auto p = bundled("gemma3-12b").params();
+  near_published(p.total - p.embedding, 10.759, 0.001, "non-embedding");
+}
+// HuggingFace mistralai/Mistral-7B-v0.1: 7.24 B.
+TEST(PublishedParams, Mistral7B_7_24B) { near_published(bundled("mistral-7b-v0.1").params().total, 7.24, 0.01, "total"); }
+// Qwen1.5-MoE blog (2024): 14.3 B in total, 2.7 B activated (embedding and head included, as its name says).
+TEST(PublishedParams, Qwen15MoE_A2_7B_14_3B_total) {
+  auto p = bundled("qwen1.5-moe-a2.7b").params();
+  near_published(p.total, 14.3, 0.1, "total");
+  near_published(p.active, 2.7, 0.1, "active");
+}
+
+TEST(LayerStack, PeriodsAndWindowsComeFromTheFamilyData) {
+  using sapp::model::AttentionFlavour;
+  auto kind_of = [](const sapp::model::Model& m, std::size_t group) { return m.kinds[static_cast<std::size_t>(m.stack[group].kind)].kind; };
+  // Gemma 2: local, global, local, ... (42 layers alternate).
+  auto g2 = bundled("gemma2-9b");
+  ASSERT_EQ(g2.stack.size(), 42u);
+  EXPECT_TRUE(kind_of(g2, 0).sliding);
+  EXPECT_FALSE(kind_of(g2, 1).sliding);
+  // Gemma 3: sliding_window_pattern 6: five local layers, then a global one, 8 times.
+  auto g3 = bundled("gemma3-12b");
+  ASSERT_EQ(g3.stack.size(), 16u);
+  EXPECT_EQ(g3.stack[0].count, 5);
+  EXPECT_TRUE(kind_of(g3, 0).sliding);
+  EXPECT_EQ(g3.stack[1].count, 1);
+  EXPECT_FALSE(kind_of(g3, 1).sliding);
+  // Qwen3-Next's published config states full_attention_interval: 4, not layer_types.
+  auto next = bundled("qwen3-next-80b-a3b");
+  ASSERT_EQ(next.stack.size(), 24u);
+  EXPECT_EQ(next.stack[0].count, 3);
+  EXPECT_EQ(kind_of(next, 0).attention, AttentionFlavour::Linear);
+  EXPECT_EQ(kind_of(next, 1).attention, AttentionFlavour::Gqa);
+  // Mistral 7B v0.1: a window in every layer; without one, every layer attends fully.
+  auto mistral = bundled("mistral-7b-v0.1");
+  ASSERT_EQ(mistral.stack.size(), 1u);
+  EXPECT_TRUE(kind_of(mistral, 0).sliding);
+  auto spec = mistral.spec;
+  spec.sliding_window.reset();
+  auto full = sapp::model::resolve(spec, sapp::test::catalog().records, sapp::test::catalog().profiles);
+  EXPECT_FALSE(full.kinds[0].kind.sliding);
+}
+
+TEST(ModelSpec, AStatedWindowNoLayerAttendsIsRefused) {
+  // Qwen2 with use_sliding_window: true: its profile prices no window, so the config is refused by key.
+  auto spec = sapp::model::model_from_json(nlohmann::json::parse(R"({"model_type":"qwen2","hidden_size":64,"num_hidden_layers":2,
+      "num_attention_heads":4,"vocab_size":100,"intermediate_size":128,"sliding_window":32,"use_sliding_window":true})"),
+                                           "qwen2.json");
+  try {
+    (void)sapp::model::resolve(spec, sapp::test::catalog().records, sapp::test::catalog().profiles);
+    FAIL() << "accepted a window no layer attends";
+  } catch (const sapp::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("qwen2.json: sliding_window"), std::string::npos) << e.what();
+  }
+  // The same window switched off (as Qwen2.5's configs state it) is full attention.
+  auto off = sapp::model::model_from_json(nlohmann::json::parse(R"({"model_type":"qwen2","hidden_size":64,"num_hidden_layers":2,
+      "num_attention_heads":4,"vocab_size":100,"intermediate_size":128,"sliding_window":32,"use_sliding_window":false})"),
+                                          "qwen2.json");
+  EXPECT_FALSE(off.sliding_window.has_value());
+}
+
 TEST(LayerStack, HybridAndPrefixStacksComeFromData) {
   auto ds = bundled("deepseek-v3");
   ASSERT_EQ(ds.stack.size(), 3u);  // dense x3, moe x58, moe x1 (MTP)

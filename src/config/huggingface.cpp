@@ -90,6 +90,9 @@ const std::set<std::string>& read_keys() {
                                           "_source",
                                           "_comment",
                                           "full_attention_interval",
+                                          "sliding_window_pattern",
+                                          "sliding_window_size",
+                                          "hidden_activation",
                                           "use_sliding_window",
                                           "max_window_layers"};
   return k;
@@ -180,6 +183,8 @@ const std::set<std::string>& neutral_keys() {
                                           "attn_logit_softcapping",
                                           "mlp_only_layers",
                                           "rope_type",
+                                          "cache_implementation",
+                                          "rope_local_base_freq",
                                           "factor"};
   return k;
 }

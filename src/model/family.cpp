@@ -45,7 +45,7 @@ Profile profile_from_json(const json& tree, const std::string& file, const std::
   p.file = file;
   p.arch = arch;
   io::Reader top{tree, file, ""};
-  top.only({"model_types", "defaults", "kinds", "default", "stack", "layer_types", "selective"});
+  top.only({"model_types", "defaults", "kinds", "default", "stack", "layer_types", "selective", "period", "window", "tied_embeddings"});
   if (top.has("model_types")) {
     const json& list = tree.at("model_types");
     if (!list.is_array()) top.bad("model_types", "a list of HF model_type names");
@@ -114,6 +114,20 @@ Profile profile_from_json(const json& tree, const std::string& file, const std::
       p.layer_types[name] = kind;
     }
   }
+  auto kind_name = [&](io::Reader& rd, const char* key) {
+    std::string name = rd.string(key);
+    if (p.kind(name) == nullptr) rd.bad(key, "the name of one of the profile's kinds");
+    return name;
+  };
+  if (top.has("period")) {
+    io::Reader pr = top.child("period");
+    pr.only({"every", "kind", "others"});
+    p.period = pr.count("every", units::kSparseStep);
+    p.period_kind = kind_name(pr, "kind");
+    p.period_others = kind_name(pr, "others");
+  }
+  if (top.has("window")) p.window_kind = kind_name(top, "window");
+  p.tied_embeddings = top.boolean_or("tied_embeddings", false);
   if (top.has("selective")) {
     const json& list = tree.at("selective");
     if (!list.is_array()) top.bad("selective", "a list of recompute switches");
@@ -122,8 +136,8 @@ Profile profile_from_json(const json& tree, const std::string& file, const std::
       p.selective.push_back(item.get<std::string>());
     }
   }
-  if (p.default_kind.empty() && p.moe_kind.empty() && p.layer_types.empty()) {
-    fail(file, "a profile with several kinds must name a default, a stack or layer_types");
+  if (p.default_kind.empty() && p.moe_kind.empty() && p.layer_types.empty() && p.period == 0) {
+    fail(file, "a profile with several kinds must name a default, a stack, layer_types or a period");
   }
   return p;
 }
@@ -349,6 +363,7 @@ Model resolve(const ModelSpec& spec, std::shared_ptr<const OpRecords> shared_rec
   m.profile = choose_profile(spec, profiles);
   const Profile& p = m.profile;
   m.spec.arch = p.arch;
+  if (!spec.tie_word_embeddings_stated) m.spec.tie_word_embeddings = p.tied_embeddings;
   m.selective = p.selective.empty() ? records.selective : p.selective;
 
   // Which kind each body layer is, in model order.
@@ -372,6 +387,14 @@ Model resolve(const ModelSpec& spec, std::shared_ptr<const OpRecords> shared_rec
       }
       body.push_back(it->second);
     }
+  } else if (!p.period_kind.empty()) {
+    Count every = spec.attention_period.value_or(p.period);
+    if (every > spec.num_layers) {
+      fail(at(spec.source, "full_attention_interval / sliding_window_pattern"), "{} is more than the {} layers", every, spec.num_layers);
+    }
+    for (Count i = 0; i < spec.num_layers; ++i) body.push_back((i + 1) % every == 0 ? p.period_kind : p.period_others);
+  } else if (!p.window_kind.empty() && spec.sliding_window) {
+    body.assign(static_cast<std::size_t>(spec.num_layers), p.window_kind);
   } else if (!p.moe_kind.empty() && spec.is_moe()) {
     if (p.dense_kind.empty() && (spec.first_k_dense.value_or(0) > 0 || !spec.mlp_only_layers.empty())) {
       fail(p.file, "the model has dense layers (first_k_dense_replace / mlp_only_layers) but the profile's stack names no dense kind");
@@ -399,6 +422,14 @@ Model resolve(const ModelSpec& spec, std::shared_ptr<const OpRecords> shared_rec
       fail(at(spec.source, "linear_num_key_heads"), "kind {} of op profile {} is linear attention, but the model states no linear_* dimensions", name, p.arch);
     if (k->sliding && !spec.sliding_window)
       fail(at(spec.source, "sliding_window"), "kind {} of op profile {} attends a sliding window, but the model states none", name, p.arch);
+  }
+
+  // A stated window that no layer attends would be priced as full attention without a word.
+  if (spec.sliding_window && std::none_of(body.begin(), body.end(), [&](const std::string& name) { return p.kind(name)->sliding; })) {
+    fail(at(spec.source, "sliding_window"),
+         "{} is stated, but op profile {} prices no sliding-window layer for this model (state use_sliding_window: false, or remove it, if "
+         "the attention is full)",
+         *spec.sliding_window, p.arch);
   }
 
   auto kind_index = [&](const std::string& name, bool vision, const Profile& from) {
@@ -439,7 +470,7 @@ Model resolve(const ModelSpec& spec, std::shared_ptr<const OpRecords> shared_rec
   double v = static_cast<double>(spec.vocab_size);
   double norm_bias = p.defaults.count("norm_bias") ? p.defaults.at("norm_bias") : 0.0;
   m.embedding_params = v * h + static_cast<double>(spec.learned_position_embeddings.value_or(0)) * h;  // V*h (+ positions*h)
-  m.head_params = spec.tie_word_embeddings ? 0.0 : v * h;                                              // V*h unless tied
+  m.head_params = m.spec.tie_word_embeddings ? 0.0 : v * h;                                            // V*h unless tied
   m.final_norm_params = h * (1.0 + norm_bias);                                                         // final norm
   m.mtp_extra_params = 2.0 * h * h + 3.0 * h;  // DeepSeek MTP: eh_proj (2h x h), enorm, hnorm, head norm
   if (spec.vision) {

@@ -39,6 +39,14 @@ struct Profile {
   std::string moe_kind;
   std::string mtp_kind;
   std::map<std::string, std::string> layer_types;  // HF layer type name -> kind
+  // Where a config states no layer_types: every `period`-th layer (1-based) is `period_kind`, the others
+  // `period_others` (Gemma 2/3 sliding and global attention, Qwen3-Next linear and full). The config's
+  // attention_period wins over the profile's default period.
+  Count period = 0;
+  std::string period_kind, period_others;
+  bool tied_embeddings = false;  // the output head shares the embedding where the config does not say
+  // Where a config states a sliding_window and no layer_types, every layer is this kind (Mistral 7B v0.1).
+  std::string window_kind;
   std::map<std::string, double> defaults;
   std::vector<std::string> selective;  // empty: the records' default
   [[nodiscard]] const LayerKind* kind(const std::string& name) const;

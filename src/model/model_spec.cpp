@@ -89,6 +89,13 @@ struct Source {
 
 VisionSpec read_vision(const json& node, const std::string& file, Count llm_hidden) {
   Source src{node, file, "vision_config"};
+  if (src.text({"model_type"}) == "siglip_vision_model") {
+    // Gemma 3's tower: a plain-MLP ViT at a fixed resolution, pooled to mm_tokens_per_image tokens. Not modelled:
+    // refused rather than priced as a Qwen-VL tower.
+    fail(at(file, "vision_config.model_type"),
+         "siglip_vision_model (Gemma 3's vision tower) is not priced; estimate the language model from "
+         "its text_config alone (model_type gemma3_text)");
+  }
   VisionSpec v;
   // Qwen2-VL states the tower width as embed_dim and the LLM width as hidden_size (reference defect: it read
   // hidden_size as the tower width); Qwen2.5-VL states hidden_size = tower width and out_hidden_size.
@@ -203,15 +210,21 @@ ModelSpec model_from_json(const json& config, const std::string& file) {
       m.layer_types.push_back(item.get<std::string>());
     }
   }
-  m.sliding_window = src.count({"sliding_window"}, units::kPositions);
+  m.sliding_window = src.count({"sliding_window", "sliding_window_size"}, units::kPositions);
+  // Qwen2/Qwen3 state a window but switch it off with use_sliding_window: false (the attention is then full).
+  if (src.flag({"use_sliding_window"}) == false) m.sliding_window.reset();
+  m.attention_period = src.count({"full_attention_interval", "sliding_window_pattern"}, units::kSparseStep);
   m.mtp_depth = src.count({"num_nextn_predict_layers", "mtp_depth", "mtp_num_hidden_layers"}, units::kLayerIndex);
 
-  m.tie_word_embeddings = top.flag({"tie_word_embeddings"}).value_or(src.flag({"tie_word_embeddings"}).value_or(false));
+  std::optional<bool> tied = top.flag({"tie_word_embeddings"});
+  if (!tied) tied = src.flag({"tie_word_embeddings"});
+  m.tie_word_embeddings = tied.value_or(false);
+  m.tie_word_embeddings_stated = tied.has_value();
   m.attention_bias = src.flag({"attention_bias", "qkv_bias"});
   m.mlp_bias = src.flag({"mlp_bias"});
   m.qk_norm = src.flag({"qk_norm", "use_qk_norm", "qk_layernorm"});
   m.attn_output_gate = src.flag({"attn_output_gate"});
-  m.hidden_act = src.text({"hidden_act", "activation_function"});
+  m.hidden_act = src.text({"hidden_act", "hidden_activation", "activation_function"});
   auto drop = src.real({"hidden_dropout", "resid_pdrop", "attention_dropout", "attn_pdrop"}, units::kProbability);
   m.dropout = drop;
   m.learned_position_embeddings = src.count({"learned_position_embeddings"}, units::kPositions);

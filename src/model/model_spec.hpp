@@ -74,10 +74,13 @@ struct ModelSpec {
 
   std::optional<LinearAttentionDims> linear;
   std::vector<std::string> layer_types;
-  std::optional<Count> sliding_window;
+  std::optional<Count> sliding_window;    // none when the config states use_sliding_window: false (Qwen2/Qwen3)
+  std::optional<Count> attention_period;  // every N-th layer full attention: full_attention_interval (Qwen3-Next),
+                                          // sliding_window_pattern (Gemma 3)
   std::optional<Count> mtp_depth;
 
   bool tie_word_embeddings = false;
+  bool tie_word_embeddings_stated = false;  // false: the family's default applies (Gemma ties, Llama does not)
   std::optional<bool> attention_bias;
   std::optional<bool> mlp_bias;
   std::optional<bool> qk_norm;
