@@ -9,6 +9,7 @@
 
 #include "app/app.hpp"
 #include "core/error.hpp"
+#include "core/files.hpp"
 #include "helpers.hpp"
 
 using namespace sapp;
@@ -133,6 +134,30 @@ TEST(Requests, AnUnknownConfigKeyIsNamed) {
   auto r = run_sapp("search" + kJob + " --config " + dir + "/s.yaml");
   EXPECT_EQ(r.status, 1);
   EXPECT_NE(r.err.find("s.yaml: search.tpp: unknown option"), std::string::npos) << r.err;
+  std::filesystem::remove_all(dir);
+}
+
+TEST(Requests, AModelConfigKeySappDoesNotReadIsAWarningNotSilence) {
+  // A misspelt key (hidden_sise) and a key of another schema (layers) change nothing sapp prices: the estimate
+  // runs, and says so on stderr and in its JSON, naming the file and both keys.
+  std::string dir = test::temp_dir();
+  nlohmann::json config = nlohmann::json::parse(io::read_text(test::data_dir() + "/models/llama3-8b.json"));
+  config["hidden_sise"] = 4096;
+  config["layers"] = nlohmann::json::array({1, 2});
+  test::write_file(dir + "/misspelt.json", config.dump());
+  auto r = run_sapp("estimate --model " + dir + "/misspelt.json --devices 8 --global-batch 8 --tp 8 --format json");
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.err.find("sapp: warning: " + dir + "/misspelt.json: key(s) sapp does not read"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("hidden_sise, layers"), std::string::npos) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  ASSERT_TRUE(j.contains("warnings"));
+  EXPECT_NE(j["warnings"][0].get<std::string>().find("hidden_sise"), std::string::npos);
+  // The bundled config itself reads cleanly.
+  auto clean = run_sapp("estimate --model llama3-8b --devices 8 --global-batch 8 --tp 8");
+  EXPECT_EQ(clean.err.find("warning"), std::string::npos) << clean.err;
+  // A vision tower priced at the default token count says so.
+  auto vision = run_sapp("estimate --model qwen2.5-vl-7b --devices 8 --global-batch 8 --tp 4");
+  EXPECT_NE(vision.err.find("vision_config states no visual_tokens: the vision tower is priced at 1024 tokens"), std::string::npos) << vision.err;
   std::filesystem::remove_all(dir);
 }
 

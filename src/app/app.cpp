@@ -43,6 +43,16 @@ report::Subject subject_of(const LoadedJob& x, const JobRequest& job) {
   cost::terms::Validity v = cost::terms::validated(x.hardware, job.training.fp8);
   s.validated = v.validated;
   s.validation = v.reason;
+  if (!x.model.spec.unread_keys.empty()) {
+    s.warnings.push_back(fmt::format("{}: key(s) sapp does not read and cannot price (misspelt, or a feature it does not model): {}", x.model.spec.source,
+                                     fmt::join(x.model.spec.unread_keys, ", ")));
+  }
+  if (x.model.spec.vision && !x.model.spec.vision->tokens_stated) {
+    s.warnings.push_back(
+        fmt::format("{}: vision_config states no visual_tokens: the vision tower is priced at {} tokens per sample (state "
+                    "vision_config.visual_tokens for your images)",
+                    x.model.spec.source, x.model.spec.vision->tokens));
+  }
   return s;
 }
 

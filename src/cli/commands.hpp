@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
@@ -88,5 +89,7 @@ Command add_calibrate(CLI::App& app);
 
 // Writes `text` to the --output target atomically ("-" = stdout).
 void emit(const std::string& output, const std::string& text);
+// Prints a report's warnings about its inputs on stderr ("sapp: warning: ...").
+void warn(const std::vector<std::string>& warnings);
 
 }  // namespace sapp::cli

@@ -16,6 +16,7 @@ Command add_estimate(CLI::App& app) {
     app::EstimateRequest request;
     fill(request, *from, given->values(*cmd));
     report::EstimateReport r = app::run_estimate(request);
+    warn(r.subject.warnings);
     std::string text = out->format == "json" ? report::to_json(r).dump(2) + "\n" : out->format == "csv" ? report::to_csv(r) : report::to_table(r);
     // With --emit, --output receives the config and the report goes to stdout.
     emit(from->emit.empty() ? out->output : "-", text);

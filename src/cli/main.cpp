@@ -51,6 +51,10 @@ void add_output(CLI::App& cmd, Output& o, const std::vector<std::string>& format
 
 void emit(const std::string& output, const std::string& text) { io::write_atomic(output, text); }
 
+void warn(const std::vector<std::string>& warnings) {
+  for (const auto& w : warnings) std::fprintf(stderr, "sapp: warning: %s\n", w.c_str());
+}
+
 }  // namespace sapp::cli
 
 int main(int argc, char** argv) {

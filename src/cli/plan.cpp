@@ -71,6 +71,7 @@ Command add_plan(CLI::App& app) {
       };
     }
     report::PlanReport r = app::run_plan(request);
+    warn(r.search.subject.warnings);
     if (progress) std::fprintf(stderr, "\r%40s\r", "");
     std::string text = out->format == "json" ? report::to_json(r).dump(2) + "\n" : report::to_table(r);
     emit(from->emit.empty() ? out->output : "-", text);

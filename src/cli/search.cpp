@@ -69,6 +69,7 @@ Command add_search(CLI::App& app) {
       };
     }
     report::SearchReport r = app::run_search(request);
+    warn(r.subject.warnings);
     if (progress && r.seconds > 1.0) std::fprintf(stderr, "\n");
     std::string text = out->format == "json" ? report::to_json(r).dump(2) + "\n" : out->format == "csv" ? report::to_csv(r) : report::to_table(r);
     emit(from->emit.empty() ? out->output : "-", text);

@@ -37,8 +37,9 @@ struct VisionSpec {
   Count temporal_patch_size = 2;
   Count in_channels = 3;
   Count spatial_merge_size = 2;
-  bool gated_mlp = false;  // Qwen2.5-VL's tower uses SwiGLU; Qwen2-VL's uses a plain GELU MLP
-  Count tokens = 1024;     // visual tokens per sample at the tower's input (before merging)
+  bool gated_mlp = false;      // Qwen2.5-VL's tower uses SwiGLU; Qwen2-VL's uses a plain GELU MLP
+  Count tokens = 1024;         // visual tokens per sample at the tower's input (before merging)
+  bool tokens_stated = false;  // false: `tokens` is the default, which the report warns about
 };
 
 struct ModelSpec {
@@ -90,6 +91,9 @@ struct ModelSpec {
   std::optional<Count> learned_position_embeddings;  // GPT-style absolute position table rows
 
   std::optional<VisionSpec> vision;
+  // Keys of the file it was read from that sapp neither reads nor knows to be cost-neutral (a misspelling, or
+  // a feature it does not model); filled by read_model_file, reported as a warning.
+  std::vector<std::string> unread_keys;
 
   [[nodiscard]] Count kv_heads() const { return num_kv_heads.value_or(num_heads); }
   [[nodiscard]] Count effective_head_dim() const { return head_dim.value_or(hidden_size / num_heads); }
@@ -104,6 +108,9 @@ struct ModelSpec {
   [[nodiscard]] double kv_exchange_width() const;
 };
 
+// The keys of a HuggingFace-style config (text_config included, vision_config left to its reader) that
+// model_from_json does not read and that are not known to leave the cost unchanged.
+std::vector<std::string> unread_keys(const nlohmann::json& config);
 // Reads a model file (.json HF config, or .yaml/.yml with the same keys). Errors name the file, key and value.
 ModelSpec read_model_file(const std::string& path);
 // Builds a spec from parsed JSON; `where` is the file name for errors.

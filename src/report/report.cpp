@@ -105,6 +105,7 @@ json to_json(const EstimateReport& r) {
   j["devices"] = r.subject.devices;
   j["validated"] = r.subject.validated;
   j["validation"] = r.subject.validation;
+  if (!r.subject.warnings.empty()) j["warnings"] = r.subject.warnings;
   cost::add_time_json(j, r.time);
   if (!r.explain.empty()) j["explain"] = r.explain;
   if (!r.fits()) {
@@ -192,6 +193,7 @@ json to_json(const SearchReport& r, bool timing) {
          {"evaluated", r.evaluated},
          {"folded", r.folded}};
   if (!r.any_fits()) j["closest"] = closest;
+  if (!r.subject.warnings.empty()) j["warnings"] = r.subject.warnings;
   if (timing) {
     j["search_seconds"] = r.seconds;
     j["threads"] = r.threads;

@@ -25,8 +25,9 @@ struct Subject {
   long long global_batch = 0;
   long long seq = 0;
   double capacity_bytes = 0;
-  bool validated = false;  // the device and precision were checked against measured runs
-  std::string validation;  // which runs, or why not
+  bool validated = false;             // the device and precision were checked against measured runs
+  std::string validation;             // which runs, or why not
+  std::vector<std::string> warnings;  // about the inputs (e.g. model config keys sapp does not read)
 };
 
 // One change to a layout that does not fit, re-priced.
