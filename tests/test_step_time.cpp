@@ -1,6 +1,7 @@
 // Step-time terms a layout changes: recompute repeats the forward collectives, interleaving hides more of the
 // gradient reduce, ZeRO shards are reduced and gathered, flash attention's backward, FP8 casts.
 #include <algorithm>
+#include <cmath>
 
 #include <gtest/gtest.h>
 
@@ -179,4 +180,32 @@ TEST(StepTime, MistralsSlidingWindowCutsLongSequenceAttentionOnly) {
       EXPECT_LT(with, 0.8 * without) << "seq " << seq;
     }
   }
+}
+
+TEST(StepTime, NodeLimitedRoutingCutsDeepEPsInterNodeCopies) {
+  // DeepSeek-V3 routes each token to experts on at most topk_group = 4 of n_group = 8 groups (arXiv:2412.19437
+  // §2.1.2). With EP 64 over 8 H100 nodes a group is a node; DeepEP sends one copy per remote node, so a token's
+  // inter-node copies are 4 x 7/8 = 3.5 instead of 7 (1 - (7/8)^8) = 4.59 for unrestricted top-8 routing. The
+  // alltoall dispatcher sends every routed copy either way.
+  auto limited = test::bundled("deepseek-v3");
+  ASSERT_EQ(limited.spec.routing_group_limit.value_or(0), 4);
+  auto spec = limited.spec;
+  spec.routing_groups.reset();
+  spec.routing_group_limit.reset();
+  auto unlimited = model::resolve(spec, test::catalog().records, test::catalog().profiles);
+  auto hw = test::device("h100-sxm");
+  plan::Layout l;
+  l.tp = 1;
+  l.pp = 16;
+  l.ep = 64;
+  l.dp = 64;
+  l.micro_batches = 16;
+  plan::Training t = training(1024, 4096);
+  cost::Overlap none;
+  none.ep = 0;
+  t.ep_dedup_per_node = true;
+  double ratio = cost::estimate_time(limited, l, t, hw, none).breakdown.ep_comm_s / cost::estimate_time(unlimited, l, t, hw, none).breakdown.ep_comm_s;
+  EXPECT_NEAR(ratio, 3.5 / (7.0 * (1.0 - std::pow(7.0 / 8.0, 8))), 0.02);
+  t.ep_dedup_per_node = false;
+  EXPECT_DOUBLE_EQ(cost::estimate_time(limited, l, t, hw, none).breakdown.ep_comm_s, cost::estimate_time(unlimited, l, t, hw, none).breakdown.ep_comm_s);
 }

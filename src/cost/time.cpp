@@ -120,11 +120,51 @@ double dp_exposed(double reduce, double gather, double backward_mb, double forwa
   return std::max(std::max(0.0, finish), reduce * (1.0 - overlap)) + std::max(late, gather * (1.0 - overlap));
 }
 
+// How a token's k routed experts spread over the experts' groups: n_group equal groups in expert order, at most
+// topk_group of them per token (DeepSeek-V3's node-limited routing, DeepSeek-AI 2024, arXiv:2412.19437 §2.1.2:
+// "each token will be sent to at most M nodes"; DeepSeek-V2's device-limited routing, arXiv:2405.04434 §2.2.3).
+// n_group 0: no limit.
+struct Routing {
+  double topk = 1;
+  long long groups = 0;
+  long long group_limit = 0;
+};
+
+// C(n, r) / C(N, r): the chance that r groups drawn without replacement out of N all avoid a set of N - n.
+double all_avoid(long long n, long long total, long long r) {
+  double p = 1;
+  for (long long i = 0; i < r; ++i) p *= static_cast<double>(n - i) / static_cast<double>(total - i);
+  return std::max(0.0, p);
+}
+
+// Expected remote units (of U equal units the EP group spans at one level) a token's copies reach, for uniform
+// routing: (U - 1)(1 - (1 - 1/U)^k). With group-limited routing the reachable units are those of its topk_group
+// groups: with several groups per unit, the expected units those groups touch, U (1 - C(n - g, t) / C(n, t)) for
+// g = n / U groups per unit; with a group spanning several units, k copies spread over its t U / n units. Either
+// way a share (U - 1) / U of them is remote. The smaller of the two counts applies.
+double remote_units_reached(double units, const Routing& r) {
+  double uniform = (units - 1.0) * (1.0 - std::pow(1.0 - 1.0 / units, r.topk));
+  if (r.groups <= 1 || r.group_limit <= 0 || r.group_limit >= r.groups) return uniform;
+  const auto u = static_cast<long long>(std::llround(units));
+  double reached = 0;
+  if (u <= r.groups && r.groups % u == 0) {
+    long long per_unit = r.groups / u;
+    reached = units * (1.0 - all_avoid(r.groups - per_unit, r.groups, r.group_limit));
+  } else if (u > r.groups && u % r.groups == 0) {
+    double candidates = static_cast<double>(r.group_limit * (u / r.groups));
+    reached = candidates * (1.0 - std::pow(1.0 - 1.0 / candidates, r.topk));
+  } else {
+    return uniform;  // groups that do not tile the units: no limit assumed
+  }
+  return std::min(uniform, reached * (units - 1.0) / units);
+}
+
 // Seconds per routed-token copy byte of one EP all-to-all (dispatch or combine) over `ep` ranks spaced `stride`
 // apart: each level's share of the copies on that level's per-device link, at once (the slowest level governs), as
 // Hardware::all_to_all. With `dedup` (DeepEP / HybridEP), the copies a token sends past the innermost level are one
-// per remote unit it reaches: (U - 1)(1 - (1 - 1/U)^k) of its k copies for U units and uniform routing.
-double ep_seconds_per_copy_byte(const hardware::Hardware& hw, long long ep, long long stride, double topk, bool dedup) {
+// per remote unit it reaches (remote_units_reached) of its k copies.
+double ep_seconds_per_copy_byte(const hardware::Hardware& hw, long long ep, long long stride, const Routing& routing, bool dedup) {
+  const double topk = routing.topk;
   if (ep <= 1) return 0;
   double out = 0;
   long long below = 1;
@@ -135,7 +175,7 @@ double ep_seconds_per_copy_byte(const hardware::Hardware& hw, long long ep, long
       double share = static_cast<double>(within - below) / static_cast<double>(ep);
       if (dedup && i > 0 && topk > 1) {
         double units = static_cast<double>(within) / static_cast<double>(below);
-        share = (units - 1.0) * (1.0 - std::pow(1.0 - 1.0 / units, topk)) / topk;
+        share = remote_units_reached(units, routing) / topk;
       }
       out = std::max(out, share / level.bandwidth);
     }
@@ -184,7 +224,8 @@ KindTimes kind_times(const model::Model& model, const plan::Layout& l, const pla
   // Megatron's expert layout: expert-TP innermost, then EP, over consecutive ranks.
   const hardware::Hardware::AllToAll ep_a2a = hw.all_to_all(l.ep, l.etp);
   const double ep_topk = static_cast<double>(spec.experts_per_token.value_or(1));
-  const double ep_s_per_byte = ep_seconds_per_copy_byte(hw, l.ep, l.etp, ep_topk, training.ep_dedup_per_node);
+  const Routing routing{ep_topk, spec.routing_groups.value_or(0), spec.routing_group_limit.value_or(0)};
+  const double ep_s_per_byte = ep_seconds_per_copy_byte(hw, l.ep, l.etp, routing, training.ep_dedup_per_node);
   const hardware::Hardware::AllToAll cp_a2a = hw.all_to_all(l.cp, plan::group_span(l, training.rank_order, 'c') / l.cp);
   KindTimes result;
   result.model_flops_per_sequence = model_forward_flops_per_sequence(model, training);

@@ -173,6 +173,8 @@ ModelSpec model_from_json(const json& config, const std::string& file) {
   m.moe_intermediate_size = pick_count({"moe_intermediate_size"}, units::kFfnWidth);
   m.shared_expert_intermediate_size = pick_count({"shared_expert_intermediate_size"}, units::kFfnWidth);
   m.first_k_dense = src.count({"first_k_dense_replace"}, units::kLayerIndex);
+  m.routing_groups = src.count({"n_group", "moe_router_num_groups"}, units::kExperts);
+  m.routing_group_limit = src.count({"topk_group", "moe_router_group_topk"}, units::kExperts);
   if (text_node->contains("mlp_only_layers")) {
     const json& list = text_node->at("mlp_only_layers");
     if (!list.is_array()) fail(at(file, src.path("mlp_only_layers")), "expected a list of layer indices, got {}", list.dump());
@@ -254,6 +256,12 @@ ModelSpec model_from_json(const json& config, const std::string& file) {
   } else if (!m.intermediate_size) {
     fail(at(file, src.path("intermediate_size")), "is required for a dense model and was not supplied");
   }
+  if (m.routing_groups && m.is_moe() && *m.num_experts % *m.routing_groups != 0) {
+    fail(at(file, src.path("n_group")), "{} groups do not divide the {} experts", *m.routing_groups, *m.num_experts);
+  }
+  if (m.routing_group_limit && m.routing_groups && *m.routing_group_limit > *m.routing_groups) {
+    fail(at(file, src.path("topk_group")), "{} is more than the {} groups (n_group)", *m.routing_group_limit, *m.routing_groups);
+  }
   if (m.is_mla()) {
     if (!m.qk_rope_head_dim) fail(at(file, src.path("qk_rope_head_dim")), "an MLA model (kv_lora_rank {}) must state it", *m.kv_lora_rank);
     if (!m.qk_nope_head_dim) fail(at(file, src.path("qk_nope_head_dim")), "an MLA model (kv_lora_rank {}) must state it", *m.kv_lora_rank);
@@ -313,6 +321,10 @@ const std::set<std::string>& read_keys() {
                                           "moe_intermediate_size",
                                           "shared_expert_intermediate_size",
                                           "first_k_dense_replace",
+                                          "n_group",
+                                          "topk_group",
+                                          "moe_router_num_groups",
+                                          "moe_router_group_topk",
                                           "mlp_only_layers",
                                           "decoder_sparse_step",
                                           "q_lora_rank",
@@ -385,8 +397,6 @@ const std::set<std::string>& neutral_keys() {
                                           "routed_scaling_factor",
                                           "scoring_func",
                                           "topk_method",
-                                          "topk_group",
-                                          "n_group",
                                           "router_aux_loss_coef",
                                           "aux_loss_alpha",
                                           "output_router_logits",

@@ -64,6 +64,10 @@ struct ModelSpec {
   std::optional<Count> moe_intermediate_size;
   std::optional<Count> shared_expert_intermediate_size;
   std::optional<Count> first_k_dense;
+  // Group-limited routing (DeepSeek-V2/V3 n_group / topk_group): the experts form n_group equal groups in
+  // expert order and a token's experts come from at most topk_group of them.
+  std::optional<Count> routing_groups;
+  std::optional<Count> routing_group_limit;
   std::vector<Count> mlp_only_layers;
 
   // MLA
