@@ -46,7 +46,9 @@ struct SimResult {
   double end = 0;                                              // makespan
   // Bubble breakdown in the reference's sense (fractions of the model time): real = ideal + imbalance + recompute.
   // ideal is the bubble of the same schedule with every cell at the mean cell's times and no recompute
-  // ((S - 1) / (V m) for 1F1B and interleaved); imbalance is the rest.
+  // ((S - 1) / (V m) for 1F1B and interleaved); imbalance is the rest. It is negative when unequal cells fill and
+  // drain the pipeline faster than equal ones (a balanced plan often loads the stages that start the warm-up more
+  // and the last stage less), and it includes the product of ideal and recompute, which the sum leaves out.
   double real = 0, ideal = 0, imbalance = 0, recompute = 0;
 };
 

@@ -693,22 +693,11 @@ class Annealer {
       int a = std::uniform_int_distribution<int>(0, cells - 1)(rng);
       int b = std::uniform_int_distribution<int>(0, cells - 2)(rng);
       if (b >= a) ++b;
-      int va = a / S_;
-      int sa = a % S_;
-      int vb = b / S_;
-      int sb = b % S_;
-      if (n_[uz(va)][uz(sa)] <= (reserved(c_.p, va, sa) ? 0 : 1)) continue;
-      std::vector<std::vector<long long>> n = n_;
-      std::vector<std::size_t> opt = opt_;
-      --n[uz(va)][uz(sa)];
-      ++n[uz(vb)][uz(sb)];
-      if (options(sa, n).empty() || options(sb, n).empty()) continue;
-      opt[uz(sa)] = 0;
-      opt[uz(sb)] = 0;
+      std::vector<std::vector<long long>> n;
+      std::vector<std::size_t> opt;
       double score = kInf;
       double step = kInf;
-      if (!repair(n, opt, sa, score, step)) continue;
-      if (sb != sa && !repair(n, opt, sb, score, step)) continue;
+      if (!move_layer(a, b, n, opt, score, step)) continue;
       bool accept = score <= cur || std::uniform_real_distribution<double>(0, 1)(rng) < std::exp((cur - score) / temperature);
       if (!accept) continue;
       n_ = std::move(n);
@@ -716,6 +705,26 @@ class Annealer {
       cur = score;
       if (step < best.step - kTol) offer(c_, best, build(n_, opt_));
     }
+  }
+
+  // The neighbourhood of both searches: one layer from cell a (chunk a / S, stage a % S) to cell b, the two stages'
+  // recompute choices repaired. False when cell a has no layer to spare or no choice fits; otherwise the moved
+  // counts, choices, score and simulated step.
+  bool move_layer(int a, int b, std::vector<std::vector<long long>>& n, std::vector<std::size_t>& opt, double& score, double& step) {
+    int va = a / S_;
+    int sa = a % S_;
+    int vb = b / S_;
+    int sb = b % S_;
+    if (n_[uz(va)][uz(sa)] <= (reserved(c_.p, va, sa) ? 0 : 1)) return false;
+    n = n_;
+    opt = opt_;
+    --n[uz(va)][uz(sa)];
+    ++n[uz(vb)][uz(sb)];
+    if (options(sa, n).empty() || options(sb, n).empty()) return false;
+    opt[uz(sa)] = 0;
+    opt[uz(sb)] = 0;
+    if (!repair(n, opt, sa, score, step)) return false;
+    return sb == sa || repair(n, opt, sb, score, step);
   }
 
   // Hill climbing in the same neighbourhood, every move in turn (first improvement of the score), until no move
@@ -735,22 +744,11 @@ class Annealer {
       c_.progress("polishing", best.step, bound);
       for (int a = 0; a < cells && !improved && sims_ - sims0 < sims; ++a) {
         for (int b = 0; b < cells && !improved; ++b) {
-          int va = a / S_;
-          int sa = a % S_;
-          int vb = b / S_;
-          int sb = b % S_;
-          if (a == b || n_[uz(va)][uz(sa)] <= (reserved(c_.p, va, sa) ? 0 : 1)) continue;
-          std::vector<std::vector<long long>> n = n_;
-          std::vector<std::size_t> opt = opt_;
-          --n[uz(va)][uz(sa)];
-          ++n[uz(vb)][uz(sb)];
-          if (options(sa, n).empty() || options(sb, n).empty()) continue;
-          opt[uz(sa)] = 0;
-          opt[uz(sb)] = 0;
+          std::vector<std::vector<long long>> n;
+          std::vector<std::size_t> opt;
           double score = kInf;
           double step = kInf;
-          if (!repair(n, opt, sa, score, step)) continue;
-          if (sb != sa && !repair(n, opt, sb, score, step)) continue;
+          if (a == b || !move_layer(a, b, n, opt, score, step)) continue;
           if (score >= cur - 1e-9) continue;
           n_ = std::move(n);
           opt_ = std::move(opt);

@@ -84,7 +84,8 @@ std::string solver_line(const balance::Solution& s) {
 }
 
 std::string bubble_line(const simulate::SimResult& r) {
-  return fmt::format("real {:.4f} = ideal {:.4f} + imbalance {:.4f} + recompute {:.4f}", r.real, r.ideal, r.imbalance, r.recompute);
+  return fmt::format("real {:.4f} = ideal {:.4f} + imbalance {:.4f} + recompute {:.4f}{}", r.real, r.ideal, r.imbalance, r.recompute,
+                     r.imbalance < 0 ? " (negative: the uneven split fills and drains the pipeline faster than equal cells would)" : "");
 }
 
 json to_json(const BalanceReport& r) {
