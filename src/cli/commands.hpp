@@ -89,6 +89,9 @@ Command add_calibrate(CLI::App& app);
 
 // Writes `text` to the --output target atomically ("-" = stdout).
 void emit(const std::string& output, const std::string& text);
+// With --config in `values`: a note on stderr for each option the command line gives that the file states too
+// (the command line wins).
+void note_config_overrides(const nlohmann::json& values);
 // Prints a report's warnings about its inputs on stderr ("sapp: warning: ...").
 void warn(const std::vector<std::string>& warnings);
 

@@ -51,6 +51,21 @@ void add_output(CLI::App& cmd, Output& o, const std::vector<std::string>& format
 
 void emit(const std::string& output, const std::string& text) { io::write_atomic(output, text); }
 
+void note_config_overrides(const nlohmann::json& values) {
+  if (!values.contains("config")) return;
+  std::string path = values.at("config").get<std::string>();
+  nlohmann::json tree = io::read_tree(path);
+  if (!tree.is_object()) return;  // app::apply refuses it with its reason
+  for (const auto& [key, value] : values.items()) {
+    std::string stated = tree.contains(key)                                                                            ? key
+                         : tree.contains("search") && tree.at("search").is_object() && tree.at("search").contains(key) ? "search." + key
+                                                                                                                       : "";
+    if (key != "config" && !stated.empty()) {
+      std::fprintf(stderr, "sapp: note: %s overrides %s: %s\n", app::where_of(app::Source::CommandLine, key).c_str(), path.c_str(), stated.c_str());
+    }
+  }
+}
+
 void warn(const std::vector<std::string>& warnings) {
   for (const auto& w : warnings) std::fprintf(stderr, "sapp: warning: %s\n", w.c_str());
 }

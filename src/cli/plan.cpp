@@ -60,6 +60,7 @@ Command add_plan(CLI::App& app) {
   return [cmd, given, config, quiet, out, html, from]() {
     nlohmann::json values = given->values(*cmd);
     if (!config->empty()) values["config"] = *config;
+    note_config_overrides(values);
     app::PlanRequest request;
     fill(request, *from, values);
     request.scatter = !html->empty();

@@ -13,26 +13,6 @@
 
 namespace sapp::cli {
 
-namespace {
-
-// Says which command-line options override a value the --config file states.
-void note_overrides(const nlohmann::json& values) {
-  if (!values.contains("config")) return;
-  std::string path = values.at("config").get<std::string>();
-  nlohmann::json tree = io::read_tree(path);
-  if (!tree.is_object()) return;  // app::apply refuses it with its reason
-  for (const auto& [key, value] : values.items()) {
-    std::string stated = tree.contains(key)                                                                            ? key
-                         : tree.contains("search") && tree.at("search").is_object() && tree.at("search").contains(key) ? "search." + key
-                                                                                                                       : "";
-    if (key != "config" && !stated.empty()) {
-      std::fprintf(stderr, "sapp: note: %s overrides %s: %s\n", app::where_of(app::Source::CommandLine, key).c_str(), path.c_str(), stated.c_str());
-    }
-  }
-}
-
-}  // namespace
-
 Command add_search(CLI::App& app) {
   CLI::App* cmd =
       app.add_subcommand("search", "rank every parallel layout by step time (each dimension: one value, a list like 1,2,4, or auto); exit 3 if none fits");
@@ -56,7 +36,7 @@ Command add_search(CLI::App& app) {
   return [cmd, given, config, quiet, out, html, from]() {
     nlohmann::json values = given->values(*cmd);
     if (!config->empty()) values["config"] = *config;
-    note_overrides(values);
+    note_config_overrides(values);
     app::SearchRequest request;
     fill(request, *from, values);
     request.scatter = !html->empty();
