@@ -107,6 +107,44 @@ TEST(PublishedParams, Qwen15MoE_A2_7B_14_3B_total) {
   near_published(p.active, 2.7, 0.1, "active");
 }
 
+// Meta's Llama 4 model cards: Scout 17B active / 109B total, Maverick 17B active / 400B total, both counts rounded
+// to whole billions and including the vision encoder (about 0.8 B), which sapp does not price: the language models'
+// totals are checked within 1.5 % below the cards', the active counts within half a billion.
+TEST(PublishedParams, Llama4_Scout_And_Maverick_17B_Active) {
+  auto scout = bundled("llama4-scout").params();
+  EXPECT_LT(scout.total, 109e9);
+  EXPECT_GT(scout.total, 109e9 * (1 - 0.015)) << scout.total / 1e9;
+  near_published(scout.active, 17, 1, "Scout active");
+  auto maverick = bundled("llama4-maverick").params();
+  EXPECT_NEAR(maverick.total, 400e9, 400e9 * 0.015) << maverick.total / 1e9;
+  near_published(maverick.active, 17, 1, "Maverick active");
+}
+
+TEST(LayerStack, Llama4InterleavesChunkedAttentionAndExperts) {
+  // Scout: every layer MoE, every 4th global. Maverick: every other layer MoE (dense ones at intermediate_size_mlp),
+  // every 4th global: chunked dense, chunked MoE, chunked dense, global MoE, repeated.
+  auto kind_of = [](const sapp::model::Model& m, std::size_t group) { return m.kinds[static_cast<std::size_t>(m.stack[group].kind)].kind; };
+  auto scout = bundled("llama4-scout");
+  ASSERT_EQ(scout.stack.size(), 24u);
+  EXPECT_EQ(scout.stack[0].count, 3);
+  EXPECT_TRUE(kind_of(scout, 0).chunked);
+  EXPECT_EQ(kind_of(scout, 0).ffn, sapp::model::FfnFlavour::Moe);
+  EXPECT_FALSE(kind_of(scout, 1).chunked);
+  auto maverick = bundled("llama4-maverick");
+  ASSERT_EQ(maverick.stack.size(), 48u);
+  const std::vector<std::pair<bool, sapp::model::FfnFlavour>> cycle = {{true, sapp::model::FfnFlavour::Dense},
+                                                                       {true, sapp::model::FfnFlavour::Moe},
+                                                                       {true, sapp::model::FfnFlavour::Dense},
+                                                                       {false, sapp::model::FfnFlavour::Moe}};
+  for (std::size_t i = 0; i < 8; ++i) {
+    EXPECT_EQ(kind_of(maverick, i).chunked, cycle[i % 4].first) << "layer " << i;
+    EXPECT_EQ(kind_of(maverick, i).ffn, cycle[i % 4].second) << "layer " << i;
+  }
+  EXPECT_EQ(maverick.spec.intermediate_size.value_or(0), 16384);  // dense layers: intermediate_size_mlp
+  EXPECT_EQ(maverick.spec.routed_expert_width(), 8192);
+  EXPECT_EQ(maverick.spec.shared_expert_width(), 8192);  // one shared expert, from the family's data
+}
+
 TEST(LayerStack, PeriodsAndWindowsComeFromTheFamilyData) {
   using sapp::model::AttentionFlavour;
   auto kind_of = [](const sapp::model::Model& m, std::size_t group) { return m.kinds[static_cast<std::size_t>(m.stack[group].kind)].kind; };

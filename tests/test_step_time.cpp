@@ -209,3 +209,29 @@ TEST(StepTime, NodeLimitedRoutingCutsDeepEPsInterNodeCopies) {
   t.ep_dedup_per_node = false;
   EXPECT_DOUBLE_EQ(cost::estimate_time(limited, l, t, hw, none).breakdown.ep_comm_s, cost::estimate_time(unlimited, l, t, hw, none).breakdown.ep_comm_s);
 }
+
+TEST(StepTime, Llama4sChunkedAttentionCutsLongSequenceAttentionOnly) {
+  // Three of four Llama 4 layers attend within chunks of 8192 tokens: at 8192 tokens the chunk is the whole causal
+  // context; at 65536 a query attends 4096 keys on average instead of 32768, so the step is faster.
+  auto chunked = test::bundled("llama4-scout");
+  auto spec = chunked.spec;
+  spec.attention_chunk = 1LL << 40;  // one chunk longer than any sequence: plain causal attention
+  auto whole = model::resolve(spec, test::catalog().records, test::catalog().profiles);
+  auto hw = test::device("h100-sxm");
+  plan::Layout l;
+  l.tp = 8;
+  l.ep = 8;
+  l.dp = 1;
+  l.micro_batches = 8;
+  l.sp = true;
+  for (long long seq : {8192LL, 65536LL}) {
+    plan::Training t = training(8, seq);
+    double with = cost::estimate_time(chunked, l, t, hw).step_s;
+    double without = cost::estimate_time(whole, l, t, hw).step_s;
+    if (seq == 8192) {
+      EXPECT_DOUBLE_EQ(with, without);
+    } else {
+      EXPECT_LT(with, 0.8 * without) << "seq " << seq;
+    }
+  }
+}

@@ -45,7 +45,8 @@ Profile profile_from_json(const json& tree, const std::string& file, const std::
   p.file = file;
   p.arch = arch;
   io::Reader top{tree, file, ""};
-  top.only({"model_types", "defaults", "kinds", "default", "stack", "layer_types", "selective", "period", "window", "tied_embeddings"});
+  top.only({"model_types", "defaults", "kinds", "default", "stack", "layer_types", "selective", "period", "window", "tied_embeddings", "shared_experts",
+            "moe_variant"});
   if (top.has("model_types")) {
     const json& list = tree.at("model_types");
     if (!list.is_array()) top.bad("model_types", "a list of HF model_type names");
@@ -59,7 +60,7 @@ Profile profile_from_json(const json& tree, const std::string& file, const std::
   if (tree.at("kinds").empty()) top.bad("kinds", "at least one layer kind");
   for (const auto& [name, data] : tree.at("kinds").items()) {
     io::Reader rd{data, file, "kinds." + name};
-    rd.only({"attention", "ffn", "sliding", "ops", "defaults"});
+    rd.only({"attention", "ffn", "sliding", "chunked", "ops", "defaults"});
     LayerKind k;
     k.name = name;
     std::string att = rd.string_or("attention", "gqa");
@@ -79,6 +80,7 @@ Profile profile_from_json(const json& tree, const std::string& file, const std::
     else
       rd.bad("ffn", "one of dense, moe");
     k.sliding = rd.boolean_or("sliding", false);
+    k.chunked = rd.boolean_or("chunked", false);
     io::Reader ops = rd.child("ops");
     ops.only(records.op_counts);
     for (const auto& op : records.op_counts) {
@@ -128,6 +130,14 @@ Profile profile_from_json(const json& tree, const std::string& file, const std::
   }
   if (top.has("window")) p.window_kind = kind_name(top, "window");
   p.tied_embeddings = top.boolean_or("tied_embeddings", false);
+  if (top.has("shared_experts")) p.shared_experts = top.count("shared_experts", units::kSharedExperts);
+  if (top.has("moe_variant")) {
+    io::Reader mv = top.child("moe_variant");
+    for (const auto& [dense, value] : tree.at("moe_variant").items()) {
+      if (p.kind(dense) == nullptr) mv.bad(dense, "keys that name the profile's kinds");
+      p.moe_variant[dense] = kind_name(mv, dense.c_str());
+    }
+  }
   if (top.has("selective")) {
     const json& list = tree.at("selective");
     if (!list.is_array()) top.bad("selective", "a list of recompute switches");
@@ -354,6 +364,18 @@ ParamCounts Model::params() const {
   return c;
 }
 
+namespace {
+
+// Whether body layer i runs the routed experts: not among the first first_k_dense_replace layers, not in
+// mlp_only_layers, and on the MoE layer step ((i + 1) % step == 0, Transformers' convention).
+bool moe_layer(const ModelSpec& spec, Count i) {
+  if (i < spec.first_k_dense.value_or(0)) return false;
+  if (std::find(spec.mlp_only_layers.begin(), spec.mlp_only_layers.end(), i) != spec.mlp_only_layers.end()) return false;
+  return (i + 1) % spec.moe_layer_step.value_or(1) == 0;
+}
+
+}  // namespace
+
 Model resolve(const ModelSpec& spec, std::shared_ptr<const OpRecords> shared_records, const std::vector<Profile>& profiles) {
   if (!shared_records) throw std::logic_error("model::resolve: no op records");
   const OpRecords& records = *shared_records;
@@ -364,6 +386,9 @@ Model resolve(const ModelSpec& spec, std::shared_ptr<const OpRecords> shared_rec
   const Profile& p = m.profile;
   m.spec.arch = p.arch;
   if (!spec.tie_word_embeddings_stated) m.spec.tie_word_embeddings = p.tied_embeddings;
+  if (spec.is_moe() && !spec.num_shared_experts && !spec.shared_expert_intermediate_size && p.shared_experts > 0) {
+    m.spec.num_shared_experts = p.shared_experts;
+  }
   m.selective = p.selective.empty() ? records.selective : p.selective;
 
   // Which kind each body layer is, in model order.
@@ -376,7 +401,9 @@ Model resolve(const ModelSpec& spec, std::shared_ptr<const OpRecords> shared_rec
     if (p.layer_types.empty()) {
       fail(types_key, "lists several layer types, but op profile {} maps none of them to a kind", p.arch);
     }
-    if (!spec.mlp_only_layers.empty()) fail(at(spec.source, "mlp_only_layers"), "cannot be combined with layer_types in op profile {}", p.arch);
+    if (!spec.mlp_only_layers.empty() && p.moe_variant.empty()) {
+      fail(at(spec.source, "mlp_only_layers"), "cannot be combined with layer_types in op profile {}", p.arch);
+    }
     for (Count i = 0; i < spec.num_layers; ++i) {
       const std::string& t = spec.layer_types[static_cast<std::size_t>(i)];
       auto it = p.layer_types.find(t);
@@ -396,14 +423,10 @@ Model resolve(const ModelSpec& spec, std::shared_ptr<const OpRecords> shared_rec
   } else if (!p.window_kind.empty() && spec.sliding_window) {
     body.assign(static_cast<std::size_t>(spec.num_layers), p.window_kind);
   } else if (!p.moe_kind.empty() && spec.is_moe()) {
-    if (p.dense_kind.empty() && (spec.first_k_dense.value_or(0) > 0 || !spec.mlp_only_layers.empty())) {
-      fail(p.file, "the model has dense layers (first_k_dense_replace / mlp_only_layers) but the profile's stack names no dense kind");
+    if (p.dense_kind.empty() && (spec.first_k_dense.value_or(0) > 0 || !spec.mlp_only_layers.empty() || spec.moe_layer_step.value_or(1) > 1)) {
+      fail(p.file, "the model has dense layers (first_k_dense_replace / mlp_only_layers / a MoE layer step) but the profile's stack names no dense kind");
     }
-    Count first_dense = spec.first_k_dense.value_or(0);
-    for (Count i = 0; i < spec.num_layers; ++i) {
-      bool dense = i < first_dense || std::find(spec.mlp_only_layers.begin(), spec.mlp_only_layers.end(), i) != spec.mlp_only_layers.end();
-      body.push_back(dense ? p.dense_kind : p.moe_kind);
-    }
+    for (Count i = 0; i < spec.num_layers; ++i) body.push_back(moe_layer(spec, i) ? p.moe_kind : p.dense_kind);
   } else {
     std::string kind = p.default_kind.empty() ? p.dense_kind : p.default_kind;
     if (kind.empty()) fail(p.file, "names no default kind, and the model states no layer_types");
@@ -411,6 +434,13 @@ Model resolve(const ModelSpec& spec, std::shared_ptr<const OpRecords> shared_rec
       fail(at(spec.source, "num_experts"), "op profile {} prices MoE layers, but the model states no experts", p.arch);
     }
     body.assign(static_cast<std::size_t>(spec.num_layers), kind);
+  }
+  if (!p.moe_variant.empty() && spec.is_moe()) {
+    for (Count i = 0; i < spec.num_layers; ++i) {
+      auto& name = body[static_cast<std::size_t>(i)];
+      auto it = p.moe_variant.find(name);
+      if (moe_layer(spec, i) && it != p.moe_variant.end()) name = it->second;
+    }
   }
   for (const auto& name : body) {
     const LayerKind* k = p.kind(name);
@@ -420,6 +450,8 @@ Model resolve(const ModelSpec& spec, std::shared_ptr<const OpRecords> shared_rec
       fail(at(spec.source, "kv_lora_rank"), "kind {} of op profile {} is MLA, but the model states no kv_lora_rank", name, p.arch);
     if (k->attention == AttentionFlavour::Linear && !spec.linear)
       fail(at(spec.source, "linear_num_key_heads"), "kind {} of op profile {} is linear attention, but the model states no linear_* dimensions", name, p.arch);
+    if (k->chunked && !spec.attention_chunk)
+      fail(at(spec.source, "attention_chunk_size"), "kind {} of op profile {} attends within chunks, but the model states no chunk size", name, p.arch);
     if (k->sliding && !spec.sliding_window)
       fail(at(spec.source, "sliding_window"), "kind {} of op profile {} attends a sliding window, but the model states none", name, p.arch);
   }
@@ -436,7 +468,7 @@ Model resolve(const ModelSpec& spec, std::shared_ptr<const OpRecords> shared_rec
     for (std::size_t i = 0; i < m.kinds.size(); ++i) {
       if (m.kinds[i].kind.name == name && m.kinds[i].vision == vision) return static_cast<int>(i);
     }
-    m.kinds.push_back(bind(spec, from, *from.kind(name), records, vision));
+    m.kinds.push_back(bind(m.spec, from, *from.kind(name), records, vision));
     return static_cast<int>(m.kinds.size()) - 1;
   };
 

@@ -25,6 +25,7 @@ struct LayerKind {
   AttentionFlavour attention = AttentionFlavour::Gqa;
   FfnFlavour ffn = FfnFlavour::Dense;
   bool sliding = false;  // attends a sliding window (model's sliding_window)
+  bool chunked = false;  // attends within its chunk of attention_chunk tokens (Llama 4's local layers)
   std::map<std::string, Count> ops;
   std::map<std::string, double> defaults;  // per-kind model facts, over the profile's
 };
@@ -45,6 +46,10 @@ struct Profile {
   Count period = 0;
   std::string period_kind, period_others;
   bool tied_embeddings = false;  // the output head shares the embedding where the config does not say
+  Count shared_experts = 0;      // shared experts (of the routed width) where the config does not say (Llama 4: 1)
+  // A family whose attention pattern (layer_types or period) and dense/MoE pattern vary apart (Llama 4): the
+  // kind a MoE layer takes instead of the dense kind the attention pattern gave it.
+  std::map<std::string, std::string> moe_variant;
   // Where a config states a sliding_window and no layer_types, every layer is this kind (Mistral 7B v0.1).
   std::string window_kind;
   std::map<std::string, double> defaults;

@@ -90,12 +90,10 @@ struct Source {
 
 VisionSpec read_vision(const json& node, const std::string& file, Count llm_hidden) {
   Source src{node, file, "vision_config"};
-  if (src.text({"model_type"}) == "siglip_vision_model") {
-    // Gemma 3's tower: a plain-MLP ViT at a fixed resolution, pooled to mm_tokens_per_image tokens. Not modelled:
-    // refused rather than priced as a Qwen-VL tower.
-    fail(at(file, "vision_config.model_type"),
-         "siglip_vision_model (Gemma 3's vision tower) is not priced; estimate the language model from "
-         "its text_config alone (model_type gemma3_text)");
+  // Gemma 3's SigLIP and Llama 4's towers (plain-MLP ViTs at a fixed resolution, pooled or unfolded to fewer
+  // tokens) are not modelled: refused rather than priced as a Qwen-VL tower.
+  if (auto type = src.text({"model_type"}); type == "siglip_vision_model" || type == "llama4_vision_model") {
+    fail(at(file, "vision_config.model_type"), "{} is a vision tower sapp does not price; estimate the language model from its text_config alone", *type);
   }
   VisionSpec v;
   // Qwen2-VL states the tower width as embed_dim and the LLM width as hidden_size (reference defect: it read
@@ -183,8 +181,28 @@ ModelSpec model_from_json(const json& config, const std::string& file) {
       m.mlp_only_layers.push_back(item.get<Count>());
     }
   }
-  if (auto step = src.count({"decoder_sparse_step"}, units::kSparseStep); step && *step != 1) {
-    fail(at(file, src.path("decoder_sparse_step")), "{} is not supported: sapp prices every layer outside mlp_only_layers as MoE (step 1)", *step);
+  m.moe_layer_step = src.count({"interleave_moe_layer_step", "decoder_sparse_step"}, units::kSparseStep);
+  // Llama 4 states the routed experts' width as intermediate_size and the dense layers' as intermediate_size_mlp.
+  if (auto dense_width = src.count({"intermediate_size_mlp"}, units::kFfnWidth)) {
+    if (!m.moe_intermediate_size) m.moe_intermediate_size = m.intermediate_size;
+    m.intermediate_size = dense_width;
+  }
+  if (text_node->contains("moe_layers") && m.is_moe()) {
+    // The MoE layers by index (Llama 4): every other layer is dense.
+    const json& list = text_node->at("moe_layers");
+    if (!list.is_array()) fail(at(file, src.path("moe_layers")), "expected a list of layer indices, got {}", list.dump());
+    std::vector<bool> moe(static_cast<std::size_t>(m.num_layers), false);
+    for (const auto& item : list) {
+      if (!item.is_number_integer() || item.get<Count>() < 0 || item.get<Count>() >= m.num_layers) {
+        fail(at(file, src.path("moe_layers")), "expected layer indices below {}, got {}", m.num_layers, item.dump());
+      }
+      moe[static_cast<std::size_t>(item.get<Count>())] = true;
+    }
+    m.mlp_only_layers.clear();
+    for (Count i = 0; i < m.num_layers; ++i) {
+      if (!moe[static_cast<std::size_t>(i)]) m.mlp_only_layers.push_back(i);
+    }
+    m.moe_layer_step.reset();
   }
 
   m.q_lora_rank = src.count({"q_lora_rank"}, units::kRank);
@@ -216,9 +234,19 @@ ModelSpec model_from_json(const json& config, const std::string& file) {
     }
   }
   m.sliding_window = src.count({"sliding_window", "sliding_window_size"}, units::kPositions);
+  m.attention_chunk = src.count({"attention_chunk_size"}, units::kPositions);
+  // Llama 4's no_rope_layers: 1 for a RoPE layer, which attends within its chunk, 0 for a global NoPE layer
+  // (Transformers' Llama4TextConfig); read as layer types when the config states none.
+  if (m.layer_types.empty() && text_node->contains("no_rope_layers") && text_node->at("no_rope_layers").is_array() &&
+      !text_node->at("no_rope_layers").empty()) {
+    for (const auto& item : text_node->at("no_rope_layers")) {
+      if (!item.is_number_integer()) fail(at(file, src.path("no_rope_layers")), "expected 0 or 1 per layer, got {}", item.dump());
+      m.layer_types.push_back(item.get<Count>() != 0 ? "chunked_attention" : "full_attention");
+    }
+  }
   // Qwen2/Qwen3 state a window but switch it off with use_sliding_window: false (the attention is then full).
   if (src.flag({"use_sliding_window"}) == false) m.sliding_window.reset();
-  m.attention_period = src.count({"full_attention_interval", "sliding_window_pattern"}, units::kSparseStep);
+  m.attention_period = src.count({"full_attention_interval", "sliding_window_pattern", "no_rope_layer_interval"}, units::kSparseStep);
   m.mtp_depth = src.count({"num_nextn_predict_layers", "mtp_depth", "mtp_num_hidden_layers"}, units::kLayerIndex);
 
   std::optional<bool> tied = top.flag({"tie_word_embeddings"});
@@ -327,6 +355,12 @@ const std::set<std::string>& read_keys() {
                                           "moe_router_group_topk",
                                           "mlp_only_layers",
                                           "decoder_sparse_step",
+                                          "interleave_moe_layer_step",
+                                          "intermediate_size_mlp",
+                                          "moe_layers",
+                                          "attention_chunk_size",
+                                          "no_rope_layers",
+                                          "no_rope_layer_interval",
                                           "q_lora_rank",
                                           "kv_lora_rank",
                                           "qk_rope_head_dim",

@@ -69,6 +69,9 @@ struct ModelSpec {
   std::optional<Count> routing_groups;
   std::optional<Count> routing_group_limit;
   std::vector<Count> mlp_only_layers;
+  // Every step-th layer MoE, the others dense (interleave_moe_layer_step of Llama 4, decoder_sparse_step of
+  // Qwen2/3-MoE): layer i is MoE when (i + 1) % step == 0, as in Transformers.
+  std::optional<Count> moe_layer_step;
 
   // MLA
   std::optional<Count> q_lora_rank;
@@ -82,6 +85,7 @@ struct ModelSpec {
   std::optional<Count> sliding_window;    // none when the config states use_sliding_window: false (Qwen2/Qwen3)
   std::optional<Count> attention_period;  // every N-th layer full attention: full_attention_interval (Qwen3-Next),
                                           // sliding_window_pattern (Gemma 3)
+  std::optional<Count> attention_chunk;   // chunked local attention (Llama 4's attention_chunk_size)
   std::optional<Count> mtp_depth;
 
   bool tie_word_embeddings = false;

@@ -30,6 +30,16 @@ double causal_context(long long seq, long long window) {
   return (w * (w + 1.0) / 2.0 + (S - w) * w) / S;
 }
 
+// The same for chunked local attention (Llama 4): a query attends the positions of its own chunk of c up to
+// itself, so each full chunk contributes c (c + 1) / 2 keys and the last, partial one r (r + 1) / 2.
+double chunked_context(long long seq, long long chunk) {
+  if (chunk <= 0 || chunk >= seq) return causal_context(seq, 0);
+  double full = static_cast<double>(seq / chunk);
+  double c = static_cast<double>(chunk);
+  double r = static_cast<double>(seq % chunk);
+  return (full * c * (c + 1.0) / 2.0 + r * (r + 1.0) / 2.0) / static_cast<double>(seq);
+}
+
 }  // namespace
 
 expr::Env layer_env(const model::Model& model, const model::BoundKind& kind, const Layout& l, const Training& training) {
@@ -43,7 +53,8 @@ expr::Env layer_env(const model::Model& model, const model::BoundKind& kind, con
     cp = 1;
     ctx = static_cast<double>(seq);  // bidirectional
   } else {
-    ctx = causal_context(seq, kind.kind.sliding ? model.spec.sliding_window.value_or(0) : 0);
+    ctx = kind.kind.chunked ? chunked_context(seq, model.spec.attention_chunk.value_or(0))
+                            : causal_context(seq, kind.kind.sliding ? model.spec.sliding_window.value_or(0) : 0);
   }
   set_number(env, sym.s, static_cast<double>(seq) / cp);
   set(env, sym.seq, seq);
