@@ -145,6 +145,21 @@ TEST(LayerStack, Llama4InterleavesChunkedAttentionAndExperts) {
   EXPECT_EQ(maverick.spec.shared_expert_width(), 8192);  // one shared expert, from the family's data
 }
 
+TEST(LayerStack, Qwen3VLReadsAsQwen3WithAPlainMlpTower) {
+  // model_type qwen3_vl: the language model is Qwen3's (QK-norm, no biases); its tower runs a plain GELU MLP
+  // (hidden_act gelu_pytorch_tanh), not Qwen2.5-VL's SwiGLU.
+  auto spec = sapp::model::read_model_file(sapp::test::data_dir() + "/../tests/configs/qwen3-vl-2b.json");
+  auto m = sapp::model::resolve(spec, sapp::test::catalog().records, sapp::test::catalog().profiles);
+  EXPECT_EQ(m.spec.arch, "qwen3");
+  ASSERT_TRUE(m.spec.vision.has_value());
+  EXPECT_FALSE(m.spec.vision->gated_mlp);
+  EXPECT_EQ(m.vision_layers(), 24);
+  EXPECT_EQ(m.body_layers(), 28);
+  EXPECT_TRUE(m.spec.tie_word_embeddings);
+  // Qwen2.5-VL's tower stays gated.
+  EXPECT_TRUE(bundled("qwen2.5-vl-7b").spec.vision->gated_mlp);
+}
+
 TEST(LayerStack, PeriodsAndWindowsComeFromTheFamilyData) {
   using sapp::model::AttentionFlavour;
   auto kind_of = [](const sapp::model::Model& m, std::size_t group) { return m.kinds[static_cast<std::size_t>(m.stack[group].kind)].kind; };

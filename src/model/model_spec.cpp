@@ -111,7 +111,9 @@ VisionSpec read_vision(const json& node, const std::string& file, Count llm_hidd
   } else {
     v.intermediate_size = src.count({"intermediate_size"}, units::kFfnWidth);
     v.out_hidden_size = src.count({"out_hidden_size"}, units::kHiddenSize).value_or(llm_hidden);
-    v.gated_mlp = true;
+    // Qwen2.5-VL's tower runs SwiGLU (hidden_act silu); Qwen3-VL's a plain GELU MLP (gelu_pytorch_tanh).
+    std::string act = src.text({"hidden_act"}).value_or("silu");
+    v.gated_mlp = act == "silu" || act == "swiglu";
   }
   if (!v.intermediate_size) fail(at(file, "vision_config.intermediate_size"), "is required for the tower's MLP and was not supplied");
   v.patch_size = src.count({"patch_size", "spatial_patch_size"}, units::kKernel).value_or(14);
