@@ -442,6 +442,13 @@ Model resolve(const ModelSpec& spec, std::shared_ptr<const OpRecords> shared_rec
       if (moe_layer(spec, i) && it != p.moe_variant.end()) name = it->second;
     }
   }
+  for (Count i = 0; spec.is_moe() && i < spec.num_layers; ++i) {
+    bool priced_moe = p.kind(body[static_cast<std::size_t>(i)])->ffn == FfnFlavour::Moe;
+    if (priced_moe != moe_layer(spec, i)) {
+      fail(at(spec.source, "mlp_only_layers / first_k_dense_replace / decoder_sparse_step"), "make layer {} {}, but op profile {} can only price it {}", i,
+           moe_layer(spec, i) ? "MoE" : "dense", p.arch, priced_moe ? "as MoE" : "as dense");
+    }
+  }
   for (const auto& name : body) {
     const LayerKind* k = p.kind(name);
     if (k->ffn == FfnFlavour::Moe && !spec.is_moe())
