@@ -3,14 +3,12 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <exception>
-#include <mutex>
-#include <thread>
 
 #include <fmt/format.h>
 
 #include "core/error.hpp"
 #include "core/files.hpp"
+#include "core/parallel.hpp"
 #include "core/units.hpp"
 #include "cost/terms.hpp"
 #include "pipeline/descriptors.hpp"
@@ -171,7 +169,7 @@ report::SearchReport run_search(const SearchRequest& request) {
   }
   search::Options options;
   options.overlap = request.job.overlap;
-  options.threads = request.threads > 0 ? request.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  options.threads = parallel::threads_or_cores(request.threads);
   options.top = static_cast<std::size_t>(request.top);
   options.fold = !request.unfold;
   options.progress = request.progress;
@@ -294,30 +292,17 @@ report::PlanReport run_plan(const PlanRequest& request) {
   std::size_t n = std::min<std::size_t>(r.search.rows.size(), static_cast<std::size_t>(request.candidates));
   // Each layout is balanced on its own (one solver per thread); the plans do not depend on the thread count.
   r.plans.resize(n);
-  std::atomic<std::size_t> next{0};
   std::atomic<long long> done{0};
-  std::mutex failure_mutex;
-  std::exception_ptr failure;
-  auto work = [&] {
-    for (std::size_t i = next++; i < n; i = next++) {
-      try {
+  std::function<void()> tick;
+  if (request.progress) tick = [&] { request.progress(done.load(), static_cast<long long>(n)); };
+  int threads = parallel::threads_or_cores(request.threads);
+  parallel::for_each_index(
+      threads, n,
+      [&](std::size_t i) {
         r.plans[i] = balance_plan(x, request, r.search.rows[i]);
-      } catch (...) {
-        std::lock_guard<std::mutex> lock(failure_mutex);
-        if (!failure) failure = std::current_exception();
-      }
-      ++done;
-    }
-  };
-  unsigned threads = request.threads > 0 ? static_cast<unsigned>(request.threads) : std::max(1u, std::thread::hardware_concurrency());
-  std::vector<std::thread> pool;
-  for (unsigned t = 0; t < std::min<unsigned>(threads, static_cast<unsigned>(n)); ++t) pool.emplace_back(work);
-  while (request.progress && done.load() < static_cast<long long>(n)) {
-    request.progress(done.load(), static_cast<long long>(n));
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  }
-  for (auto& t : pool) t.join();
-  if (failure) std::rethrow_exception(failure);
+        ++done;
+      },
+      tick, std::chrono::milliseconds(200));
   std::stable_sort(r.plans.begin(), r.plans.end(), [](const report::Plan& a, const report::Plan& b) { return a.step_time_s < b.step_time_s; });
   r.balance_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (!request.emit_layers.empty()) {

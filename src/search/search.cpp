@@ -5,14 +5,13 @@
 #include <cmath>
 #include <exception>
 #include <iterator>
-#include <mutex>
-#include <thread>
 #include <tuple>
 
 #include <fmt/format.h>
 
 #include "core/error.hpp"
 #include "core/files.hpp"
+#include "core/parallel.hpp"
 
 namespace sapp::search {
 
@@ -479,36 +478,16 @@ Result search(const model::Model& model, const Space& space, const plan::Trainin
   };
   // An error inside a worker (bad data met while pricing) stops every worker and is rethrown here, on the
   // caller's thread, instead of terminating the process.
-  std::mutex failure_mutex;
-  std::exception_ptr failure;
-  auto guarded = [&](int worker) {
-    try {
-      work(worker);
-    } catch (...) {
-      {
-        std::lock_guard<std::mutex> lock(failure_mutex);
-        if (!failure) failure = std::current_exception();
-      }
-      next.store(n_blocks);
-      done.store(static_cast<long long>(n));
-    }
-  };
-  auto report_progress = [&] {
-    while (done.load() < static_cast<long long>(n)) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  std::function<void()> tick;
+  if (options.progress) {
+    tick = [&] {
       if (std::chrono::steady_clock::now() - t0 > std::chrono::seconds(1)) options.progress(done.load(), static_cast<long long>(n));
-    }
-  };
-  if (threads == 1 && !options.progress) {
-    guarded(0);
-  } else {
-    std::vector<std::thread> pool;
-    pool.reserve(static_cast<std::size_t>(threads));
-    for (int w = 0; w < threads; ++w) pool.emplace_back(guarded, w);
-    if (options.progress) report_progress();
-    for (auto& t : pool) t.join();
+    };
   }
-  if (failure) std::rethrow_exception(failure);
+  parallel::run(threads, work, tick, std::chrono::milliseconds(100), [&] {
+    next.store(n_blocks);
+    done.store(static_cast<long long>(n));
+  });
   Result r;
   r.evaluated = static_cast<long long>(n);
   for (const auto& [reason, count] : skipped) {
