@@ -156,30 +156,43 @@ TEST(StepTime, Fp8AddsTheCastTrafficOfEveryGemmInput) {
   }
 }
 
-TEST(StepTime, MistralsSlidingWindowCutsLongSequenceAttentionOnly) {
-  // Mistral 7B v0.1 attends the last 4096 keys in every layer (arXiv:2310.06825 §2). At 4096 tokens the window
-  // is the whole causal context, so nothing changes; at 32768 each query attends at most 4096 keys instead of
-  // 16384 on average, so the step is faster, while the GEMMs (and the memory) are the same.
-  auto windowed = test::bundled("mistral-7b-v0.1");
-  auto spec = windowed.spec;
-  spec.sliding_window.reset();
-  auto full = model::resolve(spec, test::catalog().records, test::catalog().profiles);
+namespace {
+
+// Local attention (a sliding window or chunks of `span` tokens) against the same model attending fully: equal
+// step time at `span` tokens, where the window or chunk is the whole causal context; at `long_seq` the local
+// model is faster by more than a fifth (attention core only; GEMMs and memory are the same).
+void expect_local_attention_pays_only_beyond_its_span(const model::Model& local, const model::Model& full, long long span, long long long_seq, int ep) {
   auto hw = test::device("h100-sxm");
   plan::Layout l;
   l.tp = 8;
+  l.ep = ep;
   l.dp = 1;
   l.micro_batches = 8;
   l.sp = true;
-  for (long long seq : {4096LL, 32768LL}) {
-    plan::Training t = training(8, seq);
-    double with = cost::estimate_time(windowed, l, t, hw).step_s;
-    double without = cost::estimate_time(full, l, t, hw).step_s;
-    if (seq == 4096) {
-      EXPECT_DOUBLE_EQ(with, without);
-    } else {
-      EXPECT_LT(with, 0.8 * without) << "seq " << seq;
-    }
-  }
+  plan::Training at_span = training(8, span);
+  EXPECT_DOUBLE_EQ(cost::estimate_time(local, l, at_span, hw).step_s, cost::estimate_time(full, l, at_span, hw).step_s);
+  plan::Training beyond = training(8, long_seq);
+  EXPECT_LT(cost::estimate_time(local, l, beyond, hw).step_s, 0.8 * cost::estimate_time(full, l, beyond, hw).step_s) << "seq " << long_seq;
+}
+
+}  // namespace
+
+TEST(StepTime, MistralsSlidingWindowCutsLongSequenceAttentionOnly) {
+  // Mistral 7B v0.1 attends the last 4096 keys in every layer (arXiv:2310.06825 §2): at 32768 tokens a query
+  // attends at most 4096 keys instead of 16384 on average.
+  auto windowed = test::bundled("mistral-7b-v0.1");
+  auto spec = windowed.spec;
+  spec.sliding_window.reset();
+  expect_local_attention_pays_only_beyond_its_span(windowed, model::resolve(spec, test::catalog().records, test::catalog().profiles), 4096, 32768, 1);
+}
+
+TEST(StepTime, Llama4sChunkedAttentionCutsLongSequenceAttentionOnly) {
+  // Three of four Llama 4 layers attend within chunks of 8192 tokens: at 65536 a query attends 4096 keys on
+  // average instead of 32768.
+  auto chunked = test::bundled("llama4-scout");
+  auto spec = chunked.spec;
+  spec.attention_chunk = 1LL << 40;  // one chunk longer than any sequence: plain causal attention
+  expect_local_attention_pays_only_beyond_its_span(chunked, model::resolve(spec, test::catalog().records, test::catalog().profiles), 8192, 65536, 8);
 }
 
 TEST(StepTime, NodeLimitedRoutingCutsDeepEPsInterNodeCopies) {
@@ -208,30 +221,4 @@ TEST(StepTime, NodeLimitedRoutingCutsDeepEPsInterNodeCopies) {
   EXPECT_NEAR(ratio, 3.5 / (7.0 * (1.0 - std::pow(7.0 / 8.0, 8))), 0.02);
   t.ep_dedup_per_node = false;
   EXPECT_DOUBLE_EQ(cost::estimate_time(limited, l, t, hw, none).breakdown.ep_comm_s, cost::estimate_time(unlimited, l, t, hw, none).breakdown.ep_comm_s);
-}
-
-TEST(StepTime, Llama4sChunkedAttentionCutsLongSequenceAttentionOnly) {
-  // Three of four Llama 4 layers attend within chunks of 8192 tokens: at 8192 tokens the chunk is the whole causal
-  // context; at 65536 a query attends 4096 keys on average instead of 32768, so the step is faster.
-  auto chunked = test::bundled("llama4-scout");
-  auto spec = chunked.spec;
-  spec.attention_chunk = 1LL << 40;  // one chunk longer than any sequence: plain causal attention
-  auto whole = model::resolve(spec, test::catalog().records, test::catalog().profiles);
-  auto hw = test::device("h100-sxm");
-  plan::Layout l;
-  l.tp = 8;
-  l.ep = 8;
-  l.dp = 1;
-  l.micro_batches = 8;
-  l.sp = true;
-  for (long long seq : {8192LL, 65536LL}) {
-    plan::Training t = training(8, seq);
-    double with = cost::estimate_time(chunked, l, t, hw).step_s;
-    double without = cost::estimate_time(whole, l, t, hw).step_s;
-    if (seq == 8192) {
-      EXPECT_DOUBLE_EQ(with, without);
-    } else {
-      EXPECT_LT(with, 0.8 * without) << "seq " << seq;
-    }
-  }
 }
