@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -260,6 +261,18 @@ report::Plan balance_plan(const LoadedJob& x, const PlanRequest& request, const 
     st.time_s = sol.eval.stage_time[s] / 1000.0;
     p.stages.push_back(st);
   }
+  // The layout's one recompute mode says what the balanced plan does when every layer does the same.
+  std::set<std::string> kinds;
+  for (const auto& st : p.stages) {
+    for (const auto& per_chunk : st.recompute) {
+      for (const auto& [kind, n] : per_chunk) {
+        if (n > 0) kinds.insert(kind);
+      }
+    }
+  }
+  if (kinds == std::set<std::string>{"none"}) p.layout.recompute = plan::Recompute::Off;
+  if (kinds == std::set<std::string>{"full"}) p.layout.recompute = plan::Recompute::Full;
+  if (kinds == std::set<std::string>{"selective"}) p.layout.recompute = plan::Recompute::Selective;
   auto fw = balance::to_framework(problem, sol.x);
   nlohmann::json arrays = nlohmann::json::array();
   for (std::size_t b = 0; b < fw.size(); ++b) {
@@ -281,6 +294,31 @@ report::Plan balance_plan(const LoadedJob& x, const PlanRequest& request, const 
 }
 
 }  // namespace
+
+plan::Layout layout_with_split(const report::Plan& p) {
+  plan::Layout l = p.layout;
+  if (!p.balanced) return l;
+  plan::StageSplit split;
+  const auto V = static_cast<std::size_t>(l.vpp);
+  const auto S = static_cast<std::size_t>(l.pp);
+  split.layers.assign(V, std::vector<long long>(S, 0));
+  split.full.assign(V, std::vector<long long>(S, 0));
+  split.selective.assign(V, std::vector<long long>(S, 0));
+  for (const auto& st : p.stages) {
+    const auto s = static_cast<std::size_t>(st.stage);
+    for (std::size_t v = 0; v < V && v < st.layers.size(); ++v) {
+      split.layers[v][s] = st.layers[v];
+      auto count = [&](const char* kind) {
+        auto it = st.recompute[v].find(kind);
+        return it == st.recompute[v].end() ? 0LL : it->second;
+      };
+      split.full[v][s] = count("full");
+      split.selective[v][s] = count("selective");
+    }
+  }
+  l.split = std::make_shared<const plan::StageSplit>(std::move(split));
+  return l;
+}
 
 report::PlanReport run_plan(const PlanRequest& request) {
   SearchRequest search = request;

@@ -25,6 +25,8 @@ report::SearchReport run_search(const SearchRequest& request);
 // Search, then balance the pipeline of the best `candidates` layouts (layers and recompute per stage and chunk,
 // from sapp's cost model) and re-rank every layout on its balanced step time (PP 1 keeps its estimate).
 report::PlanReport run_plan(const PlanRequest& request);
+// A plan's layout with its balanced layers and recompute per stage and chunk as a stated split (what --emit writes).
+plan::Layout layout_with_split(const report::Plan& p);
 
 // Layers and recompute per pipeline stage and chunk for a layers JSON; `fits()` false when no plan fits.
 report::BalanceReport run_balance(const BalanceRequest& request);

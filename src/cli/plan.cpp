@@ -13,31 +13,6 @@ namespace sapp::cli {
 namespace {
 
 // A balanced plan's layout with its stage split (layers per chunk and stage, the recomputed ones first).
-plan::Layout with_split(const report::Plan& p) {
-  plan::Layout l = p.layout;
-  if (!p.balanced) return l;
-  plan::StageSplit split;
-  const auto V = static_cast<std::size_t>(l.vpp);
-  const auto S = static_cast<std::size_t>(l.pp);
-  split.layers.assign(V, std::vector<long long>(S, 0));
-  split.full.assign(V, std::vector<long long>(S, 0));
-  split.selective.assign(V, std::vector<long long>(S, 0));
-  for (const auto& st : p.stages) {
-    const auto s = static_cast<std::size_t>(st.stage);
-    for (std::size_t v = 0; v < V && v < st.layers.size(); ++v) {
-      split.layers[v][s] = st.layers[v];
-      auto count = [&](const char* kind) {
-        auto it = st.recompute[v].find(kind);
-        return it == st.recompute[v].end() ? 0LL : it->second;
-      };
-      split.full[v][s] = count("full");
-      split.selective[v][s] = count("selective");
-    }
-  }
-  l.split = std::make_shared<const plan::StageSplit>(std::move(split));
-  return l;
-}
-
 }  // namespace
 
 Command add_plan(CLI::App& app) {
@@ -77,7 +52,7 @@ Command add_plan(CLI::App& app) {
     std::string text = out->format == "json" ? report::to_json(r).dump(2) + "\n" : report::to_table(r);
     emit(from->emit.empty() ? out->output : "-", text);
     // --emit writes the best plan: its layout and, when balanced, its layers and recompute per stage and chunk.
-    if (!from->emit.empty() && !r.plans.empty()) emit_plan(*from, request.job, with_split(r.plans.front()), out->output);
+    if (!from->emit.empty() && !r.plans.empty()) emit_plan(*from, request.job, app::layout_with_split(r.plans.front()), out->output);
     if (!html->empty()) emit(*html, report::to_html(r.search, r.plans));
     return r.search.any_fits() ? app::kExitOk : app::kExitDoesNotFit;
   };
