@@ -25,8 +25,8 @@ echo
 echo "== sapp plan (search, then the 10 best layouts balanced, 1.5 s limit each)"
 /usr/bin/time -f "Llama 3 70B on 64 H100 from its Megatron script: %e s wall" \
   ./build/sapp plan --from examples/megatron/llama3-70b-h100x64.sh --tp auto --pp auto --vpp auto --cp auto >/dev/null
-/usr/bin/time -f "DeepSeek-V3 on 1024 Ascend 910B from its MindFormers YAML: %e s wall" \
-  ./build/sapp plan --from examples/mindformers/deepseek-v3-1024.yaml -H ascend-910b >/dev/null
+/usr/bin/time -f "DeepSeek-V3 on 1024 Ascend 910B, every dimension auto: %e s wall" \
+  ./build/sapp plan --model deepseek-v3 --devices 1024 -H ascend-910b --global-batch 4096 --seq 4096 >/dev/null
 echo
 echo "== memory estimates"
 ./build/bench/bench_memory 2>/dev/null | grep -E 'BM_|Benchmark'
