@@ -1,6 +1,7 @@
 // Parameter counts of the bundled configs against the published totals.
 // Tolerance: 0.5 %, or half a unit of the last published digit when the publisher rounds coarser than that
 // (a "37B" is any count in [36.5, 37.5) B); each test says which applies.
+#include <algorithm>
 #include <cmath>
 
 #include <gtest/gtest.h>
@@ -156,6 +157,8 @@ TEST(LayerStack, Qwen3VLReadsAsQwen3WithAPlainMlpTower) {
   EXPECT_EQ(m.vision_layers(), 24);
   EXPECT_EQ(m.body_layers(), 28);
   EXPECT_TRUE(m.spec.tie_word_embeddings);
+  // Its DeepStack mergers and learned position table are not priced, and the reader says so.
+  EXPECT_NE(std::find(spec.unread_keys.begin(), spec.unread_keys.end(), "vision_config.deepstack_visual_indexes"), spec.unread_keys.end());
   // Qwen2.5-VL's tower stays gated.
   EXPECT_TRUE(bundled("qwen2.5-vl-7b").spec.vision->gated_mlp);
 }

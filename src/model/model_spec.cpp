@@ -495,13 +495,51 @@ const std::set<std::string>& neutral_keys() {
   return k;
 }
 
+// Keys read_vision reads, and tower keys that do not change its cost (token ids, initialisation, norms' epsilon).
+const std::set<std::string>& vision_keys() {
+  static const std::set<std::string> k = {"model_type",
+                                          "embed_dim",
+                                          "hidden_size",
+                                          "depth",
+                                          "num_hidden_layers",
+                                          "num_heads",
+                                          "num_attention_heads",
+                                          "mlp_ratio",
+                                          "intermediate_size",
+                                          "out_hidden_size",
+                                          "patch_size",
+                                          "spatial_patch_size",
+                                          "temporal_patch_size",
+                                          "in_channels",
+                                          "in_chans",
+                                          "spatial_merge_size",
+                                          "visual_tokens",
+                                          "hidden_act",
+                                          "initializer_range",
+                                          "layer_norm_eps",
+                                          "attention_dropout",
+                                          "hidden_dropout",
+                                          "torch_dtype",
+                                          "dtype",
+                                          "tokens_per_second",
+                                          "_comment"};
+  return k;
+}
+
 void collect_unread(const json& node, const std::string& prefix, std::vector<std::string>& out) {
   for (const auto& [key, value] : node.items()) {
-    if (prefix.empty() && (key == "text_config")) {
+    if (prefix.empty() && key == "text_config" && value.is_object()) {
       collect_unread(value, "text_config", out);
       continue;
     }
-    if (key == "vision_config") continue;  // read by the vision reader, which names what it needs
+    if (prefix.empty() && key == "vision_config" && value.is_object()) {
+      // The tower's own keys (e.g. Qwen2.5-VL's window_size and fullatt_block_indexes: its windowed attention is
+      // priced as full attention over the tower's tokens).
+      for (const auto& item : value.items()) {
+        if (!vision_keys().count(item.key())) out.push_back("vision_config." + item.key());
+      }
+      continue;
+    }
     if (!read_keys().count(key) && !neutral_keys().count(key)) out.push_back(prefix.empty() ? key : prefix + "." + key);
   }
 }
