@@ -151,7 +151,8 @@ double remote_units_reached(double units, const Routing& r) {
     long long per_unit = r.groups / u;
     reached = units * (1.0 - all_avoid(r.groups - per_unit, r.groups, r.group_limit));
   } else if (u > r.groups && u % r.groups == 0) {
-    double candidates = static_cast<double>(r.group_limit * (u / r.groups));
+    const long long units_per_group = u / r.groups;  // exact: u % groups == 0
+    double candidates = static_cast<double>(r.group_limit * units_per_group);
     reached = candidates * (1.0 - std::pow(1.0 - 1.0 / candidates, r.topk));
   } else {
     return uniform;  // groups that do not tile the units: no limit assumed

@@ -34,7 +34,8 @@ double causal_context(long long seq, long long window) {
 // itself, so each full chunk contributes c (c + 1) / 2 keys and the last, partial one r (r + 1) / 2.
 double chunked_context(long long seq, long long chunk) {
   if (chunk <= 0 || chunk >= seq) return causal_context(seq, 0);
-  double full = static_cast<double>(seq / chunk);
+  const long long full_chunks = seq / chunk;  // whole chunks (integer division intended)
+  double full = static_cast<double>(full_chunks);
   double c = static_cast<double>(chunk);
   double r = static_cast<double>(seq % chunk);
   return (full * c * (c + 1.0) / 2.0 + r * (r + 1.0) / 2.0) / static_cast<double>(seq);
