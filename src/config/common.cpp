@@ -1,6 +1,7 @@
 // config: format detection, the shared tree reader, filling a request, and line-level YAML/TOML edits.
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <regex>
 #include <sstream>
 
@@ -56,15 +57,20 @@ std::optional<long long> Tree::whole(const std::string& path, long long lowest) 
   const json* v = get(path);
   if (v == nullptr) return std::nullopt;
   long long out = 0;
-  if (v->is_number_integer() && !v->is_boolean()) {
+  constexpr long long kLimit = 1LL << 40;
+  if (v->is_number_unsigned() && v->get<unsigned long long>() > static_cast<unsigned long long>(kLimit)) {
+    bad(path, fmt::format("{} is above the limit of {}", v->dump(), kLimit));
+  } else if (v->is_number_integer() && !v->is_boolean()) {
     out = v->get<long long>();
-  } else if (v->is_number_float() && v->get<double>() == static_cast<double>(static_cast<long long>(v->get<double>()))) {
+  } else if (v->is_number_float() && std::fabs(v->get<double>()) > static_cast<double>(kLimit)) {
+    bad(path, fmt::format("{} is above the limit of {}", v->dump(), kLimit));
+  } else if (v->is_number_float() && v->get<double>() == std::floor(v->get<double>())) {
     out = static_cast<long long>(v->get<double>());
   } else {
     bad(path, fmt::format("expected a whole number, got {}", v->dump()));
   }
   if (out < lowest) bad(path, fmt::format("{} is below the minimum of {}", out, lowest));
-  if (out > (1LL << 40)) bad(path, fmt::format("{} is above the limit of {}", out, 1LL << 40));
+  if (out > kLimit) bad(path, fmt::format("{} is above the limit of {}", out, kLimit));
   return out;
 }
 

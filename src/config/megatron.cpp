@@ -61,10 +61,14 @@ long long arith(const std::string& expr, const std::string& where) {
   while (i <= e.size()) {
     if (i < e.size() && std::isdigit(static_cast<unsigned char>(e[i]))) {
       cur = 0;
-      while (i < e.size() && std::isdigit(static_cast<unsigned char>(e[i]))) cur = cur * 10 + (e[i++] - '0');
-      if (pending == '*')
-        acc *= cur;
-      else if (cur != 0)
+      while (i < e.size() && std::isdigit(static_cast<unsigned char>(e[i]))) {
+        if (__builtin_mul_overflow(cur, 10LL, &cur) || __builtin_add_overflow(cur, static_cast<long long>(e[i++] - '0'), &cur)) {
+          fail(where, "a number in $(( {} )) is beyond 64 bits", expr);
+        }
+      }
+      if (pending == '*') {
+        if (__builtin_mul_overflow(acc, cur, &acc)) fail(where, "$(( {} )) is beyond 64 bits", expr);
+      } else if (cur != 0)
         acc /= cur;
       else
         fail(where, "division by zero in $(( {} ))", expr);
@@ -81,7 +85,10 @@ long long arith(const std::string& expr, const std::string& where) {
     ++i;
   }
   long long sum = terms.empty() ? 0 : terms[0];
-  for (std::size_t t = 1; t < terms.size(); ++t) sum = ops[t - 1] == '-' ? sum - terms[t] : sum + terms[t];
+  for (std::size_t t = 1; t < terms.size(); ++t) {
+    bool overflow = ops[t - 1] == '-' ? __builtin_sub_overflow(sum, terms[t], &sum) : __builtin_add_overflow(sum, terms[t], &sum);
+    if (overflow) fail(where, "$(( {} )) is beyond 64 bits", expr);
+  }
   return sum;
 }
 
