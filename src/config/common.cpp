@@ -58,12 +58,12 @@ std::optional<long long> Tree::whole(const std::string& path, long long lowest) 
   if (v == nullptr) return std::nullopt;
   long long out = 0;
   constexpr long long kLimit = 1LL << 40;
-  if (v->is_number_unsigned() && v->get<unsigned long long>() > static_cast<unsigned long long>(kLimit)) {
+  const bool beyond_limit = (v->is_number_unsigned() && v->get<unsigned long long>() > static_cast<unsigned long long>(kLimit)) ||
+                            (v->is_number_float() && std::fabs(v->get<double>()) > static_cast<double>(kLimit));
+  if (beyond_limit) {
     bad(path, fmt::format("{} is above the limit of {}", v->dump(), kLimit));
   } else if (v->is_number_integer() && !v->is_boolean()) {
     out = v->get<long long>();
-  } else if (v->is_number_float() && std::fabs(v->get<double>()) > static_cast<double>(kLimit)) {
-    bad(path, fmt::format("{} is above the limit of {}", v->dump(), kLimit));
   } else if (v->is_number_float() && v->get<double>() == std::floor(v->get<double>())) {
     out = static_cast<long long>(v->get<double>());
   } else {
