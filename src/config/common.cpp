@@ -74,6 +74,16 @@ std::optional<long long> Tree::whole(const std::string& path, long long lowest) 
   return out;
 }
 
+std::optional<long long> Tree::whole_of(std::initializer_list<const char*> paths, std::string& found, long long lowest) {
+  for (const char* p : paths) {
+    if (get(p) != nullptr) {
+      found = p;
+      return whole(p, lowest);
+    }
+  }
+  return std::nullopt;
+}
+
 std::optional<bool> Tree::flag(const std::string& path) {
   const json* v = get(path);
   if (v == nullptr) return std::nullopt;
@@ -309,7 +319,6 @@ Loaded read_sapp(const json& tree, const std::string& file) {
   Loaded out;
   out.format = Format::Sapp;
   out.file = file;
-  out.values = json::object();
   for (const auto& [key, value] : tree.items()) {
     if (key == "search") continue;
     put(out, key, value, key);

@@ -34,9 +34,9 @@ Format detect(const std::string& text, const std::string& file);
 struct Loaded {
   Format format = Format::Sapp;
   std::string file;
-  std::string text;             // the file as read (write-back edits it)
-  nlohmann::json values;        // option-table keys -> values (app::apply)
-  nlohmann::json model_config;  // inline model definition (HuggingFace keys); null when `values.model` names one
+  std::string text;                                  // the file as read (write-back edits it)
+  nlohmann::json values = nlohmann::json::object();  // option-table keys -> values (app::apply)
+  nlohmann::json model_config;                       // inline model definition (HuggingFace keys); null when `values.model` names one
   std::optional<plan::StageSplit> split;
   std::vector<std::string> unused;            // key paths (or flags) the reader does not use
   std::vector<std::string> warnings;          // stated things sapp reads but prices only approximately

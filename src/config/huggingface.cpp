@@ -13,7 +13,6 @@ Loaded read_huggingface(const std::string& text, const std::string& file) {
   json tree = io::parse_yaml(text, file);
   if (!tree.is_object()) fail(file, "a HuggingFace config must be a mapping, got {}", tree.type_name());
   Loaded out;
-  out.values = json::object();
   out.model_config = tree;
   put(out, "model", file, "model_type");
   std::vector<std::string> keys = model::unread_keys(tree);

@@ -107,29 +107,24 @@ void stage_split(Tree& t, Loaded& out, const std::string& prefix, long long laye
 Loaded read_hyperparallel(const json& tree, const std::string& file) {
   Tree t{tree, file, {}};
   Loaded out;
-  out.values = json::object();
-  auto set = [&](const std::string& key, const json& v, const std::string& from) { put(out, key, v, from); };
+  auto set = setter(out);
   bool legacy = !(tree.contains("accelerator") || tree.contains("fsdp_config") || tree.contains("training") ||
                   (tree.contains("model") && tree["model"].is_object() && tree["model"].contains("pretrained_model_name_or_path")));
   std::string acc = legacy ? "train.accelerator" : "accelerator";
-  auto deg = [&](std::initializer_list<const char*> keys, std::string& from) -> long long {
-    for (const char* k : keys) {
-      std::string path = acc + "." + k;
-      if (t.get(path)) {
-        from = path;
-        return *t.whole(path);
-      }
-    }
-    from = acc + "." + *keys.begin();
-    return 1;
+  // A degree under the accelerator section: one key in each layout.
+  auto deg = [&](const char* legacy_key, const char* key, std::string& from) {
+    from = acc + "." + (legacy ? legacy_key : key);
+    return t.whole(from).value_or(1);
   };
   std::string tp_from, pp_from, cp_from, ep_from, etp_from, rep_from;
-  long long tp = deg(legacy ? std::initializer_list<const char*>{"tp_degree"} : std::initializer_list<const char*>{"tp_size"}, tp_from);
-  long long pp = deg(legacy ? std::initializer_list<const char*>{"pipeline_parallel_degree"} : std::initializer_list<const char*>{"pp_size"}, pp_from);
-  long long cp = deg(legacy ? std::initializer_list<const char*>{"context_parallel_degree"} : std::initializer_list<const char*>{"cp_size"}, cp_from);
-  long long ep = deg(legacy ? std::initializer_list<const char*>{"expert_parallel_degree"} : std::initializer_list<const char*>{"ep_size"}, ep_from);
-  long long etp = deg(legacy ? std::initializer_list<const char*>{"expert_tensor_parallel_degree"} : std::initializer_list<const char*>{"etp_size"}, etp_from);
-  long long rep = deg({"dp_replicate", "dp_replicate_size"}, rep_from);
+  long long tp = deg("tp_degree", "tp_size", tp_from);
+  long long pp = deg("pipeline_parallel_degree", "pp_size", pp_from);
+  long long cp = deg("context_parallel_degree", "cp_size", cp_from);
+  long long ep = deg("expert_parallel_degree", "ep_size", ep_from);
+  long long etp = deg("expert_tensor_parallel_degree", "etp_size", etp_from);
+  const std::string replicate = acc + ".dp_replicate", replicate_size = acc + ".dp_replicate_size";
+  long long rep = t.whole_of({replicate.c_str(), replicate_size.c_str()}, rep_from).value_or(1);
+  if (rep_from.empty()) rep_from = replicate;
   std::string shard_from = legacy ? "train.accelerator.dp_shard" : "fsdp_config.dp_shard_size";
   long long shard = t.whole(shard_from).value_or(1);
   long long dp = rep * shard;
@@ -216,8 +211,7 @@ Loaded read_hyperparallel(const json& tree, const std::string& file) {
 Loaded read_reference_search(const json& tree, const std::string& file) {
   Tree t{tree, file, {}};
   Loaded out;
-  out.values = json::object();
-  auto set = [&](const std::string& key, const json& v, const std::string& from) { put(out, key, v, from); };
+  auto set = setter(out);
   // A train YAML it inherits fixed degrees from.
   if (auto train = t.text("train_yaml")) {
     std::filesystem::path p = *train;

@@ -2,6 +2,7 @@
 // widths, and line-level edits of YAML and TOML text that keep comments and unrelated keys.
 #pragma once
 
+#include <initializer_list>
 #include <optional>
 #include <set>
 #include <string>
@@ -24,6 +25,8 @@ struct Tree {
   const json* get(const std::string& path);  // null when absent or null; marks the path used
   void use(const std::string& path) { used.insert(path); }
   std::optional<long long> whole(const std::string& path, long long lowest = 1);
+  // The first of `paths` present, its path in `found`; nullopt when none is.
+  std::optional<long long> whole_of(std::initializer_list<const char*> paths, std::string& found, long long lowest = 1);
   std::optional<bool> flag(const std::string& path);
   std::optional<std::string> text(const std::string& path);
   [[nodiscard]] std::vector<std::string> unused() const;
@@ -35,6 +38,29 @@ double dtype_bytes(const std::string& name, const std::string& where);
 
 // Sets `key` in `values` and records where it came from.
 void put(Loaded& out, const std::string& key, const json& value, const std::string& from);
+
+// The model-parallel degrees every format states, each under its own key (absent: 1), put into `out` with the
+// key they came from. `Reader` is any reader with `whole(key)` (a Tree, Megatron's arguments).
+struct DegreeKeys {
+  std::string tp, pp, cp, ep;
+};
+struct Degrees {
+  long long tp = 1, pp = 1, cp = 1, ep = 1;
+};
+template <typename Reader>
+Degrees read_degrees(Reader& reader, Loaded& out, const DegreeKeys& keys) {
+  Degrees d{reader.whole(keys.tp).value_or(1), reader.whole(keys.pp).value_or(1), reader.whole(keys.cp).value_or(1), reader.whole(keys.ep).value_or(1)};
+  put(out, "tp", d.tp, keys.tp);
+  put(out, "pp", d.pp, keys.pp);
+  put(out, "cp", d.cp, keys.cp);
+  put(out, "ep", d.ep, keys.ep);
+  return d;
+}
+
+// put() bound to one result: `auto set = setter(out); set(key, value, from);`.
+inline auto setter(Loaded& out) {
+  return [&out](const std::string& key, const json& value, const std::string& from) { put(out, key, value, from); };
+}
 
 // Checks that `a` equals `b` or fails naming both key paths and values.
 void agree(const std::string& file, const std::string& what, long long a, const std::string& a_from, long long b, const std::string& b_from);

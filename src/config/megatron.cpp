@@ -407,8 +407,7 @@ Loaded read_megatron(const std::string& text, const std::string& file) {
   Shell sh = run_shell(text, file);
   Args a = parse_args(sh, file);
   Loaded out;
-  out.values = json::object();
-  auto set = [&](const std::string& key, const json& v, const std::string& from) { put(out, key, v, from); };
+  auto set = setter(out);
 
   // Devices: torchrun's processes per node x nodes, or WORLD_SIZE.
   std::optional<long long> devices;
@@ -425,14 +424,8 @@ Loaded read_megatron(const std::string& text, const std::string& file) {
     }
   }
 
-  long long tp = a.whole("--tensor-model-parallel-size").value_or(1);
-  long long pp = a.whole("--pipeline-model-parallel-size").value_or(1);
-  long long cp = a.whole("--context-parallel-size").value_or(1);
-  long long ep = a.whole("--expert-model-parallel-size").value_or(1);
-  set("tp", tp, "--tensor-model-parallel-size");
-  set("pp", pp, "--pipeline-model-parallel-size");
-  set("cp", cp, "--context-parallel-size");
-  set("ep", ep, "--expert-model-parallel-size");
+  const auto [tp, pp, cp, ep] =
+      read_degrees(a, out, {"--tensor-model-parallel-size", "--pipeline-model-parallel-size", "--context-parallel-size", "--expert-model-parallel-size"});
   bool moe = a.whole("--num-experts", 0).value_or(0) > 1;
   if (auto etp = a.whole("--expert-tensor-parallel-size")) {
     set("etp", *etp, "--expert-tensor-parallel-size");

@@ -116,29 +116,19 @@ const json* first_of(Tree& t, std::initializer_list<const char*> paths, std::str
   return nullptr;
 }
 
-std::optional<long long> whole_of(Tree& t, std::initializer_list<const char*> paths, std::string& found, long long lowest = 1) {
-  for (const char* p : paths) {
-    if (t.get(p)) {
-      found = p;
-      return t.whole(p, lowest);
-    }
-  }
-  return std::nullopt;
-}
-
 // The HuggingFace keys model_from_json reads, from a MindFormers model_config (legacy or mcore names) and moe_config.
 json model_of(Tree& t, const std::string& file, long long& num_layers, long long& mtp, bool& legacy_mtp_in_split) {
   json m = json::object();
   m["_source"] = file;
   std::string k;
   auto req = [&](std::initializer_list<const char*> paths, const char* hf) {
-    auto v = whole_of(t, paths, k);
+    auto v = t.whole_of(paths, k);
     if (!v) fail(at(file, *paths.begin()), "is required (the model is defined here; also looked for {})", fmt::join(paths, ", "));
     m[hf] = *v;
     return *v;
   };
   auto opt = [&](std::initializer_list<const char*> paths, const char* hf, long long lowest = 1) {
-    auto v = whole_of(t, paths, k, lowest);
+    auto v = t.whole_of(paths, k, lowest);
     if (v) m[hf] = *v;
     return v;
   };
@@ -147,12 +137,12 @@ json model_of(Tree& t, const std::string& file, long long& num_layers, long long
   req({"model.model_config.num_heads", "model.model_config.num_attention_heads"}, "num_attention_heads");
   opt({"model.model_config.n_kv_heads", "model.model_config.num_key_value_heads", "model.model_config.num_query_groups"}, "num_key_value_heads");
   opt({"model.model_config.head_dim", "model.model_config.kv_channels"}, "head_dim");
-  m["vocab_size"] = whole_of(t, {"model.model_config.vocab_size"}, k).value_or(32000);  // LlamaConfig's default
+  m["vocab_size"] = t.whole_of({"model.model_config.vocab_size"}, k).value_or(32000);  // LlamaConfig's default
   opt({"model.model_config.max_position_embeddings", "model.model_config.max_position_embedding"}, "max_position_embeddings");
   auto inter = opt({"model.model_config.intermediate_size", "model.model_config.ffn_hidden_size"}, "intermediate_size");
   if (!inter) {
     // LlamaFeedForward: 4h, x (ffn_dim_multiplier + 0.01), x 2/3, rounded up to multiple_of.
-    long long multiple = whole_of(t, {"model.model_config.multiple_of"}, k).value_or(256);
+    long long multiple = t.whole_of({"model.model_config.multiple_of"}, k).value_or(256);
     double f = 4.0 * static_cast<double>(h);
     if (const json* mult = t.get("model.model_config.ffn_dim_multiplier"); mult && mult->is_number()) f = std::floor((mult->get<double>() + 0.01) * f);
     long long w = static_cast<long long>(std::floor(2.0 * f / 3.0));
@@ -166,10 +156,10 @@ json model_of(Tree& t, const std::string& file, long long& num_layers, long long
   opt({"model.model_config.qk_rope_head_dim", "model.model_config.qk_pos_emb_head_dim"}, "qk_rope_head_dim");
   opt({"model.model_config.qk_nope_head_dim", "model.model_config.qk_head_dim"}, "qk_nope_head_dim");
   opt({"model.model_config.v_head_dim"}, "v_head_dim");
-  mtp = whole_of(t, {"model.model_config.mtp_depth", "model.model_config.num_nextn_predict_layers", "model.model_config.mtp_num_layers"}, k, 0).value_or(0);
+  mtp = t.whole_of({"model.model_config.mtp_depth", "model.model_config.num_nextn_predict_layers", "model.model_config.mtp_num_layers"}, k, 0).value_or(0);
   if (mtp > 0) m["num_nextn_predict_layers"] = mtp;
   auto experts =
-      whole_of(t, {"moe_config.expert_num", "model.model_config.num_experts", "model.model_config.n_routed_experts", "model.model_config.num_moe_experts"}, k);
+      t.whole_of({"moe_config.expert_num", "model.model_config.num_experts", "model.model_config.n_routed_experts", "model.model_config.num_moe_experts"}, k);
   if (experts && *experts > 1) {
     m["n_routed_experts"] = *experts;
     opt({"moe_config.num_experts_chosen", "model.model_config.num_experts_per_tok", "model.model_config.moe_router_topk"}, "num_experts_per_tok");
@@ -215,21 +205,20 @@ json model_of(Tree& t, const std::string& file, long long& num_layers, long long
 Loaded read_mindformers(const json& tree, const std::string& file) {
   Tree t{tree, file, {}};
   Loaded out;
-  out.values = json::object();
-  auto set = [&](const std::string& key, const json& v, const std::string& from) { put(out, key, v, from); };
+  auto set = setter(out);
   std::string k;
-  long long dp = whole_of(t, {"parallel_config.data_parallel", "parallel_config.data_parallel_size"}, k).value_or(1);
+  long long dp = t.whole_of({"parallel_config.data_parallel", "parallel_config.data_parallel_size"}, k).value_or(1);
   std::string dp_key = k.empty() ? "parallel_config.data_parallel" : k;
   k.clear();
-  long long tp = whole_of(t, {"parallel_config.model_parallel", "parallel_config.tensor_model_parallel_size"}, k).value_or(1);
+  long long tp = t.whole_of({"parallel_config.model_parallel", "parallel_config.tensor_model_parallel_size"}, k).value_or(1);
   std::string tp_key = k.empty() ? "parallel_config.model_parallel" : k;
   k.clear();
-  long long cp = whole_of(t, {"parallel_config.context_parallel", "parallel_config.context_parallel_size"}, k).value_or(1);
+  long long cp = t.whole_of({"parallel_config.context_parallel", "parallel_config.context_parallel_size"}, k).value_or(1);
   k.clear();
-  long long pp = whole_of(t, {"parallel_config.pipeline_stage", "parallel_config.pipeline_model_parallel_size"}, k).value_or(1);
+  long long pp = t.whole_of({"parallel_config.pipeline_stage", "parallel_config.pipeline_model_parallel_size"}, k).value_or(1);
   std::string pp_key = k.empty() ? "parallel_config.pipeline_stage" : k;
   k.clear();
-  long long ep = whole_of(t, {"parallel_config.expert_parallel", "parallel_config.expert_model_parallel_size"}, k).value_or(1);
+  long long ep = t.whole_of({"parallel_config.expert_parallel", "parallel_config.expert_model_parallel_size"}, k).value_or(1);
   long long m = t.whole("parallel_config.micro_batch_num").value_or(1);
   set("devices", dp * tp * cp * pp, "parallel_config (data_parallel x model_parallel x context_parallel x pipeline_stage)");
   set("tp", tp, tp_key);

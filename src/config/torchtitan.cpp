@@ -188,8 +188,7 @@ Loaded read_torchtitan(const std::string& text, const std::string& file) {
   check_schema(tree, "", file);
   Tree t{tree, file, {}};
   Loaded out;
-  out.values = json::object();
-  auto set = [&](const std::string& key, const json& v, const std::string& from) { put(out, key, v, from); };
+  auto set = setter(out);
   std::string name = t.text("model.name").value_or("llama3");
   std::string flavour = t.text("model.flavor").value_or("debugmodel");
   json model = flavour_model(name, flavour, at(file, "model.flavor"));
@@ -200,15 +199,10 @@ Loaded read_torchtitan(const std::string& text, const std::string& file) {
   long long rep = t.whole("parallelism.data_parallel_replicate_degree").value_or(1);
   long long shard = t.whole("parallelism.data_parallel_shard_degree", -1).value_or(-1);
   if (shard == 0) t.bad("parallelism.data_parallel_shard_degree", "0 is neither -1 (the rest of the devices) nor a degree");
-  long long tp = t.whole("parallelism.tensor_parallel_degree").value_or(1);
-  long long pp = t.whole("parallelism.pipeline_parallel_degree").value_or(1);
-  long long cp = t.whole("parallelism.context_parallel_degree").value_or(1);
-  long long ep = t.whole("parallelism.expert_parallel_degree").value_or(1);
+  const auto [tp, pp, cp, ep] = read_degrees(t, out,
+                                             {"parallelism.tensor_parallel_degree", "parallelism.pipeline_parallel_degree",
+                                              "parallelism.context_parallel_degree", "parallelism.expert_parallel_degree"});
   long long etp = t.whole("parallelism.expert_tensor_parallel_degree").value_or(1);
-  set("tp", tp, "parallelism.tensor_parallel_degree");
-  set("pp", pp, "parallelism.pipeline_parallel_degree");
-  set("cp", cp, "parallelism.context_parallel_degree");
-  set("ep", ep, "parallelism.expert_parallel_degree");
   if (ep > 1) {
     if (etp != 1 && etp != tp) t.bad("parallelism.expert_tensor_parallel_degree", fmt::format("{} must be 1 or the TP degree {} when EP > 1", etp, tp));
     set("etp", etp, "parallelism.expert_tensor_parallel_degree");

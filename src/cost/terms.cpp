@@ -9,71 +9,54 @@ namespace sapp::cost::terms {
 
 namespace {
 
+// Each framework's overlap and runtime terms; a field not named keeps FrameworkProfile's default.
 std::vector<FrameworkProfile> make_profiles() {
-  std::vector<FrameworkProfile> p;
-  {
-    FrameworkProfile f;
-    f.name = "megatron";
-    f.source = "Megatron-LM defaults (megatron/training/arguments.py): no TP overlap unless --tp-comm-overlap, DP overlap with --overlap-grad-reduce";
-    p.push_back(f);
-  }
-  {
-    FrameworkProfile f;
-    f.name = "megatron2021";
-    f.source = "Narayanan et al. 2021 (arXiv:2104.04473): no communication overlap in the 2021 system (TP all-reduces, DP all-reduce, blocking PP sends)";
-    f.overlap_tp = 0;
-    f.overlap_dp = 0;
-    f.overlap_pp = 0;
-    p.push_back(f);
-  }
-  {
-    FrameworkProfile f;
-    f.name = "nemo";
-    f.source =
-        "NeMo performance recipes (scripts/performance): tp_comm_overlap on (userbuffers), overlap_grad_reduce and overlap_param_gather on, "
-        "grad_reduce_in_fp32 False for FP8";
-    f.overlap_tp = 0.9;
-    p.push_back(f);
-  }
-  {
-    FrameworkProfile f;
-    f.name = "megatron_bridge";
-    f.source =
-        "Megatron-Bridge perf recipes (src/megatron/bridge/perf_recipes, 067f987): tp_comm_overlap with TP, overlap_grad_reduce/param_gather, "
-        "MoE alltoall dispatcher with grouped GEMM; overlap_moe_expert_parallel_comm only where a recipe sets it (run field ep_overlap)";
-    f.overlap_tp = 0.9;
-    p.push_back(f);
-  }
-  {
-    FrameworkProfile f;
-    f.name = "torchtitan";
-    f.source =
-        "torchtitan (FSDP2, per-layer fully_shard with reshard_after_forward, prefetch of the next layer's all-gather; torch.compile; "
-        "F.cross_entropy on fp32 logits); memory reported as torch.cuda reserved peak";
-    f.overlap_tp = 0.0;  // vanilla TP; AsyncTP is a separate option
-    f.overlap_dp = 0.9;
-    f.loss_fused = false;
-    f.fragmentation = 0.05;  // reserved over allocated at peak; PyTorch caching allocator (expandable segments off)
-    p.push_back(f);
-  }
-  {
-    FrameworkProfile f;
-    f.name = "automodel";
-    f.source =
-        "NeMo AutoModel (PyTorch FSDP2 + DeepEP, Transformer Engine layers): FSDP prefetch, DeepEP dispatch not overlapped with compute; "
-        "the benchmark rows say 'TE + ...': Transformer Engine's parallel cross entropy assumed (fused, in place)";
-    f.overlap_tp = 0.0;
-    f.overlap_dp = 0.9;
-    p.push_back(f);
-  }
-  {
-    FrameworkProfile f;
-    f.name = "mindformers";
-    f.source = "MindSpore/MindFormers: fine-grained communication overlap (pipeline_config, enable_parallel_optimizer); fp32 parameters in the optimizer";
-    f.overlap_tp = 0.5;
-    p.push_back(f);
-  }
-  return p;
+  return {
+      {
+          .name = "megatron",
+          .source = "Megatron-LM defaults (megatron/training/arguments.py): no TP overlap unless --tp-comm-overlap, DP overlap with --overlap-grad-reduce",
+      },
+      {
+          .name = "megatron2021",
+          .source = "Narayanan et al. 2021 (arXiv:2104.04473): no communication overlap in the 2021 system (TP all-reduces, DP all-reduce, blocking PP sends)",
+          .overlap_tp = 0,
+          .overlap_dp = 0,
+          .overlap_pp = 0,
+      },
+      {
+          .name = "nemo",
+          .source = "NeMo performance recipes (scripts/performance): tp_comm_overlap on (userbuffers), overlap_grad_reduce and overlap_param_gather on, "
+                    "grad_reduce_in_fp32 False for FP8",
+          .overlap_tp = 0.9,
+      },
+      {
+          .name = "megatron_bridge",
+          .source = "Megatron-Bridge perf recipes (src/megatron/bridge/perf_recipes, 067f987): tp_comm_overlap with TP, overlap_grad_reduce/param_gather, "
+                    "MoE alltoall dispatcher with grouped GEMM; overlap_moe_expert_parallel_comm only where a recipe sets it (run field ep_overlap)",
+          .overlap_tp = 0.9,
+      },
+      {
+          .name = "torchtitan",
+          .source = "torchtitan (FSDP2, per-layer fully_shard with reshard_after_forward, prefetch of the next layer's all-gather; torch.compile; "
+                    "F.cross_entropy on fp32 logits); memory reported as torch.cuda reserved peak",
+          .overlap_tp = 0.0,  // vanilla TP; AsyncTP is a separate option
+          .overlap_dp = 0.9,
+          .fragmentation = 0.05,  // reserved over allocated at peak; PyTorch caching allocator (expandable segments off)
+          .loss_fused = false,
+      },
+      {
+          .name = "automodel",
+          .source = "NeMo AutoModel (PyTorch FSDP2 + DeepEP, Transformer Engine layers): FSDP prefetch, DeepEP dispatch not overlapped with compute; "
+                    "the benchmark rows say 'TE + ...': Transformer Engine's parallel cross entropy assumed (fused, in place)",
+          .overlap_tp = 0.0,
+          .overlap_dp = 0.9,
+      },
+      {
+          .name = "mindformers",
+          .source = "MindSpore/MindFormers: fine-grained communication overlap (pipeline_config, enable_parallel_optimizer); fp32 parameters in the optimizer",
+          .overlap_tp = 0.5,
+      },
+  };
 }
 
 const std::vector<FrameworkProfile>& profiles() {

@@ -282,33 +282,17 @@ class Keeper {
 
   void merge(Keeper&& other) {
     fitting_ += other.fitting_;
-    for (auto& [key, cell] : other.cells_) {
-      auto [it, fresh] = cells_.emplace(key, cell);
-      if (!fresh) {
-        long long count = it->second.first.count + cell.first.count;
-        if (std::tie(cell.first.step_s, cell.second) < std::tie(it->second.first.step_s, it->second.second)) it->second = cell;
-        it->second.first.count = count;
-      }
-    }
+    merge_counted(
+        cells_, other.cells_, [](Cell& c) -> long long& { return c.first.count; },
+        [](const Cell& a, const Cell& b) { return std::tie(a.first.step_s, a.second) < std::tie(b.first.step_s, b.second); });
     for (auto& [key, row] : other.front_) add_to_front(row.candidate, row.index);
-    for (auto& [key, row] : other.folded_) {
-      auto [it, fresh] = folded_.emplace(key, row);
-      if (!fresh) {
-        long long twins = it->second.candidate.twins + row.candidate.twins;
-        if (row.index < it->second.index) it->second = row;
-        it->second.candidate.twins = twins;
-      }
-    }
+    merge_counted(
+        folded_, other.folded_, [](Row& r) -> long long& { return r.candidate.twins; }, [](const Row& a, const Row& b) { return a.index < b.index; });
     while (folded_.size() > top_) folded_.erase(std::prev(folded_.end()));
     rows_.insert(rows_.end(), other.rows_.begin(), other.rows_.end());
-    for (auto& [key, entry] : other.closest_) {
-      auto [it, fresh] = closest_.emplace(key, entry);
-      if (!fresh) {
-        long long twins = it->second.first.twins + entry.first.twins;
-        if (entry.second < it->second.second) it->second = entry;
-        it->second.first.twins = twins;
-      }
-    }
+    merge_counted(
+        closest_, other.closest_, [](Closest& c) -> long long& { return c.first.twins; },
+        [](const Closest& a, const Closest& b) { return a.second < b.second; });
     while (closest_.size() > top_) closest_.erase(std::prev(closest_.end()));
   }
 
@@ -333,6 +317,21 @@ class Keeper {
     std::size_t index = 0;
   };
   using Key = std::pair<long long, long long>;  // step time in ns, peak memory in KiB
+  using Cell = std::pair<ScatterCell, std::size_t>;
+  using Closest = std::pair<Overflow, std::size_t>;
+
+  // Merges another worker's map into `into`: equal keys add their counts and keep the better entry.
+  template <typename Map, typename Count, typename Better>
+  static void merge_counted(Map& into, const Map& from, Count count, Better better) {
+    for (const auto& [key, entry] : from) {
+      auto [it, fresh] = into.emplace(key, entry);
+      if (fresh) continue;
+      auto incoming = entry;
+      long long total = count(it->second) + count(incoming);
+      if (better(incoming, it->second)) it->second = incoming;
+      count(it->second) = total;
+    }
+  }
 
   void plot(const Candidate& c, std::size_t index) {
     std::pair<long long, long long> cell{std::llround(200.0 * c.peak_memory_bytes / std::max(capacity_, 1.0)),
@@ -373,11 +372,11 @@ class Keeper {
   bool scatter_;
   double capacity_;
   std::map<std::pair<double, std::size_t>, Row> front_;
-  std::map<std::pair<long long, long long>, std::pair<ScatterCell, std::size_t>> cells_;
+  std::map<std::pair<long long, long long>, Cell> cells_;
   long long fitting_ = 0;
   std::vector<Row> rows_;
   std::map<Key, Row> folded_;
-  std::map<long long, std::pair<Overflow, std::size_t>> closest_;  // by peak memory in KiB
+  std::map<long long, Closest> closest_;  // by peak memory in KiB
 };
 
 }  // namespace
