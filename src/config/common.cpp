@@ -265,6 +265,11 @@ std::string yaml_set(const std::string& text, const std::string& path, const std
   return out;
 }
 
+std::string yaml_set_all(std::string text, const YamlEdits& edits) {
+  for (const auto& [path, value] : edits) text = yaml_set(text, path, value);
+  return text;
+}
+
 std::string toml_set(const std::string& text, const std::string& section, const std::string& key, const std::string& value) {
   std::vector<std::string> lines;
   std::stringstream ss(text);

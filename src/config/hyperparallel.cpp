@@ -346,20 +346,22 @@ std::string emit_hyperparallel(const Plan& plan, const Loaded* original, const s
   }
   long long m = plan.global_batch / (1LL * l.dp * l.mbs);
   if (legacy) {
-    text = yaml_set(text, "train.accelerator.dp_replicate", std::to_string(l.zero >= 1 ? 1 : l.dp));
-    text = yaml_set(text, "train.accelerator.dp_shard", std::to_string(l.zero >= 1 ? l.dp : 1));
-    text = yaml_set(text, "train.accelerator.tp_degree", std::to_string(l.tp));
-    text = yaml_set(text, "train.accelerator.pipeline_parallel_degree", std::to_string(l.pp));
-    text = yaml_set(text, "train.accelerator.context_parallel_degree", std::to_string(l.cp));
-    text = yaml_set(text, "train.accelerator.expert_parallel_degree", std::to_string(l.ep));
-    text = yaml_set(text, "train.accelerator.expert_tensor_parallel_degree", std::to_string(l.etp));
-    text = yaml_set(text, "train.accelerator.pp_interleave_num", std::to_string(l.vpp));
-    text = yaml_set(text, "train.accelerator.use_seq_parallel", l.sp ? "true" : "false");
-    text = yaml_set(text, "train.accelerator.enable_parallel_optimizer", l.zero >= 1 ? "true" : "false");
-    text = yaml_set(text, "train.global_batch_size", std::to_string(plan.global_batch));
-    text = yaml_set(text, "train.micro_batch_num", std::to_string(m));
-    text = yaml_set(text, "train.micro_batch_size", std::to_string(l.mbs));
-    text = yaml_set(text, "train.gradient_checkpointing.activation_checkpoint", plan::to_string(l.recompute));
+    text = yaml_set_all(text, {
+                                  {"train.accelerator.dp_replicate", std::to_string(l.zero >= 1 ? 1 : l.dp)},
+                                  {"train.accelerator.dp_shard", std::to_string(l.zero >= 1 ? l.dp : 1)},
+                                  {"train.accelerator.tp_degree", std::to_string(l.tp)},
+                                  {"train.accelerator.pipeline_parallel_degree", std::to_string(l.pp)},
+                                  {"train.accelerator.context_parallel_degree", std::to_string(l.cp)},
+                                  {"train.accelerator.expert_parallel_degree", std::to_string(l.ep)},
+                                  {"train.accelerator.expert_tensor_parallel_degree", std::to_string(l.etp)},
+                                  {"train.accelerator.pp_interleave_num", std::to_string(l.vpp)},
+                                  {"train.accelerator.use_seq_parallel", l.sp ? "true" : "false"},
+                                  {"train.accelerator.enable_parallel_optimizer", l.zero >= 1 ? "true" : "false"},
+                                  {"train.global_batch_size", std::to_string(plan.global_batch)},
+                                  {"train.micro_batch_num", std::to_string(m)},
+                                  {"train.micro_batch_size", std::to_string(l.mbs)},
+                                  {"train.gradient_checkpointing.activation_checkpoint", plan::to_string(l.recompute)},
+                              });
   } else {
     // FSDP: dp_shard shards parameters, gradients and optimizer states (ZeRO-3); dp_replicate replicates.
     long long shard = l.zero >= 1 ? (l.optimizer_shard > 0 ? l.optimizer_shard : l.dp) : 1;
@@ -371,11 +373,13 @@ std::string emit_hyperparallel(const Plan& plan, const Loaded* original, const s
     if (l.dp / shard > 1 || (original && original->origin.count("devices") && original->origin.at("devices").find("dp_replicate") != std::string::npos))
       text = yaml_set(text, "accelerator.dp_replicate_size", std::to_string(l.dp / shard));
     if (l.vpp > 1) text = yaml_set(text, "accelerator.pp_interleave_num", std::to_string(l.vpp));
-    text = yaml_set(text, "fsdp_config.dp_shard_size", std::to_string(shard));
-    text = yaml_set(text, "training.global_batch_size", std::to_string(plan.global_batch));
-    text = yaml_set(text, "training.micro_batch_size", std::to_string(l.mbs));
-    text = yaml_set(text, "training.micro_batch_num", std::to_string(m));
-    text = yaml_set(text, "activation_checkpoint.mode", plan::to_string(l.recompute));
+    text = yaml_set_all(text, {
+                                  {"fsdp_config.dp_shard_size", std::to_string(shard)},
+                                  {"training.global_batch_size", std::to_string(plan.global_batch)},
+                                  {"training.micro_batch_size", std::to_string(l.mbs)},
+                                  {"training.micro_batch_num", std::to_string(m)},
+                                  {"activation_checkpoint.mode", plan::to_string(l.recompute)},
+                              });
   }
   if (plan.split) {
     const plan::StageSplit& s = *plan.split;

@@ -6,6 +6,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -69,6 +70,9 @@ void agree(const std::string& file, const std::string& what, long long a, const 
 // old value (one line or a nested block) and keeping anchors (&name) and trailing comments; adds missing keys
 // and sections at the end of their parent.
 std::string yaml_set(const std::string& text, const std::string& path, const std::string& value);
+// yaml_set for each (path, value) in order.
+using YamlEdits = std::vector<std::pair<std::string, std::string>>;
+std::string yaml_set_all(std::string text, const YamlEdits& edits);
 // TOML line edits: sets key in [section] (adding either if missing).
 std::string toml_set(const std::string& text, const std::string& section, const std::string& key, const std::string& value);
 // A JSON value as YAML / TOML flow text.

@@ -372,12 +372,14 @@ std::string emit_mindformers(const Plan& plan, const Loaded* original, const std
     }
   }
   long long steps = plan.global_batch / (1LL * l.dp * l.mbs);
-  text = yaml_set(text, "parallel_config.data_parallel", std::to_string(l.dp));
-  text = yaml_set(text, "parallel_config.model_parallel", std::to_string(l.tp));
-  text = yaml_set(text, "parallel_config.pipeline_stage", std::to_string(l.pp));
-  text = yaml_set(text, "parallel_config.context_parallel", std::to_string(l.cp));
-  text = yaml_set(text, "parallel_config.expert_parallel", std::to_string(l.ep));
-  text = yaml_set(text, "parallel_config.use_seq_parallel", l.sp ? "True" : "False");
+  text = yaml_set_all(text, {
+                                {"parallel_config.data_parallel", std::to_string(l.dp)},
+                                {"parallel_config.model_parallel", std::to_string(l.tp)},
+                                {"parallel_config.pipeline_stage", std::to_string(l.pp)},
+                                {"parallel_config.context_parallel", std::to_string(l.cp)},
+                                {"parallel_config.expert_parallel", std::to_string(l.ep)},
+                                {"parallel_config.use_seq_parallel", l.sp ? "True" : "False"},
+                            });
   if (l.cp > 1) text = yaml_set(text, "parallel_config.context_parallel_algo", l.cp_algo == plan::CpAlgo::AllToAll ? "\"ulysses_cp\"" : "\"colossalai_cp\"");
   text = yaml_set(text, "runner_config.batch_size", std::to_string(l.mbs));
   if (l.pp > 1) {
