@@ -60,18 +60,13 @@ std::vector<Case> load_cases() {
     t.global_batch = c.at("global_batch").get<long long>();
     t.fp8 = c.value("fp8", false);
     const cost::terms::FrameworkProfile& fw = cost::terms::framework_profile(v.framework);
-    v.overlap.tp = fw.overlap_tp;
-    v.overlap.dp = fw.overlap_dp;
-    v.overlap.ep = c.value("ep_overlap", false) ? 1.0 : fw.overlap_ep;
-    v.overlap.cp = fw.overlap_cp;
-    v.overlap.pp = fw.overlap_pp;
-    t.loss_fused = fw.loss_fused;
+    v.overlap = cost::framework_overlap(fw);
+    if (c.value("ep_overlap", false)) v.overlap.ep = 1.0;
+    cost::terms::apply_profile(fw, t);
     std::string dispatcher = c.value("dispatcher", std::string("alltoall"));
     EXPECT_TRUE(dispatcher == "alltoall" || dispatcher == "deepep") << v.name << ": dispatcher " << dispatcher;
     t.ep_dedup_per_node = dispatcher == "deepep";
     t.pipeline_split_counts_head = c.value("pipeline_split_counts_head", false);
-    t.activation_fragmentation = fw.fragmentation;
-    t.reserve_bytes = fw.runtime_bytes;
     if (c.contains("recompute_modules")) t.recompute_modules = cost::terms::recompute_switches(c.at("recompute_modules").get<std::vector<std::string>>());
     plan::Layout& l = v.layout;
     l.tp = c.at("tp").get<int>();
@@ -88,21 +83,9 @@ std::vector<Case> load_cases() {
       // 2021 Megatron: fp16, eager attention, fp16 gradients all-reduced in fp16, full recompute, no SP, no
       // distributed optimizer.
       t.flash_attention = false;
-      t.grad_bytes = 2;
       l.recompute = plan::Recompute::Full;
       l.zero = 0;
       l.sp = false;
-    }
-    if (v.framework == "nemo" || v.framework == "megatron_bridge") {
-      // NeMo / Megatron-Bridge performance scripts: grad_reduce_in_fp32 = False with FP8 (BF16 gradient reduction).
-      if (t.fp8) t.grad_bytes = 2;
-    }
-    if (v.framework == "torchtitan" || v.framework == "automodel") {
-      // FSDP2 mixed precision: fp32 sharded parameters (the master copy), bf16 gathered for compute, fp32
-      // gradients reduce-scattered, two fp32 Adam moments.
-      t.param_bytes = 4;
-      t.grad_bytes = 4;
-      t.optimizer_bytes = 8;
     }
     plan::derive_data_parallel(l, v.gpus, t.global_batch, v.name + ": devices", v.name + ": global_batch");
     if (c.contains("model")) {
@@ -349,13 +332,8 @@ TEST(Validation, RanksAPublishedSweepOfLayouts) {
     plan::Training t;
     t.seq = sweep.at("seq").get<long long>();
     t.global_batch = 1LL * l.dp * l.mbs * l.micro_batches;
-    t.param_bytes = 4;  // FSDP2 mixed precision: fp32 sharded parameters, fp32 gradients, two fp32 Adam moments
-    t.grad_bytes = 4;
-    t.optimizer_bytes = 8;
-    t.loss_fused = fw.loss_fused;
-    cost::Overlap o;
-    o.tp = fw.overlap_tp;
-    o.dp = fw.overlap_dp;
+    cost::terms::apply_profile(fw, t);
+    cost::Overlap o = cost::framework_overlap(fw);
     cost::StepTime st = cost::estimate_time(m, l, t, hw, o);
     double measured = row.at(2).get<double>() / static_cast<double>(gpus);
     est.push_back(st.tokens_per_s_per_device);

@@ -137,8 +137,8 @@ void add_job_fields(std::vector<Field<Request>>& f) {
   f.push_back({"hardware", "-H", "bundled device (h100-sxm, a100-80g, h200, b200, mi300x, ascend-910b, ascend-910c) or a hardware YAML path", false,
                [](R& r, const json& v, const std::string& w) { r.job.hardware = text(v, w); }, [](const R& r) { return r.job.hardware; }});
   f.push_back({"framework", "",
-               fmt::format("training system whose runtime profile applies (overlaps, runtime reserve, fragmentation, loss): {} (the --overlap-* and "
-                           "--reserve-gib options given as well win)",
+               fmt::format("training system whose runtime profile applies (overlaps, runtime reserve, fragmentation, loss, parameter / gradient / "
+                           "optimizer dtypes): {} (the --overlap-*, --reserve-gib and --*-bytes options given as well win)",
                            fmt::join(cost::terms::framework_names(), ", ")),
                false,
                [](R& r, const json& v, const std::string& w) {
@@ -149,10 +149,8 @@ void add_job_fields(std::vector<Field<Request>>& f) {
                    fail(w, "'{}' is not a known framework; known: {}", v.is_string() ? v.get<std::string>() : v.dump(),
                         fmt::join(cost::terms::framework_names(), ", "));
                  }
-                 r.job.overlap = cost::Overlap{p->overlap_tp, p->overlap_dp, p->overlap_ep, p->overlap_cp, p->overlap_pp};
-                 r.job.training.reserve_bytes = p->runtime_bytes;
-                 r.job.training.activation_fragmentation = p->fragmentation;
-                 r.job.training.loss_fused = p->loss_fused;
+                 r.job.overlap = cost::framework_overlap(*p);
+                 cost::terms::apply_profile(*p, r.job.training);
                },
                [](const R&) { return std::string(); }});
   f.push_back({"devices", "-d", fmt::format("number of devices in the job (required; at most {})", kMaxDevices), false,
@@ -180,7 +178,10 @@ void add_job_fields(std::vector<Field<Request>>& f) {
                [](R& r, const json& v, const std::string& w) { r.job.training.param_bytes = real(v, w, 0.5, 8, "bytes"); },
                [](const R& r) { return show_number(r.job.training.param_bytes); }});
   f.push_back({"grad_bytes", "", "bytes per gradient", false,
-               [](R& r, const json& v, const std::string& w) { r.job.training.grad_bytes = real(v, w, 0.5, 8, "bytes"); },
+               [](R& r, const json& v, const std::string& w) {
+                 r.job.training.grad_bytes = real(v, w, 0.5, 8, "bytes");
+                 r.job.training.fp8_grad_bytes = 0;  // stated: under FP8 too
+               },
                [](const R& r) { return show_number(r.job.training.grad_bytes); }});
   f.push_back({"optimizer_bytes", "", "optimizer bytes per parameter (fp32 master + two Adam moments = 12)", false,
                [](R& r, const json& v, const std::string& w) { r.job.training.optimizer_bytes = real(v, w, 0, 64, "bytes"); },

@@ -424,6 +424,7 @@ Loaded read_megatron(const std::string& text, const std::string& file) {
     }
   }
 
+  set("framework", "megatron", "Megatron-LM arguments");
   const auto [tp, pp, cp, ep] =
       read_degrees(a, out, {"--tensor-model-parallel-size", "--pipeline-model-parallel-size", "--context-parallel-size", "--expert-model-parallel-size"});
   bool moe = a.whole("--num-experts", 0).value_or(0) > 1;

@@ -220,6 +220,7 @@ Loaded read_mindformers(const json& tree, const std::string& file) {
   k.clear();
   long long ep = t.whole_of({"parallel_config.expert_parallel", "parallel_config.expert_model_parallel_size"}, k).value_or(1);
   long long m = t.whole("parallel_config.micro_batch_num").value_or(1);
+  set("framework", "mindformers", "a MindFormers YAML");
   set("devices", dp * tp * cp * pp, "parallel_config (data_parallel x model_parallel x context_parallel x pipeline_stage)");
   set("tp", tp, tp_key);
   set("pp", pp, pp_key);

@@ -231,8 +231,12 @@ Loaded read_torchtitan(const std::string& text, const std::string& file) {
     set("global_batch", local * rep * shard, "training.local_batch_size x data-parallel degree");
   }
   if (auto seq = t.whole("training.seq_len")) set("seq", *seq, "training.seq_len");
+  // torchtitan's runtime profile: FSDP2 keeps fp32 sharded parameters, gradients and Adam moments whatever it
+  // computes in; mixed_precision_param is the dtype of the gathered copy, which sapp prices in bf16.
+  set("framework", "torchtitan", "a torchtitan TOML");
   std::string param = t.text("training.mixed_precision_param").value_or("bfloat16");
-  set("param_bytes", dtype_bytes(param, at(file, "training.mixed_precision_param")), "training.mixed_precision_param");
+  if (dtype_bytes(param, at(file, "training.mixed_precision_param")) != 2)
+    out.warnings.push_back(fmt::format("training.mixed_precision_param {}: the gathered parameters and the compute are priced in bf16", param));
   if (const json* conv = t.get("model.converters"); conv && conv->is_array()) {
     for (const auto& c : *conv) {
       if (c == "float8")

@@ -85,7 +85,7 @@ StateBytes state_bytes_per_element(const plan::Layout& l, const plan::Training& 
   // A state ZeRO shards from `stage` on (1: optimizer states, 2: + gradients, 3: + weights) costs 1/group of it.
   auto per_element = [&](double group) {
     auto share = [&](int stage) { return l.zero >= stage ? 1.0 / group : 1.0; };
-    return training.param_bytes * share(3) + training.grad_bytes * share(2) + training.optimizer_bytes * share(1);
+    return training.param_bytes * share(3) + training.gradient_bytes() * share(2) + training.optimizer_bytes * share(1);
   };
   return StateBytes{per_element(l.zero_group()), per_element(l.expert_zero_group())};
 }
@@ -166,11 +166,11 @@ MemoryEstimate estimate_memory(const model::Model& model, const plan::Layout& l,
     // Elements per rank of a state that ZeRO shards from `stage` on (1: optimizer states, 2: + grads, 3: + params).
     auto held = [&](int stage) { return l.zero >= stage ? pn / dp_shard + pe / edp_shard : pn + pe; };
     m.params = training.param_bytes * held(3);
-    m.grads = training.grad_bytes * held(2);
+    m.grads = training.gradient_bytes() * held(2);
     m.optimizer = training.optimizer_bytes * held(1);
     m.activations = m.layer_activations + m.recompute_working + m.embedding_activations + m.head_activations + m.loss_backward;
     m.activations *= 1.0 + training.activation_fragmentation;
-    if (training.grad_bytes < 4 && training.optimizer_bytes > 0) {
+    if (training.gradient_bytes() < 4 && training.optimizer_bytes > 0) {
       m.optimizer_step = 4.0 * held(1);
     }
 
@@ -182,8 +182,8 @@ MemoryEstimate estimate_memory(const model::Model& model, const plan::Layout& l,
       double kv_width = spec.kv_exchange_width();
       m.cp_buffer = l.cp_algo == plan::CpAlgo::Ring ? 2.0 * tokens * kv_width * bc / l.tp : 2.0 * full_tokens * h * bc / l.tp;
     }
-    if (l.zero >= 2 && dp_shard > 1) m.dp_buffer = training.grad_bytes * std::min(terms::kDpBucketElements, pn + pe);  // bucket
-    if (l.zero >= 3 && dp_shard > 1) m.dp_buffer += 2.0 * training.param_bytes * max_layer_params;                     // gathered layer + prefetch
+    if (l.zero >= 2 && dp_shard > 1) m.dp_buffer = training.gradient_bytes() * std::min(terms::kDpBucketElements, pn + pe);  // bucket
+    if (l.zero >= 3 && dp_shard > 1) m.dp_buffer += 2.0 * training.compute_bytes * max_layer_params;                         // gathered layer + prefetch
     m.buffers = std::max({m.tp_buffer, m.ep_buffer, m.cp_buffer}) + m.dp_buffer;
     m.reserve = training.reserve_bytes;
     if (m.total() > est.peak_bytes) {
@@ -207,7 +207,7 @@ std::vector<std::string> explain_stage(const model::Model& model, const plan::La
                   stage, l.pp, m.layers, m.param_elements, l.tp, m.expert_param_elements, l.ep, l.etp));
   out.push_back(fmt::format("params      {:10.3f} GiB = {} B x (Pn{} + Pe{})", gib(m.params), training.param_bytes,
                             l.zero >= 3 ? fmt::format(" / {}", dp_shard) : "", l.zero >= 3 ? fmt::format(" / {}", edp_shard) : ""));
-  out.push_back(fmt::format("grads       {:10.3f} GiB = {} B x (Pn{} + Pe{})", gib(m.grads), training.grad_bytes,
+  out.push_back(fmt::format("grads       {:10.3f} GiB = {} B x (Pn{} + Pe{})", gib(m.grads), training.gradient_bytes(),
                             l.zero >= 2 ? fmt::format(" / {}", dp_shard) : "", l.zero >= 2 ? fmt::format(" / {}", edp_shard) : ""));
   out.push_back(fmt::format("optimizer   {:10.3f} GiB = {} B x (Pn{} + Pe{})  [fp32 master + 2 Adam moments]", gib(m.optimizer), training.optimizer_bytes,
                             l.zero >= 1 ? fmt::format(" / {}", dp_shard) : "", l.zero >= 1 ? fmt::format(" / {}", edp_shard) : ""));
@@ -235,7 +235,7 @@ std::vector<std::string> explain_stage(const model::Model& model, const plan::La
         fmt::format("opt. step   {:10.3f} GiB = 4 B x (Pn{} + Pe{})  [fp32 copy of the {}-byte gradients; counted instead of activations + buffers {:.3f} "
                     "GiB when larger]",
                     gib(m.optimizer_step), l.zero >= 1 ? fmt::format(" / {}", dp_shard) : "", l.zero >= 1 ? fmt::format(" / {}", edp_shard) : "",
-                    training.grad_bytes, gib(m.activations + m.buffers)));
+                    training.gradient_bytes(), gib(m.activations + m.buffers)));
   }
   out.push_back(fmt::format("reserve     {:10.3f} GiB (allocator and framework context)", gib(m.reserve)));
   out.push_back(fmt::format("total       {:10.3f} GiB of {:.3f} GiB capacity", gib(m.total()), gib(est.capacity_bytes)));

@@ -22,34 +22,46 @@ std::vector<FrameworkProfile> make_profiles() {
           .overlap_tp = 0,
           .overlap_dp = 0,
           .overlap_pp = 0,
+          .grad_bytes = 2,  // fp16 gradients, all-reduced in fp16 (section 5: mixed precision)
       },
       {
           .name = "nemo",
           .source = "NeMo performance recipes (scripts/performance): tp_comm_overlap on (userbuffers), overlap_grad_reduce and overlap_param_gather on, "
                     "grad_reduce_in_fp32 False for FP8",
           .overlap_tp = 0.9,
+          .fp8_grad_bytes = 2,
       },
       {
           .name = "megatron_bridge",
           .source = "Megatron-Bridge perf recipes (src/megatron/bridge/perf_recipes, 067f987): tp_comm_overlap with TP, overlap_grad_reduce/param_gather, "
-                    "MoE alltoall dispatcher with grouped GEMM; overlap_moe_expert_parallel_comm only where a recipe sets it (run field ep_overlap)",
+                    "MoE alltoall dispatcher with grouped GEMM; overlap_moe_expert_parallel_comm only where a recipe sets it (run field ep_overlap); "
+                    "grad_reduce_in_fp32 False for FP8",
           .overlap_tp = 0.9,
+          .fp8_grad_bytes = 2,
       },
       {
           .name = "torchtitan",
           .source = "torchtitan (FSDP2, per-layer fully_shard with reshard_after_forward, prefetch of the next layer's all-gather; torch.compile; "
-                    "F.cross_entropy on fp32 logits); memory reported as torch.cuda reserved peak",
+                    "F.cross_entropy on fp32 logits); memory reported as torch.cuda reserved peak; FSDP2 mixed precision: fp32 sharded parameters (the "
+                    "master copy), bf16 gathered for compute, fp32 gradients reduce-scattered, two fp32 Adam moments",
           .overlap_tp = 0.0,  // vanilla TP; AsyncTP is a separate option
           .overlap_dp = 0.9,
           .fragmentation = 0.05,  // reserved over allocated at peak; PyTorch caching allocator (expandable segments off)
           .loss_fused = false,
+          .param_bytes = 4,
+          .grad_bytes = 4,
+          .optimizer_bytes = 8,
       },
       {
           .name = "automodel",
           .source = "NeMo AutoModel (PyTorch FSDP2 + DeepEP, Transformer Engine layers): FSDP prefetch, DeepEP dispatch not overlapped with compute; "
-                    "the benchmark rows say 'TE + ...': Transformer Engine's parallel cross entropy assumed (fused, in place)",
+                    "the benchmark rows say 'TE + ...': Transformer Engine's parallel cross entropy assumed (fused, in place); FSDP2 mixed precision "
+                    "as torchtitan's",
           .overlap_tp = 0.0,
           .overlap_dp = 0.9,
+          .param_bytes = 4,
+          .grad_bytes = 4,
+          .optimizer_bytes = 8,
       },
       {
           .name = "mindformers",
@@ -139,6 +151,16 @@ const FrameworkProfile& framework_profile(const std::string& name) {
   std::string known;
   for (const auto& p : profiles()) known += (known.empty() ? "" : ", ") + p.name;
   throw Error("framework: expected one of " + known + ", got '" + name + "'");
+}
+
+void apply_profile(const FrameworkProfile& profile, plan::Training& training) {
+  training.reserve_bytes = profile.runtime_bytes;
+  training.activation_fragmentation = profile.fragmentation;
+  training.loss_fused = profile.loss_fused;
+  training.param_bytes = profile.param_bytes;
+  training.grad_bytes = profile.grad_bytes;
+  training.optimizer_bytes = profile.optimizer_bytes;
+  training.fp8_grad_bytes = profile.fp8_grad_bytes;
 }
 
 std::vector<std::string> framework_names() {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "hardware/hardware.hpp"
+#include "plan/layout.hpp"
 
 namespace sapp::cost::terms {
 
@@ -86,8 +87,16 @@ struct FrameworkProfile {
   // Caching allocator fragmentation, as a fraction of the activations (reserved vs allocated peak).
   double fragmentation = 0.0;
   bool loss_fused = true;  // Megatron's fused vocab-parallel cross entropy; torch F.cross_entropy is not
+  // Training-state dtypes, bytes per element (plan::Training's fields of the same names). Megatron's mixed
+  // precision: bf16 weights, fp32 main_grad, fp32 master copy + two Adam moments.
+  double param_bytes = 2;
+  double grad_bytes = 4;
+  double optimizer_bytes = 12;
+  double fp8_grad_bytes = 0;  // under FP8 (0: grad_bytes)
 };
 const FrameworkProfile& framework_profile(const std::string& name);
+// Sets what a profile says of the training job: runtime reserve, fragmentation, loss, state dtypes.
+void apply_profile(const FrameworkProfile& profile, plan::Training& training);
 std::vector<std::string> framework_names();
 
 // ---- recompute modules ---------------------------------------------------------------------------------------

@@ -397,8 +397,8 @@ StepTime estimate_time(const model::Model& model, const plan::Layout& l, const p
     // Gradient reduce (all-reduce without ZeRO, reduce-scatter with it) after the backward, parameter
     // all-gather (ZeRO >= 1) before the next forward.
     double passes = l.zero == 0 ? 2.0 : 1.0;
-    double reduce =
-        ring_seconds(hw, dp_link, dp_group, pn * training.grad_bytes, passes) + ring_seconds(hw, edp_link, edp_group, pe * training.grad_bytes, passes);
+    double reduce = ring_seconds(hw, dp_link, dp_group, pn * training.gradient_bytes(), passes) +
+                    ring_seconds(hw, edp_link, edp_group, pe * training.gradient_bytes(), passes);
     double gather = l.zero == 0 ? 0.0
                                 : ring_seconds(hw, dp_link, dp_group, pn * training.param_bytes, 1.0) +
                                       ring_seconds(hw, edp_link, edp_group, pe * training.param_bytes, 1.0);
@@ -420,7 +420,7 @@ StepTime estimate_time(const model::Model& model, const plan::Layout& l, const p
     // Optimizer step: read/write weights, grads and states of the local shard once (memory bound).
     double shard_n = l.zero >= 1 ? l.zero_group() : 1.0;
     double shard_e = l.zero >= 1 ? l.expert_zero_group() : 1.0;
-    double touched = (pn / shard_n + pe / shard_e) * (2.0 * training.optimizer_bytes + training.grad_bytes + 2.0 * training.param_bytes);
+    double touched = (pn / shard_n + pe / shard_e) * (2.0 * training.optimizer_bytes + training.gradient_bytes() + 2.0 * training.param_bytes);
     optimizer = std::max(optimizer, touched / (hw.hbm_bandwidth * hw.efficiency.memory));
   }
   if (l.pp > 1) {

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cost/memory.hpp"
+#include "cost/terms.hpp"
 #include "hardware/hardware.hpp"
 #include "plan/layout.hpp"
 
@@ -29,6 +30,9 @@ struct Overlap {
                     // per-step kernel splits stay exposed)
   double pp = 1.0;  // steady-state pipeline sends hidden under compute (fill/drain sends are always exposed)
 };
+
+// A framework profile's overlap fractions.
+inline Overlap framework_overlap(const terms::FrameworkProfile& p) { return {p.overlap_tp, p.overlap_dp, p.overlap_ep, p.overlap_cp, p.overlap_pp}; }
 
 struct Breakdown {
   double compute_s = 0;  // forward + backward, slowest-stage view, whole step

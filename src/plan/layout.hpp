@@ -63,9 +63,12 @@ struct Training {
   long long global_batch = 0;
   long long seq = 0;
   bool flash_attention = true;
-  double param_bytes = 2;               // bf16 weights
-  double grad_bytes = 4;                // fp32 gradient accumulation buffer (Megatron's main_grad)
-  double optimizer_bytes = 12;          // fp32 master copy + two Adam moments
+  double param_bytes = 2;       // bf16 weights
+  double grad_bytes = 4;        // fp32 gradient accumulation buffer (Megatron's main_grad)
+  double optimizer_bytes = 12;  // fp32 master copy + two Adam moments
+  // Bytes per gradient when the GEMMs run in FP8 (0: grad_bytes). NeMo / Megatron-Bridge FP8 recipes set
+  // grad_reduce_in_fp32 = False: gradients kept and reduced in BF16.
+  double fp8_grad_bytes = 0;
   double compute_bytes = 2;             // activations
   double capacity_factor = 1;           // MoE routed-token factor (1 = dropless, balanced)
   double reserve_bytes = 1073741824.0;  // allocator fragmentation and framework context, per device
@@ -93,6 +96,9 @@ struct Training {
   // Pipeline split: the embedding, the loss and the MTP layers count as layers of the first and last chunks
   // (Megatron's account_for_embedding/loss_in_pipeline_split; plan::for_each_chunk_group).
   bool pipeline_split_counts_head = false;
+
+  // Bytes per gradient as priced: fp8_grad_bytes under FP8 when stated, else grad_bytes.
+  [[nodiscard]] double gradient_bytes() const { return fp8 && fp8_grad_bytes > 0 ? fp8_grad_bytes : grad_bytes; }
 };
 
 // Reads a rank order like "tp-cp-dp-pp" (a permutation of tp, cp, dp and pp, innermost first).
