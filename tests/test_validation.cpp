@@ -133,6 +133,9 @@ struct Report {
   std::map<std::string, Stats> time, memory;
   int over = 0;  // published layouts that do not fit
   std::string over_names;
+  // Held-out |step error| per (device, FP8), and one device of each pair.
+  std::map<std::pair<std::string, bool>, std::vector<double>> by_device;
+  std::map<std::pair<std::string, bool>, hardware::Hardware> devices;
 };
 
 const Report& report() {
@@ -149,6 +152,9 @@ const Report& report() {
       double p = predicted(c, t);
       double err = step_error(c, p);
       (c.fitted ? out.time[c.regime].fitted : out.time[c.regime].held).push_back(std::fabs(err));
+      std::pair<std::string, bool> pair{c.hw.id, c.training.fp8};
+      out.devices.emplace(pair, c.hw);
+      if (!c.fitted) out.by_device[pair].push_back(std::fabs(err));
       double peak = mem.peak_bytes / 1073741824.0;
       std::string mem_err = "-";
       if (c.peak_gib > 0) {
@@ -204,6 +210,27 @@ TEST_P(RegimeStepTime, HeldOutMedianWithinEightPercentWorstTwenty) {
   EXPECT_LE(worst, 0.20) << GetParam();
 }
 INSTANTIATE_TEST_SUITE_P(Validation, RegimeStepTime, testing::Values("dense", "moe", "long_context", "fsdp"));
+
+// What every estimate prints as `validated` (cost::terms::validated) is what the runs show: a (device, precision)
+// pair is validated iff its held-out runs meet the step-time target (median |error| <= 8 %), and every pair with
+// runs is stated (none falls back to "no measured run").
+TEST(Validation, ValidatedFlagAgreesWithTheRunsOfEachDeviceAndPrecision) {
+  const Report& r = report();
+  for (const auto& [pair, hw] : r.devices) {
+    const auto& [device, fp8] = pair;
+    cost::terms::Validity v = cost::terms::validated(hw, fp8);
+    EXPECT_EQ(v.reason.rfind("no measured", 0), std::string::npos) << device << (fp8 ? " FP8" : " BF16") << " has runs but no validation entry";
+    auto it = r.by_device.find(pair);
+    if (it == r.by_device.end()) {
+      EXPECT_FALSE(v.validated) << device << (fp8 ? " FP8" : " BF16") << ": only fitted runs, yet stated validated";
+      continue;
+    }
+    double median = median_of(it->second);
+    std::printf("%-10s %-4s held-out runs %2zu median |error| %5.1f %%  validated: %s\n", device.c_str(), fp8 ? "FP8" : "BF16", it->second.size(), 100 * median,
+                v.validated ? "true" : "false");
+    EXPECT_EQ(v.validated, median <= 0.08) << device << (fp8 ? " FP8" : " BF16") << ": median " << 100 * median << " %; " << v.reason;
+  }
+}
 
 TEST(Validation, PeakMemoryWithinFivePercentMedianTenWorst) {
   const Report& r = report();
