@@ -85,9 +85,33 @@ TEST(PlanCommand, BalancesReRanksAndIsNoSlowerThanTheSearchsBestEvenSplit) {
     for (const auto& s : p["stages"]) {
       for (const auto& n : s["layers"]) layers += n.get<long long>();
       EXPECT_FALSE(s["recompute"].empty());
+      // Balanced or kept as estimated, a plan states each chunk's layers and each stage's time.
+      EXPECT_EQ(s["layers"].size(), p["layout"]["vpp"].get<std::size_t>()) << p["layout"];
+      EXPECT_GT(s["time_s"].get<double>(), 0) << p["layout"] << " stage " << s["stage"];
     }
     EXPECT_EQ(layers, 80) << p["layout"];  // Llama 3 70B: 80 layers (HF config num_hidden_layers)
   }
+}
+
+// Layouts kept as the search estimated them (PP 1, or an even split the balancer could not beat) state their
+// chunks' layers and recompute and their stages' times as balanced ones do.
+TEST(PlanCommand, EstimatedPlansStateTheirStagesToo) {
+  auto r = test::run_sapp("plan --model llama3-8b --devices 8 --global-batch 64 --pp 1,2 --vpp 1,2 --candidates 6 -q -f json");
+  ASSERT_EQ(r.status, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  int estimated = 0;
+  for (const auto& p : j["plans"]) {
+    if (!p["balanced"].get<bool>()) ++estimated;
+    long long layers = 0;
+    for (const auto& s : p["stages"]) {
+      ASSERT_EQ(s["layers"].size(), p["layout"]["vpp"].get<std::size_t>()) << p["layout"];
+      ASSERT_EQ(s["recompute"].size(), s["layers"].size()) << p["layout"];
+      for (const auto& n : s["layers"]) layers += n.get<long long>();
+      EXPECT_GT(s["time_s"].get<double>(), 0) << p["layout"] << " stage " << s["stage"];
+    }
+    EXPECT_EQ(layers, 32) << p["layout"];  // Llama 3 8B: 32 layers
+  }
+  EXPECT_GT(estimated, 0) << "no plan kept as estimated: the case checks nothing";
 }
 
 TEST(PlanCommand, TheEmittedMegatronScriptReadsBackToTheSamePlan) {

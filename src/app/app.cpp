@@ -14,6 +14,7 @@
 #include "cost/terms.hpp"
 #include "pipeline/descriptors.hpp"
 #include "pipeline/svg.hpp"
+#include "plan/stages.hpp"
 
 namespace sapp::app {
 
@@ -156,9 +157,10 @@ report::EstimateReport run_estimate(const EstimateRequest& request) {
   return r;
 }
 
-report::SearchReport run_search(const SearchRequest& request) {
-  require(request.job);
-  LoadedJob x = load(request.job);
+namespace {
+
+// The search over a job already loaded (run_plan loads once for the search and the balancing).
+report::SearchReport search_loaded(const LoadedJob& x, const SearchRequest& request) {
   search::Space space = request.space;
   space.allow_tp_across_nodes = request.job.allow_tp_across_nodes;
   space.split = split_of(request.split, request.job);
@@ -193,44 +195,62 @@ report::SearchReport run_search(const SearchRequest& request) {
   return r;
 }
 
+}  // namespace
+
+report::SearchReport run_search(const SearchRequest& request) {
+  require(request.job);
+  return search_loaded(load(request.job), request);
+}
+
 namespace {
 
-// The search's estimate of a layout, as a plan (no pipeline, or not balanced).
-report::Plan estimate_plan(const report::SearchRow& row, const std::string& status) {
+// The search's estimate of a layout, as a plan (no pipeline, or not balanced): per stage its layers and recompute
+// per chunk as the even (or stated) split places them, its peak, and its time per micro-batch from the same estimate.
+report::Plan estimate_plan(const LoadedJob& x, const PlanRequest& request, const report::SearchRow& row, const std::string& status) {
+  const plan::Layout& l = row.candidate.layout;
   report::Plan p;
-  p.layout = row.candidate.layout;
+  p.layout = l;
   p.step_time_s = row.candidate.time.step_s;
   p.even_step_time_s = row.candidate.time.step_s;
   p.peak_memory_bytes = row.candidate.peak_memory_bytes;
   p.fits = true;
   p.status = status;
+  std::vector<cost::StageTime> times;
+  cost::estimate_time(x.model, l, request.job.training, x.hardware, row.memory, request.job.overlap, nullptr, &times);
   for (const auto& s : row.memory.stages) {
     report::PlanStage st;
     st.stage = s.stage;
-    st.layers = {s.layers};
-    const plan::Recompute rc = row.candidate.layout.recompute;
-    st.recompute = {{{rc == plan::Recompute::Off ? "none" : plan::to_string(rc), s.layers}}};
+    st.layers.assign(static_cast<std::size_t>(l.vpp), 0);
+    st.recompute.assign(static_cast<std::size_t>(l.vpp), {});
     st.peak_memory_bytes = s.total();
+    if (static_cast<std::size_t>(s.stage) < times.size()) st.time_s = times[static_cast<std::size_t>(s.stage)].total;
     p.stages.push_back(st);
   }
+  plan::for_each_chunk_group(x.model, l, request.job.training, [&](int stage, int chunk, int, long long count, plan::Recompute mode) {
+    if (static_cast<std::size_t>(stage) >= p.stages.size()) return;
+    report::PlanStage& st = p.stages[static_cast<std::size_t>(stage)];
+    st.layers[static_cast<std::size_t>(chunk)] += count;
+    st.recompute[static_cast<std::size_t>(chunk)][mode == plan::Recompute::Off ? "none" : plan::to_string(mode)] += count;
+  });
   return p;
 }
 
 // Balances one layout's pipeline; falls back to the estimate (with the reason) when it cannot.
 report::Plan balance_plan(const LoadedJob& x, const PlanRequest& request, const report::SearchRow& row) {
   const plan::Layout& l = row.candidate.layout;
-  if (l.pp == 1) return estimate_plan(row, "no pipeline (PP 1): the estimate");
+  if (l.pp == 1) return estimate_plan(x, request, row, "no pipeline (PP 1): the estimate");
   balance::Descriptors d = balance::describe(x.model, l, request.job.training, x.hardware, request.job.overlap);
-  if (!d.why_not.empty()) return estimate_plan(row, "not balanced: " + d.why_not);
+  if (!d.why_not.empty()) return estimate_plan(x, request, row, "not balanced: " + d.why_not);
   balance::Problem problem = balance::problem_for(d, l, request.job.training, x.capacity_bytes);
   problem.time_limit_s = request.balance_time_limit_s;
   balance::Solution sol = balance::solve(problem);
-  if (!sol.feasible) return estimate_plan(row, "not balanced: the balancer found no plan within the memory limit (" + sol.method + ")");
+  if (!sol.feasible) return estimate_plan(x, request, row, "not balanced: the balancer found no plan within the memory limit (" + sol.method + ")");
   const double balanced_step_s = sol.eval.objective / 1000.0 + d.outside_pipeline_s;
   if (balanced_step_s >= row.candidate.time.step_s) {
     return estimate_plan(
-        row, fmt::format("even split kept: the balancer found nothing faster ({:.3f} s, {}{})", balanced_step_s,
-                         sol.optimal ? "proved optimal" : fmt::format("bound gap {:.1f} %", 100.0 * sol.gap), sol.timed_out ? ", time limit reached" : ""));
+        x, request, row,
+        fmt::format("even split kept: the balancer found nothing faster ({:.3f} s, {}{})", balanced_step_s,
+                    sol.optimal ? "proved optimal" : fmt::format("bound gap {:.1f} %", 100.0 * sol.gap), sol.timed_out ? ", time limit reached" : ""));
   }
   report::Plan p;
   p.layout = l;
@@ -323,9 +343,10 @@ plan::Layout layout_with_split(const report::Plan& p) {
 report::PlanReport run_plan(const PlanRequest& request) {
   SearchRequest search = request;
   search.top = std::max(request.top, request.candidates);
-  report::PlanReport r;
-  r.search = run_search(search);
+  require(request.job);
   LoadedJob x = load(request.job);
+  report::PlanReport r;
+  r.search = search_loaded(x, search);
   auto t0 = std::chrono::steady_clock::now();
   std::size_t n = std::min<std::size_t>(r.search.rows.size(), static_cast<std::size_t>(request.candidates));
   // Each layout is balanced on its own (one solver per thread); the plans do not depend on the thread count.

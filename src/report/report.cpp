@@ -331,15 +331,23 @@ std::string to_table(const PlanReport& r) {
   out += fmt::format("\nbest plan: {}\n{:>5} {:>16} {:>9} {:>12}  {}\n", best.layout.describe(), "stage", "layers per chunk", "peak GiB", "time s (mb)",
                      "recompute (layers per kind)");
   for (const auto& s : best.stages) {
-    std::string layers;
-    for (long long n : s.layers) layers += fmt::format("{}{}", layers.empty() ? "" : "+", n);
-    std::string rc;
-    for (std::size_t c = 0; c < s.recompute.size(); ++c) {
+    // Chunks that all hold the same layers under the same recompute are written once ("20x1", "each: none 1").
+    const bool uniform = s.layers.size() > 1 && std::all_of(s.layers.begin(), s.layers.end(), [&](long long n) { return n == s.layers.front(); }) &&
+                         std::all_of(s.recompute.begin(), s.recompute.end(), [&](const auto& m) { return m == s.recompute.front(); });
+    auto kinds_of = [](const std::map<std::string, long long>& chunk) {
       std::string kinds;
-      for (const auto& [kind, n] : s.recompute[c]) {
+      for (const auto& [kind, n] : chunk) {
         if (n > 0) kinds += fmt::format("{}{} {}", kinds.empty() ? "" : ", ", kind, n);
       }
-      rc += fmt::format("{}{}", rc.empty() ? "" : " | ", kinds);
+      return kinds;
+    };
+    std::string layers, rc;
+    if (uniform) {
+      layers = fmt::format("{}x{}", s.layers.size(), s.layers.front());
+      rc = "each: " + kinds_of(s.recompute.front());
+    } else {
+      for (long long n : s.layers) layers += fmt::format("{}{}", layers.empty() ? "" : "+", n);
+      for (const auto& chunk : s.recompute) rc += fmt::format("{}{}", rc.empty() ? "" : " | ", kinds_of(chunk));
     }
     out += fmt::format("{:>5} {:>16} {:>9} {:>12.4f}  {}\n", s.stage, layers, gib(s.peak_memory_bytes), s.time_s, rc);
   }
