@@ -163,6 +163,23 @@ TEST(LayerStack, Qwen3VLReadsAsQwen3WithAPlainMlpTower) {
   EXPECT_TRUE(bundled("qwen2.5-vl-7b").spec.vision->gated_mlp);
 }
 
+// Gemma 3 12B with its SigLIP tower: KerasHub's presets list 12,187,079,280 parameters for gemma3_12b
+// (vision+text) and 11,765,788,416 for gemma3_12b_text (keras_hub/src/models/gemma3/gemma3_presets.py); the
+// difference, 421,290,864, is the tower (27 layers, patch embedding, 4096 learned positions, post LayerNorm) and
+// the projector (RMSNorm + 1152 x 3840). Exact: both counts are exact integers. (The text counts differ by
+// 64 x 3840: KerasHub's vocabulary is 262,144, HuggingFace's config states 262,208.)
+TEST(PublishedParams, Gemma3_12B_SigLIPTowerAndProjectorExactly) {
+  auto spec = sapp::model::read_model_file(sapp::test::data_dir() + "/../tests/configs/gemma-3-12b-vision.json");
+  auto m = sapp::model::resolve(spec, sapp::test::catalog().records, sapp::test::catalog().profiles);
+  EXPECT_EQ(m.spec.arch, "gemma3");
+  ASSERT_TRUE(m.spec.vision.has_value());
+  EXPECT_FALSE(m.spec.vision->gated_mlp);
+  EXPECT_EQ(m.spec.vision->image_tokens, 4096);  // (896 / 14)^2 patches per image, one image per sample by default
+  EXPECT_EQ(m.vision_layers(), 27);
+  EXPECT_DOUBLE_EQ(m.params().vision, 12187079280.0 - 11765788416.0);
+  EXPECT_TRUE(spec.unread_keys.empty()) << spec.unread_keys.front();
+}
+
 TEST(LayerStack, PeriodsAndWindowsComeFromTheFamilyData) {
   using sapp::model::AttentionFlavour;
   auto kind_of = [](const sapp::model::Model& m, std::size_t group) { return m.kinds[static_cast<std::size_t>(m.stack[group].kind)].kind; };

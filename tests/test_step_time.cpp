@@ -222,3 +222,27 @@ TEST(StepTime, NodeLimitedRoutingCutsDeepEPsInterNodeCopies) {
   t.ep_dedup_per_node = false;
   EXPECT_DOUBLE_EQ(cost::estimate_time(limited, l, t, hw, none).breakdown.ep_comm_s, cost::estimate_time(unlimited, l, t, hw, none).breakdown.ep_comm_s);
 }
+
+// A fixed-resolution tower (Gemma 3's SigLIP) attends within each image: two images per sample cost twice one
+// image's tower FLOPs. A Qwen-VL tower, whose tokens attend as one, costs more than twice (quadratic attention).
+TEST(StepTime, FixedResolutionTowersAttendWithinEachImage) {
+  auto tower_flops = [](const std::string& config, long long tokens) {
+    auto spec = model::read_model_file(test::data_dir() + "/../tests/configs/" + config);
+    spec.vision->tokens = tokens;
+    model::Model m = model::resolve(spec, test::catalog().records, test::catalog().profiles);
+    plan::Training t = training(64, 4096);
+    plan::Layout l;
+    l.dp = 8;
+    l.micro_batches = 8;
+    cost::KindTimes kt = cost::kind_times(m, l, t, test::device("h100-sxm"));
+    double flops = 0;
+    for (std::size_t k = 0; k < m.kinds.size(); ++k)
+      if (m.kinds[k].vision) flops += kt.kinds[k].fwd_flops;
+    return flops;
+  };
+  double one = tower_flops("gemma-3-12b-vision.json", 4096), two = tower_flops("gemma-3-12b-vision.json", 8192);
+  ASSERT_GT(one, 0);
+  EXPECT_NEAR(two / one, 2.0, 1e-9);
+  double q1 = tower_flops("qwen3-vl-2b.json", 4096), q2 = tower_flops("qwen3-vl-2b.json", 8192);
+  EXPECT_GT(q2 / q1, 2.05);
+}

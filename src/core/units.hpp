@@ -62,6 +62,7 @@ inline constexpr Quantity kPositions{"a token count", "tokens", 1, 1e9, false, f
 inline constexpr Quantity kExperts{"an expert count", "", 1, 1e6, false, false, true, Hint::None, {}};
 inline constexpr Quantity kSharedExperts{"an expert count", "", 0, 1e6, false, false, true, Hint::None, {}};
 inline constexpr Quantity kKernel{"a kernel or patch size", "", 1, 1e4, false, false, true, Hint::None, {}};
+inline constexpr Quantity kImageSize{"an image size", "pixels", 1, 1e5, false, false, true, Hint::None, {}};
 inline constexpr Quantity kChannels{"a channel count", "", 1, 1e4, false, false, true, Hint::None, {}};
 inline constexpr Quantity kVisualTokens{"a token count", "tokens", 1, 1e8, false, false, true, Hint::None, {}};
 inline constexpr Quantity kProbability{"a probability", "", 0, 1, false, true, false, Hint::Percent, {}};

@@ -515,12 +515,22 @@ Model resolve(const ModelSpec& spec, std::shared_ptr<const OpRecords> shared_rec
   if (spec.vision) {
     const VisionSpec& vs = *spec.vision;
     double hv = static_cast<double>(vs.hidden_size);
-    double merged = hv * static_cast<double>(vs.spatial_merge_size * vs.spatial_merge_size);
-    double patch = static_cast<double>(vs.in_channels * vs.temporal_patch_size * vs.patch_size * vs.patch_size) * hv;
-    // Merger: ln_q (hv, +bias for LayerNorm towers), then Linear(merged, merged) + GELU + Linear(merged, out).
-    double ln_q = hv * (vs.gated_mlp ? 1.0 : 2.0);
-    double merger = ln_q + merged * merged + merged + merged * static_cast<double>(vs.out_hidden_size) + static_cast<double>(vs.out_hidden_size);
-    m.vision_extra_params = patch + merger;
+    double out = static_cast<double>(vs.out_hidden_size);
+    // Patch embedding: a convolution of in_channels x temporal x patch^2 inputs per output (+ bias), learned
+    // positions, and SigLIP's post LayerNorm (weight and bias).
+    double patch = static_cast<double>(vs.in_channels * vs.temporal_patch_size * vs.patch_size * vs.patch_size) * hv + (vs.patch_bias ? hv : 0.0) +
+                   static_cast<double>(vs.position_embeddings) * hv + (vs.post_norm ? 2.0 * hv : 0.0);
+    double projector = 0;
+    if (vs.projector == VisionProjector::GemmaPooled) {
+      // Gemma3MultiModalProjector: RMSNorm(hv) and a bias-free hv x out projection (the pooling has no weights).
+      projector = hv + hv * out;
+    } else {
+      // Qwen merger: ln_q (hv, +bias for LayerNorm towers), then Linear(merged, merged) + GELU + Linear(merged, out).
+      double merged = hv * static_cast<double>(vs.spatial_merge_size * vs.spatial_merge_size);
+      double ln_q = hv * (vs.gated_mlp ? 1.0 : 2.0);
+      projector = ln_q + merged * merged + merged + merged * out + out;
+    }
+    m.vision_extra_params = patch + projector;
   }
   return m;
 }

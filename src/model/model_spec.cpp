@@ -88,11 +88,45 @@ struct Source {
   }
 };
 
+// Gemma 3's SigLIP tower (transformers SiglipVisionModel as Gemma3ForConditionalGeneration builds it): patches of
+// image_size / patch_size squared per image through a pre-norm ViT (LayerNorms, biased attention and GELU MLP:
+// the vision profile's `plain` kind), learned positions, a post LayerNorm; the projector average-pools each image
+// to mm_tokens_per_image and maps it with RMSNorm + one linear (Gemma3MultiModalProjector).
+VisionSpec read_siglip(const Source& src, const std::string& file, Count llm_hidden) {
+  VisionSpec v;
+  v.hidden_size = src.required({"hidden_size"}, units::kHiddenSize);
+  v.num_layers = src.required({"num_hidden_layers"}, units::kLayers);
+  v.num_heads = src.required({"num_attention_heads"}, units::kHeads);
+  v.intermediate_size = src.required({"intermediate_size"}, units::kFfnWidth);
+  v.patch_size = src.count({"patch_size"}, units::kKernel).value_or(16);  // SiglipVisionConfig's defaults
+  Count image = src.count({"image_size"}, units::kImageSize).value_or(224);
+  v.in_channels = src.count({"num_channels"}, units::kChannels).value_or(3);
+  if (image % v.patch_size != 0) fail(at(file, "vision_config.image_size"), "{} is not a multiple of patch_size {}", image, v.patch_size);
+  if (src.flag({"vision_use_head"}).value_or(false)) {
+    fail(at(file, "vision_config.vision_use_head"), "true (SigLIP's attention-pooling head) is not priced; Gemma 3 runs the tower without it");
+  }
+  v.temporal_patch_size = 1;
+  v.spatial_merge_size = 1;
+  v.gated_mlp = false;
+  v.out_hidden_size = llm_hidden;
+  v.projector = VisionProjector::GemmaPooled;
+  v.image_tokens = (image / v.patch_size) * (image / v.patch_size);
+  v.position_embeddings = v.image_tokens;
+  v.patch_bias = true;
+  v.post_norm = true;
+  auto tokens = src.count({"visual_tokens"}, units::kVisualTokens);
+  v.tokens = tokens.value_or(v.image_tokens);  // one image per sample unless stated
+  v.tokens_stated = tokens.has_value();
+  return v;
+}
+
 VisionSpec read_vision(const json& node, const std::string& file, Count llm_hidden) {
   Source src{node, file, "vision_config"};
-  // Gemma 3's SigLIP and Llama 4's towers (plain-MLP ViTs at a fixed resolution, pooled or unfolded to fewer
-  // tokens) are not modelled: refused rather than priced as a Qwen-VL tower.
-  if (auto type = src.text({"model_type"}); type == "siglip_vision_model" || type == "llama4_vision_model") {
+  auto type = src.text({"model_type"});
+  if (type == "siglip_vision_model") return read_siglip(src, file, llm_hidden);
+  // Llama 4's tower (a ViT over 336-pixel tiles, pixel-shuffled to a quarter of the tokens and adapted by an MLP)
+  // is not modelled: refused rather than priced as a Qwen-VL tower.
+  if (type == "llama4_vision_model") {
     fail(at(file, "vision_config.model_type"), "{} is a vision tower sapp does not price; estimate the language model from its text_config alone", *type);
   }
   VisionSpec v;
@@ -459,6 +493,9 @@ const std::set<std::string>& neutral_keys() {
                                           "vision_end_token_id",
                                           "vision_token_id",
                                           "image_token_index",
+                                          "boi_token_index",
+                                          "eoi_token_index",
+                                          "mm_tokens_per_image",  // Gemma 3's pooled tokens per image: part of --seq; pooling has no weights
                                           "bos_token",
                                           "eos_token",
                                           "attention_dropout_prob",
@@ -522,6 +559,9 @@ const std::set<std::string>& vision_keys() {
                                           "torch_dtype",
                                           "dtype",
                                           "tokens_per_second",
+                                          "image_size",
+                                          "num_channels",
+                                          "vision_use_head",
                                           "_comment"};
   return k;
 }

@@ -26,7 +26,13 @@ struct LinearAttentionDims {
   Count conv_kernel_dim = 0;
 };
 
-// A vision tower in front of the language model (Qwen2-VL / Qwen2.5-VL style ViT + patch merger).
+// How a tower's output reaches the language model.
+enum class VisionProjector {
+  QwenMerger,   // Qwen2-VL / Qwen2.5-VL / Qwen3-VL: 2x2 patches concatenated, LayerNorm/RMSNorm, two-layer MLP
+  GemmaPooled,  // Gemma 3: the SigLIP output average-pooled to mm_tokens_per_image, RMSNorm, one linear
+};
+
+// A vision tower in front of the language model: a ViT (Qwen-VL's, or SigLIP as Gemma 3 runs it) and its projector.
 struct VisionSpec {
   Count hidden_size = 0;
   Count num_layers = 0;
@@ -40,6 +46,13 @@ struct VisionSpec {
   bool gated_mlp = false;      // Qwen2.5-VL's tower uses SwiGLU; Qwen2-VL's uses a plain GELU MLP
   Count tokens = 1024;         // visual tokens per sample at the tower's input (before merging)
   bool tokens_stated = false;  // false: `tokens` is the default, which the report warns about
+  VisionProjector projector = VisionProjector::QwenMerger;
+  // A fixed-resolution tower (SigLIP): patches per image; each image attends within itself. 0: not fixed (the
+  // sample's tokens attend as one).
+  Count image_tokens = 0;
+  Count position_embeddings = 0;  // learned positions (SigLIP: one per patch)
+  bool patch_bias = false;        // the patch embedding's convolution has a bias (SigLIP)
+  bool post_norm = false;         // a LayerNorm after the last layer (SigLIP's post_layernorm)
 };
 
 struct ModelSpec {

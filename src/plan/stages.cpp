@@ -1,5 +1,6 @@
 #include "plan/stages.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 namespace sapp::plan {
@@ -52,7 +53,9 @@ expr::Env layer_env(const model::Model& model, const model::BoundKind& kind, con
   if (kind.vision) {
     seq = model.spec.vision->tokens;
     cp = 1;
-    ctx = static_cast<double>(seq);  // bidirectional
+    // Bidirectional, within one image when the tower has a fixed resolution, else over the sample's tokens.
+    const long long image = model.spec.vision->image_tokens;
+    ctx = static_cast<double>(image > 0 ? std::min(seq, image) : seq);
   } else {
     ctx = kind.kind.chunked ? chunked_context(seq, model.spec.attention_chunk.value_or(0))
                             : causal_context(seq, kind.kind.sliding ? model.spec.sliding_window.value_or(0) : 0);
