@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "core/error.hpp"
 #include "core/files.hpp"
@@ -178,6 +179,37 @@ TEST(PublishedParams, Gemma3_12B_SigLIPTowerAndProjectorExactly) {
   EXPECT_EQ(m.vision_layers(), 27);
   EXPECT_DOUBLE_EQ(m.params().vision, 12187079280.0 - 11765788416.0);
   EXPECT_TRUE(spec.unread_keys.empty()) << spec.unread_keys.front();
+}
+
+// Qwen3.5 (model_type qwen3_5_moe / qwen3_5 and their _text configs) runs Qwen3-Next's hybrid layers: every 4th
+// layer gated full attention, the rest gated DeltaNet; the MoE variant Qwen3-Next's MoE FFN, the dense one SwiGLU.
+// Qwen3.5-35B-A3B: "35B" total and "A3B" active as its name rounds them (whole billions, +-0.5 B), the main model
+// without its MTP layer (as DeepSeek-V3's 671 B excludes its MTP module).
+TEST(LayerStack, Qwen35ReadsAsQwen3NextLayers) {
+  using sapp::model::AttentionFlavour;
+  using sapp::model::FfnFlavour;
+  auto spec = sapp::model::read_model_file(sapp::test::data_dir() + "/../tests/configs/qwen3.5-35b-a3b.json");
+  auto m = sapp::model::resolve(spec, sapp::test::catalog().records, sapp::test::catalog().profiles);
+  EXPECT_EQ(m.spec.arch, "qwen3_next");
+  EXPECT_EQ(m.body_layers(), 40);
+  ASSERT_GE(m.stack.size(), 2u);
+  EXPECT_EQ(m.stack[0].count, 3);
+  EXPECT_EQ(m.kinds[static_cast<std::size_t>(m.stack[0].kind)].kind.attention, AttentionFlavour::Linear);
+  EXPECT_EQ(m.kinds[static_cast<std::size_t>(m.stack[1].kind)].kind.attention, AttentionFlavour::Gqa);
+  EXPECT_EQ(m.spec.mtp_depth.value_or(0), 1);
+  auto p = m.params();
+  near_published(p.total - p.mtp, 35, 1, "total without MTP");
+  near_published(p.active, 3, 1, "active");
+  EXPECT_TRUE(spec.unread_keys.empty()) << spec.unread_keys.front();
+
+  nlohmann::json dense = {{"model_type", "qwen3_5_text"}, {"hidden_size", 1024},       {"num_hidden_layers", 8},    {"num_attention_heads", 8},
+                          {"num_key_value_heads", 2},     {"head_dim", 128},           {"intermediate_size", 3072}, {"vocab_size", 32000},
+                          {"linear_conv_kernel_dim", 4},  {"linear_key_head_dim", 64}, {"linear_num_key_heads", 8}, {"linear_num_value_heads", 16},
+                          {"linear_value_head_dim", 64}};
+  auto d = sapp::model::resolve(sapp::model::model_from_json(dense, "qwen3.5-dense"), sapp::test::catalog().records, sapp::test::catalog().profiles);
+  EXPECT_EQ(d.spec.arch, "qwen3_5");
+  for (const auto& g : d.stack) EXPECT_EQ(d.kinds[static_cast<std::size_t>(g.kind)].kind.ffn, FfnFlavour::Dense);
+  EXPECT_EQ(d.kinds[static_cast<std::size_t>(d.stack[1].kind)].kind.attention, AttentionFlavour::Gqa);  // layers 4, 8: full
 }
 
 TEST(LayerStack, PeriodsAndWindowsComeFromTheFamilyData) {
