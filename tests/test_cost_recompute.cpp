@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include "cost/terms.hpp"
 #include "cost/time.hpp"
 #include "helpers.hpp"
 #include "search/search.hpp"
@@ -21,6 +22,7 @@ TEST(CostRecompute, SearchNeverListsATwinThatAnotherModeDominates) {
   plan::Training t;
   t.seq = 8192;
   t.global_batch = 64;
+  t.recompute_modules = cost::terms::recompute_switches({"core_attn"});  // Megatron's selective (--framework megatron)
   search::Space space;
   space.recompute = {plan::Recompute::Off, plan::Recompute::Selective, plan::Recompute::Full};
   search::Options opt;
@@ -94,6 +96,23 @@ TEST(CostRecompute, NamedModulesDropWhatTheyNameAndCostTheirForward) {
   EXPECT_GT(kt.kinds[static_cast<std::size_t>(moe)].recompute_s[static_cast<int>(plan::Recompute::Selective)], 0.0);
   u.recompute_modules = {"no_such_module"};
   EXPECT_THROW(cost::layer_activation(m, moe, l, u, plan::Recompute::Selective), Error);
+}
+
+// Without a framework stating its own, `selective` is HyperParallel's (the cheap ops: norms and activations, with
+// the core attention): on every layer kind of every bundled model it keeps fewer bytes than `off`.
+TEST(CostRecompute, DefaultSelectiveSavesMemoryOnEveryBundledModel) {
+  for (const auto& name : model::bundled_models(test::data_dir())) {
+    model::Model m = test::bundled(name);
+    plan::Layout l;
+    l.dp = 8;
+    plan::Training t;
+    t.seq = 4096;
+    for (std::size_t k = 0; k < m.kinds.size(); ++k) {
+      double off = cost::layer_activation(m, static_cast<int>(k), l, t, plan::Recompute::Off).total();
+      double sel = cost::layer_activation(m, static_cast<int>(k), l, t, plan::Recompute::Selective).total();
+      EXPECT_LT(sel, off) << name << " kind " << m.kinds[k].kind.name;
+    }
+  }
 }
 
 }  // namespace

@@ -20,6 +20,7 @@ struct Gpt3 {
     training.global_batch = 0;
     training.flash_attention = false;  // the paper's attention materialises the s x s scores
     training.compute_bytes = 2;
+    training.recompute_modules = {"core_attn"};  // the paper's selective recompute: the core attention
   }
   double layer(const plan::Layout& l, plan::Recompute mode) { return cost::layer_activation(m, 0, l, training, mode).total(); }
 };

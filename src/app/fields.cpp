@@ -202,7 +202,10 @@ void add_job_fields(std::vector<Field<Request>>& f) {
   f.push_back({"allow_tp_across_nodes", "", "let TP groups span nodes", true,
                [](R& r, const json& v, const std::string& w) { r.job.allow_tp_across_nodes = truth(v, w); }, nullptr});
   f.push_back({"recompute_modules", "",
-               "what `selective` recomputes, as Megatron's --recompute-modules / torchtitan's selective AC name it (e.g. core_attn,mlp,layernorm)", false,
+               "what `selective` recomputes, as Megatron's --recompute-modules / torchtitan's selective AC name it (e.g. core_attn,mlp,layernorm); "
+               "default: the framework's (Megatron: core_attn), else HyperParallel's selective (core_attn,layernorm,moe_act plus the dense MLP's "
+               "activation)",
+               false,
                [](R& r, const json& v, const std::string& w) {
                  std::vector<std::string> modules;
                  if (v.is_string()) {

@@ -212,16 +212,15 @@ std::vector<std::string> explain_stage(const model::Model& model, const plan::La
   out.push_back(fmt::format("optimizer   {:10.3f} GiB = {} B x (Pn{} + Pe{})  [fp32 master + 2 Adam moments]", gib(m.optimizer), training.optimizer_bytes,
                             l.zero >= 1 ? fmt::format(" / {}", dp_shard) : "", l.zero >= 1 ? fmt::format(" / {}", edp_shard) : ""));
   auto flight = plan::in_flight(l, training.interleave_less_memory);
-  plan::for_each_chunk_group(model, l, training, [&](int at, int v, int kind, long long count) {
-    if (at != stage) return;
-    LayerActivation a = layer_activation(model, kind, l, training, l.recompute);
+  for (const plan::StageRun& r : plan::stage_runs(model, l, training, stage)) {
+    LayerActivation a = layer_activation(model, r.kind, l, training, r.mode);
     out.push_back(
         fmt::format("activations chunk {} kind {}: {} in flight x {} layers x {:.3f} MiB per layer (attention {:.3f} + ffn {:.3f} + norm {:.3f} MiB, "
                     "recompute {}, s={} b={} t={} tsp={} cp={})",
-                    v, model.kinds[static_cast<std::size_t>(kind)].kind.name, flight[static_cast<std::size_t>(v)][static_cast<std::size_t>(stage)], count,
-                    a.total() / 1048576.0, a.attention / 1048576.0, a.ffn / 1048576.0, a.norm / 1048576.0, to_string(l.recompute), training.seq / l.cp, l.mbs,
-                    l.tp, l.tsp(), l.cp));
-  });
+                    r.chunk, model.kinds[static_cast<std::size_t>(r.kind)].kind.name,
+                    flight[static_cast<std::size_t>(r.chunk)][static_cast<std::size_t>(stage)], r.count, a.total() / 1048576.0, a.attention / 1048576.0,
+                    a.ffn / 1048576.0, a.norm / 1048576.0, to_string(r.mode), training.seq / l.cp, l.mbs, l.tp, l.tsp(), l.cp));
+  }
   out.push_back(fmt::format(
       "activations {:10.3f} GiB = (layers {:.3f} + one layer rebuilt in backward {:.3f} + embedding output {:.3f} + final norm and logits {:.3f} + loss "
       "backward {:.3f} GiB [{} B per logit, {} cross entropy]) x (1 + fragmentation {:.2f})",

@@ -15,6 +15,7 @@ std::vector<FrameworkProfile> make_profiles() {
       {
           .name = "megatron",
           .source = "Megatron-LM defaults (megatron/training/arguments.py): no TP overlap unless --tp-comm-overlap, DP overlap with --overlap-grad-reduce",
+          .selective_modules = {"core_attn"},
       },
       {
           .name = "megatron2021",
@@ -23,6 +24,7 @@ std::vector<FrameworkProfile> make_profiles() {
           .overlap_dp = 0,
           .overlap_pp = 0,
           .grad_bytes = 2,  // fp16 gradients, all-reduced in fp16 (section 5: mixed precision)
+          .selective_modules = {"core_attn"},
       },
       {
           .name = "nemo",
@@ -30,6 +32,7 @@ std::vector<FrameworkProfile> make_profiles() {
                     "grad_reduce_in_fp32 False for FP8",
           .overlap_tp = 0.9,
           .fp8_grad_bytes = 2,
+          .selective_modules = {"core_attn"},
       },
       {
           .name = "megatron_bridge",
@@ -38,6 +41,7 @@ std::vector<FrameworkProfile> make_profiles() {
                     "grad_reduce_in_fp32 False for FP8",
           .overlap_tp = 0.9,
           .fp8_grad_bytes = 2,
+          .selective_modules = {"core_attn"},
       },
       {
           .name = "torchtitan",
@@ -51,6 +55,7 @@ std::vector<FrameworkProfile> make_profiles() {
           .param_bytes = 4,
           .grad_bytes = 4,
           .optimizer_bytes = 8,
+          .selective_modules = {"torchtitan_op_sac"},
       },
       {
           .name = "automodel",
@@ -62,11 +67,13 @@ std::vector<FrameworkProfile> make_profiles() {
           .param_bytes = 4,
           .grad_bytes = 4,
           .optimizer_bytes = 8,
+          .selective_modules = {"core_attn"},
       },
       {
           .name = "mindformers",
           .source = "MindSpore/MindFormers: fine-grained communication overlap (pipeline_config, enable_parallel_optimizer); fp32 parameters in the optimizer",
           .overlap_tp = 0.5,
+          .selective_modules = {"hyperparallel_selective"},
       },
   };
 }
@@ -170,6 +177,7 @@ void apply_profile(const FrameworkProfile& profile, plan::Training& training) {
   training.grad_bytes = profile.grad_bytes;
   training.optimizer_bytes = profile.optimizer_bytes;
   training.fp8_grad_bytes = profile.fp8_grad_bytes;
+  training.recompute_modules = profile.selective_modules.empty() ? std::vector<std::string>{} : recompute_switches(profile.selective_modules);
 }
 
 std::vector<std::string> framework_names() {

@@ -93,9 +93,13 @@ struct FrameworkProfile {
   double grad_bytes = 4;
   double optimizer_bytes = 12;
   double fp8_grad_bytes = 0;  // under FP8 (0: grad_bytes)
+  // What `--recompute selective` recomputes in this system, as named modules (recompute_switches); empty: the op
+  // records' default (HyperParallel's selective: the cheap ops).
+  std::vector<std::string> selective_modules;
 };
 const FrameworkProfile& framework_profile(const std::string& name);
-// Sets what a profile says of the training job: runtime reserve, fragmentation, loss, state dtypes.
+// Sets what a profile says of the training job: runtime reserve, fragmentation, loss, state dtypes, and what
+// selective recompute drops.
 void apply_profile(const FrameworkProfile& profile, plan::Training& training);
 std::vector<std::string> framework_names();
 

@@ -476,16 +476,15 @@ std::vector<std::string> explain_stage_terms(const model::Model& model, const pl
   const StageTime& s = st.at(static_cast<std::size_t>(stage));
   auto ms = [](double sec) { return sec * 1e3; };
   out.push_back(fmt::format("time, per micro-batch on stage {} (ms):", stage));
-  plan::for_each_chunk_group(model, l, training, [&](int at, int chunk, int kind, long long count) {
-    if (at != stage) return;
-    const KindTime& k = kt.kinds[static_cast<std::size_t>(kind)];
+  for (const plan::StageRun& r : plan::stage_runs(model, l, training, stage)) {
+    const KindTime& k = kt.kinds[static_cast<std::size_t>(r.kind)];
     out.push_back(
         fmt::format("  chunk {} kind {}: {} layers x (forward {:.3f} + backward {:.3f} + recompute {:.3f} [{}] + host stalls {:.3f} "
                     "[kAllToAllDispatcherHostSeconds, in fwd/bwd]; TP {:.3f} CP {:.3f} EP {:.3f} before overlap)",
-                    chunk, model.kinds[static_cast<std::size_t>(kind)].kind.name, count, ms(k.fwd_s - terms::kForwardShare * k.host_s),
-                    ms(k.bwd_s - terms::kBackwardShare * k.host_s), ms(k.recompute_s[static_cast<int>(l.recompute)]), to_string(l.recompute), ms(k.host_s),
+                    r.chunk, model.kinds[static_cast<std::size_t>(r.kind)].kind.name, r.count, ms(k.fwd_s - terms::kForwardShare * k.host_s),
+                    ms(k.bwd_s - terms::kBackwardShare * k.host_s), ms(k.recompute_s[static_cast<int>(r.mode)]), to_string(r.mode), ms(k.host_s),
                     ms(k.tp_raw_s), ms(k.cp_raw_s), ms(k.ep_raw_s)));
-  });
+  }
   if (stage == l.pp - 1) {
     out.push_back(
         fmt::format("  + LM head {} x 2 t h V (1 + MTP {}) FLOPs / TP (lm_head_forward_flops, backward 2x: 1/kForwardShare) and the loss "

@@ -93,4 +93,19 @@ std::vector<StagePlan> plan_stages(const model::Model& model, const Layout& l) {
   return plan;
 }
 
+std::vector<StageRun> stage_runs(const model::Model& model, const Layout& l, const Training& training, int stage) {
+  std::vector<StageRun> out;
+  for_each_chunk_group(model, l, training, [&](int at, int chunk, int kind, long long count, Recompute mode) {
+    if (at != stage) return;
+    auto same = [&](const StageRun& r) { return r.chunk == chunk && r.kind == kind && r.mode == mode; };
+    auto it = std::find_if(out.begin(), out.end(), same);
+    if (it == out.end()) {
+      out.push_back(StageRun{chunk, kind, mode, count});
+    } else {
+      it->count += count;
+    }
+  });
+  return out;
+}
+
 }  // namespace sapp::plan

@@ -117,4 +117,14 @@ void for_each_chunk_group(const model::Model& model, const Layout& l, Visit&& vi
   for_each_chunk_group(model, l, Training{}, std::forward<Visit>(visit));
 }
 
+// One stage's layers as the explanations list them: one row per (chunk, kind, recompute mode), its layers
+// summed over the model-order runs (Qwen3-Next's 3 linear + 1 full, twelve times, is two rows per chunk).
+struct StageRun {
+  int chunk = 0;
+  int kind = 0;
+  Recompute mode = Recompute::Off;
+  long long count = 0;
+};
+std::vector<StageRun> stage_runs(const model::Model& model, const Layout& l, const Training& training, int stage);
+
 }  // namespace sapp::plan
