@@ -124,4 +124,38 @@ TEST(CostOverlap, SharedExpertOverlapLowersExposedEpButNotTheAllToAllItself) {
   EXPECT_TRUE(any);
 }
 
+// An all-to-all hidden behind compute takes SMs from it (terms::kEpCommSms of the device's sm_count): with EP
+// overlap 1 on Qwen3-235B-A22B (EP 32 over 4 H100 nodes, the Megatron-Bridge layout), the exposed EP time is what
+// compute cannot hide plus kEpCommSms / 132 of what it hides; a device that states no SM count pays only the former.
+TEST(CostOverlap, HiddenAllToAllCostsTheSmsItTakesFromCompute) {
+  model::Model m = test::bundled("qwen3-235b-a22b");
+  hardware::Hardware hw = test::device("h100-sxm");
+  ASSERT_EQ(hw.sm_count, 132);
+  plan::Training t = test::training(8192, 4096);
+  t.fp8 = true;
+  plan::Layout l;
+  l.tp = 2;
+  l.sp = true;
+  l.pp = 8;
+  l.vpp = 4;
+  l.ep = 32;
+  l.dp = 16;
+  l.mbs = 1;
+  l.micro_batches = 512;
+  cost::Overlap o;
+  o.ep = 1.0;
+  cost::MemoryEstimate mem = cost::estimate_memory(m, l, t, hw.memory_bytes);
+  std::vector<cost::StageTime> with_sms, without_sms;
+  cost::estimate_time(m, l, t, hw, mem, o, nullptr, &with_sms);
+  hardware::Hardware unstated = hw;
+  unstated.sm_count = 0;
+  cost::estimate_time(m, l, t, unstated, mem, o, nullptr, &without_sms);
+  ASSERT_EQ(with_sms.size(), without_sms.size());
+  for (std::size_t s = 0; s < with_sms.size(); ++s) {
+    double hidden = without_sms[s].ep_raw - without_sms[s].ep;
+    ASSERT_GT(hidden, 0) << "stage " << s;
+    EXPECT_NEAR(with_sms[s].ep, without_sms[s].ep + hidden * cost::terms::kEpCommSms / 132.0, 1e-12) << "stage " << s;
+  }
+}
+
 }  // namespace

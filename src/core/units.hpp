@@ -42,6 +42,7 @@ struct Quantity {
 inline constexpr Quantity kPeakFlops{"a peak compute rate", "FLOP/s", 1e12, 1e18, false, false, false, Hint::Exponent, {12, 15, 9}};
 inline constexpr Quantity kMemoryBytes{"a device memory", "bytes", 1073741824.0, 1125899906842624.0, false, false, false, Hint::Gibibytes, {}};
 inline constexpr Quantity kMemoryGib{"a device memory", "GiB", 1, 1048576, false, false, false, Hint::BytesAsGib, {}};
+inline constexpr Quantity kComputeUnits{"a count of streaming multiprocessors", "", 1, 1e4, false, false, true, Hint::None, {}};
 inline constexpr Quantity kHbmBandwidth{"a memory bandwidth", "B/s", 1e10, 1e15, false, false, false, Hint::Exponent, {12, 9, 0}};
 inline constexpr Quantity kLinkBandwidth{"a per-device link bandwidth", "B/s", 1e8, 1e13, false, false, false, Hint::Exponent, {9, 12, 6}};
 inline constexpr Quantity kLatency{"a link latency", "s", 0, 1e-3, false, false, false, Hint::Exponent, {-6, -9, -3}};

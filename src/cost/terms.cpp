@@ -95,12 +95,12 @@ struct ValidatedPair {
 constexpr std::array<ValidatedPair, 7> kValidated = {{
     {"a100-80g", false, true, "Narayanan et al. 2021 Table 1 (fp16, 10 held-out runs, median 6 %)"},
     {"h100-sxm", true, true,
-     "8 held-out FP8 runs in validation/runs.yaml, median 7 %: NeMo 24.12 dense runs within 9 %; Megatron-Bridge FP8 MoE runs off by 17 %"},
+     "8 held-out FP8 runs in validation/runs.yaml, median 6 %: NeMo 24.12 dense runs within 9 %; Megatron-Bridge FP8 MoE runs off by 5-17 %"},
     {"h100-sxm", false, false,
      "BF16 H100 runs in validation/runs.yaml are off beyond the 8 % target: GPT-OSS-120B -21 %, AutoModel Qwen3-30B-A3B +60 %, "
      "AutoModel DeepSeek-V3 +45 %, AutoModel Llama3-70B -8.6 %; the BF16 GEMM efficiency is a prior (0.69)"},
     {"b200", true, false,
-     "B200 MXFP8 Megatron-Bridge / NeMo runs in validation/runs.yaml: 6 held out, errors -1 % to -24 %, median 16 %; the FP8 GEMM efficiency is a "
+     "B200 MXFP8 Megatron-Bridge / NeMo runs in validation/runs.yaml: 6 held out, errors -1 % to -24 %, median 12 %; the FP8 GEMM efficiency is a "
      "prior (0.6)"},
     {"b200", false, false, "one B200 BF16 run (GPT-OSS-120B, -27 %); the BF16 GEMM efficiency is a prior (0.75)"},
     {"h100-96g", false, false,

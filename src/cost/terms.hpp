@@ -68,6 +68,11 @@ inline constexpr double kDroplessImbalance = 1.0;
 // Seconds per MoE layer and micro-batch, forward + backward: that count times that cost, a prior, not fitted.
 // DeepEP / HybridEP runs (with CUDA graphs on the router and preprocessing in the Megatron-Bridge configs) pay 0.
 inline constexpr double kAllToAllDispatcherHostSeconds = 2.0e-3;
+// An EP all-to-all hidden behind compute runs its kernels on SMs the compute then lacks: Megatron-Core gives
+// DeepEP 20 SMs (TransformerConfig.moe_deepep_num_sms, default 20; HybridEP 16); NCCL's all-to-all on a side
+// stream is priced alike. While hidden, the compute runs on (sm_count - kEpCommSms) of the device's SMs, so each
+// hidden second costs kEpCommSms / sm_count seconds of compute (hardware sm_count; 0 = not stated: no cost).
+inline constexpr double kEpCommSms = 20.0;
 
 // ---- framework runtime profiles -------------------------------------------------------------------------------
 // What a training system overlaps, keeps and reserves, each with its source. `overlap_*` are the fractions of

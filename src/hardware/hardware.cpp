@@ -69,7 +69,7 @@ Hardware::AllToAll Hardware::all_to_all(long long size, long long stride) const 
 
 Hardware hardware_from_json(const nlohmann::json& tree, const std::string& file, const std::string& id) {
   io::Reader top{tree, file, ""};
-  top.only({"name", "source", "peak_flops", "peak_flops_fp8", "memory_bytes", "memory_gib", "hbm_bandwidth", "levels", "efficiency"});
+  top.only({"name", "source", "peak_flops", "peak_flops_fp8", "memory_bytes", "memory_gib", "hbm_bandwidth", "sm_count", "levels", "efficiency"});
   Hardware hw;
   hw.id = id;
   hw.source = file;
@@ -81,6 +81,7 @@ Hardware hardware_from_json(const nlohmann::json& tree, const std::string& file,
   if (top.has("memory_bytes") == top.has("memory_gib")) top.bad("memory_bytes", "exactly one of memory_bytes or memory_gib");
   hw.memory_bytes = top.has("memory_bytes") ? top.quantity("memory_bytes", units::kMemoryBytes) : top.quantity("memory_gib", units::kMemoryGib) * 1073741824.0;
   hw.hbm_bandwidth = top.quantity("hbm_bandwidth", units::kHbmBandwidth);
+  if (top.has("sm_count")) hw.sm_count = top.quantity("sm_count", units::kComputeUnits);
   if (!top.has("levels") || !tree.at("levels").is_array() || tree.at("levels").empty()) {
     top.bad("levels", "a non-empty list of {name, devices, bandwidth, latency}, innermost first");
   }

@@ -36,6 +36,9 @@ struct Hardware {
   double peak_flops_fp8 = 0;  // dense FP8 FLOP/s (0: no FP8 tensor cores)
   double memory_bytes = 0;    // usable HBM bytes
   double hbm_bandwidth = 0;   // bytes/s
+  // Streaming multiprocessors (0: not stated): communication kernels running beside compute take some of them
+  // (cost::terms::kEpCommSms).
+  double sm_count = 0;
   std::vector<Level> levels;  // innermost first; the last one is unbounded
   Efficiency efficiency;
 
