@@ -171,19 +171,19 @@ MemoryEstimate estimate_memory(const model::Model& model, const plan::Layout& l,
     m.activations = m.layer_activations + m.recompute_working + m.embedding_activations + m.head_activations + m.loss_backward;
     m.activations *= 1.0 + training.activation_fragmentation;
     if (training.gradient_bytes() < 4 && training.optimizer_bytes > 0) {
-      m.optimizer_step = 4.0 * held(1);
+      m.optimizer_step = terms::kFp32Bytes * held(1);
     }
 
     // Communication workspaces, in bytes. Layers run one at a time, so the per-layer ones do not add up.
     double full_tokens = static_cast<double>(training.seq) / l.cp * l.mbs;
-    if (l.tp > 1) m.tp_buffer = 2.0 * full_tokens * h * bc;  // all-gathered input + reduce-scatter staging
-    if (l.ep > 1 && has_moe) m.ep_buffer = 2.0 * tokens * static_cast<double>(spec.experts_per_token.value_or(1)) * h * bc / l.tsp();
+    if (l.tp > 1) m.tp_buffer = terms::kCommBufferCopies * full_tokens * h * bc;  // all-gathered input + reduce-scatter staging
+    if (l.ep > 1 && has_moe) m.ep_buffer = terms::kCommBufferCopies * tokens * static_cast<double>(spec.experts_per_token.value_or(1)) * h * bc / l.tsp();
     if (l.cp > 1) {
       double kv_width = spec.kv_exchange_width();
-      m.cp_buffer = l.cp_algo == plan::CpAlgo::Ring ? 2.0 * tokens * kv_width * bc / l.tp : 2.0 * full_tokens * h * bc / l.tp;
+      m.cp_buffer = terms::kCommBufferCopies * (l.cp_algo == plan::CpAlgo::Ring ? tokens * kv_width * bc / l.tp : full_tokens * h * bc / l.tp);
     }
     if (l.zero >= 2 && dp_shard > 1) m.dp_buffer = training.gradient_bytes() * std::min(terms::kDpBucketElements, pn + pe);  // bucket
-    if (l.zero >= 3 && dp_shard > 1) m.dp_buffer += 2.0 * training.compute_bytes * max_layer_params;                         // gathered layer + prefetch
+    if (l.zero >= 3 && dp_shard > 1) m.dp_buffer += terms::kCommBufferCopies * training.compute_bytes * max_layer_params;    // gathered layer + prefetch
     m.buffers = std::max({m.tp_buffer, m.ep_buffer, m.cp_buffer}) + m.dp_buffer;
     m.reserve = training.reserve_bytes;
     if (m.total() > est.peak_bytes) {
@@ -227,14 +227,14 @@ std::vector<std::string> explain_stage(const model::Model& model, const plan::La
       gib(m.activations), gib(m.layer_activations), gib(m.recompute_working), gib(m.embedding_activations), gib(m.head_activations), gib(m.loss_backward),
       training.loss_fused ? terms::kLossBackwardBytesPerLogitFused : terms::kLossBackwardBytesPerLogitUnfused, training.loss_fused ? "fused" : "unfused",
       training.activation_fragmentation));
-  out.push_back(fmt::format("buffers     {:10.3f} GiB = max(TP {:.3f}, EP {:.3f}, CP {:.3f}) + DP {:.3f} GiB", gib(m.buffers), gib(m.tp_buffer),
-                            gib(m.ep_buffer), gib(m.cp_buffer), gib(m.dp_buffer)));
+  out.push_back(fmt::format("buffers     {:10.3f} GiB = max(TP {:.3f}, EP {:.3f}, CP {:.3f}) + DP {:.3f} GiB  [kCommBufferCopies {} of what each moves]",
+                            gib(m.buffers), gib(m.tp_buffer), gib(m.ep_buffer), gib(m.cp_buffer), gib(m.dp_buffer), terms::kCommBufferCopies));
   if (m.optimizer_step > 0) {
     out.push_back(
-        fmt::format("opt. step   {:10.3f} GiB = 4 B x (Pn{} + Pe{})  [fp32 copy of the {}-byte gradients; counted instead of activations + buffers {:.3f} "
+        fmt::format("opt. step   {:10.3f} GiB = {} B x (Pn{} + Pe{})  [fp32 copy of the {}-byte gradients; counted instead of activations + buffers {:.3f} "
                     "GiB when larger]",
-                    gib(m.optimizer_step), l.zero >= 1 ? fmt::format(" / {}", dp_shard) : "", l.zero >= 1 ? fmt::format(" / {}", edp_shard) : "",
-                    training.gradient_bytes(), gib(m.activations + m.buffers)));
+                    gib(m.optimizer_step), terms::kFp32Bytes, l.zero >= 1 ? fmt::format(" / {}", dp_shard) : "",
+                    l.zero >= 1 ? fmt::format(" / {}", edp_shard) : "", training.gradient_bytes(), gib(m.activations + m.buffers)));
   }
   out.push_back(fmt::format("reserve     {:10.3f} GiB (allocator and framework context)", gib(m.reserve)));
   out.push_back(fmt::format("total       {:10.3f} GiB of {:.3f} GiB capacity", gib(m.total()), gib(est.capacity_bytes)));

@@ -45,6 +45,12 @@ inline constexpr double kUlyssesAllToAlls = 8.0;
 // EP: dispatch + combine in the forward, their transposes in the backward. Source: Megatron-Core MoE
 // token_dispatcher.py (MoEAlltoAllTokenDispatcher).
 inline constexpr double kEpAllToAlls = 4.0;
+// Communication workspaces hold two copies of what they move: a collective's input and its output (TP's gathered
+// input and reduce-scatter staging, EP's dispatch and combine buffers, CP's send and receive K,V blocks), FSDP's
+// gathered layer and the next one it prefetches (PyTorch FSDP2 with forward prefetch, torchtitan).
+inline constexpr double kCommBufferCopies = 2.0;
+// The optimizer step upcasts gradients kept below fp32 (bf16 reduction) to an fp32 copy of the local shard.
+inline constexpr double kFp32Bytes = 4.0;
 // ZeRO-2/3 gradient bucket staged for reduce-scatter: Megatron's DDP bucket_size default 40 M elements
 // (megatron/core/distributed/distributed_data_parallel_config.py: bucket_size = max(40000000, 1000000 * dp)).
 inline constexpr double kDpBucketElements = 40e6;
