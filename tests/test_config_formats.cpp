@@ -9,6 +9,7 @@
 #include "config/config.hpp"
 #include "core/error.hpp"
 #include "core/files.hpp"
+#include "helpers.hpp"
 
 namespace sapp {
 namespace {
@@ -158,6 +159,26 @@ TEST(Megatron, FirstAndLastStageLayers) {
   ASSERT_TRUE(l.split);
   EXPECT_EQ(l.split->layers, (plan::ChunkCounts{{6, 9, 9, 6}}));
   EXPECT_EQ(l.split->full, (plan::ChunkCounts{{2, 2, 2, 2}}));  // --recompute-method block --recompute-num-layers 2
+}
+
+// A --framework on the command line applies its profile, but dtypes the file states stay: a Megatron script
+// without --bf16 / --fp16 trains fp32 weights (4 B) with Adam moments only (8 B) under any framework.
+TEST(Megatron, CommandLineFrameworkKeepsTheDtypesTheFileStates) {
+  std::string dir = sapp::test::temp_dir();
+  sapp::test::write_file(dir + "/run.sh",
+                         "torchrun --nproc_per_node 8 pretrain_gpt.py --tensor-model-parallel-size 2 --num-layers 32 --hidden-size 4096 "
+                         "--num-attention-heads 32 --ffn-hidden-size 14336 --swiglu --vocab-size 128256 --seq-length 4096 --micro-batch-size 1 "
+                         "--global-batch-size 64\n");
+  config::Loaded l = config::read_file(dir + "/run.sh");
+  for (const char* framework : {"megatron", "nemo", "torchtitan"}) {
+    app::EstimateRequest r;
+    config::fill(r, l, nlohmann::json{{"framework", framework}});
+    EXPECT_EQ(r.job.training.param_bytes, 4) << framework;
+    EXPECT_EQ(r.job.training.optimizer_bytes, 8) << framework;
+  }
+  app::EstimateRequest plain;
+  config::fill(plain, l, nlohmann::json::object());
+  EXPECT_EQ(plain.job.training.param_bytes, 4);
 }
 
 // --stage-layers and --stage-recompute on the command line price the split; the even split is the default.

@@ -156,6 +156,12 @@ TEST(CostOverlap, HiddenAllToAllCostsTheSmsItTakesFromCompute) {
     ASSERT_GT(hidden, 0) << "stage " << s;
     EXPECT_NEAR(with_sms[s].ep, without_sms[s].ep + hidden * cost::terms::kEpCommSms / 132.0, 1e-12) << "stage " << s;
   }
+  // A device whose every SM the all-to-all would take hides nothing: the exposed time is the all-to-all's own.
+  hardware::Hardware tiny = hw;
+  tiny.sm_count = cost::terms::kEpCommSms;
+  std::vector<cost::StageTime> none_hidden;
+  cost::estimate_time(m, l, t, tiny, mem, o, nullptr, &none_hidden);
+  for (const auto& st : none_hidden) EXPECT_NEAR(st.ep, st.ep_raw, 1e-12 * st.ep_raw);
 }
 
 }  // namespace

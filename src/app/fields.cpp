@@ -447,9 +447,10 @@ const std::vector<Field<PlanRequest>>& plan_fields() {
 namespace {
 
 // Reads a `config` file named in `values` into the request (top-level keys, and dimensions under `search:`).
+// Returns the file's tree (null without --config).
 template <typename Request>
-void apply_config(Request& request, const std::vector<Field<Request>>& fields, const json& values, Source source, const std::string& file) {
-  if (!values.is_object() || !values.contains("config") || values.at("config").is_null()) return;
+json apply_config(Request& request, const std::vector<Field<Request>>& fields, const json& values, Source source, const std::string& file) {
+  if (!values.is_object() || !values.contains("config") || values.at("config").is_null()) return json();
   std::string path = text(values.at("config"), where_of(source, "config", file));
   json tree = io::read_tree(path);
   if (!tree.is_object()) fail(path, "expected a mapping of options (and/or a `search:` mapping of dimensions), got {}", tree.type_name());
@@ -458,20 +459,38 @@ void apply_config(Request& request, const std::vector<Field<Request>>& fields, c
     apply_fields(request, fields, tree.at("search"), Source::File, path, {}, "search.");
   }
   apply_fields(request, fields, tree, Source::File, path, {"search"});
+  return tree;
+}
+
+// The --config file, then the other values, then what the file states that a later --framework reset.
+template <typename Request>
+void apply_with_config(Request& request, const std::vector<Field<Request>>& fields, const json& values, Source source, const std::string& file) {
+  if (source != Source::File) request.job.source = source;
+  json tree = apply_config(request, fields, values, source, file);
+  apply_fields(request, fields, values, source, file, {"config"});
+  json again = stated_under_framework(tree, values);
+  if (!again.empty()) apply_fields(request, fields, again, Source::File, text(values.at("config"), where_of(source, "config", file)), {});
 }
 
 }  // namespace
 
+json stated_under_framework(const json& earlier, const json& later) {
+  static const std::set<std::string> governed = {"reserve_gib", "param_bytes", "grad_bytes", "optimizer_bytes", "recompute_modules",
+                                                 "overlap_tp",  "overlap_dp",  "overlap_ep", "overlap_cp",      "overlap_pp"};
+  json out = json::object();
+  if (!earlier.is_object() || !later.is_object() || !later.contains("framework")) return out;
+  for (const auto& key : governed) {
+    if (earlier.contains(key) && !later.contains(key)) out[key] = earlier.at(key);
+  }
+  return out;
+}
+
 void apply(PlanRequest& request, const json& values, Source source, const std::string& file) {
-  if (source != Source::File) request.job.source = source;
-  apply_config(request, plan_fields(), values, source, file);
-  apply_fields(request, plan_fields(), values, source, file, {"config"});
+  apply_with_config(request, plan_fields(), values, source, file);
 }
 
 void apply(SearchRequest& request, const json& values, Source source, const std::string& file) {
-  if (source != Source::File) request.job.source = source;
-  apply_config(request, search_fields(), values, source, file);
-  apply_fields(request, search_fields(), values, source, file, {"config"});
+  apply_with_config(request, search_fields(), values, source, file);
 }
 
 namespace {

@@ -169,6 +169,11 @@ void apply(EstimateRequest& request, const nlohmann::json& values, Source source
 void apply(SearchRequest& request, const nlohmann::json& values, Source source, const std::string& file = "");
 void apply(PlanRequest& request, const nlohmann::json& values, Source source, const std::string& file = "");
 
+// A `framework` given later (the command line over a --from or --config file) resets what its profile governs
+// (dtypes, selective modules, reserve, overlaps); the keys of that kind the earlier source states, and the later
+// one does not, so that they can be applied again: a file's stated dtypes win over a profile's defaults.
+nlohmann::json stated_under_framework(const nlohmann::json& earlier, const nlohmann::json& later);
+
 void apply(BalanceRequest& request, const nlohmann::json& values, Source source, const std::string& file = "");
 void apply(DecomposeRequest& request, const nlohmann::json& values, Source source, const std::string& file = "");
 void apply(GuideRequest& request, const nlohmann::json& values, Source source, const std::string& file = "");

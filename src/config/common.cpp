@@ -518,6 +518,9 @@ std::vector<std::string> fill_request(Request& request, const Loaded& loaded, co
   }
   if (command_line.contains("stage_layers") || command_line.contains("stage_recompute")) request.split.reset();
   app::apply(request, command_line, app::Source::CommandLine);
+  // A --framework on the command line keeps the dtypes, modules and overlaps the file states.
+  json again = app::stated_under_framework(loaded.values, command_line);
+  if (!again.empty()) app::apply(request, again, app::Source::File, loaded.file);
   return overrides;
 }
 

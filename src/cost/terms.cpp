@@ -55,6 +55,7 @@ std::vector<FrameworkProfile> make_profiles() {
           .param_bytes = 4,
           .grad_bytes = 4,
           .optimizer_bytes = 8,
+          .gather_bytes = 2,
           .selective_modules = {"torchtitan_op_sac"},
       },
       {
@@ -67,6 +68,7 @@ std::vector<FrameworkProfile> make_profiles() {
           .param_bytes = 4,
           .grad_bytes = 4,
           .optimizer_bytes = 8,
+          .gather_bytes = 2,
           .selective_modules = {"core_attn"},
       },
       {
@@ -177,6 +179,7 @@ void apply_profile(const FrameworkProfile& profile, plan::Training& training) {
   training.grad_bytes = profile.grad_bytes;
   training.optimizer_bytes = profile.optimizer_bytes;
   training.fp8_grad_bytes = profile.fp8_grad_bytes;
+  training.gather_bytes = profile.gather_bytes;
   training.recompute_modules = profile.selective_modules.empty() ? std::vector<std::string>{} : recompute_switches(profile.selective_modules);
 }
 

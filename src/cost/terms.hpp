@@ -104,6 +104,7 @@ struct FrameworkProfile {
   double grad_bytes = 4;
   double optimizer_bytes = 12;
   double fp8_grad_bytes = 0;  // under FP8 (0: grad_bytes)
+  double gather_bytes = 0;    // parameters as ZeRO-3 / FSDP gathers them (0: param_bytes)
   // What `--recompute selective` recomputes in this system, as named modules (recompute_switches); empty: the op
   // records' default (HyperParallel's selective: the cheap ops).
   std::vector<std::string> selective_modules;

@@ -93,6 +93,10 @@ LayerTime layer_time(const model::Model& model, const model::BoundKind& kind, co
 }
 
 // Ring collective over n ranks on `link` (Hardware::ring_link): each rank moves (n-1)/n of `bytes` per pass.
+// The share of a device's SMs an EP all-to-all running beside compute takes (terms::kEpCommSms; 0 when the
+// device states no SM count).
+double ep_sm_share(const hardware::Hardware& hw) { return hw.sm_count > 0 ? std::min(1.0, terms::kEpCommSms / hw.sm_count) : 0.0; }
+
 double ring_seconds(const hardware::Hardware& hw, const hardware::Level& link, double n, double bytes, double passes) {
   if (n <= 1 || bytes <= 0) return 0;
   double bw = link.bandwidth * hw.efficiency.comm;
@@ -276,6 +280,9 @@ KindTimes kind_times(const model::Model& model, const plan::Layout& l, const pla
       // Megatron's moe_shared_expert_overlap runs the shared experts on a side stream while the dispatch and
       // combine are in flight: what the fraction leaves exposed hides behind them, up to their own time.
       if (training.shared_expert_overlap) kt.ep_s = std::max(0.0, kt.ep_s - lt.shared_expert_s);
+      // What hides still takes SMs from the compute it hides behind (terms::kEpCommSms): per layer, so that the
+      // balancer's layer times carry it too.
+      kt.ep_s += (kt.ep_raw_s - kt.ep_s) * ep_sm_share(hw);
     }
     if (kind.kind.ffn == model::FfnFlavour::Moe && !kind.vision && !training.ep_dedup_per_node) {
       // The alltoall dispatcher's host synchronisations (terms::kAllToAllDispatcherHostSeconds), a third in the
@@ -358,9 +365,8 @@ StepTime estimate_time(const model::Model& model, const plan::Layout& l, const p
       double window = compute[si] + recompute[si];
       tpc[si] = std::max(tpc[si], tpr[si] - window * tpr[si] / raw);
       cpc[si] = std::max(cpc[si], cpr[si] - window * cpr[si] / raw);
-      epc[si] = std::max(epc[si], epr[si] - window * epr[si] / raw);
-      // The hidden EP all-to-all takes SMs from the compute it hides behind (terms::kEpCommSms).
-      if (hw.sm_count > 0) epc[si] += (epr[si] - epc[si]) * std::min(1.0, terms::kEpCommSms / hw.sm_count);
+      // EP: what the window hides still costs its SM share (as in kind_times).
+      epc[si] = std::max(epc[si], epr[si] - window * epr[si] / raw * (1.0 - ep_sm_share(hw)));
     }
     stage_s[si] = compute[si] + recompute[si] + tpc[si] + cpc[si] + epc[si];
   }
@@ -402,8 +408,8 @@ StepTime estimate_time(const model::Model& model, const plan::Layout& l, const p
     double reduce = ring_seconds(hw, dp_link, dp_group, pn * training.gradient_bytes(), passes) +
                     ring_seconds(hw, edp_link, edp_group, pe * training.gradient_bytes(), passes);
     double gather = l.zero == 0 ? 0.0
-                                : ring_seconds(hw, dp_link, dp_group, pn * training.param_bytes, 1.0) +
-                                      ring_seconds(hw, edp_link, edp_group, pe * training.param_bytes, 1.0);
+                                : ring_seconds(hw, dp_link, dp_group, pn * training.gathered_param_bytes(), 1.0) +
+                                      ring_seconds(hw, edp_link, edp_group, pe * training.gathered_param_bytes(), 1.0);
     double one_mb = stage_s[static_cast<std::size_t>(st.stage)];
     double exposed = dp_exposed(reduce, gather, one_mb * terms::kBackwardShare, one_mb * terms::kForwardShare, l.pp, l.vpp, overlap.dp);
     if (l.zero >= 2) {

@@ -69,6 +69,9 @@ struct Training {
   // Bytes per gradient when the GEMMs run in FP8 (0: grad_bytes). NeMo / Megatron-Bridge FP8 recipes set
   // grad_reduce_in_fp32 = False: gradients kept and reduced in BF16.
   double fp8_grad_bytes = 0;
+  // Bytes per element of the parameters ZeRO-3 / FSDP gathers (0: param_bytes). FSDP2 keeps fp32 shards and
+  // gathers them cast to MixedPrecisionPolicy.param_dtype (bf16 in torchtitan and AutoModel).
+  double gather_bytes = 0;
   double compute_bytes = 2;             // activations
   double capacity_factor = 1;           // MoE routed-token factor (1 = dropless, balanced)
   double reserve_bytes = 1073741824.0;  // allocator fragmentation and framework context, per device
@@ -99,6 +102,8 @@ struct Training {
 
   // Bytes per gradient as priced: fp8_grad_bytes under FP8 when stated, else grad_bytes.
   [[nodiscard]] double gradient_bytes() const { return fp8 && fp8_grad_bytes > 0 ? fp8_grad_bytes : grad_bytes; }
+  // Bytes per gathered parameter element: gather_bytes when stated, else param_bytes.
+  [[nodiscard]] double gathered_param_bytes() const { return gather_bytes > 0 ? gather_bytes : param_bytes; }
 };
 
 // Reads a rank order like "tp-cp-dp-pp" (a permutation of tp, cp, dp and pp, innermost first).
