@@ -1,4 +1,5 @@
 // Recompute as the frameworks run it: named modules (Megatron's recompute_modules) and the search's twins.
+#include <algorithm>
 #include <cstdio>
 #include <map>
 
@@ -113,6 +114,16 @@ TEST(CostRecompute, DefaultSelectiveSavesMemoryOnEveryBundledModel) {
       EXPECT_LT(sel, off) << name << " kind " << m.kinds[k].kind.name;
     }
   }
+}
+
+// The named module `hyperparallel_selective` (MindFormers' profile, --recompute-modules) and the op records'
+// default selective list (data/op_records.yaml) state the same rule twice; they must agree.
+TEST(CostRecompute, HyperParallelSelectiveModuleIsTheRecordsDefault) {
+  std::vector<std::string> named = cost::terms::recompute_switches({"hyperparallel_selective"});
+  std::vector<std::string> data = test::catalog().records->selective;
+  std::sort(named.begin(), named.end());
+  std::sort(data.begin(), data.end());
+  EXPECT_EQ(named, data);
 }
 
 }  // namespace

@@ -232,6 +232,18 @@ report::Plan estimate_plan(const LoadedJob& x, const PlanRequest& request, const
     st.layers[static_cast<std::size_t>(chunk)] += count;
     st.recompute[static_cast<std::size_t>(chunk)][mode == plan::Recompute::Off ? "none" : plan::to_string(mode)] += count;
   });
+  // Body (and vision) layers only, as balanced plans state them: the MTP layers (on the last chunk of the last
+  // stage, under the layout's mode unless a stated split sets the recompute) travel with the tail.
+  const long long mtp = x.model.mtp_layers();
+  if (mtp > 0 && !p.stages.empty()) {
+    report::PlanStage& last = p.stages.back();
+    const plan::Recompute mtp_mode = l.split && l.split->states_recompute() ? plan::Recompute::Off : l.recompute;
+    auto& chunk = last.recompute.back();
+    const std::string key = mtp_mode == plan::Recompute::Off ? "none" : plan::to_string(mtp_mode);
+    last.layers.back() -= mtp;
+    chunk[key] -= mtp;
+    if (chunk[key] <= 0) chunk.erase(key);
+  }
   return p;
 }
 

@@ -117,6 +117,13 @@ VisionSpec read_siglip(const Source& src, const std::string& file, Count llm_hid
   auto tokens = src.count({"visual_tokens"}, units::kVisualTokens);
   v.tokens = tokens.value_or(v.image_tokens);  // one image per sample unless stated
   v.tokens_stated = tokens.has_value();
+  if (v.tokens % v.image_tokens != 0) {
+    fail(at(file, "vision_config.visual_tokens"), "{} is not a whole number of images: the tower sees {} patches per {}-pixel image (before pooling)", v.tokens,
+         v.image_tokens, image);
+  }
+  if (v.hidden_size % v.num_heads != 0) {
+    fail(at(file, "vision_config.num_attention_heads"), "{} does not divide the tower width {}", v.num_heads, v.hidden_size);
+  }
   return v;
 }
 
@@ -575,8 +582,11 @@ void collect_unread(const json& node, const std::string& prefix, std::vector<std
     if (prefix.empty() && key == "vision_config" && value.is_object()) {
       // The tower's own keys (e.g. Qwen2.5-VL's window_size and fullatt_block_indexes: its windowed attention is
       // priced as full attention over the tower's tokens).
+      // SigLIP's own keys are read only for a SigLIP tower.
+      static const std::set<std::string> siglip_only = {"image_size", "num_channels", "vision_use_head"};
+      const bool siglip = value.contains("model_type") && value.at("model_type") == "siglip_vision_model";
       for (const auto& item : value.items()) {
-        if (!vision_keys().count(item.key())) out.push_back("vision_config." + item.key());
+        if (!vision_keys().count(item.key()) || (!siglip && siglip_only.count(item.key()))) out.push_back("vision_config." + item.key());
       }
       continue;
     }
