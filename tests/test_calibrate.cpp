@@ -5,6 +5,7 @@
 
 #include "core/error.hpp"
 #include "cost/calibrate.hpp"
+#include "cost/terms.hpp"
 #include "helpers.hpp"
 #include "search/search.hpp"
 
@@ -65,4 +66,24 @@ TEST(Calibrate, EachRunIsPricedWithWhatItsSystemOverlapped) {
     EXPECT_NE(what.find("runs[0].overlap.tp"), std::string::npos) << what;
     EXPECT_NE(what.find("1.5"), std::string::npos) << what;
   }
+}
+
+// A measured run may name its framework: its profile prices the run (NeMo FP8: BF16 gradients, tp-comm overlap,
+// Megatron's core-attention selective), and keys the run states win over it.
+TEST(Calibrate, ARunsFrameworkProfilePricesIt) {
+  nlohmann::json runs = nlohmann::json::parse(R"({"runs": [
+    {"name": "nemo", "model": "llama3-8b", "framework": "nemo", "devices": 8, "global_batch": 64, "seq": 4096, "tp": 1, "pp": 1,
+     "fp8": true, "recompute": "selective", "step_time_s": 3.0},
+    {"name": "stated", "model": "llama3-8b", "framework": "nemo", "devices": 8, "global_batch": 64, "seq": 4096, "tp": 1, "pp": 1,
+     "fp8": true, "grad_bytes": 4, "recompute_modules": ["layernorm"], "overlap": {"tp": 0.2}, "step_time_s": 3.0}]})");
+  auto read = cost::runs_from_json(runs, "runs.yaml", test::catalog());
+  ASSERT_EQ(read.size(), 2u);
+  EXPECT_EQ(read[0].training.gradient_bytes(), 2);                                       // grad_reduce_in_fp32 False under FP8
+  EXPECT_EQ(read[0].overlap.tp, cost::terms::framework_profile("nemo").overlap_tp);      // userbuffers TP overlap
+  EXPECT_EQ(read[0].training.recompute_modules, std::vector<std::string>{"core_attn"});  // Megatron's selective
+  EXPECT_EQ(read[1].training.gradient_bytes(), 4);
+  EXPECT_EQ(read[1].overlap.tp, 0.2);
+  EXPECT_EQ(read[1].training.recompute_modules, std::vector<std::string>{"norm"});
+  runs["runs"][0]["framework"] = "megatron-lm";
+  EXPECT_THROW(cost::runs_from_json(runs, "runs.yaml", test::catalog()), Error);
 }

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include <fmt/ranges.h>
+
 #include "core/error.hpp"
 #include "core/files.hpp"
 #include "core/units.hpp"
@@ -19,17 +21,64 @@ std::vector<MeasuredRun> runs_from_json(const nlohmann::json& tree, const std::s
   for (std::size_t i = 0; i < list.size(); ++i) {
     std::string key = "runs[" + std::to_string(i) + "]";
     io::Reader rd{list[i], file, key};
-    rd.only({"name", "model", "devices", "global_batch", "seq", "tp", "pp", "cp", "vpp", "mbs", "zero", "sp", "recompute", "fp8", "flash_attention", "overlap",
-             "grad_bytes", "step_time_s", "tokens_per_s_per_device"});
+    rd.only({"name",
+             "model",
+             "framework",
+             "devices",
+             "global_batch",
+             "seq",
+             "tp",
+             "pp",
+             "cp",
+             "vpp",
+             "mbs",
+             "zero",
+             "sp",
+             "recompute",
+             "recompute_modules",
+             "fp8",
+             "flash_attention",
+             "overlap",
+             "grad_bytes",
+             "step_time_s",
+             "tokens_per_s_per_device"});
     MeasuredRun run;
     run.name = rd.string_or("name", key);
     run.model = model::resolve(model::load_model(rd.string("model"), catalog.dir), catalog.records, catalog.profiles);
     run.devices = rd.count("devices", units::kDevices);
     run.training.global_batch = rd.count("global_batch", units::kGlobalBatch);
     run.training.seq = rd.count("seq", units::kSequence);
+    // A framework's profile first (dtypes, selective modules, overlaps, reserve); the run's own keys then win.
+    if (rd.has("framework")) {
+      const std::string name = rd.string("framework");
+      const terms::FrameworkProfile* profile = nullptr;
+      try {
+        profile = &terms::framework_profile(name);
+      } catch (const Error&) {
+        fail(at(file, key + ".framework"), "'{}' is not a known framework; known: {}", name, fmt::join(terms::framework_names(), ", "));
+      }
+      terms::apply_profile(*profile, run.training);
+      run.overlap = framework_overlap(*profile);
+    }
+    if (list[i].contains("recompute_modules")) {
+      const std::string where = at(file, key + ".recompute_modules");
+      std::vector<std::string> modules;
+      for (const auto& m : io::one_or_many(list[i].at("recompute_modules"), where, "an empty list recomputes nothing; leave the key out instead")) {
+        if (!m.is_string()) fail(where, "expected module names, got {}", m.dump());
+        modules.push_back(m.get<std::string>());
+      }
+      try {
+        run.training.recompute_modules = terms::recompute_switches(modules);
+      } catch (const Error& e) {
+        fail(where, "{}", e.what());
+      }
+    }
     run.training.fp8 = rd.boolean_or("fp8", false);
     run.training.flash_attention = rd.boolean_or("flash_attention", true);
-    run.training.grad_bytes = rd.quantity_or("grad_bytes", units::kBytesPerElement, run.training.grad_bytes);
+    if (rd.has("grad_bytes")) {
+      run.training.grad_bytes = rd.quantity("grad_bytes", units::kBytesPerElement);
+      run.training.fp8_grad_bytes = 0;  // stated: under FP8 too
+    }
     plan::Layout& l = run.layout;
     l.tp = static_cast<int>(rd.count("tp", units::kDegree));
     l.pp = static_cast<int>(rd.count("pp", units::kDegree));
