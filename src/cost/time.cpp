@@ -503,11 +503,13 @@ std::vector<std::string> explain_stage_terms(const model::Model& model, const pl
       fmt::format("  compute {:.3f} + recompute {:.3f} = the window that hides TP/CP/EP (each up to its share of it)", ms(s.compute), ms(s.recompute)));
   out.push_back(fmt::format(
       "  TP {:.3f} of {:.3f} exposed (overlap {:.2f}), CP {:.3f} of {:.3f} (overlap {:.2f}; ring: kRingCpPassesPerStep {} x (cp - 1) "
-      "K,V blocks; all-to-all: kUlyssesAllToAlls {}), EP {:.3f} of {:.3f} (overlap {:.2f}; kEpAllToAlls {}, {}; the hidden part costs "
-      "kEpCommSms {} of {} SMs)",
+      "K,V blocks; all-to-all: kUlyssesAllToAlls {}), EP {:.3f} of {:.3f} (overlap {:.2f}; kEpAllToAlls {}, {}; of which {:.3f} is compute "
+      "slowed while the rest hides: kEpCommSms {} of {} SMs)",
       ms(s.tp), ms(s.tp_raw), overlap.tp, ms(s.cp), ms(s.cp_raw), overlap.cp, terms::kRingCpPassesPerStep, terms::kUlyssesAllToAlls, ms(s.ep), ms(s.ep_raw),
       overlap.ep, terms::kEpAllToAlls, training.ep_dedup_per_node ? "DeepEP/HybridEP: one copy per remote node" : "alltoall: every routed copy",
-      terms::kEpCommSms, hw.sm_count > 0 ? fmt::format("{:g}", hw.sm_count) : std::string("(not stated: no cost)")));
+      // exposed = raw - hidden x (1 - share), so the slowed compute is hidden x share.
+      ms(ep_sm_share(hw) < 1 ? (s.ep_raw - s.ep) / (1.0 - ep_sm_share(hw)) * ep_sm_share(hw) : s.ep), terms::kEpCommSms,
+      hw.sm_count > 0 ? fmt::format("{:g}", hw.sm_count) : std::string("(not stated: no cost)")));
   out.push_back(fmt::format("  stage total {:.3f} ms per micro-batch, x {} micro-batches", ms(s.total), l.micro_batches));
   const Breakdown& b = t.breakdown;
   out.push_back(
