@@ -33,12 +33,6 @@ std::string where_of(Source source, const std::string& key, const std::string& f
 
 namespace {
 
-std::string trimmed(const std::string& text) {
-  auto begin = text.find_first_not_of(" \t");
-  auto end = text.find_last_not_of(" \t");
-  return begin == std::string::npos ? std::string() : text.substr(begin, end - begin + 1);
-}
-
 // A whole number in [lowest, highest], from a JSON integer, an integral JSON float, or text (the command line).
 long long whole(const json& v, const std::string& where, long long lowest, long long highest, const char* unit) {
   long long out = 0;
@@ -54,7 +48,7 @@ long long whole(const json& v, const std::string& where, long long lowest, long 
     if (d < static_cast<double>(lowest)) fail(where, "{} is below the minimum of {} {}", v.dump(), lowest, unit);
     out = static_cast<long long>(d);
   } else if (v.is_string()) {
-    std::string t = trimmed(v.get<std::string>());
+    std::string t = io::trim(v.get<std::string>());
     if (t.empty() || t.find_first_not_of("0123456789") != std::string::npos) {
       if (!t.empty() && t[0] == '-' && t.size() > 1 && t.find_first_not_of("0123456789", 1) == std::string::npos)
         fail(where, "{} is below the minimum of {} {}", t, lowest, unit);
@@ -79,7 +73,7 @@ double real(const json& v, const std::string& where, double lowest, double highe
   if (v.is_number() && !v.is_boolean()) {
     out = v.get<double>();
   } else if (v.is_string()) {
-    std::string t = trimmed(v.get<std::string>());
+    std::string t = io::trim(v.get<std::string>());
     char* end = nullptr;
     errno = 0;
     out = std::strtod(t.c_str(), &end);
@@ -96,7 +90,7 @@ double real(const json& v, const std::string& where, double lowest, double highe
 bool truth(const json& v, const std::string& where) {
   if (v.is_boolean()) return v.get<bool>();
   if (v.is_string()) {
-    std::string t = io::lower(trimmed(v.get<std::string>()));
+    std::string t = io::lower(io::trim(v.get<std::string>()));
     if (t == "true" || t == "on" || t == "yes" || t == "1") return true;
     if (t == "false" || t == "off" || t == "no" || t == "0") return false;
   }
@@ -142,15 +136,9 @@ void add_job_fields(std::vector<Field<Request>>& f) {
                            fmt::join(cost::terms::framework_names(), ", ")),
                false,
                [](R& r, const json& v, const std::string& w) {
-                 const cost::terms::FrameworkProfile* p = nullptr;
-                 try {
-                   p = &cost::terms::framework_profile(text(v, w));
-                 } catch (const Error&) {
-                   fail(w, "'{}' is not a known framework; known: {}", v.is_string() ? v.get<std::string>() : v.dump(),
-                        fmt::join(cost::terms::framework_names(), ", "));
-                 }
-                 r.job.overlap = cost::framework_overlap(*p);
-                 cost::terms::apply_profile(*p, r.job.training);
+                 const cost::terms::FrameworkProfile& p = cost::terms::framework_profile(text(v, w), w);
+                 r.job.overlap = cost::framework_overlap(p);
+                 cost::terms::apply_profile(p, r.job.training);
                },
                [](const R&) { return std::string(); }});
   f.push_back({"devices", "-d", fmt::format("number of devices in the job (required; at most {})", kMaxDevices), false,
@@ -205,20 +193,7 @@ void add_job_fields(std::vector<Field<Request>>& f) {
                "what `selective` recomputes, as Megatron's --recompute-modules / torchtitan's selective AC name it (e.g. core_attn,mlp,layernorm); "
                "default: the framework's (Megatron: core_attn), else HyperParallel's selective (core_attn,layernorm,moe_act plus the dense MLP's "
                "activation)",
-               false,
-               [](R& r, const json& v, const std::string& w) {
-                 std::vector<std::string> modules;
-                 if (v.is_string()) {
-                   for (const std::string& m : io::split_commas(v.get<std::string>())) modules.push_back(trimmed(m));
-                 } else {
-                   for (const json& m : io::one_or_many(v, w, "an empty list recomputes nothing; leave the option out instead")) modules.push_back(text(m, w));
-                 }
-                 try {
-                   r.job.training.recompute_modules = cost::terms::recompute_switches(modules);
-                 } catch (const Error& e) {
-                   fail(w, "{}", e.what());
-                 }
-               },
+               false, [](R& r, const json& v, const std::string& w) { r.job.training.recompute_modules = cost::terms::recompute_switches(v, w); },
                [](const R&) { return std::string(); }});
   f.push_back({"moe_imbalance", "", "MoE token imbalance: tokens on the busiest EP rank over the mean (1 = balanced)", false,
                [](R& r, const json& v, const std::string& w) { r.job.training.moe_imbalance = real(v, w, 1, 64, "(a factor)"); },
@@ -360,7 +335,7 @@ std::vector<Field<SearchRequest>> make_search_fields() {
                [](R& r, const json& v, const std::string& w) {
                  if (v.is_string()) {
                    json modes = json::array();
-                   for (const std::string& mode : io::split_commas(v.get<std::string>())) modes.push_back(trimmed(mode));
+                   for (const std::string& mode : io::split_commas(v.get<std::string>())) modes.push_back(io::trim(mode));
                    r.space.recompute = plan::read_recompute_modes(modes.size() == 1 ? modes[0] : modes, w);
                  } else {
                    r.space.recompute = plan::read_recompute_modes(v, w);
@@ -511,7 +486,7 @@ std::vector<Field<BalanceRequest>> make_balance_fields() {
                [](const R& r) { return show_number(r.memory_limit_mb); }});
   f.push_back({"interleave", "-i", "chunks per stage (interleaved 1F1B), or auto: 1..4 by simulated step time", false,
                [](R& r, const json& v, const std::string& w) {
-                 r.interleave_auto = v.is_string() && trimmed(v.get<std::string>()) == "auto";
+                 r.interleave_auto = v.is_string() && io::trim(v.get<std::string>()) == "auto";
                  if (!r.interleave_auto) r.interleave = static_cast<int>(whole(v, w, 1, kMaxInterleave, "chunks"));
                },
                [](const R& r) { return r.interleave_auto ? std::string("auto") : std::to_string(r.interleave); }});

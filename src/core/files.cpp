@@ -337,6 +337,12 @@ std::string lower(std::string s) {
   return s;
 }
 
+std::string trim(const std::string& text) {
+  auto begin = text.find_first_not_of(" \t");
+  auto end = text.find_last_not_of(" \t");
+  return begin == std::string::npos ? std::string() : text.substr(begin, end - begin + 1);
+}
+
 std::vector<std::string> split_commas(const std::string& text) {
   std::vector<std::string> out;
   std::size_t start = 0;

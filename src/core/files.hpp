@@ -43,6 +43,8 @@ std::string markup_escape(const std::string& text);
 
 // Splits "a,b,c" at commas (empty items kept, so callers can refuse them by name).
 std::vector<std::string> split_commas(const std::string& text);
+// `text` without leading and trailing spaces and tabs.
+std::string trim(const std::string& text);
 
 // A YAML/JSON value that may be one item or a list of them, as a list; an empty list is refused at `where`
 // with `empty_message`.

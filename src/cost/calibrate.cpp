@@ -3,8 +3,6 @@
 #include <algorithm>
 #include <cmath>
 
-#include <fmt/ranges.h>
-
 #include "core/error.hpp"
 #include "core/files.hpp"
 #include "core/units.hpp"
@@ -50,28 +48,12 @@ std::vector<MeasuredRun> runs_from_json(const nlohmann::json& tree, const std::s
     run.training.seq = rd.count("seq", units::kSequence);
     // A framework's profile first (dtypes, selective modules, overlaps, reserve); the run's own keys then win.
     if (rd.has("framework")) {
-      const std::string name = rd.string("framework");
-      const terms::FrameworkProfile* profile = nullptr;
-      try {
-        profile = &terms::framework_profile(name);
-      } catch (const Error&) {
-        fail(at(file, key + ".framework"), "'{}' is not a known framework; known: {}", name, fmt::join(terms::framework_names(), ", "));
-      }
-      terms::apply_profile(*profile, run.training);
-      run.overlap = framework_overlap(*profile);
+      const terms::FrameworkProfile& profile = terms::framework_profile(rd.string("framework"), at(file, key + ".framework"));
+      terms::apply_profile(profile, run.training);
+      run.overlap = framework_overlap(profile);
     }
     if (list[i].contains("recompute_modules")) {
-      const std::string where = at(file, key + ".recompute_modules");
-      std::vector<std::string> modules;
-      for (const auto& m : io::one_or_many(list[i].at("recompute_modules"), where, "an empty list recomputes nothing; leave the key out instead")) {
-        if (!m.is_string()) fail(where, "expected module names, got {}", m.dump());
-        modules.push_back(m.get<std::string>());
-      }
-      try {
-        run.training.recompute_modules = terms::recompute_switches(modules);
-      } catch (const Error& e) {
-        fail(where, "{}", e.what());
-      }
+      run.training.recompute_modules = terms::recompute_switches(list[i].at("recompute_modules"), at(file, key + ".recompute_modules"));
     }
     run.training.fp8 = rd.boolean_or("fp8", false);
     run.training.flash_attention = rd.boolean_or("flash_attention", true);

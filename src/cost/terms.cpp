@@ -3,7 +3,10 @@
 #include <algorithm>
 #include <array>
 
+#include <fmt/ranges.h>
+
 #include "core/error.hpp"
+#include "core/files.hpp"
 
 namespace sapp::cost::terms {
 
@@ -163,12 +166,27 @@ std::vector<std::string> recompute_switches(const std::vector<std::string>& modu
   return out;
 }
 
-const FrameworkProfile& framework_profile(const std::string& name) {
+std::vector<std::string> recompute_switches(const nlohmann::json& stated, const std::string& where) {
+  std::vector<std::string> modules;
+  if (stated.is_string()) {
+    for (const std::string& m : io::split_commas(stated.get<std::string>())) modules.push_back(io::trim(m));
+  } else {
+    for (const nlohmann::json& m : io::one_or_many(stated, where, "an empty list recomputes nothing; leave it out instead")) {
+      if (!m.is_string()) fail(where, "expected module names, got {}", m.dump());
+      modules.push_back(m.get<std::string>());
+    }
+  }
+  try {
+    return recompute_switches(modules);
+  } catch (const Error& e) {
+    fail(where, "{}", e.what());
+  }
+}
+
+const FrameworkProfile& framework_profile(const std::string& name, const std::string& where) {
   for (const auto& p : profiles())
     if (p.name == name) return p;
-  std::string known;
-  for (const auto& p : profiles()) known += (known.empty() ? "" : ", ") + p.name;
-  throw Error("framework: expected one of " + known + ", got '" + name + "'");
+  fail(where, "'{}' is not a known framework; known: {}", name, fmt::join(framework_names(), ", "));
 }
 
 void apply_profile(const FrameworkProfile& profile, plan::Training& training) {

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "hardware/hardware.hpp"
 #include "plan/layout.hpp"
 
@@ -109,7 +111,8 @@ struct FrameworkProfile {
   // records' default (HyperParallel's selective: the cheap ops).
   std::vector<std::string> selective_modules;
 };
-const FrameworkProfile& framework_profile(const std::string& name);
+// The profile named `name`; otherwise fails naming `where` and the known names.
+const FrameworkProfile& framework_profile(const std::string& name, const std::string& where = "framework");
 // Sets what a profile says of the training job: runtime reserve, fragmentation, loss, state dtypes, and what
 // selective recompute drops.
 void apply_profile(const FrameworkProfile& profile, plan::Training& training);
@@ -123,6 +126,9 @@ std::vector<std::string> framework_names();
 // (hyperparallel_selective: the cheap ops, norms and activations, with the core attention). A switch name is
 // accepted as itself. Throws on an unknown name, listing the known ones.
 std::vector<std::string> recompute_switches(const std::vector<std::string>& modules);
+// The same for modules as a file or the command line states them: a comma-separated string, one name or a list;
+// fails naming `where`.
+std::vector<std::string> recompute_switches(const nlohmann::json& stated, const std::string& where);
 
 // ---- validation status ------------------------------------------------------------------------------------------
 // Whether the efficiencies of a (device, precision) pair were checked against measured runs of that device in that
