@@ -112,6 +112,15 @@ TEST(PlanCommand, EstimatedPlansStateTheirStagesToo) {
     EXPECT_EQ(layers, 32) << p["layout"];  // Llama 3 8B: 32 layers
   }
   EXPECT_GT(estimated, 0) << "no plan kept as estimated: the case checks nothing";
+  // DeepSeek-V3's MTP layer travels with the tail, as in balanced plans: its 61 decoder layers are stated.
+  auto dsv3 = test::run_sapp("plan --model deepseek-v3 --devices 256 --global-batch 256 --pp 1 --tp 8 --candidates 1 -q -f json");
+  ASSERT_EQ(dsv3.status, 0) << dsv3.err;
+  const nlohmann::json plans = nlohmann::json::parse(dsv3.out)["plans"];
+  ASSERT_FALSE(plans.empty());
+  long long layers = 0;
+  for (const auto& s : plans[0]["stages"])
+    for (const auto& n : s["layers"]) layers += n.get<long long>();
+  EXPECT_EQ(layers, 61);  // DeepSeek-V3 config.json num_hidden_layers
 }
 
 TEST(PlanCommand, TheEmittedMegatronScriptReadsBackToTheSamePlan) {

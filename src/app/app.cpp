@@ -226,24 +226,13 @@ report::Plan estimate_plan(const LoadedJob& x, const PlanRequest& request, const
     if (static_cast<std::size_t>(s.stage) < times.size()) st.time_s = times[static_cast<std::size_t>(s.stage)].total;
     p.stages.push_back(st);
   }
-  plan::for_each_chunk_group(x.model, l, request.job.training, [&](int stage, int chunk, int, long long count, plan::Recompute mode) {
-    if (static_cast<std::size_t>(stage) >= p.stages.size()) return;
+  // Body (and vision) layers only, as balanced plans state them: the MTP layers travel with the tail.
+  plan::for_each_chunk_group(x.model, l, request.job.training, [&](int stage, int chunk, int, long long count, plan::Recompute mode, bool is_mtp) {
+    if (is_mtp || static_cast<std::size_t>(stage) >= p.stages.size()) return;
     report::PlanStage& st = p.stages[static_cast<std::size_t>(stage)];
     st.layers[static_cast<std::size_t>(chunk)] += count;
     st.recompute[static_cast<std::size_t>(chunk)][mode == plan::Recompute::Off ? "none" : plan::to_string(mode)] += count;
   });
-  // Body (and vision) layers only, as balanced plans state them: the MTP layers (on the last chunk of the last
-  // stage, under the layout's mode unless a stated split sets the recompute) travel with the tail.
-  const long long mtp = x.model.mtp_layers();
-  if (mtp > 0 && !p.stages.empty()) {
-    report::PlanStage& last = p.stages.back();
-    const plan::Recompute mtp_mode = l.split && l.split->states_recompute() ? plan::Recompute::Off : l.recompute;
-    auto& chunk = last.recompute.back();
-    const std::string key = mtp_mode == plan::Recompute::Off ? "none" : plan::to_string(mtp_mode);
-    last.layers.back() -= mtp;
-    chunk[key] -= mtp;
-    if (chunk[key] <= 0) chunk.erase(key);
-  }
   return p;
 }
 

@@ -30,21 +30,24 @@ struct StagePlan {
   bool last = false;                // holds the final norm, LM head, MTP
 };
 std::vector<StagePlan> plan_stages(const model::Model& model, const Layout& layout);
-// The same split without building it: visit(stage, chunk, kind, count[, mode]) for each run of layers, in model
+// The same split without building it: visit(stage, chunk, kind, count[, mode[, is_mtp]]) for each run of layers, in model
 // order. Without a stated split, vision and body layers are spread over PP x VPP chunks (the remainder to
 // virtual chunks 1..r, since chunk 0 holds the embedding) and every layer takes the layout's recompute mode;
 // with one (layout.split), each chunk holds its stated count and its first `full` layers are recomputed whole,
 // the next `selective` selectively, the rest not. MTP layers go to the last chunk of the last stage. A visitor
-// that takes a fifth argument gets each run's recompute mode (runs are cut where the mode changes).
+// that takes a fifth argument gets each run's recompute mode (runs are cut where the mode changes), and one that
+// takes a sixth whether the run is the MTP layers.
 // With training.pipeline_split_counts_head (Megatron's account_for_embedding_in_pipeline_split and
 // account_for_loss_in_pipeline_split, and the pp_layout strings of the Megatron-Bridge DeepSeek-V3 recipes such
 // as "Et|(tt|)*30mL"), the embedding counts as one unit of the first chunk and each MTP layer and the loss as
 // units of the last chunk, so those chunks take fewer layers (an even split only; a stated split is as stated).
 template <typename Visit>
 void for_each_chunk_group(const model::Model& model, const Layout& l, const Training& training, Visit&& visit) {
-  auto call = [&](int stage, int chunk, int kind, long long count, Recompute mode) {
+  auto call = [&](int stage, int chunk, int kind, long long count, Recompute mode, bool is_mtp = false) {
     if (count <= 0) return;
-    if constexpr (std::is_invocable_v<Visit&, int, int, int, long long, Recompute>) {
+    if constexpr (std::is_invocable_v<Visit&, int, int, int, long long, Recompute, bool>) {
+      visit(stage, chunk, kind, count, mode, is_mtp);
+    } else if constexpr (std::is_invocable_v<Visit&, int, int, int, long long, Recompute>) {
       visit(stage, chunk, kind, count, mode);
     } else {
       visit(stage, chunk, kind, count);
@@ -109,7 +112,7 @@ void for_each_chunk_group(const model::Model& model, const Layout& l, const Trai
   }
   Recompute mtp_mode = split != nullptr && split->states_recompute() ? Recompute::Off : l.recompute;
   for (const auto& group : model.stack) {
-    if (group.mtp) call(l.pp - 1, l.vpp - 1, group.kind, group.count, mtp_mode);
+    if (group.mtp) call(l.pp - 1, l.vpp - 1, group.kind, group.count, mtp_mode, true);
   }
 }
 template <typename Visit>
