@@ -358,6 +358,7 @@ std::vector<StageChoice> stage_options_vn(Context& c, int s, long long k, int bo
       return;
     }
     long long min_here = reserved(p, v, s) ? 0 : 1;
+    if (v == V - 1) min_here = left;  // the last chunk takes the rest
     for (long long n = min_here; n <= left && !c.timed_out; ++n) {
       comp[uz(v)] = n;
       compose(v + 1, left - n);
@@ -379,11 +380,14 @@ struct Menu {
       done.assign(uz(c.p.stages), std::vector<char>(uz(c.total + 1), 0));
     }
   }
-  std::vector<StageChoice> options(int s, long long pos, long long k) {
+  std::vector<StageChoice> single;  // V = 1: the last stage's option (not memoised: it depends on pos too)
+  // Valid until the next call.
+  const std::vector<StageChoice>& options(int s, long long pos, long long k) {
     if (c.p.chunks == 1) {
+      single.clear();
       StageChoice ch = stage_option_v1(c, s, pos, k);
-      if (ch.time == kInf) return {};
-      return {ch};
+      if (ch.time != kInf) single.push_back(std::move(ch));
+      return single;
     }
     if (!done[uz(s)][uz(k)]) {
       memo[uz(s)][uz(k)] = stage_options_vn(c, s, k, bound_chunk);
@@ -426,7 +430,7 @@ DpRun dp_over_stages(Context& c, Menu& menu, const std::function<std::pair<doubl
       long long max_k = L - pos;
       long long min_k = s == S - 1 ? max_k : 0;  // the last stage takes the rest
       for (long long k = min_k; k <= max_k; ++k) {
-        std::vector<StageChoice> opts = menu.options(s, pos, k);
+        const std::vector<StageChoice>& opts = menu.options(s, pos, k);
         auto& there = run.g[uz(s) + 1][uz(pos + k)];
         for (std::size_t o = 0; o < opts.size(); ++o) {
           for (std::size_t i = 0; i < here.size(); ++i) {
@@ -1073,7 +1077,8 @@ Solution solve(const Problem& p) {
     for (Rc r : c.kinds) offer(c, best, even_split(p, r));
   }
   if (p.layers.bodies.size() == 1 && !best.x.empty() && !c.timed_out) {
-    // Rounds restart from the best plan so far with their own seed.
+    // Rounds restart from the best plan so far with their own seed; each ends with a hill climb and a local search
+    // (together they reach the bound where annealing alone stops short), and none starts once the bound is met.
     // A budget of simulated blocks (about a second's simulation on one core), whatever the problem's size.
     constexpr long long kProposals = 40000;
     constexpr double kBlocks = 1.5e8;
@@ -1081,9 +1086,12 @@ Solution solve(const Problem& p) {
     double blocks = 0;
     for (const auto& order : c.orders.order) blocks += static_cast<double>(order.size());
     const auto sims = static_cast<long long>(kBlocks / kRounds / std::max(1.0, blocks));
-    for (unsigned round = 0; round < kRounds && !c.timed_out; ++round) Annealer(c, best.x).run(best, bound, kProposals, sims, 20240611 + round);
-    if (!c.timed_out) Annealer(c, best.x).polish(best, bound, sims);
-    phase("annealing");
+    for (unsigned round = 0; round < kRounds && !c.timed_out && best.step > bound * (1 + kTol); ++round) {
+      Annealer(c, best.x).run(best, bound, kProposals, sims, 20240611 + round);
+      if (!c.timed_out) Annealer(c, best.x).polish(best, bound, sims);
+      local_search(c, best, bound);
+      phase("annealing round");
+    }
   }
   local_search(c, best, bound);
   phase("local search");

@@ -32,9 +32,10 @@
 //   - incumbents: the same program's optimum for the closed-form step time (plan::closed_form_step) and for
 //     the bound, the best end states of both fronts simulated; then (one type) simulated annealing over the
 //     cells' layer counts, each touched stage re-picking by simulation the best of its options (the mixes that
-//     fit its memory and are Pareto-minimal in the chunks' backward times), three seeded rounds within a fixed
-//     budget of simulated blocks; then a local search on the simulated step (move one layer across a chunk
-//     boundary, change one layer's recompute kind, or both).
+//     fit its memory and are Pareto-minimal in the chunks' backward times), up to three seeded rounds within a
+//     fixed budget of simulated blocks, each followed by a hill climb and a local search on the simulated step
+//     (move one layer across a chunk boundary, change one layer's recompute kind, or both); the rounds stop
+//     when the best plan meets the bound.
 //   - "proved optimal" iff the best simulated step equals the lower bound; otherwise the gap is reported.
 //   A time limit stops any step and returns the best found so far with its gap. K > 1 with V > 1 skips the
 //   program (the cells of one stage are not contiguous in model order): bound = m x (least total work) / S.
