@@ -181,6 +181,28 @@ TEST(Megatron, CommandLineFrameworkKeepsTheDtypesTheFileStates) {
   EXPECT_EQ(plain.job.training.param_bytes, 4);
 }
 
+// Megatron-LM's gradient buffer dtype (arguments.py validate_args, DDP grad_dtype): fp32 under --bf16 unless
+// --grad-reduce-in-bf16; under --fp16 the parameters' fp16 unless --accumulate-allreduce-grads-in-fp32.
+TEST(Megatron, GradientBytesFollowTheReductionFlags) {
+  std::string dir = sapp::test::temp_dir();
+  const std::string base =
+      "torchrun --nproc_per_node 8 pretrain_gpt.py --tensor-model-parallel-size 2 --num-layers 32 --hidden-size 4096 "
+      "--num-attention-heads 32 --ffn-hidden-size 14336 --swiglu --vocab-size 128256 --seq-length 4096 --micro-batch-size 1 "
+      "--global-batch-size 64 --use-distributed-optimizer ";
+  // Bytes per gradient as read, and the gradient buffer per parameter element a rank holds (no ZeRO-2 here).
+  auto grad_bytes = [&](const std::string& flags) {
+    sapp::test::write_file(dir + "/run.sh", base + flags + "\n");
+    app::EstimateRequest r;
+    config::fill(r, config::read_file(dir + "/run.sh"), nlohmann::json::object());
+    const cost::StageMemory& s = app::run_estimate(r).memory.stages.at(0);
+    return std::pair{r.job.training.grad_bytes, s.grads / (s.param_elements + s.expert_param_elements)};
+  };
+  EXPECT_EQ(grad_bytes("--bf16"), std::pair(4.0, 4.0));
+  EXPECT_EQ(grad_bytes("--bf16 --grad-reduce-in-bf16"), std::pair(2.0, 2.0));
+  EXPECT_EQ(grad_bytes("--fp16"), std::pair(2.0, 2.0));
+  EXPECT_EQ(grad_bytes("--fp16 --accumulate-allreduce-grads-in-fp32"), std::pair(4.0, 4.0));
+}
+
 // --stage-layers and --stage-recompute on the command line price the split; the even split is the default.
 TEST(StageSplit, CommandLineSplitChangesThePeakStage) {
   app::EstimateRequest even;

@@ -63,6 +63,8 @@ std::vector<Case> load_cases() {
     v.overlap = cost::framework_overlap(fw);
     if (c.value("ep_overlap", false)) v.overlap.ep = 1.0;
     cost::terms::apply_profile(fw, t);
+    // A run's own recipe may state its gradient dtype (e.g. grad_reduce_in_fp32 False): it wins over the profile.
+    if (c.contains("grad_bytes")) t.grad_bytes = c.at("grad_bytes").get<double>();
     std::string dispatcher = c.value("dispatcher", std::string("alltoall"));
     EXPECT_TRUE(dispatcher == "alltoall" || dispatcher == "deepep") << v.name << ": dispatcher " << dispatcher;
     t.ep_dedup_per_node = dispatcher == "deepep";

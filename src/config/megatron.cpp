@@ -529,6 +529,12 @@ Loaded read_megatron(const std::string& text, const std::string& file) {
     set("compute_bytes", 4, "no --bf16 / --fp16 (fp32 training)");
     set("optimizer_bytes", 8, "no --bf16 / --fp16 (fp32 training: Adam moments only)");
   }
+  // The gradient buffer: Megatron-LM's validate_args keeps it in the parameters' dtype unless gradients are
+  // accumulated in fp32, which bf16 forces unless --grad-reduce-in-bf16; fp16 only with
+  // --accumulate-allreduce-grads-in-fp32 (DDP: grad_dtype = float if grad_reduce_in_fp32 else param dtype).
+  const bool fp32_grads = a.on("--accumulate-allreduce-grads-in-fp32");
+  if (bf16 && a.on("--grad-reduce-in-bf16")) set("grad_bytes", 2, "--bf16 --grad-reduce-in-bf16");
+  if (fp16 && !fp32_grads) set("grad_bytes", 2, "--fp16 without --accumulate-allreduce-grads-in-fp32");
   if (a.value("--fp8-format")) set("fp8", true, "--fp8-format");
 
   // Optimizer sharding.
