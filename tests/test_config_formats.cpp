@@ -194,7 +194,8 @@ TEST(Megatron, GradientBytesFollowTheReductionFlags) {
     sapp::test::write_file(dir + "/run.sh", base + flags + "\n");
     app::EstimateRequest r;
     config::fill(r, config::read_file(dir + "/run.sh"), nlohmann::json::object());
-    const cost::StageMemory& s = app::run_estimate(r).memory.stages.at(0);
+    const report::EstimateReport rep = app::run_estimate(r);
+    const cost::StageMemory& s = rep.memory.stages.at(0);
     return std::pair{r.job.training.grad_bytes, s.grads / (s.param_elements + s.expert_param_elements)};
   };
   EXPECT_EQ(grad_bytes("--bf16"), std::pair(4.0, 4.0));
