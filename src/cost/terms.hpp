@@ -107,6 +107,9 @@ struct FrameworkProfile {
   double optimizer_bytes = 12;
   double fp8_grad_bytes = 0;  // under FP8 (0: grad_bytes)
   double gather_bytes = 0;    // parameters as ZeRO-3 / FSDP gathers them (0: param_bytes)
+  // The attention kernel's speed relative to cuDNN's fused attention (what Transformer Engine runs, and what the
+  // devices' attention efficiencies were fitted with): 1 for TE-based systems.
+  double attention_rate = 1.0;
   // What `--recompute selective` recomputes in this system, as named modules (recompute_switches); empty: the op
   // records' default (HyperParallel's selective: the cheap ops).
   std::vector<std::string> selective_modules;

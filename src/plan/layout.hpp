@@ -63,6 +63,9 @@ struct Training {
   long long global_batch = 0;
   long long seq = 0;
   bool flash_attention = true;
+  // The attention kernel's speed relative to the fused attention (cuDNN, through Transformer Engine) the devices'
+  // attention efficiencies were fitted with; a framework profile sets it (terms::FrameworkProfile::attention_rate).
+  double attention_rate = 1.0;
   double param_bytes = 2;       // bf16 weights
   double grad_bytes = 4;        // fp32 gradient accumulation buffer (Megatron's main_grad)
   double optimizer_bytes = 12;  // fp32 master copy + two Adam moments
