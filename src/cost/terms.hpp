@@ -86,6 +86,12 @@ inline constexpr double kEpCommSms = 20.0;
 // What a training system overlaps, keeps and reserves, each with its source. `overlap_*` are the fractions of
 // a collective the system's mechanism can hide; the estimator also bounds each by the compute it really runs
 // concurrently (cost::Overlap, time.cpp).
+// torch.nn.functional.scaled_dot_product_attention on H100 dispatches to FlashAttention-2 before cuDNN: 329.5
+// against cuDNN's 631.3 TFLOPS on one BF16 shape, head dim 128 (pytorch/pytorch issue #142132, torch
+// 2.6.0.dev20241204; still FlashAttention first in 2026, huggingface/transformers PR #48163). A FrameworkProfile's
+// attention_rate for systems that call SDPA.
+inline constexpr double kTorchSdpaAttentionRate = 329.5 / 631.3;
+
 struct FrameworkProfile {
   std::string name;
   std::string source;
