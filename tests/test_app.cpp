@@ -10,6 +10,7 @@
 #include "app/app.hpp"
 #include "core/error.hpp"
 #include "core/files.hpp"
+#include "cost/terms.hpp"
 #include "helpers.hpp"
 
 using namespace sapp;
@@ -105,6 +106,36 @@ TEST(Requests, OptionsBeyondTheirLimitsNameTheOptionAndTheLimit) {
     EXPECT_EQ(r.status, 1) << c.args << ": " << r.err;
     EXPECT_NE(r.err.find(c.says), std::string::npos) << c.args << ": " << r.err;
   }
+}
+
+// --attention-kernel wins over the framework's, in either order; a bad name is an error naming the option.
+TEST(Requests, TheAttentionKernelOptionWinsOverTheFrameworkProfile) {
+  auto rate = [](const nlohmann::json& values) {
+    app::EstimateRequest r;
+    app::apply(r, values, app::Source::CommandLine);
+    return r.job.training.attention_rate;
+  };
+  const nlohmann::json job = {{"model", "llama3-8b"}, {"devices", 8}, {"global_batch", 8}};
+  auto with = [&](nlohmann::json extra) {
+    extra.update(job);
+    return extra;
+  };
+  EXPECT_EQ(rate(job), 1.0);
+  EXPECT_EQ(rate(with({{"framework", "torchtitan"}})), cost::terms::kTorchSdpaAttentionRate);
+  EXPECT_EQ(rate(with({{"attention_kernel", "fused"}, {"framework", "torchtitan"}})), 1.0);
+  EXPECT_EQ(rate(with({{"framework", "megatron"}, {"attention_kernel", "torch_sdpa"}})), cost::terms::kTorchSdpaAttentionRate);
+  auto r = run_sapp("estimate" + kJob + " --attention-kernel flash");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("--attention-kernel"), std::string::npos) << r.err;
+  // The slower kernel prices a longer step; nothing else changes.
+  auto fused = run_sapp("estimate" + kJob + " -f json");
+  auto sdpa = run_sapp("estimate" + kJob + " --attention-kernel torch_sdpa -f json");
+  ASSERT_EQ(fused.status, 0) << fused.err;
+  ASSERT_EQ(sdpa.status, 0) << sdpa.err;
+  auto jf = nlohmann::json::parse(fused.out);
+  auto js = nlohmann::json::parse(sdpa.out);
+  EXPECT_GT(js["step_time_s"].get<double>(), jf["step_time_s"].get<double>());
+  EXPECT_EQ(js["peak_memory_bytes"], jf["peak_memory_bytes"]);
 }
 
 TEST(Requests, TheHelpPrintsTheRequestsOwnDefaults) {

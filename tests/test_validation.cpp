@@ -66,11 +66,7 @@ std::vector<Case> load_cases() {
     // A run's own recipe may state its gradient dtype (e.g. grad_reduce_in_fp32 False): it wins over the profile.
     if (c.contains("grad_bytes")) t.grad_bytes = c.at("grad_bytes").get<double>();
     // ... and its attention kernel: torch_sdpa (F.scaled_dot_product_attention) or fused (cuDNN, through TE).
-    if (c.contains("attention_kernel")) {
-      std::string kernel = c.at("attention_kernel").get<std::string>();
-      EXPECT_TRUE(kernel == "torch_sdpa" || kernel == "fused") << v.name << ": attention_kernel " << kernel;
-      t.attention_rate = kernel == "torch_sdpa" ? cost::terms::kTorchSdpaAttentionRate : 1.0;
-    }
+    if (c.contains("attention_kernel")) t.attention_rate = cost::terms::attention_kernel_rate(c.at("attention_kernel").get<std::string>(), v.name);
     std::string dispatcher = c.value("dispatcher", std::string("alltoall"));
     EXPECT_TRUE(dispatcher == "alltoall" || dispatcher == "deepep") << v.name << ": dispatcher " << dispatcher;
     t.ep_dedup_per_node = dispatcher == "deepep";

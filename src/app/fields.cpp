@@ -132,7 +132,8 @@ void add_job_fields(std::vector<Field<Request>>& f) {
                [](R& r, const json& v, const std::string& w) { r.job.hardware = text(v, w); }, [](const R& r) { return r.job.hardware; }});
   f.push_back({"framework", "",
                fmt::format("training system whose runtime profile applies (overlaps, runtime reserve, fragmentation, loss, parameter / gradient / "
-                           "optimizer dtypes): {} (the --overlap-*, --reserve-gib and --*-bytes options given as well win)",
+                           "optimizer dtypes, attention kernel): {} (the --overlap-*, --reserve-gib, --*-bytes and --attention-kernel options "
+                           "given as well win)",
                            fmt::join(cost::terms::framework_names(), ", ")),
                false,
                [](R& r, const json& v, const std::string& w) {
@@ -158,6 +159,14 @@ void add_job_fields(std::vector<Field<Request>>& f) {
                [](const R& r) { return show_number(r.job.training.reserve_bytes / kGiB); }});
   f.push_back({"no_flash_attention", "", "price eager attention (an s x s score tensor) instead of flash attention", true,
                [](R& r, const json& v, const std::string& w) { r.job.training.flash_attention = !truth(v, w); }, nullptr});
+  f.push_back({"attention_kernel", "",
+               "the attention kernel: fused (cuDNN through Transformer Engine, the devices' calibration) or torch_sdpa "
+               "(torch.nn.functional.scaled_dot_product_attention: FlashAttention-2 on H100, 0.52 x as fast)",
+               false,
+               [](R& r, const json& v, const std::string& w) {
+                 r.job.training.attention_rate = cost::terms::attention_kernel_rate(choice(v, w, {"fused", "torch_sdpa"}), w);
+               },
+               [](const R& r) { return std::string(r.job.training.attention_rate == 1.0 ? "fused" : "torch_sdpa"); }});
   f.push_back({"fp8", "", "GEMMs in FP8 at the device's FP8 peak (attention and element-wise ops stay BF16)", true,
                [](R& r, const json& v, const std::string& w) { r.job.training.fp8 = truth(v, w); }, nullptr});
   f.push_back({"less_memory", "", "interleaved schedule's less-memory variant (fewer warm-up micro-batches)", true,
@@ -450,7 +459,7 @@ void apply_with_config(Request& request, const std::vector<Field<Request>>& fiel
 }  // namespace
 
 json stated_under_framework(const json& earlier, const json& later) {
-  static const std::set<std::string> governed = {"reserve_gib", "param_bytes", "grad_bytes", "optimizer_bytes", "recompute_modules",
+  static const std::set<std::string> governed = {"reserve_gib", "param_bytes", "grad_bytes", "optimizer_bytes", "recompute_modules", "attention_kernel",
                                                  "overlap_tp",  "overlap_dp",  "overlap_ep", "overlap_cp",      "overlap_pp"};
   json out = json::object();
   if (!earlier.is_object() || !later.is_object() || !later.contains("framework")) return out;

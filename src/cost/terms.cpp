@@ -203,6 +203,12 @@ void apply_profile(const FrameworkProfile& profile, plan::Training& training) {
   training.recompute_modules = profile.selective_modules.empty() ? std::vector<std::string>{} : recompute_switches(profile.selective_modules);
 }
 
+double attention_kernel_rate(const std::string& kernel, const std::string& where) {
+  if (kernel == "fused") return 1.0;
+  if (kernel == "torch_sdpa") return kTorchSdpaAttentionRate;
+  fail(where, "expected fused (cuDNN through Transformer Engine) or torch_sdpa (torch.nn.functional.scaled_dot_product_attention), got '{}'", kernel);
+}
+
 std::vector<std::string> framework_names() {
   std::vector<std::string> out;
   for (const auto& p : profiles()) out.push_back(p.name);

@@ -91,6 +91,9 @@ inline constexpr double kEpCommSms = 20.0;
 // 2.6.0.dev20241204; still FlashAttention first in 2026, huggingface/transformers PR #48163). A FrameworkProfile's
 // attention_rate for systems that call SDPA.
 inline constexpr double kTorchSdpaAttentionRate = 329.5 / 631.3;
+// The attention_rate of a named kernel: "fused" (cuDNN through Transformer Engine: 1) or "torch_sdpa"; otherwise
+// fails naming `where`.
+double attention_kernel_rate(const std::string& kernel, const std::string& where = "attention_kernel");
 
 struct FrameworkProfile {
   std::string name;
