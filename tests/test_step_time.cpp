@@ -146,6 +146,24 @@ TEST(StepTime, TorchtitansAttentionKernelSlowsTheAttentionOnly) {
   EXPECT_EQ(titan.fwd_flops, te.fwd_flops);
 }
 
+TEST(StepTime, EagerRmsNormMovesNineTimesTheBytes) {
+  // torchtitan's eager RMSNorm (x.float(), pow, mean, x * rsqrt, type_as, * weight) moves 36 bytes per bf16 element
+  // where a fused norm moves 4 (data/op_records.yaml, norms): Llama's two norms per layer, s = 8192, h = 4096.
+  auto m = test::bundled("llama3-8b");
+  auto hw = test::device("h100-sxm");
+  plan::Training t = training(8, 8192);
+  plan::Layout l;
+  l.micro_batches = 8;
+  auto fused = cost::kind_times(m, l, t, hw).kinds.at(0);
+  t.eager_elementwise = true;
+  auto eager = cost::kind_times(m, l, t, hw).kinds.at(0);
+  double fused_norm_bytes = 2 * 2 * 8192.0 * 2 * 4096;
+  double extra_s = 8 * fused_norm_bytes / (hw.hbm_bandwidth * hw.efficiency.memory);
+  EXPECT_NEAR(eager.fwd_s - fused.fwd_s, extra_s, 1e-6 * extra_s);
+  EXPECT_NEAR(eager.bwd_s - fused.bwd_s, 2 * extra_s, 1e-6 * extra_s);  // a memory op's backward: twice its bytes
+  EXPECT_EQ(eager.fwd_flops, fused.fwd_flops);
+}
+
 TEST(StepTime, Fp8AddsTheCastTrafficOfEveryGemmInput) {
   // Transformer Engine casts each GEMM input to FP8 with its transpose (4 bytes moved per element); on a
   // dense Llama layer at TP 1 the inputs are h (QKV), a x dv (output projection), h (FFN in), ffn (FFN out).

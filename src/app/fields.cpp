@@ -167,6 +167,10 @@ void add_job_fields(std::vector<Field<Request>>& f) {
                  r.job.training.attention_rate = cost::terms::attention_kernel_rate(choice(v, w, {"fused", "torch_sdpa"}), w);
                },
                [](const R& r) { return std::string(r.job.training.attention_rate == 1.0 ? "fused" : "torch_sdpa"); }});
+  f.push_back({"eager_elementwise", "",
+               "element-wise ops (norms) as PyTorch eager kernels, one memory pass per op (a model without torch.compile or fused "
+               "kernels, e.g. torchtitan's RMSNorm in 2024) instead of fused ones",
+               true, [](R& r, const json& v, const std::string& w) { r.job.training.eager_elementwise = truth(v, w); }, nullptr});
   f.push_back({"fp8", "", "GEMMs in FP8 at the device's FP8 peak (attention and element-wise ops stay BF16)", true,
                [](R& r, const json& v, const std::string& w) { r.job.training.fp8 = truth(v, w); }, nullptr});
   f.push_back({"less_memory", "", "interleaved schedule's less-memory variant (fewer warm-up micro-batches)", true,

@@ -66,6 +66,10 @@ struct Training {
   // The attention kernel's speed relative to the fused attention (cuDNN, through Transformer Engine) the devices'
   // attention efficiencies were fitted with; a framework profile sets it (terms::FrameworkProfile::attention_rate).
   double attention_rate = 1.0;
+  // Element-wise ops run as PyTorch eager kernels, one pass over memory per op (torchtitan without torch.compile),
+  // instead of the fused kernels of Transformer Engine / Megatron / torch.compile: the op records price them with
+  // `eager` (data/op_records.yaml).
+  bool eager_elementwise = false;
   double param_bytes = 2;       // bf16 weights
   double grad_bytes = 4;        // fp32 gradient accumulation buffer (Megatron's main_grad)
   double optimizer_bytes = 12;  // fp32 master copy + two Adam moments
