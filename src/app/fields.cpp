@@ -569,8 +569,7 @@ std::vector<Field<CalibrateRequest>> make_calibrate_fields() {
                [](R& r, const json& v, const std::string& w) { r.hardware = text(v, w); }, [](const R& r) { return r.hardware; }});
   f.push_back({"runs", "",
                "YAML of measured runs: runs[] of {model, framework, devices, global_batch, seq, tp, pp, cp, vpp, mbs, zero, sp, recompute, recompute_modules, "
-               "fp8, grad_bytes, overlap, "
-               "step_time_s | tokens_per_s_per_device} (required)",
+               "fp8, grad_bytes, attention_kernel, eager_elementwise, overlap, step_time_s | tokens_per_s_per_device} (required)",
                false, [](R& r, const json& v, const std::string& w) { r.runs = text(v, w); }, [](const R&) { return std::string(); }});
   return f;
 }

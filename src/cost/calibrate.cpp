@@ -38,6 +38,8 @@ std::vector<MeasuredRun> runs_from_json(const nlohmann::json& tree, const std::s
              "flash_attention",
              "overlap",
              "grad_bytes",
+             "attention_kernel",
+             "eager_elementwise",
              "step_time_s",
              "tokens_per_s_per_device"});
     MeasuredRun run;
@@ -61,6 +63,9 @@ std::vector<MeasuredRun> runs_from_json(const nlohmann::json& tree, const std::s
       run.training.grad_bytes = rd.quantity("grad_bytes", units::kBytesPerElement);
       run.training.fp8_grad_bytes = 0;  // stated: under FP8 too
     }
+    if (rd.has("attention_kernel"))
+      run.training.attention_rate = terms::attention_kernel_rate(rd.string("attention_kernel"), at(file, key + ".attention_kernel"));
+    run.training.eager_elementwise = rd.boolean_or("eager_elementwise", run.training.eager_elementwise);
     plan::Layout& l = run.layout;
     l.tp = static_cast<int>(rd.count("tp", units::kDegree));
     l.pp = static_cast<int>(rd.count("pp", units::kDegree));
