@@ -108,8 +108,9 @@ TEST(Requests, OptionsBeyondTheirLimitsNameTheOptionAndTheLimit) {
   }
 }
 
-// --attention-kernel wins over the framework's, in either order; a bad name is an error naming the option.
-TEST(Requests, TheAttentionKernelOptionWinsOverTheFrameworkProfile) {
+// --attention-kernel sets the attention rate under any framework (no profile assumes a PyTorch version's SDPA
+// backend); a bad name is an error naming the option.
+TEST(Requests, TheAttentionKernelIsWhatTheRunStates) {
   auto rate = [](const nlohmann::json& values) {
     app::EstimateRequest r;
     app::apply(r, values, app::Source::CommandLine);
@@ -121,8 +122,8 @@ TEST(Requests, TheAttentionKernelOptionWinsOverTheFrameworkProfile) {
     return extra;
   };
   EXPECT_EQ(rate(job), 1.0);
-  EXPECT_EQ(rate(with({{"framework", "torchtitan"}})), cost::terms::kTorchSdpaAttentionRate);
-  EXPECT_EQ(rate(with({{"attention_kernel", "fused"}, {"framework", "torchtitan"}})), 1.0);
+  EXPECT_EQ(rate(with({{"framework", "torchtitan"}})), 1.0);
+  EXPECT_EQ(rate(with({{"framework", "torchtitan"}, {"attention_kernel", "torch_sdpa"}})), cost::terms::kTorchSdpaAttentionRate);
   EXPECT_EQ(rate(with({{"framework", "megatron"}, {"attention_kernel", "torch_sdpa"}})), cost::terms::kTorchSdpaAttentionRate);
   auto r = run_sapp("estimate" + kJob + " --attention-kernel flash");
   EXPECT_EQ(r.status, 1);

@@ -88,19 +88,19 @@ TEST(Calibrate, ARunsFrameworkProfilePricesIt) {
   EXPECT_THROW(cost::runs_from_json(runs, "runs.yaml", test::catalog()), Error);
 }
 
-// The attention kernel and eager element-wise ops: the torchtitan profile's SDPA rate, or what the run states.
+// The attention kernel and eager norms: what the run states (fused when it says nothing).
 TEST(Calibrate, ARunStatesItsAttentionKernelAndEagerOps) {
   nlohmann::json runs = nlohmann::json::parse(R"({"runs": [
     {"name": "titan", "model": "llama3-8b", "framework": "torchtitan", "devices": 8, "global_batch": 16, "seq": 8192, "tp": 1, "pp": 1,
-     "zero": 3, "eager_elementwise": true, "tokens_per_s_per_device": 5762},
+     "zero": 3, "eager_norms": true, "attention_kernel": "torch_sdpa", "tokens_per_s_per_device": 5762},
     {"name": "fused", "model": "llama3-8b", "framework": "torchtitan", "devices": 8, "global_batch": 16, "seq": 8192, "tp": 1, "pp": 1,
-     "zero": 3, "attention_kernel": "fused", "tokens_per_s_per_device": 5762}]})");
+     "zero": 3, "tokens_per_s_per_device": 5762}]})");
   auto read = cost::runs_from_json(runs, "runs.yaml", test::catalog());
   ASSERT_EQ(read.size(), 2u);
   EXPECT_EQ(read[0].training.attention_rate, cost::terms::kTorchSdpaAttentionRate);
-  EXPECT_TRUE(read[0].training.eager_elementwise);
+  EXPECT_TRUE(read[0].training.eager_norms);
   EXPECT_EQ(read[1].training.attention_rate, 1.0);
-  EXPECT_FALSE(read[1].training.eager_elementwise);
+  EXPECT_FALSE(read[1].training.eager_norms);
   runs["runs"][1]["attention_kernel"] = "flash3";
   EXPECT_THROW(cost::runs_from_json(runs, "runs.yaml", test::catalog()), Error);
 }

@@ -127,18 +127,17 @@ TEST(StepTime, FlashAttentionBackwardRecomputesTheScores) {
   EXPECT_NEAR(eager.bwd_s, 2 * eager.fwd_s, 1e-12 * eager.fwd_s);
 }
 
-TEST(StepTime, TorchtitansAttentionKernelSlowsTheAttentionOnly) {
-  // torchtitan's F.scaled_dot_product_attention ran FlashAttention-2 on H100 at 329.5 TFLOPS where cuDNN's fused
-  // attention (Transformer Engine's, which the device efficiencies were fitted with) ran 631.3 (pytorch/pytorch
-  // issue #142132): the attention forward takes 631.3 / 329.5 as long, nothing else changes.
+TEST(StepTime, TorchSdpaSlowsTheCoreAttentionOnly) {
+  // F.scaled_dot_product_attention ran FlashAttention-2 on H100 at 329.5 TFLOPS where cuDNN's fused attention
+  // (Transformer Engine's, which the device efficiencies were fitted with) ran 631.3 (pytorch/pytorch issue #142132):
+  // the attention forward takes 631.3 / 329.5 as long, nothing else changes.
   auto m = test::bundled("llama3-8b");
   auto hw = test::device("h100-sxm");
   plan::Training t = training(8, 8192);
   plan::Layout l;
   l.micro_batches = 8;
   auto te = cost::kind_times(m, l, t, hw).kinds.at(0);
-  cost::terms::apply_profile(cost::terms::framework_profile("torchtitan"), t);
-  t.recompute_modules.clear();
+  t.attention_rate = cost::terms::attention_kernel_rate("torch_sdpa");
   auto titan = cost::kind_times(m, l, t, hw).kinds.at(0);
   double s = 8192, ctx = (s + 1) / 2, a = 32, dh = 128;
   double attention_s = 2 * 2 * s * ctx * a * dh / (hw.peak_flops * hw.efficiency.attention);
@@ -155,7 +154,7 @@ TEST(StepTime, EagerRmsNormMovesNineTimesTheBytes) {
   plan::Layout l;
   l.micro_batches = 8;
   auto fused = cost::kind_times(m, l, t, hw).kinds.at(0);
-  t.eager_elementwise = true;
+  t.eager_norms = true;
   auto eager = cost::kind_times(m, l, t, hw).kinds.at(0);
   double fused_norm_bytes = 2 * 2 * 8192.0 * 2 * 4096;
   double extra_s = 8 * fused_norm_bytes / (hw.hbm_bandwidth * hw.efficiency.memory);

@@ -64,9 +64,12 @@ std::vector<Case> load_cases() {
     if (c.value("ep_overlap", false)) v.overlap.ep = 1.0;
     cost::terms::apply_profile(fw, t);
     // A run's own recipe may state its gradient dtype (e.g. grad_reduce_in_fp32 False): it wins over the profile.
-    if (c.contains("grad_bytes")) t.grad_bytes = c.at("grad_bytes").get<double>();
+    if (c.contains("grad_bytes")) {
+      t.grad_bytes = c.at("grad_bytes").get<double>();
+      t.fp8_grad_bytes = 0;  // stated: under FP8 too (as sapp calibrate reads it)
+    }
     // ... and its attention kernel: torch_sdpa (F.scaled_dot_product_attention) or fused (cuDNN, through TE).
-    t.eager_elementwise = c.value("eager_elementwise", false);
+    t.eager_norms = c.value("eager_norms", false);
     if (c.contains("attention_kernel")) t.attention_rate = cost::terms::attention_kernel_rate(c.at("attention_kernel").get<std::string>(), v.name);
     std::string dispatcher = c.value("dispatcher", std::string("alltoall"));
     EXPECT_TRUE(dispatcher == "alltoall" || dispatcher == "deepep") << v.name << ": dispatcher " << dispatcher;
@@ -258,7 +261,9 @@ TEST(Validation, PeakMemoryWithinFivePercentMedianTenWorst) {
 
 // torch.compile's speed-up on torchtitan's eager Llama 3.1 8B FSDP runs is what fusing the element-wise ops saves:
 // Table 1 (8 GPUs) 5,762 -> 6,667 TPS/GPU and Table 3 (128 GPUs) 5,605 -> 6,514 (torchtitan_2412). sapp prices the
-// same rows eager (the RMSNorm's nine memory passes, data/op_records.yaml) and fused; the ratio must agree within 3 %.
+// same rows with eager norms (the RMSNorm's nine memory passes, data/op_records.yaml) and fused; the ratio must agree
+// within 3 %. Only the norms are priced eager: the eager RoPE of the same code (apply_rotary_emb's fp32 complex
+// multiply) is not, so this checks the norms' share of what torch.compile fuses, not all of it.
 TEST(Validation, TorchCompileSpeedupIsTheFusedElementwiseOps) {
   std::vector<Case> cases = load_cases();
   struct Pair {
@@ -268,9 +273,9 @@ TEST(Validation, TorchCompileSpeedupIsTheFusedElementwiseOps) {
   for (const Pair& pair : {Pair{"torchtitan-llama31-8b-fsdp8", 5762, 6667}, Pair{"torchtitan-llama31-8b-fsdp128", 5605, 6514}}) {
     auto it = std::find_if(cases.begin(), cases.end(), [&](const Case& c) { return c.name == pair.run; });
     ASSERT_NE(it, cases.end()) << pair.run;
-    ASSERT_TRUE(it->training.eager_elementwise) << pair.run;
+    ASSERT_TRUE(it->training.eager_norms) << pair.run;
     plan::Training compiled = it->training;
-    compiled.eager_elementwise = false;
+    compiled.eager_norms = false;
     double eager = cost::estimate_time(it->model, it->layout, it->training, it->hw, it->overlap).tokens_per_s_per_device;
     double fused = cost::estimate_time(it->model, it->layout, compiled, it->hw, it->overlap).tokens_per_s_per_device;
     double published = pair.compiled_tps / pair.eager_tps;

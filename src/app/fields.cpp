@@ -132,8 +132,7 @@ void add_job_fields(std::vector<Field<Request>>& f) {
                [](R& r, const json& v, const std::string& w) { r.job.hardware = text(v, w); }, [](const R& r) { return r.job.hardware; }});
   f.push_back({"framework", "",
                fmt::format("training system whose runtime profile applies (overlaps, runtime reserve, fragmentation, loss, parameter / gradient / "
-                           "optimizer dtypes, attention kernel): {} (the --overlap-*, --reserve-gib, --*-bytes and --attention-kernel options "
-                           "given as well win)",
+                           "optimizer dtypes): {} (the --overlap-*, --reserve-gib and --*-bytes options given as well win)",
                            fmt::join(cost::terms::framework_names(), ", ")),
                false,
                [](R& r, const json& v, const std::string& w) {
@@ -160,17 +159,18 @@ void add_job_fields(std::vector<Field<Request>>& f) {
   f.push_back({"no_flash_attention", "", "price eager attention (an s x s score tensor) instead of flash attention", true,
                [](R& r, const json& v, const std::string& w) { r.job.training.flash_attention = !truth(v, w); }, nullptr});
   f.push_back({"attention_kernel", "",
-               "the attention kernel: fused (cuDNN through Transformer Engine, the devices' calibration) or torch_sdpa "
-               "(torch.nn.functional.scaled_dot_product_attention: FlashAttention-2 on H100, 0.52 x as fast)",
+               "the flash-attention kernel: fused (cuDNN through Transformer Engine, the devices' calibration) or torch_sdpa "
+               "(torch.nn.functional.scaled_dot_product_attention running FlashAttention-2, as PyTorch did on H100 in 2024: "
+               "0.52 x as fast)",
                false,
                [](R& r, const json& v, const std::string& w) {
                  r.job.training.attention_rate = cost::terms::attention_kernel_rate(choice(v, w, {"fused", "torch_sdpa"}), w);
                },
                [](const R& r) { return std::string(r.job.training.attention_rate == 1.0 ? "fused" : "torch_sdpa"); }});
-  f.push_back({"eager_elementwise", "",
-               "element-wise ops (norms) as PyTorch eager kernels, one memory pass per op (a model without torch.compile or fused "
-               "kernels, e.g. torchtitan's RMSNorm in 2024) instead of fused ones",
-               true, [](R& r, const json& v, const std::string& w) { r.job.training.eager_elementwise = truth(v, w); }, nullptr});
+  f.push_back({"eager_norms", "",
+               "norms as PyTorch eager ops, one memory pass each (torchtitan's 2024 RMSNorm without torch.compile: 9 x the bytes "
+               "of a fused norm) instead of one fused kernel",
+               true, [](R& r, const json& v, const std::string& w) { r.job.training.eager_norms = truth(v, w); }, nullptr});
   f.push_back({"fp8", "", "GEMMs in FP8 at the device's FP8 peak (attention and element-wise ops stay BF16)", true,
                [](R& r, const json& v, const std::string& w) { r.job.training.fp8 = truth(v, w); }, nullptr});
   f.push_back({"less_memory", "", "interleaved schedule's less-memory variant (fewer warm-up micro-batches)", true,
@@ -463,7 +463,7 @@ void apply_with_config(Request& request, const std::vector<Field<Request>>& fiel
 }  // namespace
 
 json stated_under_framework(const json& earlier, const json& later) {
-  static const std::set<std::string> governed = {"reserve_gib", "param_bytes", "grad_bytes", "optimizer_bytes", "recompute_modules", "attention_kernel",
+  static const std::set<std::string> governed = {"reserve_gib", "param_bytes", "grad_bytes", "optimizer_bytes", "recompute_modules",
                                                  "overlap_tp",  "overlap_dp",  "overlap_ep", "overlap_cp",      "overlap_pp"};
   json out = json::object();
   if (!earlier.is_object() || !later.is_object() || !later.contains("framework")) return out;
@@ -569,7 +569,7 @@ std::vector<Field<CalibrateRequest>> make_calibrate_fields() {
                [](R& r, const json& v, const std::string& w) { r.hardware = text(v, w); }, [](const R& r) { return r.hardware; }});
   f.push_back({"runs", "",
                "YAML of measured runs: runs[] of {model, framework, devices, global_batch, seq, tp, pp, cp, vpp, mbs, zero, sp, recompute, recompute_modules, "
-               "fp8, grad_bytes, attention_kernel, eager_elementwise, overlap, step_time_s | tokens_per_s_per_device} (required)",
+               "fp8, grad_bytes, attention_kernel, eager_norms, overlap, step_time_s | tokens_per_s_per_device} (required)",
                false, [](R& r, const json& v, const std::string& w) { r.runs = text(v, w); }, [](const R&) { return std::string(); }});
   return f;
 }

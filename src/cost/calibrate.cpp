@@ -39,7 +39,7 @@ std::vector<MeasuredRun> runs_from_json(const nlohmann::json& tree, const std::s
              "overlap",
              "grad_bytes",
              "attention_kernel",
-             "eager_elementwise",
+             "eager_norms",
              "step_time_s",
              "tokens_per_s_per_device"});
     MeasuredRun run;
@@ -65,7 +65,7 @@ std::vector<MeasuredRun> runs_from_json(const nlohmann::json& tree, const std::s
     }
     if (rd.has("attention_kernel"))
       run.training.attention_rate = terms::attention_kernel_rate(rd.string("attention_kernel"), at(file, key + ".attention_kernel"));
-    run.training.eager_elementwise = rd.boolean_or("eager_elementwise", run.training.eager_elementwise);
+    run.training.eager_norms = rd.boolean_or("eager_norms", run.training.eager_norms);
     plan::Layout& l = run.layout;
     l.tp = static_cast<int>(rd.count("tp", units::kDegree));
     l.pp = static_cast<int>(rd.count("pp", units::kDegree));

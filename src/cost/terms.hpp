@@ -86,10 +86,11 @@ inline constexpr double kEpCommSms = 20.0;
 // What a training system overlaps, keeps and reserves, each with its source. `overlap_*` are the fractions of
 // a collective the system's mechanism can hide; the estimator also bounds each by the compute it really runs
 // concurrently (cost::Overlap, time.cpp).
-// torch.nn.functional.scaled_dot_product_attention on H100 dispatches to FlashAttention-2 before cuDNN: 329.5
-// against cuDNN's 631.3 TFLOPS on one BF16 shape, head dim 128 (pytorch/pytorch issue #142132, torch
-// 2.6.0.dev20241204; still FlashAttention first in 2026, huggingface/transformers PR #48163). A FrameworkProfile's
-// attention_rate for systems that call SDPA.
+// torch.nn.functional.scaled_dot_product_attention as PyTorch nightlies of December 2024 ran it on H100: the
+// FlashAttention-2 backend, not cuDNN's: 329.5 against 631.3 TFLOPS, forward, BF16, one shape (batch 1, 24 heads,
+// 4608 tokens, head dim 128; pytorch/pytorch issue #142132, torch 2.6.0.dev20241204). The backward is assumed to
+// run at the same ratio. Which backend SDPA picks depends on the PyTorch version and the device: a run states it
+// (--attention-kernel), no framework profile assumes it.
 inline constexpr double kTorchSdpaAttentionRate = 329.5 / 631.3;
 // The attention_rate of a named kernel: "fused" (cuDNN through Transformer Engine: 1) or "torch_sdpa"; otherwise
 // fails naming `where`.
@@ -116,9 +117,6 @@ struct FrameworkProfile {
   double optimizer_bytes = 12;
   double fp8_grad_bytes = 0;  // under FP8 (0: grad_bytes)
   double gather_bytes = 0;    // parameters as ZeRO-3 / FSDP gathers them (0: param_bytes)
-  // The attention kernel's speed relative to cuDNN's fused attention (what Transformer Engine runs, and what the
-  // devices' attention efficiencies were fitted with): 1 for TE-based systems.
-  double attention_rate = 1.0;
   // What `--recompute selective` recomputes in this system, as named modules (recompute_switches); empty: the op
   // records' default (HyperParallel's selective: the cheap ops).
   std::vector<std::string> selective_modules;

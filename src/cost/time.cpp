@@ -59,7 +59,7 @@ LayerTime layer_time(const model::Model& model, const model::BoundKind& kind, co
     double rows = term.kind != model::WorkKind::Gemm ? 0.0 : term.rows ? term.rows->eval_double(env) : static_cast<double>(training.seq) / l.cp * l.mbs;
     if (kind.vision && !term.rows) rows = static_cast<double>(model.spec.vision->tokens) * l.mbs;
     double seconds = compute_seconds(hw, term.kind, amount, training.fp8, rows);
-    if (term.kind == model::WorkKind::Attention) seconds /= training.attention_rate;
+    if (term.name == "core_attention" && training.flash_attention) seconds /= training.attention_rate;  // the kernel run
     if (term.name == "routed_experts" || term.name == "moe_permute") {
       // The slowest EP rank gets moe_imbalance times the mean routed tokens; the grouped GEMM also runs below the
       // dense GEMM's efficiency on narrow experts (terms::kGroupedGemmHalfWidth).
@@ -497,7 +497,7 @@ std::vector<std::string> explain_stage_terms(const model::Model& model, const pl
   if (training.attention_rate != 1.0) {
     out.push_back(
         fmt::format("  attention work runs at {:.3f} x the device's attention efficiency {:g} (the framework's attention kernel against "
-                    "cuDNN's fused attention: FrameworkProfile::attention_rate)",
+                    "cuDNN's fused attention: --attention-kernel)",
                     training.attention_rate, hw.efficiency.attention));
   }
   if (stage == l.pp - 1) {

@@ -63,13 +63,13 @@ struct Training {
   long long global_batch = 0;
   long long seq = 0;
   bool flash_attention = true;
-  // The attention kernel's speed relative to the fused attention (cuDNN, through Transformer Engine) the devices'
-  // attention efficiencies were fitted with; a framework profile sets it (terms::FrameworkProfile::attention_rate).
+  // The flash-attention kernel's speed relative to the fused attention (cuDNN, through Transformer Engine) the
+  // devices' attention efficiencies were fitted with (--attention-kernel; terms::attention_kernel_rate).
   double attention_rate = 1.0;
-  // Element-wise ops run as PyTorch eager kernels, one pass over memory per op (torchtitan without torch.compile),
-  // instead of the fused kernels of Transformer Engine / Megatron / torch.compile: the op records price them with
-  // `eager` (data/op_records.yaml).
-  bool eager_elementwise = false;
+  // Norms run as PyTorch eager ops, one pass over memory per op (torchtitan's 2024 RMSNorm without torch.compile),
+  // instead of one fused kernel (Transformer Engine, Megatron, torch.compile): the op records' `eager` symbol
+  // (data/op_records.yaml, norms). Other element-wise ops stay priced fused.
+  bool eager_norms = false;
   double param_bytes = 2;       // bf16 weights
   double grad_bytes = 4;        // fp32 gradient accumulation buffer (Megatron's main_grad)
   double optimizer_bytes = 12;  // fp32 master copy + two Adam moments
