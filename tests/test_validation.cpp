@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 
 #include "core/files.hpp"
+#include "cost/calibrate.hpp"
 #include "cost/terms.hpp"
 #include "cost/time.hpp"
 #include "helpers.hpp"
@@ -58,24 +59,14 @@ std::vector<Case> load_cases() {
     plan::Training& t = v.training;
     t.seq = c.at("seq").get<long long>();
     t.global_batch = c.at("global_batch").get<long long>();
-    t.fp8 = c.value("fp8", false);
-    const cost::terms::FrameworkProfile& fw = cost::terms::framework_profile(v.framework);
-    v.overlap = cost::framework_overlap(fw);
+    // The framework's profile, then what the run's recipe states (gradient dtype, attention kernel, eager norms,
+    // recompute modules), read as `sapp calibrate` reads its measured runs.
+    cost::read_run_settings(c, runs_file(), "runs." + v.name, t, v.overlap);
     if (c.value("ep_overlap", false)) v.overlap.ep = 1.0;
-    cost::terms::apply_profile(fw, t);
-    // A run's own recipe may state its gradient dtype (e.g. grad_reduce_in_fp32 False): it wins over the profile.
-    if (c.contains("grad_bytes")) {
-      t.grad_bytes = c.at("grad_bytes").get<double>();
-      t.fp8_grad_bytes = 0;  // stated: under FP8 too (as sapp calibrate reads it)
-    }
-    // ... and its attention kernel: torch_sdpa (F.scaled_dot_product_attention) or fused (cuDNN, through TE).
-    t.eager_norms = c.value("eager_norms", false);
-    if (c.contains("attention_kernel")) t.attention_rate = cost::terms::attention_kernel_rate(c.at("attention_kernel").get<std::string>(), v.name);
     std::string dispatcher = c.value("dispatcher", std::string("alltoall"));
     EXPECT_TRUE(dispatcher == "alltoall" || dispatcher == "deepep") << v.name << ": dispatcher " << dispatcher;
     t.ep_dedup_per_node = dispatcher == "deepep";
     t.pipeline_split_counts_head = c.value("pipeline_split_counts_head", false);
-    if (c.contains("recompute_modules")) t.recompute_modules = cost::terms::recompute_switches(c.at("recompute_modules").get<std::vector<std::string>>());
     plan::Layout& l = v.layout;
     l.tp = c.at("tp").get<int>();
     l.pp = c.at("pp").get<int>();

@@ -10,6 +10,24 @@
 
 namespace sapp::cost {
 
+void read_run_settings(const nlohmann::json& row, const std::string& file, const std::string& where, plan::Training& training, Overlap& overlap) {
+  io::Reader rd{row, file, where};
+  if (rd.has("framework")) {
+    const terms::FrameworkProfile& profile = terms::framework_profile(rd.string("framework"), at(file, where + ".framework"));
+    terms::apply_profile(profile, training);
+    overlap = framework_overlap(profile);
+  }
+  if (rd.has("recompute_modules")) training.recompute_modules = terms::recompute_switches(row.at("recompute_modules"), at(file, where + ".recompute_modules"));
+  training.fp8 = rd.boolean_or("fp8", false);
+  training.flash_attention = rd.boolean_or("flash_attention", true);
+  if (rd.has("grad_bytes")) {
+    training.grad_bytes = rd.quantity("grad_bytes", units::kBytesPerElement);
+    training.fp8_grad_bytes = 0;  // stated: under FP8 too
+  }
+  if (rd.has("attention_kernel")) training.attention_rate = terms::attention_kernel_rate(rd.string("attention_kernel"), at(file, where + ".attention_kernel"));
+  training.eager_norms = rd.boolean_or("eager_norms", false);
+}
+
 std::vector<MeasuredRun> runs_from_json(const nlohmann::json& tree, const std::string& file, const model::Catalog& catalog) {
   io::Reader top{tree, file, ""};
   top.only({"runs"});
@@ -48,24 +66,7 @@ std::vector<MeasuredRun> runs_from_json(const nlohmann::json& tree, const std::s
     run.devices = rd.count("devices", units::kDevices);
     run.training.global_batch = rd.count("global_batch", units::kGlobalBatch);
     run.training.seq = rd.count("seq", units::kSequence);
-    // A framework's profile first (dtypes, selective modules, overlaps, reserve); the run's own keys then win.
-    if (rd.has("framework")) {
-      const terms::FrameworkProfile& profile = terms::framework_profile(rd.string("framework"), at(file, key + ".framework"));
-      terms::apply_profile(profile, run.training);
-      run.overlap = framework_overlap(profile);
-    }
-    if (list[i].contains("recompute_modules")) {
-      run.training.recompute_modules = terms::recompute_switches(list[i].at("recompute_modules"), at(file, key + ".recompute_modules"));
-    }
-    run.training.fp8 = rd.boolean_or("fp8", false);
-    run.training.flash_attention = rd.boolean_or("flash_attention", true);
-    if (rd.has("grad_bytes")) {
-      run.training.grad_bytes = rd.quantity("grad_bytes", units::kBytesPerElement);
-      run.training.fp8_grad_bytes = 0;  // stated: under FP8 too
-    }
-    if (rd.has("attention_kernel"))
-      run.training.attention_rate = terms::attention_kernel_rate(rd.string("attention_kernel"), at(file, key + ".attention_kernel"));
-    run.training.eager_norms = rd.boolean_or("eager_norms", run.training.eager_norms);
+    read_run_settings(list[i], file, key, run.training, run.overlap);
     plan::Layout& l = run.layout;
     l.tp = static_cast<int>(rd.count("tp", units::kDegree));
     l.pp = static_cast<int>(rd.count("pp", units::kDegree));

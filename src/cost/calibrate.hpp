@@ -35,6 +35,12 @@ struct Calibration {
   std::vector<double> errors_after;
 };
 
+// The training facts one measured run states, in one place for `sapp calibrate` and the validation runs: its
+// framework's profile first (dtypes, selective modules, overlaps, reserve), then its own keys, which win:
+// recompute_modules, fp8, flash_attention, grad_bytes (under FP8 too), attention_kernel, eager_norms. `row` is one
+// run's mapping; `where` names it in errors. Other keys are left to the caller.
+void read_run_settings(const nlohmann::json& row, const std::string& file, const std::string& where, plan::Training& training, Overlap& overlap);
+
 // Reads runs from a YAML/JSON tree: runs[] of {name?, model, devices, global_batch, seq, tp, pp, cp?, vpp?, mbs?,
 // zero?, sp?, recompute?, fp8?, flash_attention?, step_time_s | tokens_per_s_per_device}.
 std::vector<MeasuredRun> runs_from_json(const nlohmann::json& tree, const std::string& file, const model::Catalog& catalog);
