@@ -509,6 +509,38 @@ TEST(Balance, InterleavedBoundNeverExceedsTheExhaustiveOptimum) {
   EXPECT_GE(checked, 8);
 }
 
+TEST(Balance, FirstBackwardBoundNeverExceedsTheExhaustiveOptimum) {
+  // The 1F1B bound from each stage's first backward (F_total + B_total - B_s + m T_s - W_s F_s, solver.hpp) against
+  // exhaustive enumeration on random small cases (fixed seed), fewer micro-batches than stages included, with a
+  // head and a tail: it may never exceed the best simulated step of any plan that fits.
+  std::mt19937 rng(11);
+  int checked = 0;
+  for (int trial = 0; trial < 24; ++trial) {
+    int S = 2 + static_cast<int>(rng() % 4);
+    int m = 1 + static_cast<int>(rng() % 7);
+    long long L = S + static_cast<long long>(rng() % 5);
+    balance::Problem p;
+    p.layers = layers(L, 5 + static_cast<double>(rng() % 10), 30, {{Rc::None, 12}, {Rc::Selective, 7}, {Rc::Full, 2}});
+    p.layers.head_forward = static_cast<double>(rng() % 20);
+    p.layers.head_backward = 2 * p.layers.head_forward;
+    p.layers.tail_forward = static_cast<double>(rng() % 30);
+    p.layers.tail_backward = 2 * p.layers.tail_forward;
+    p.stages = S;
+    p.micro_batches = m;
+    p.memory_limit_mb = rng() % 2 ? 0 : 30.0 * static_cast<double>(L) / S + 12.0 * std::min(m, S) + 10;
+    p.schedule = simulate::Schedule::OneF1B;
+    SCOPED_TRACE(::testing::Message() << "S=" << S << " m=" << m << " L=" << L << " limit=" << p.memory_limit_mb);
+    balance::Solution brute = balance::solve_exhaustive(p);
+    balance::Solution sol = balance::solve(p);
+    ASSERT_EQ(sol.feasible, brute.feasible);
+    if (!brute.feasible) continue;
+    EXPECT_LE(sol.bound, brute.eval.objective * (1 + 1e-12));
+    EXPECT_GE(sol.eval.objective, brute.eval.objective * (1 - 1e-12));
+    ++checked;
+  }
+  EXPECT_GE(checked, 12);
+}
+
 TEST(BalanceCli, GuideProposesRunsOfTheStatedShape) {
   // `balance guide` writes YAML: runN: {layers, offset, one array per recompute kind}; each run spreads the stated
   // body layers over the stated stages, and offset is each stage's layers minus the even share (16 / 4 = 4).

@@ -125,7 +125,9 @@ struct Context {
   // [stage][chunk v]: how many forwards (first V entries, per chunk) and backwards (next V) the stage's order runs
   // from F(v, s, 0) to B(v, s, m - 1), both included.
   std::vector<std::vector<std::vector<double>>> windows;
-  std::vector<long long> type_start;  // model-order position where each type starts
+  std::vector<double> forwards_before_backward;  // per stage: forward blocks its order runs before its first backward
+  double forward_total = 0;                      // one micro-batch's forward through every stage (head and tail too)
+  std::vector<long long> type_start;             // model-order position where each type starts
   long long total = 0;
   double limit = kInf;
   std::vector<std::vector<std::vector<Mix>>> fronts;  // [type][n]
@@ -168,6 +170,16 @@ Context make_context(const Problem& p) {
   c.limit = p.memory_limit_mb > 0 ? p.memory_limit_mb : kInf;
   for (const auto& b : p.layers.bodies) c.fronts.push_back(mix_fronts(b, c.kinds, b.count, p.memory_limit_mb > 0));
   c.orders = simulate::make_orders(p.schedule, p.stages, p.chunks, p.micro_batches);
+  for (const auto& order : c.orders.order) {
+    double n = 0;
+    for (const simulate::Block& b : order) {
+      if (b.kind != simulate::BlockKind::Forward) break;
+      ++n;
+    }
+    c.forwards_before_backward.push_back(n);
+  }
+  c.forward_total = p.layers.head_forward + p.layers.tail_forward;
+  for (const auto& b : p.layers.bodies) c.forward_total += static_cast<double>(b.count) * b.forward;
   for (int s = 0; s < p.stages; ++s) {
     const auto& order = c.orders.order[uz(s)];
     std::vector<std::vector<double>> w;
@@ -203,6 +215,9 @@ struct StageChoice {
   // For the bound through chunk v's cells (Menu::bound_chunk = v): the stage's order from F(v, s, 0) to
   // B(v, s, m - 1) (window), the work of the chunks before v (before), and chunk v's cell (chunk_time).
   double window = 0, before = 0, chunk_time = 0;
+  // V = 1: the stage's backward per micro-batch, and its work from its first backward on (m T_s - W_s F_s, W_s the
+  // forwards its order runs before that backward), for the first-backward bound (solve()).
+  double backward = 0, after_first_backward = 0;
   std::array<double, 3> key{};  // what the options are Pareto-minimal in
   std::vector<std::vector<Mix>> mixes;
 };
@@ -259,6 +274,8 @@ StageChoice stage_option_v1(Context& c, int s, long long pos, long long k) {
   out.time = forward + best + head_tail_f + head_tail_b;
   out.cell_max = out.time;
   out.lead = lead_of(p, forward + head_tail_f, best + head_tail_b);
+  out.backward = best + head_tail_b;
+  out.after_first_backward = static_cast<double>(p.micro_batches) * out.time - c.forwards_before_backward[uz(s)] * (forward + head_tail_f);
   out.mixes = {best_pick};
   return out;
 }
@@ -1038,6 +1055,19 @@ Solution solve(const Problem& p) {
       bound_exact = true;
       constexpr std::size_t kSeeds = 16;
       for (std::size_t i = 0; i < std::min(kSeeds, lb.ends.size()); ++i) offer(c, best, rebuild(c, menu, lb, lb.ends[i].second));
+    }
+    // 1F1B: stage s's first backward waits for micro-batch 0's forward through every stage and its backward through
+    // the stages after s (F_total + sum_{s' > s} B_s'); the stage then still runs m T_s - W_s F_s of work, and its
+    // last backward passes the stages before it: step >= F_total + B_total - B_s + m T_s - W_s F_s. The program
+    // keeps (max_s (m T_s - W_s F_s - B_s), sum_s B_s).
+    if (p.chunks == 1 && p.schedule == simulate::Schedule::OneF1B && bound_exact && !c.timed_out) {
+      DpRun first_backward = dp_over_stages(
+          c, menu,
+          [](const DpState& st, const StageChoice& o) {
+            return std::pair{std::max(st.a, o.after_first_backward - o.backward), st.b + o.backward};
+          },
+          [&](const DpState& st) { return c.forward_total + st.a + st.b; }, "first-backward bound");
+      if (!c.timed_out && !first_backward.ends.empty()) bound = std::max(bound, first_backward.ends.front().first);
     }
     // Interleaved: the paths through chunk v's cells: micro-batch 0's forward up to cell (v, s), the
     // stage's order from F(v, s, 0) to B(v, s, m - 1), then micro-batch m - 1's backward back to cell (0, 0), so
