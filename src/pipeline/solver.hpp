@@ -26,7 +26,9 @@
 //     makespan >= max_s [sum_{s'<s} lead(s') + m T_s], lead = F(0, s') + B(0, s') (F only for ZB-H1, whose
 //     weight gradients may overlap the drain). A dynamic program over stages (Pareto front of (bound so far,
 //     lead prefix) per layers placed) minimises it exactly over every plan that meets (1)-(6): that minimum is a
-//     lower bound on the best simulated step. Interleaved schedules add, for the last chunk v, the paths "micro-batch
+//     lower bound on the best simulated step. 1F1B adds the path through each stage's first backward: step >=
+//     F_total + B_total - B_s + m T_s - W_s F_s (W_s forwards before it; the program keeps (max_s (m T_s - W_s F_s -
+//     B_s), sum_s B_s)). Interleaved schedules add, for the last chunk v, the paths "micro-batch
 //     0's forward up to cell (v, s), stage s's order from F(v, s, 0) to B(v, s, m - 1), micro-batch m - 1's
 //     backward back to cell (0, 0)", minimised by the same program with other accumulators (docs/balance.md).
 //   - incumbents: the same program's optimum for the closed-form step time (plan::closed_form_step) and for
