@@ -324,8 +324,9 @@ std::vector<StageChoice> stage_options_vn(Context& c, int s, long long k, int bo
     for (const Mix& m : cur) ch.mixes.push_back({m});
     options.push_back(std::move(ch));
   };
-  // The enumeration grows as (layers per stage)^(V-1) compositions times the chunks' mixes: it reads the clock every kClockEvery options and stops when
-  // the time is up (the options are then incomplete, and c.timed_out keeps them from proving anything).
+  // The enumeration grows as (layers per stage)^(V-1) compositions times the chunks' mixes: it reads the clock
+  // every kClockEvery options and stops when the time is up (the options are then incomplete, and c.timed_out
+  // keeps them from proving anything).
   constexpr long long kClockEvery = 4096;
   std::function<void(int, double, double, double)> pick = [&](int u, double total, double cell_max, double lead) {
     if (c.timed_out) return;
