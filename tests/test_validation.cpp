@@ -141,7 +141,7 @@ const Report& report() {
   static const Report r = [] {
     Report out;
     std::vector<Case> cases = load_cases();
-    std::printf("\n%-34s %-12s %-3s %-40s %10s %10s %8s %9s %9s %8s\n", "run", "regime", "fit", "layout", "measured", "estimated", "step err", "peak GiB",
+    std::printf("\n%-44s %-12s %-3s %-40s %10s %10s %8s %9s %9s %8s\n", "run", "regime", "fit", "layout", "measured", "estimated", "step err", "peak GiB",
                 "published", "mem err");
     for (const auto& c : cases) {
       auto violations = plan::check_layout(c.model, c.layout, c.training, c.gpus);
@@ -167,8 +167,8 @@ const Report& report() {
       }
       const cost::Breakdown& b = t.breakdown;
       std::printf(
-          "%-34s %-12s %-3s %-40s %10.1f %10.1f %+7.1f%% %9.1f %9s %8s%s  [s: step %.2f comp %.2f rec %.2f tp %.2f cp %.2f ep %.2f dp %.2f pp %.2f bub %.2f]\n",
-          c.name.substr(0, 34).c_str(), c.regime.c_str(), c.fitted ? "yes" : "", c.layout.describe().substr(0, 40).c_str(), c.measured, p, 100 * err, peak,
+          "%-44s %-12s %-3s %-40s %10.1f %10.1f %+7.1f%% %9.1f %9s %8s%s  [s: step %.2f comp %.2f rec %.2f tp %.2f cp %.2f ep %.2f dp %.2f pp %.2f bub %.2f]\n",
+          c.name.substr(0, 44).c_str(), c.regime.c_str(), c.fitted ? "yes" : "", c.layout.describe().substr(0, 40).c_str(), c.measured, p, 100 * err, peak,
           c.peak_gib > 0 ? fmt::format("{:.1f}", c.peak_gib).c_str() : "-", mem_err.c_str(), mem.fits() ? "" : " OVER", t.step_s, b.compute_s, b.recompute_s,
           b.tp_comm_s, b.cp_comm_s, b.ep_comm_s, b.dp_comm_s, b.pp_comm_s, b.bubble_s);
     }
