@@ -2,6 +2,7 @@
 // and against the optimiser's memory model, the memory decomposition, and bad layers files.
 #include <cmath>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <random>
 #include <tuple>
@@ -474,19 +475,41 @@ TEST(Decompose, ReadsTheReferencesDryRunInputAndItsHeadTailConvention) {
   EXPECT_NE(bad.err.find("under-determined"), std::string::npos) << bad.err;
 }
 
+namespace {
+
+// Random small problems (fixed seed) solved both ways: the bound may never exceed the best simulated step of any plan
+// that fits (exhaustive enumeration), nor may the optimiser's plan beat it. `shape(rng, p)` draws stages, chunks,
+// micro-batches, layers and schedule into p; returns how many problems had a feasible plan.
+int check_bound_against_exhaustive(unsigned seed, int trials, const std::function<void(std::mt19937&, balance::Problem&)>& shape) {
+  std::mt19937 rng(seed);
+  int checked = 0;
+  for (int trial = 0; trial < trials; ++trial) {
+    balance::Problem p;
+    shape(rng, p);
+    SCOPED_TRACE(::testing::Message() << "S=" << p.stages << " V=" << p.chunks << " m=" << p.micro_batches << " L=" << p.layers.bodies.at(0).count
+                                      << " limit=" << p.memory_limit_mb << " " << simulate::to_string(p.schedule));
+    balance::Solution brute = balance::solve_exhaustive(p);
+    balance::Solution sol = balance::solve(p);
+    EXPECT_EQ(sol.feasible, brute.feasible);
+    if (!brute.feasible || !sol.feasible) continue;
+    EXPECT_LE(sol.bound, brute.eval.objective * (1 + 1e-12));
+    EXPECT_GE(sol.eval.objective, brute.eval.objective * (1 - 1e-12));
+    ++checked;
+  }
+  return checked;
+}
+
+}  // namespace
+
 TEST(Balance, InterleavedBoundNeverExceedsTheExhaustiveOptimum) {
   // The bound through the last chunk's cells (micro-batch 0's forward up to a cell, the stage's order over that
-  // chunk's micro-batches, micro-batch m - 1's backward back) against exhaustive enumeration on random small
-  // interleaved cases (fixed seed): the bound may never exceed the best simulated step of any plan that fits.
-  std::mt19937 rng(7);
-  int checked = 0;
-  for (int trial = 0; trial < 14; ++trial) {
+  // chunk's micro-batches, micro-batch m - 1's backward back) on random small interleaved cases.
+  int checked = check_bound_against_exhaustive(7, 14, [](std::mt19937& rng, balance::Problem& p) {
     int S = 2 + static_cast<int>(rng() % 2);
     int V = 2 + static_cast<int>(rng() % 2);
     if (S == 3 && V == 3) V = 2;  // keep the enumeration small
     int m = S + static_cast<int>(rng() % 3);
     long long L = S * V + static_cast<long long>(rng() % 3);
-    balance::Problem p;
     p.layers = layers(L, 5 + static_cast<double>(rng() % 10), 30, {{Rc::None, 12}, {Rc::Full, 2}});
     p.layers.head_forward = static_cast<double>(rng() % 20);
     p.layers.tail_forward = static_cast<double>(rng() % 30);
@@ -496,30 +519,17 @@ TEST(Balance, InterleavedBoundNeverExceedsTheExhaustiveOptimum) {
     p.micro_batches = m;
     p.memory_limit_mb = rng() % 2 ? 0 : 30.0 * static_cast<double>(L) / S + 12.0 * m + 20;
     p.schedule = rng() % 2 ? simulate::Schedule::Interleaved : simulate::Schedule::InterleavedLessMemory;
-    SCOPED_TRACE(::testing::Message() << "S=" << S << " V=" << V << " m=" << m << " L=" << L << " limit=" << p.memory_limit_mb << " "
-                                      << simulate::to_string(p.schedule));
-    balance::Solution brute = balance::solve_exhaustive(p);
-    balance::Solution sol = balance::solve(p);
-    ASSERT_EQ(sol.feasible, brute.feasible);
-    if (!brute.feasible) continue;
-    EXPECT_LE(sol.bound, brute.eval.objective * (1 + 1e-12));
-    EXPECT_GE(sol.eval.objective, brute.eval.objective * (1 - 1e-12));
-    ++checked;
-  }
+  });
   EXPECT_GE(checked, 8);
 }
 
 TEST(Balance, FirstBackwardBoundNeverExceedsTheExhaustiveOptimum) {
-  // The 1F1B bound from each stage's first backward (F_total + B_total - B_s + m T_s - W_s F_s, solver.hpp) against
-  // exhaustive enumeration on random small cases (fixed seed), fewer micro-batches than stages included, with a
-  // head and a tail: it may never exceed the best simulated step of any plan that fits.
-  std::mt19937 rng(11);
-  int checked = 0;
-  for (int trial = 0; trial < 24; ++trial) {
+  // The 1F1B bound from each stage's first backward (F_total + B_total - B_s + m T_s - W_s F_s, solver.hpp) on random
+  // small cases, fewer micro-batches than stages included, with a head and a tail.
+  int checked = check_bound_against_exhaustive(11, 24, [](std::mt19937& rng, balance::Problem& p) {
     int S = 2 + static_cast<int>(rng() % 4);
     int m = 1 + static_cast<int>(rng() % 7);
     long long L = S + static_cast<long long>(rng() % 5);
-    balance::Problem p;
     p.layers = layers(L, 5 + static_cast<double>(rng() % 10), 30, {{Rc::None, 12}, {Rc::Selective, 7}, {Rc::Full, 2}});
     p.layers.head_forward = static_cast<double>(rng() % 20);
     p.layers.head_backward = 2 * p.layers.head_forward;
@@ -529,15 +539,7 @@ TEST(Balance, FirstBackwardBoundNeverExceedsTheExhaustiveOptimum) {
     p.micro_batches = m;
     p.memory_limit_mb = rng() % 2 ? 0 : 30.0 * static_cast<double>(L) / S + 12.0 * std::min(m, S) + 10;
     p.schedule = simulate::Schedule::OneF1B;
-    SCOPED_TRACE(::testing::Message() << "S=" << S << " m=" << m << " L=" << L << " limit=" << p.memory_limit_mb);
-    balance::Solution brute = balance::solve_exhaustive(p);
-    balance::Solution sol = balance::solve(p);
-    ASSERT_EQ(sol.feasible, brute.feasible);
-    if (!brute.feasible) continue;
-    EXPECT_LE(sol.bound, brute.eval.objective * (1 + 1e-12));
-    EXPECT_GE(sol.eval.objective, brute.eval.objective * (1 - 1e-12));
-    ++checked;
-  }
+  });
   EXPECT_GE(checked, 12);
 }
 

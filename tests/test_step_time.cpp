@@ -109,21 +109,34 @@ TEST(StepTime, ZeroThreeGathersTheExpertsToo) {
   EXPECT_GT(time.breakdown.dp_comm_s, 3 * time.breakdown.compute_s);
 }
 
+namespace {
+
+// One Llama-3-8B layer on one H100 SXM (8 micro-batches of 8192 tokens), priced under `t`.
+cost::KindTime llama8b_layer(const plan::Training& t) {
+  plan::Layout l;
+  l.micro_batches = 8;
+  return cost::kind_times(test::bundled("llama3-8b"), l, t, test::device("h100-sxm")).kinds.at(0);
+}
+
+// That layer's causal attention forward at the device's attention efficiency: 2 matmuls x 2 FLOPs x s x ctx x a x dh,
+// ctx = (s + 1) / 2, s = 8192, a = 32, dh = 128.
+double llama8b_attention_forward_s() {
+  const hardware::Hardware hw = test::device("h100-sxm");
+  double s = 8192, ctx = (s + 1) / 2, a = 32, dh = 128;
+  return 2 * 2 * s * ctx * a * dh / (hw.peak_flops * hw.efficiency.attention);
+}
+
+}  // namespace
+
 TEST(StepTime, FlashAttentionBackwardRecomputesTheScores) {
   // FlashAttention-2's backward runs five matmuls against the forward's two (2.5x); eager attention's four
   // (2x), like every GEMM. So backward - 2 x forward is half the attention forward with flash, zero without.
-  auto m = test::bundled("llama3-8b");
-  auto hw = test::device("h100-sxm");
   plan::Training t = training(8, 8192);
-  plan::Layout l;
-  l.micro_batches = 8;
-  auto flash = cost::kind_times(m, l, t, hw).kinds.at(0);
-  // Attention forward FLOPs of one layer, causal: 2 matmuls x 2 FLOPs x s x ctx x a x dh, ctx = (s + 1) / 2.
-  double s = 8192, ctx = (s + 1) / 2, a = 32, dh = 128;
-  double attention_s = 2 * 2 * s * ctx * a * dh / (hw.peak_flops * hw.efficiency.attention);
+  auto flash = llama8b_layer(t);
+  double attention_s = llama8b_attention_forward_s();
   EXPECT_NEAR(flash.bwd_s - 2 * flash.fwd_s, 0.5 * attention_s, 1e-3 * attention_s);
   t.flash_attention = false;
-  auto eager = cost::kind_times(m, l, t, hw).kinds.at(0);
+  auto eager = llama8b_layer(t);
   EXPECT_NEAR(eager.bwd_s, 2 * eager.fwd_s, 1e-12 * eager.fwd_s);
 }
 
@@ -131,31 +144,23 @@ TEST(StepTime, TorchSdpaSlowsTheCoreAttentionOnly) {
   // F.scaled_dot_product_attention ran FlashAttention-2 on H100 at 329.5 TFLOPS where cuDNN's fused attention
   // (Transformer Engine's, which the device efficiencies were fitted with) ran 631.3 (pytorch/pytorch issue #142132):
   // the attention forward takes 631.3 / 329.5 as long, nothing else changes.
-  auto m = test::bundled("llama3-8b");
-  auto hw = test::device("h100-sxm");
   plan::Training t = training(8, 8192);
-  plan::Layout l;
-  l.micro_batches = 8;
-  auto te = cost::kind_times(m, l, t, hw).kinds.at(0);
+  auto te = llama8b_layer(t);
   t.attention_rate = cost::terms::attention_kernel_rate("torch_sdpa");
-  auto titan = cost::kind_times(m, l, t, hw).kinds.at(0);
-  double s = 8192, ctx = (s + 1) / 2, a = 32, dh = 128;
-  double attention_s = 2 * 2 * s * ctx * a * dh / (hw.peak_flops * hw.efficiency.attention);
-  EXPECT_NEAR(titan.fwd_s - te.fwd_s, attention_s * (631.3 / 329.5 - 1), 1e-3 * attention_s);
-  EXPECT_EQ(titan.fwd_flops, te.fwd_flops);
+  auto sdpa = llama8b_layer(t);
+  double attention_s = llama8b_attention_forward_s();
+  EXPECT_NEAR(sdpa.fwd_s - te.fwd_s, attention_s * (631.3 / 329.5 - 1), 1e-3 * attention_s);
+  EXPECT_EQ(sdpa.fwd_flops, te.fwd_flops);
 }
 
 TEST(StepTime, EagerRmsNormMovesNineTimesTheBytes) {
   // torchtitan's eager RMSNorm (x.float(), pow, mean, x * rsqrt, type_as, * weight) moves 36 bytes per bf16 element
   // where a fused norm moves 4 (data/op_records.yaml, norms): Llama's two norms per layer, s = 8192, h = 4096.
-  auto m = test::bundled("llama3-8b");
-  auto hw = test::device("h100-sxm");
+  const hardware::Hardware hw = test::device("h100-sxm");
   plan::Training t = training(8, 8192);
-  plan::Layout l;
-  l.micro_batches = 8;
-  auto fused = cost::kind_times(m, l, t, hw).kinds.at(0);
+  auto fused = llama8b_layer(t);
   t.eager_norms = true;
-  auto eager = cost::kind_times(m, l, t, hw).kinds.at(0);
+  auto eager = llama8b_layer(t);
   double fused_norm_bytes = 2 * 2 * 8192.0 * 2 * 4096;
   double extra_s = 8 * fused_norm_bytes / (hw.hbm_bandwidth * hw.efficiency.memory);
   EXPECT_NEAR(eager.fwd_s - fused.fwd_s, extra_s, 1e-6 * extra_s);
