@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <string>
 
 #include <gtest/gtest.h>
 
@@ -112,12 +113,13 @@ TEST(StepTime, ZeroThreeGathersTheExpertsToo) {
 
 namespace {
 
-// One Llama-3-8B layer on one H100 SXM (8 micro-batches of 8192 tokens), priced under `t`.
-cost::KindTime llama8b_layer(const plan::Training& t) {
+// The first layer kind of a bundled model on one H100 SXM (no parallelism, 8 micro-batches), priced under `t`.
+cost::KindTime first_kind_on_one_h100(const std::string& model, const plan::Training& t) {
   plan::Layout l;
   l.micro_batches = 8;
-  return cost::kind_times(test::bundled("llama3-8b"), l, t, test::device("h100-sxm")).kinds.at(0);
+  return cost::kind_times(test::bundled(model), l, t, test::device("h100-sxm")).kinds.at(0);
 }
+cost::KindTime llama8b_layer(const plan::Training& t) { return first_kind_on_one_h100("llama3-8b", t); }
 
 // That layer's causal attention forward at the device's attention efficiency: 2 matmuls x 2 FLOPs x s x ctx x a x dh,
 // ctx = (s + 1) / 2, s = 8192, a = 32, dh = 128.
@@ -175,15 +177,12 @@ TEST(StepTime, NarrowExpertGroupedGemmRunsAtThePublishedKernelRate) {
   // Fused MoE", B=1 S=32768 H=2048 FFN=768 Experts=128 TopK=8). sapp's price of the experts' grouped GEMMs (the dense
   // rate ramped on 2048 rows per expert, plus the narrow-width loss kGroupedGemmHalfWidth / 768) must agree within
   // 10 %. The routed work is isolated as what doubles with moe_imbalance, minus the permutation's bytes.
-  auto m = test::bundled("qwen3-30b-a3b");
-  auto hw = test::device("h100-sxm");
+  const hardware::Hardware hw = test::device("h100-sxm");
   plan::Training t = training(8, 32768);
-  plan::Layout l;
-  l.micro_batches = 8;
   t.moe_imbalance = 1.0;
-  auto once = cost::kind_times(m, l, t, hw).kinds.at(0);
+  auto once = first_kind_on_one_h100("qwen3-30b-a3b", t);
   t.moe_imbalance = 2.0;
-  auto twice = cost::kind_times(m, l, t, hw).kinds.at(0);
+  auto twice = first_kind_on_one_h100("qwen3-30b-a3b", t);
   const double s = 32768, topk = 8, h = 2048, width = 768;
   double permute_s = s * topk * 2 * h * 5 / (hw.hbm_bandwidth * hw.efficiency.memory);  // moe_permute: 5 h-wide bf16 passes
   double experts_s = (twice.fwd_s - once.fwd_s) - permute_s;

@@ -494,9 +494,9 @@ std::vector<std::string> explain_stage_terms(const model::Model& model, const pl
                     ms(k.bwd_s - terms::kBackwardShare * k.host_s), ms(k.recompute_s[static_cast<int>(r.mode)]), to_string(r.mode), ms(k.host_s),
                     ms(k.tp_raw_s), ms(k.cp_raw_s), ms(k.ep_raw_s)));
   }
-  if (training.attention_rate != 1.0) {
+  if (training.attention_rate != 1.0 && training.flash_attention) {
     out.push_back(
-        fmt::format("  attention work runs at {:.3f} x the device's attention efficiency {:g} (the framework's attention kernel against "
+        fmt::format("  attention work runs at {:.3f} x the device's attention efficiency {:g} (the attention kernel run against "
                     "cuDNN's fused attention: --attention-kernel)",
                     training.attention_rate, hw.efficiency.attention));
   }
