@@ -55,6 +55,7 @@ void BM_Demo96_S16_V3_Standard(benchmark::State& s) { run(s, demo(), 16, 3, 16, 
 void BM_Demo96_S16_V3_NoLimit(benchmark::State& s) { run(s, demo(), 16, 3, 16, 0, false); }  // goal: < 1 s
 void BM_Demo96_S16_V1_baseline(benchmark::State& s) { run(s, demo(), 16, 1, 16, 56000, false); }
 void BM_Layers128_S32_V4(benchmark::State& s) { run(s, big(), 32, 4, 64, 52000, false); }
+void BM_Layers128_S32_V4_NoLimit(benchmark::State& s) { run(s, big(), 32, 4, 64, 0, false); }
 void BM_Layers128_S32_V1_baseline(benchmark::State& s) { run(s, big(), 32, 1, 64, 52000, false); }
 
 BENCHMARK(BM_Demo96_S16_V3_LessMemory)->Unit(benchmark::kMillisecond);
@@ -62,6 +63,7 @@ BENCHMARK(BM_Demo96_S16_V3_Standard)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Demo96_S16_V3_NoLimit)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Demo96_S16_V1_baseline)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Layers128_S32_V4)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Layers128_S32_V4_NoLimit)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Layers128_S32_V1_baseline)->Unit(benchmark::kMillisecond);
 
 }  // namespace

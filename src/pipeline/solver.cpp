@@ -110,6 +110,13 @@ std::vector<std::vector<Mix>> mix_fronts(const BodyType& b, const std::vector<Rc
   return out;
 }
 
+// The least backward one layer of type b can take over the allowed kinds (no memory limit considered).
+double fastest_backward(const BodyType& b, const std::vector<Rc>& kinds) {
+  double best = kInf;
+  for (Rc r : kinds) best = std::min(best, bwd_of(b, r));
+  return best;
+}
+
 double head_tail_static(const Problem& p, int s) { return (s == 0 ? p.layers.head_mb : 0.0) + (s == tail_stage(p) ? p.layers.tail_mb : 0.0) + p.constant_mb; }
 
 Assignment empty_assignment(const Problem& p) {
@@ -130,6 +137,9 @@ struct Context {
   std::vector<long long> type_start;             // model-order position where each type starts
   long long total = 0;
   double limit = kInf;
+  // The simulated step of a plan already found: a stage runs its m micro-batches' blocks one after another, so a
+  // plan holding a stage with m T_s above it is slower, and the programs leave such stage options out.
+  double cutoff = kInf;
   std::vector<std::vector<std::vector<Mix>>> fronts;  // [type][n]
   simulate::Orders orders;
   Clock::time_point t0 = Clock::now();
@@ -245,6 +255,11 @@ StageChoice stage_option_v1(Context& c, int s, long long pos, long long k) {
     forward += static_cast<double>(n[l]) * p.layers.bodies[l].forward;
     params += static_cast<double>(n[l]) * p.layers.bodies[l].param_mb;
   }
+  double head_tail_f = (s == 0 ? p.layers.head_forward : 0.0) + (s == p.stages - 1 ? p.layers.tail_forward : 0.0);
+  double head_tail_b = (s == 0 ? p.layers.head_backward : 0.0) + (s == p.stages - 1 ? p.layers.tail_backward : 0.0);
+  double fastest = forward + head_tail_f + head_tail_b;
+  for (std::size_t l = 0; l < K; ++l) fastest += static_cast<double>(n[l]) * fastest_backward(p.layers.bodies[l], c.kinds);
+  if (static_cast<double>(p.micro_batches) * fastest > c.cutoff * (1 + kTol)) return out;
   double c0 = 0;
   for (const auto& v : c.vectors[uz(s)]) c0 = std::max(c0, static_cast<double>(v[0]));
   double budget = (c.limit - params - head_tail_static(p, s)) / std::max(1.0, c0);
@@ -269,8 +284,6 @@ StageChoice stage_option_v1(Context& c, int s, long long pos, long long k) {
   };
   walk(0, 0, 0);
   if (best == kInf) return out;
-  double head_tail_f = (s == 0 ? p.layers.head_forward : 0.0) + (s == p.stages - 1 ? p.layers.tail_forward : 0.0);
-  double head_tail_b = (s == 0 ? p.layers.head_backward : 0.0) + (s == p.stages - 1 ? p.layers.tail_backward : 0.0);
   out.time = forward + best + head_tail_f + head_tail_b;
   out.cell_max = out.time;
   out.lead = lead_of(p, forward + head_tail_f, best + head_tail_b);
@@ -297,6 +310,13 @@ std::vector<StageChoice> stage_options_vn(Context& c, int s, long long k, int bo
   std::vector<double> rest_min(vecs.size(), 0.0);
   auto extra_f = [&](int v) { return (v == 0 && s == 0 ? p.layers.head_forward : 0.0) + (tail_cell(p, v, s) ? p.layers.tail_forward : 0.0); };
   auto extra_b = [&](int v) { return (v == 0 && s == 0 ? p.layers.head_backward : 0.0) + (tail_cell(p, v, s) ? p.layers.tail_backward : 0.0); };
+  // Stage options whose m T_s exceeds the cutoff are left out (Context::cutoff): first all of k when even the
+  // fastest kinds are too slow, then each composition as its chunks are picked.
+  const double micro = static_cast<double>(p.micro_batches);
+  const double per_layer = b.forward + fastest_backward(b, c.kinds);
+  double extras = 0;
+  for (int v = 0; v < V; ++v) extras += extra_f(v) + extra_b(v);
+  if (micro * (static_cast<double>(k) * per_layer + extras) > c.cutoff * (1 + kTol)) return options;
   std::vector<double> cf(uz(V), 0.0);  // the chunks' forward and backward times of the option being built
   std::vector<double> cb(uz(V), 0.0);
   auto add = [&](double cell_max, double total, double lead) {
@@ -336,6 +356,9 @@ std::vector<StageChoice> stage_options_vn(Context& c, int s, long long k, int bo
       return;
     }
     std::size_t ui = uz(u);
+    double rest_fastest = 0;
+    for (int r = u; r < V; ++r) rest_fastest += static_cast<double>(comp[uz(r)]) * per_layer + extra_f(r) + extra_b(r);
+    if (micro * (total + rest_fastest) > c.cutoff * (1 + kTol)) return;
     for (std::size_t i = 0; i < vecs.size(); ++i) {
       rest_min[i] = 0;
       for (int r = u + 1; r < V; ++r) rest_min[i] += vecs[i][uz(r)] * fr[uz(comp[uz(r)])].front().weight;
@@ -1033,6 +1056,13 @@ Solution solve(const Problem& p) {
     if (debug) std::fprintf(stderr, "%8.3f s %s: best %.2f, bound %.2f\n", c.elapsed(), name, best.step, bound);
   };
   if (program) {
+    // A first plan (the even splits that are valid and fit) sets the cutoff that keeps slower stage options out
+    // of the programs; without a memory limit it alone keeps the compositions of many layers per stage unexplored.
+    for (Rc r : c.kinds) {
+      Assignment x = even_split(p, r);
+      if (!x.empty() && structurally_valid(p, x) && expressible(x)) offer(c, best, x);
+    }
+    c.cutoff = best.step;
     Menu menu(c);
     const double m = p.micro_batches;
     // Lower bound on the simulated step: (bound so far, lead prefix).
@@ -1042,7 +1072,11 @@ Solution solve(const Problem& p) {
           return std::pair{std::max(st.a, st.b + m * o.time), st.b + o.lead};
         },
         [](const DpState& st) { return st.a; }, "lower bound");
-    if (!c.timed_out) {
+    if (!c.timed_out && lb.ends.empty() && !best.x.empty()) {
+      // Every plan the program saw holds a stage slower than the first plan: that plan is optimal.
+      bound = best.step;
+      bound_exact = true;
+    } else if (!c.timed_out) {
       if (lb.ends.empty()) {
         sol.method = "dynamic program over stages: no plan meets the memory limit";
         sol.feasible = false;
@@ -1056,6 +1090,8 @@ Solution solve(const Problem& p) {
       bound_exact = true;
       constexpr std::size_t kSeeds = 16;
       for (std::size_t i = 0; i < std::min(kSeeds, lb.ends.size()); ++i) offer(c, best, rebuild(c, menu, lb, lb.ends[i].second));
+      bound = std::min(bound, best.step);
+      c.cutoff = best.step;
     }
     // 1F1B: stage s's first backward waits for micro-batch 0's forward through every stage and its backward through
     // the stages after s (F_total + sum_{s' > s} B_s'); the stage then still runs m T_s - W_s F_s of work, and its
