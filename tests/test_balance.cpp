@@ -495,6 +495,9 @@ int check_bound_against_exhaustive(unsigned seed, int trials, const std::functio
     if (!brute.feasible || !sol.feasible) continue;
     EXPECT_LE(sol.bound, brute.eval.objective * (1 + 1e-12));
     EXPECT_GE(sol.eval.objective, brute.eval.objective * (1 - 1e-12));
+    // The search reaches the exhaustive optimum on these small cases; where "proved optimal" is missing there, it
+    // is the bound that falls short of the optimum, not the plan.
+    EXPECT_NEAR(sol.eval.objective, brute.eval.objective, 1e-9 * brute.eval.objective);
     ++checked;
   }
   return checked;
