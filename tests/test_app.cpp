@@ -111,20 +111,21 @@ TEST(Requests, OptionsBeyondTheirLimitsNameTheOptionAndTheLimit) {
 // --attention-kernel sets the attention rate under any framework (no profile assumes a PyTorch version's SDPA
 // backend); a bad name is an error naming the option.
 TEST(Requests, TheAttentionKernelIsWhatTheRunStates) {
-  auto rate = [](const nlohmann::json& values) {
+  auto kernel = [](const nlohmann::json& values) {
     app::EstimateRequest r;
     app::apply(r, values, app::Source::CommandLine);
-    return r.job.training.attention_rate;
+    return r.job.training.attention_kernel;
   };
   const nlohmann::json job = {{"model", "llama3-8b"}, {"devices", 8}, {"global_batch", 8}};
   auto with = [&](nlohmann::json extra) {
     extra.update(job);
     return extra;
   };
-  EXPECT_EQ(rate(job), 1.0);
-  EXPECT_EQ(rate(with({{"framework", "torchtitan"}})), 1.0);
-  EXPECT_EQ(rate(with({{"framework", "torchtitan"}, {"attention_kernel", "torch_sdpa"}})), cost::terms::kTorchSdpaAttentionRate);
-  EXPECT_EQ(rate(with({{"framework", "megatron"}, {"attention_kernel", "torch_sdpa"}})), cost::terms::kTorchSdpaAttentionRate);
+  using plan::AttentionKernel;
+  EXPECT_EQ(kernel(job), AttentionKernel::Fused);
+  EXPECT_EQ(kernel(with({{"framework", "torchtitan"}})), AttentionKernel::Fused);
+  EXPECT_EQ(kernel(with({{"framework", "torchtitan"}, {"attention_kernel", "torch_sdpa"}})), AttentionKernel::TorchSdpa);
+  EXPECT_EQ(kernel(with({{"framework", "megatron"}, {"attention_kernel", "torch_sdpa"}})), AttentionKernel::TorchSdpa);
   auto r = run_sapp("estimate" + kJob + " --attention-kernel flash");
   EXPECT_EQ(r.status, 1);
   EXPECT_NE(r.err.find("--attention-kernel"), std::string::npos) << r.err;

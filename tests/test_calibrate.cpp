@@ -97,9 +97,9 @@ TEST(Calibrate, ARunStatesItsAttentionKernelAndEagerOps) {
      "zero": 3, "tokens_per_s_per_device": 5762}]})");
   auto read = cost::runs_from_json(runs, "runs.yaml", test::catalog());
   ASSERT_EQ(read.size(), 2u);
-  EXPECT_EQ(read[0].training.attention_rate, cost::terms::kTorchSdpaAttentionRate);
+  EXPECT_EQ(read[0].training.attention_kernel, plan::AttentionKernel::TorchSdpa);
   EXPECT_TRUE(read[0].training.eager_norms);
-  EXPECT_EQ(read[1].training.attention_rate, 1.0);
+  EXPECT_EQ(read[1].training.attention_kernel, plan::AttentionKernel::Fused);
   EXPECT_FALSE(read[1].training.eager_norms);
   runs["runs"][1]["attention_kernel"] = "flash3";
   EXPECT_THROW(cost::runs_from_json(runs, "runs.yaml", test::catalog()), Error);

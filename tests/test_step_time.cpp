@@ -149,11 +149,38 @@ TEST(StepTime, TorchSdpaSlowsTheCoreAttentionOnly) {
   // the attention forward takes 631.3 / 329.5 as long, nothing else changes.
   plan::Training t = training(8, 8192);
   auto te = llama8b_layer(t);
-  t.attention_rate = cost::terms::attention_kernel_rate("torch_sdpa");
+  t.attention_kernel = plan::AttentionKernel::TorchSdpa;
   auto sdpa = llama8b_layer(t);
   double attention_s = llama8b_attention_forward_s();
   EXPECT_NEAR(sdpa.fwd_s - te.fwd_s, attention_s * (631.3 / 329.5 - 1), 1e-3 * attention_s);
   EXPECT_EQ(sdpa.fwd_flops, te.fwd_flops);
+}
+
+TEST(StepTime, NarrowAttentionHeadsRunAtThePublishedKernelRate) {
+  // cuDNN's flash attention forward on H100 at sequence 4k: 408 TFLOPS at head dimension 64 against 609 at 128
+  // (FlashAttention-3, arXiv:2407.08608, Figure 5); FlashAttention-2: 321 against 368. Between the published head
+  // dimensions the rate is interpolated; outside them it stays at the nearest.
+  using plan::AttentionKernel;
+  EXPECT_DOUBLE_EQ(cost::terms::attention_kernel_rate(AttentionKernel::Fused, 128), 1.0);
+  EXPECT_NEAR(cost::terms::attention_kernel_rate(AttentionKernel::Fused, 64), 408.0 / 609, 1e-12);
+  EXPECT_NEAR(cost::terms::attention_kernel_rate(AttentionKernel::Fused, 32), 408.0 / 609, 1e-12);
+  EXPECT_NEAR(cost::terms::attention_kernel_rate(AttentionKernel::Fused, 192), (609.0 + 581) / 2 / 609, 1e-12);  // MLA's q-k
+  EXPECT_NEAR(cost::terms::attention_kernel_rate(AttentionKernel::TorchSdpa, 128), cost::terms::kTorchSdpaAttentionRate, 1e-12);
+  EXPECT_NEAR(cost::terms::attention_kernel_rate(AttentionKernel::TorchSdpa, 64), cost::terms::kTorchSdpaAttentionRate * 321 / 368, 1e-12);
+  // Llama 3 8B with its query width 4096 and key-value width 1024 cut into 64 heads of 64: the same FLOPs everywhere,
+  // and the core attention at cuDNN's head-dimension-64 rate.
+  const std::string dir = test::temp_dir();
+  test::write_file(dir + "/narrow.json", R"({"model_type": "llama", "hidden_size": 4096, "intermediate_size": 14336, "num_attention_heads": 64,
+    "head_dim": 64, "num_hidden_layers": 32, "num_key_value_heads": 16, "vocab_size": 128256, "tie_word_embeddings": false})");
+  const model::Model narrow = model::resolve(model::load_model(dir + "/narrow.json", test::data_dir()), test::catalog().records, test::catalog().profiles);
+  const plan::Training t = training(8, 8192);
+  plan::Layout l;
+  l.micro_batches = 8;
+  const cost::KindTime wide_heads = llama8b_layer(t);
+  const cost::KindTime narrow_heads = cost::kind_times(narrow, l, t, test::device("h100-sxm")).kinds.at(0);
+  const double attention_s = llama8b_attention_forward_s();
+  EXPECT_EQ(narrow_heads.fwd_flops, wide_heads.fwd_flops);
+  EXPECT_NEAR(narrow_heads.fwd_s - wide_heads.fwd_s, attention_s * (609.0 / 408 - 1), 1e-3 * attention_s);
 }
 
 TEST(StepTime, EagerRmsNormMovesNineTimesTheBytes) {

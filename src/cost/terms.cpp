@@ -202,11 +202,30 @@ void apply_profile(const FrameworkProfile& profile, plan::Training& training) {
   training.recompute_modules = profile.selective_modules.empty() ? std::vector<std::string>{} : recompute_switches(profile.selective_modules);
 }
 
-double attention_kernel_rate(const std::string& kernel, const std::string& where) {
-  if (kernel == "fused") return 1.0;
-  if (kernel == "torch_sdpa") return kTorchSdpaAttentionRate;
-  fail(where, "expected fused (cuDNN through Transformer Engine) or torch_sdpa (torch.nn.functional.scaled_dot_product_attention), got '{}'", kernel);
+namespace {
+// Piecewise-linear through (kFlashHeadDims, tflops), flat outside.
+double head_dim_tflops(const double (&tflops)[3], double head_dim) {
+  const auto& d = kFlashHeadDims;
+  if (head_dim <= d[0]) return tflops[0];
+  for (std::size_t i = 1; i < 3; ++i) {
+    if (head_dim <= d[i]) return tflops[i - 1] + (tflops[i] - tflops[i - 1]) * (head_dim - d[i - 1]) / (d[i] - d[i - 1]);
+  }
+  return tflops[2];
 }
+}  // namespace
+
+double attention_kernel_rate(plan::AttentionKernel kernel, double head_dim) {
+  if (kernel == plan::AttentionKernel::TorchSdpa) return kTorchSdpaAttentionRate * head_dim_tflops(kFlash2AttentionTflops, head_dim) / kFlash2AttentionTflops[1];
+  return head_dim_tflops(kCudnnAttentionTflops, head_dim) / kCudnnAttentionTflops[1];
+}
+
+plan::AttentionKernel parse_attention_kernel(const std::string& name, const std::string& where) {
+  if (name == "fused") return plan::AttentionKernel::Fused;
+  if (name == "torch_sdpa") return plan::AttentionKernel::TorchSdpa;
+  fail(where, "expected fused (cuDNN through Transformer Engine) or torch_sdpa (torch.nn.functional.scaled_dot_product_attention), got '{}'", name);
+}
+
+std::string to_string(plan::AttentionKernel kernel) { return kernel == plan::AttentionKernel::TorchSdpa ? "torch_sdpa" : "fused"; }
 
 std::vector<std::string> framework_names() {
   std::vector<std::string> out;

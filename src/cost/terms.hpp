@@ -92,9 +92,19 @@ inline constexpr double kEpCommSms = 20.0;
 // run at the same ratio. Which backend SDPA picks depends on the PyTorch version and the device: a run states it
 // (--attention-kernel), no framework profile assumes it.
 inline constexpr double kTorchSdpaAttentionRate = 329.5 / 631.3;
-// The attention_rate of a named kernel: "fused" (cuDNN through Transformer Engine: 1) or "torch_sdpa"; otherwise
-// fails naming `where`.
-double attention_kernel_rate(const std::string& kernel, const std::string& where = "attention_kernel");
+// Flash attention by head dimension: BF16 forward on H100 SXM5, sequence 4k, non-causal, in TFLOPS at head
+// dimension 64 / 128 / 256 (Shah et al. 2024, FlashAttention-3, arXiv:2407.08608, Figure 5): cuDNN 408 / 609 / 581,
+// FlashAttention-2 321 / 368 / 323. A narrower head does less work per loaded tile. Linear between the points,
+// flat outside; the backward and other devices are assumed to follow the same shape (not measured here).
+inline constexpr double kFlashHeadDims[] = {64, 128, 256};
+inline constexpr double kCudnnAttentionTflops[] = {408, 609, 581};
+inline constexpr double kFlash2AttentionTflops[] = {321, 368, 323};
+// A kernel's speed at one head dimension relative to cuDNN's at head dimension 128, where every device's attention
+// efficiency was fitted: the head-dimension shape above times kTorchSdpaAttentionRate for torch_sdpa.
+double attention_kernel_rate(plan::AttentionKernel kernel, double head_dim);
+// "fused" or "torch_sdpa"; otherwise fails naming `where`.
+plan::AttentionKernel parse_attention_kernel(const std::string& name, const std::string& where = "attention_kernel");
+std::string to_string(plan::AttentionKernel kernel);
 
 struct FrameworkProfile {
   std::string name;

@@ -37,6 +37,15 @@ double compute_seconds(const hardware::Hardware& hw, model::WorkKind kind, doubl
   return 0;
 }
 
+// The query-key head dimension a flash kernel runs: MLA's nope + rope, else dh (0 when the records state neither).
+double attention_head_dim(const model::OpRecords& rec, const expr::Env& env) {
+  auto value = [&](const char* name) {
+    const int sym = rec.symbols.find(name);
+    return sym >= 0 && env.has(sym) ? env.get(sym).as_double() : 0.0;
+  };
+  return value("mla") == 1 ? value("nope") + value("rope") : value("dh");
+}
+
 LayerTime layer_time(const model::Model& model, const model::BoundKind& kind, const plan::Layout& l, const plan::Training& training,
                      const hardware::Hardware& hw) {
   const model::OpRecords& rec = *model.records;
@@ -50,6 +59,7 @@ LayerTime layer_time(const model::Model& model, const model::BoundKind& kind, co
   // The routed experts' width per expert-TP rank, for the grouped-GEMM ramp (terms::kGroupedGemmHalfWidth).
   const int ffn_sym = rec.symbols.find("ffn");
   const double expert_width = ffn_sym >= 0 && env.has(ffn_sym) ? env.get(ffn_sym).as_double() / l.etp : 0.0;
+  const double attention_rate = terms::attention_kernel_rate(training.attention_kernel, attention_head_dim(rec, env));
   LayerTime out;
   for (const auto& term : kind.work) {
     if (term.when && !term.when->eval(env).truthy()) continue;
@@ -59,7 +69,7 @@ LayerTime layer_time(const model::Model& model, const model::BoundKind& kind, co
     double rows = term.kind != model::WorkKind::Gemm ? 0.0 : term.rows ? term.rows->eval_double(env) : static_cast<double>(training.seq) / l.cp * l.mbs;
     if (kind.vision && !term.rows) rows = static_cast<double>(model.spec.vision->tokens) * l.mbs;
     double seconds = compute_seconds(hw, term.kind, amount, training.fp8, rows);
-    if (term.name == "core_attention" && training.flash_attention) seconds /= training.attention_rate;  // the kernel run
+    if (term.name == "core_attention" && training.flash_attention) seconds /= attention_rate;  // the kernel run, its head dimension
     if (term.name == "routed_experts" || term.name == "moe_permute") {
       // The slowest EP rank gets moe_imbalance times the mean routed tokens; the grouped GEMM also runs below the
       // dense GEMM's efficiency on narrow experts (terms::kGroupedGemmHalfWidth).
@@ -494,11 +504,21 @@ std::vector<std::string> explain_stage_terms(const model::Model& model, const pl
                     ms(k.bwd_s - terms::kBackwardShare * k.host_s), ms(k.recompute_s[static_cast<int>(r.mode)]), to_string(r.mode), ms(k.host_s),
                     ms(k.tp_raw_s), ms(k.cp_raw_s), ms(k.ep_raw_s)));
   }
-  if (training.attention_rate != 1.0 && training.flash_attention) {
-    out.push_back(
-        fmt::format("  attention work runs at {:.3f} x the device's attention efficiency {:g} (the attention kernel run against "
-                    "cuDNN's fused attention: --attention-kernel)",
-                    training.attention_rate, hw.efficiency.attention));
+  std::vector<char> told(model.kinds.size(), 0);
+  for (const plan::StageRun& r : plan::stage_runs(model, l, training, stage)) {
+    const model::BoundKind& kind = model.kinds[static_cast<std::size_t>(r.kind)];
+    if (!training.flash_attention || told[static_cast<std::size_t>(r.kind)] != 0) continue;
+    told[static_cast<std::size_t>(r.kind)] = 1;
+    const expr::Env env = plan::layer_env(model, kind, l, training);
+    const int lin = model.records->symbols.find("lin");
+    if (lin >= 0 && env.has(lin) && env.get(lin).as_double() == 1) continue;  // linear attention: no flash kernel
+    const double head_dim = attention_head_dim(*model.records, env);
+    const double rate = terms::attention_kernel_rate(training.attention_kernel, head_dim);
+    if (rate == 1.0) continue;
+    out.push_back(fmt::format("  kind {}: attention work runs at {:.3f} x the device's attention efficiency {:g} ({} kernel at head "
+                              "dimension {:g}, against cuDNN's at 128: attention_kernel_rate, kCudnnAttentionTflops{})",
+                              kind.kind.name, rate, hw.efficiency.attention, terms::to_string(training.attention_kernel), head_dim,
+                              training.attention_kernel == plan::AttentionKernel::TorchSdpa ? ", kFlash2AttentionTflops, kTorchSdpaAttentionRate" : ""));
   }
   if (stage == l.pp - 1) {
     out.push_back(

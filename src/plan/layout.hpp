@@ -59,13 +59,16 @@ struct Layout {
   [[nodiscard]] std::string describe() const;
 };
 
+// The flash-attention kernel a run calls: cuDNN's fused attention through Transformer Engine (what the devices'
+// attention efficiencies were fitted with), or torch.nn.functional.scaled_dot_product_attention running
+// FlashAttention-2 (--attention-kernel; its speed: cost::terms::attention_kernel_rate).
+enum class AttentionKernel { Fused, TorchSdpa };
+
 struct Training {
   long long global_batch = 0;
   long long seq = 0;
   bool flash_attention = true;
-  // The flash-attention kernel's speed relative to the fused attention (cuDNN, through Transformer Engine) the
-  // devices' attention efficiencies were fitted with (--attention-kernel; terms::attention_kernel_rate).
-  double attention_rate = 1.0;
+  AttentionKernel attention_kernel = AttentionKernel::Fused;
   // Norms run as PyTorch eager ops, one pass over memory per op (torchtitan's 2024 RMSNorm without torch.compile),
   // instead of one fused kernel (Transformer Engine, Megatron, torch.compile): the op records' `eager` symbol
   // (data/op_records.yaml, norms). Other element-wise ops stay priced fused.
