@@ -59,12 +59,10 @@ inline constexpr double kDpBucketElements = 40e6;
 
 // ---- MoE as it runs -----------------------------------------------------------------------------------------
 // Grouped GEMM (Megatron-Core TEGroupedMLP / CUTLASS grouped GEMM) on narrow experts: on top of the dense GEMM
-// time (rows ramp on the rows each local expert gets), kGroupedGemmHalfWidth / width of the same work priced at the
-// BF16 GEMM rate, whatever the GEMM precision (tile shapes and per-expert launches, which FP8 does not speed up);
-// width = the expert's FFN width per expert-TP rank. Fitted on the two `fitted: true` MoE rows of
-// validation/runs.yaml (Qwen3-30B-A3B on 16 H100 FP8 and on 8 B200 MXFP8: -9.7 % and +5.4 % step time with 1365;
-// -16.1 % and -2.4 % with 1024); every other MoE row is held out.
-inline constexpr double kGroupedGemmHalfWidth = 1365.0;
+// time (rows ramp on the rows each local expert gets), grouped_gemm_half_width / width of the same work priced at
+// the BF16 GEMM rate, whatever the GEMM precision (tile shapes and per-expert launches, which FP8 does not speed
+// up); width = the expert's FFN width per expert-TP rank; grouped_gemm_half_width is the device's (hardware
+// efficiency block, each fitted on one `fitted: true` MoE row of validation/runs.yaml and named there).
 // Dropless routing with forced-balanced tokens (NeMo/Megatron-Bridge benchmarks) still lands unevenly on the
 // EP ranks per micro-batch: the slowest rank waits for the most loaded one. Default imbalance factor (max over
 // mean of tokens per EP rank) for dropless routing when a run states none; 1 when the router is forced to balance.

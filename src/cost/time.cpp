@@ -56,7 +56,7 @@ LayerTime layer_time(const model::Model& model, const model::BoundKind& kind, co
     if (sw < 0) fail("recompute_modules", "expected a recompute switch of the op records, got '{}'", name);
     dropped[static_cast<std::size_t>(sw)] = 1;
   }
-  // The routed experts' width per expert-TP rank, for the grouped-GEMM ramp (terms::kGroupedGemmHalfWidth).
+  // The routed experts' width per expert-TP rank, for the grouped-GEMM loss (efficiency.grouped_gemm_half_width).
   const int ffn_sym = rec.symbols.find("ffn");
   const double expert_width = ffn_sym >= 0 && env.has(ffn_sym) ? env.get(ffn_sym).as_double() / l.etp : 0.0;
   const double attention_rate = terms::attention_kernel_rate(training.attention_kernel, attention_head_dim(rec, env));
@@ -72,11 +72,11 @@ LayerTime layer_time(const model::Model& model, const model::BoundKind& kind, co
     if (term.name == "core_attention" && training.flash_attention) seconds /= attention_rate;  // the kernel run, its head dimension
     if (term.name == "routed_experts" || term.name == "moe_permute") {
       // The slowest EP rank gets moe_imbalance times the mean routed tokens; the grouped GEMM also runs below the
-      // dense GEMM's efficiency on narrow experts (terms::kGroupedGemmHalfWidth).
+      // dense GEMM's efficiency on narrow experts (the device's efficiency.grouped_gemm_half_width).
       if (term.kind == model::WorkKind::Gemm && expert_width > 0) {
         // The narrow-expert loss is priced at the BF16 rate whatever the GEMM precision: it comes from the tile
         // shapes and the per-expert launches, which FP8 tensor cores do not speed up.
-        seconds += compute_seconds(hw, term.kind, amount, false, rows) * terms::kGroupedGemmHalfWidth / expert_width;
+        seconds += compute_seconds(hw, term.kind, amount, false, rows) * hw.efficiency.grouped_gemm_half_width / expert_width;
       }
       seconds *= training.moe_imbalance;
     }

@@ -104,7 +104,7 @@ Hardware hardware_from_json(const nlohmann::json& tree, const std::string& file,
   if (hw.levels.back().devices != 0) hw.levels.push_back(Level{"cluster", 0, hw.levels.back().bandwidth, hw.levels.back().latency});
   if (top.has("efficiency")) {
     io::Reader e = top.child("efficiency");
-    e.only({"gemm", "gemm_fp8", "gemm_half_rows", "attention", "memory", "comm"});
+    e.only({"gemm", "gemm_fp8", "gemm_half_rows", "attention", "memory", "comm", "grouped_gemm_half_width"});
     auto fraction = [&](const char* key, double fallback) { return e.quantity_or(key, units::kEfficiency, fallback); };
     hw.efficiency.gemm = fraction("gemm", hw.efficiency.gemm);
     hw.efficiency.gemm_fp8 = fraction("gemm_fp8", hw.efficiency.gemm_fp8);
@@ -112,6 +112,7 @@ Hardware hardware_from_json(const nlohmann::json& tree, const std::string& file,
     hw.efficiency.memory = fraction("memory", hw.efficiency.memory);
     hw.efficiency.comm = fraction("comm", hw.efficiency.comm);
     hw.efficiency.gemm_half_rows = e.quantity_or("gemm_half_rows", units::kHalfRows, hw.efficiency.gemm_half_rows);
+    hw.efficiency.grouped_gemm_half_width = e.quantity_or("grouped_gemm_half_width", units::kExpertWidth, hw.efficiency.grouped_gemm_half_width);
   }
   return hw;
 }

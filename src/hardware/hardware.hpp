@@ -26,6 +26,10 @@ struct Efficiency {
   double attention = 0.6;
   double memory = 0.75;
   double comm = 0.8;
+  // Grouped GEMM on narrow MoE experts (per-expert launches and tile shapes): on top of the dense GEMM time, the
+  // same work priced at the BF16 GEMM rate times grouped_gemm_half_width / the expert's FFN width. A device states
+  // its own (its kernels differ); the default is h100-sxm's, fitted there.
+  double grouped_gemm_half_width = 1365;
 };
 
 struct Hardware {
