@@ -24,7 +24,8 @@ void read_run_settings(const nlohmann::json& row, const std::string& file, const
     training.grad_bytes = rd.quantity("grad_bytes", units::kBytesPerElement);
     training.fp8_grad_bytes = 0;  // stated: under FP8 too
   }
-  if (rd.has("attention_kernel")) training.attention_kernel = terms::parse_attention_kernel(rd.string("attention_kernel"), at(file, where + ".attention_kernel"));
+  if (rd.has("attention_kernel"))
+    training.attention_kernel = terms::parse_attention_kernel(rd.string("attention_kernel"), at(file, where + ".attention_kernel"));
   training.eager_norms = rd.boolean_or("eager_norms", false);
 }
 

@@ -215,7 +215,8 @@ double head_dim_tflops(const double (&tflops)[3], double head_dim) {
 }  // namespace
 
 double attention_kernel_rate(plan::AttentionKernel kernel, double head_dim) {
-  if (kernel == plan::AttentionKernel::TorchSdpa) return kTorchSdpaAttentionRate * head_dim_tflops(kFlash2AttentionTflops, head_dim) / kFlash2AttentionTflops[1];
+  if (kernel == plan::AttentionKernel::TorchSdpa)
+    return kTorchSdpaAttentionRate * head_dim_tflops(kFlash2AttentionTflops, head_dim) / kFlash2AttentionTflops[1];
   return head_dim_tflops(kCudnnAttentionTflops, head_dim) / kCudnnAttentionTflops[1];
 }
 

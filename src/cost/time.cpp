@@ -515,10 +515,11 @@ std::vector<std::string> explain_stage_terms(const model::Model& model, const pl
     const double head_dim = attention_head_dim(*model.records, env);
     const double rate = terms::attention_kernel_rate(training.attention_kernel, head_dim);
     if (rate == 1.0) continue;
-    out.push_back(fmt::format("  kind {}: attention work runs at {:.3f} x the device's attention efficiency {:g} ({} kernel at head "
-                              "dimension {:g}, against cuDNN's at 128: attention_kernel_rate, kCudnnAttentionTflops{})",
-                              kind.kind.name, rate, hw.efficiency.attention, terms::to_string(training.attention_kernel), head_dim,
-                              training.attention_kernel == plan::AttentionKernel::TorchSdpa ? ", kFlash2AttentionTflops, kTorchSdpaAttentionRate" : ""));
+    out.push_back(
+        fmt::format("  kind {}: attention work runs at {:.3f} x the device's attention efficiency {:g} ({} kernel at head "
+                    "dimension {:g}, against cuDNN's at 128: attention_kernel_rate, kCudnnAttentionTflops{})",
+                    kind.kind.name, rate, hw.efficiency.attention, terms::to_string(training.attention_kernel), head_dim,
+                    training.attention_kernel == plan::AttentionKernel::TorchSdpa ? ", kFlash2AttentionTflops, kTorchSdpaAttentionRate" : ""));
   }
   if (stage == l.pp - 1) {
     out.push_back(
