@@ -39,11 +39,8 @@ double compute_seconds(const hardware::Hardware& hw, model::WorkKind kind, doubl
 
 // The query-key head dimension a flash kernel runs: MLA's nope + rope, else dh (0 when the records state neither).
 double attention_head_dim(const model::OpRecords& rec, const expr::Env& env) {
-  auto value = [&](const char* name) {
-    const int sym = rec.symbols.find(name);
-    return sym >= 0 && env.has(sym) ? env.get(sym).as_double() : 0.0;
-  };
-  return value("mla") == 1 ? value("nope") + value("rope") : value("dh");
+  auto value = [&](int sym) { return sym >= 0 && env.has(sym) ? env.get(sym).as_double() : 0.0; };
+  return value(rec.shape.mla) == 1 ? value(rec.shape.nope) + value(rec.shape.rope) : value(rec.shape.dh);
 }
 
 LayerTime layer_time(const model::Model& model, const model::BoundKind& kind, const plan::Layout& l, const plan::Training& training,
@@ -57,7 +54,7 @@ LayerTime layer_time(const model::Model& model, const model::BoundKind& kind, co
     dropped[static_cast<std::size_t>(sw)] = 1;
   }
   // The routed experts' width per expert-TP rank, for the grouped-GEMM loss (efficiency.grouped_gemm_half_width).
-  const int ffn_sym = rec.symbols.find("ffn");
+  const int ffn_sym = rec.shape.ffn;
   const double expert_width = ffn_sym >= 0 && env.has(ffn_sym) ? env.get(ffn_sym).as_double() / l.etp : 0.0;
   const double attention_rate = terms::attention_kernel_rate(training.attention_kernel, attention_head_dim(rec, env));
   LayerTime out;
@@ -510,7 +507,7 @@ std::vector<std::string> explain_stage_terms(const model::Model& model, const pl
     if (!training.flash_attention || told[static_cast<std::size_t>(r.kind)] != 0) continue;
     told[static_cast<std::size_t>(r.kind)] = 1;
     const expr::Env env = plan::layer_env(model, kind, l, training);
-    const int lin = model.records->symbols.find("lin");
+    const int lin = model.records->shape.lin;
     if (lin >= 0 && env.has(lin) && env.get(lin).as_double() == 1) continue;  // linear attention: no flash kernel
     const double head_dim = attention_head_dim(*model.records, env);
     const double rate = terms::attention_kernel_rate(training.attention_kernel, head_dim);

@@ -61,6 +61,12 @@ struct LayoutSymbols {
   int s = -1, seq = -1, ctx = -1, b = -1, t = -1, tsp = -1, cp = -1, ep = -1, etp = -1, tok_shard = -1, fa = -1, bc = -1, cap = -1, fp8 = -1, eager = -1;
 };
 
+// Indices of the model-bound names the time estimator reads per layer kind (the expert width, the attention's head
+// dimension), resolved once when the records load (-1: unread).
+struct ShapeSymbols {
+  int ffn = -1, mla = -1, nope = -1, rope = -1, dh = -1, lin = -1;
+};
+
 struct OpRecords {
   std::string file;
   expr::Symbols symbols;
@@ -74,6 +80,7 @@ struct OpRecords {
   std::vector<WorkTerm> work;
   int total_symbol = -1;
   LayoutSymbols layout;
+  ShapeSymbols shape;
   std::vector<int> op_switch;  // per op, the index of its switch, -1 for none
 
   [[nodiscard]] int op_index(const std::string& name) const;
