@@ -202,7 +202,7 @@ TEST(StepTime, NarrowExpertGroupedGemmRunsAtThePublishedKernelRate) {
   // Qwen3-30B-A3B's routed experts (h 2048, expert width 768, 128 experts, top-8) on one H100 in BF16, 32768 tokens:
   // torch._grouped_mm's fused MoE forward ran 242.12 TFLOP/s on that shape (ByteDance-Seed/VeOmni PR #460, "Torch
   // Fused MoE", B=1 S=32768 H=2048 FFN=768 Experts=128 TopK=8). sapp's price of the experts' grouped GEMMs (the dense
-  // rate ramped on 2048 rows per expert, plus the narrow-width loss kGroupedGemmHalfWidth / 768) must agree within
+  // rate ramped on 2048 rows per expert, plus the narrow-width loss grouped_gemm_half_width / 768, h100-sxm.yaml) must agree within
   // 10 %. The routed work is isolated as what doubles with moe_imbalance, minus the permutation's bytes.
   const hardware::Hardware hw = test::device("h100-sxm");
   plan::Training t = training(8, 32768);
