@@ -183,6 +183,33 @@ TEST(StepTime, NarrowAttentionHeadsRunAtThePublishedKernelRate) {
   EXPECT_NEAR(narrow_heads.fwd_s - wide_heads.fwd_s, attention_s * (609.0 / 408 - 1), 1e-3 * attention_s);
 }
 
+TEST(StepTime, ClampedSwigluAndExpertBiasesRunAsEagerPasses) {
+  // GPT-OSS-120B's experts as Megatron-Core runs them (data/op_records.yaml, expert_clamp_eager and
+  // expert_bias_eager): the clamps and concatenation move 8 ffn elements per routed copy forward and 6 backward, the
+  // per-expert bias loop 6 h forward and 2 backward. Without those two terms the layer is that much faster.
+  const hardware::Hardware hw = test::device("h100-sxm");
+  const plan::Training t = training(8, 8192);
+  plan::Layout l;
+  l.micro_batches = 8;
+  const model::Model eager = test::bundled("gpt-oss-120b");
+  model::Model fused = eager;
+  auto eager_term = [](const model::WorkTerm& w) { return w.name == "expert_clamp_eager" || w.name == "expert_bias_eager"; };
+  for (auto& kind : fused.kinds) std::erase_if(kind.work, eager_term);
+  const cost::KindTime with = cost::kind_times(eager, l, t, hw).kinds.at(0);
+  const cost::KindTime without = cost::kind_times(fused, l, t, hw).kinds.at(0);
+  const double routed = 8192.0 * 4 * 2;  // tokens x top-k x bf16 bytes
+  const double ffn = 2880, h = 2880, rate = hw.hbm_bandwidth * hw.efficiency.memory;
+  const double forward_s = routed * (8 * ffn + 6 * h) / rate;
+  const double backward_s = routed * (6 * ffn + 2 * h) / rate;
+  EXPECT_NEAR(with.fwd_s - without.fwd_s, forward_s, 1e-6 * forward_s);
+  EXPECT_NEAR(with.bwd_s - without.bwd_s, backward_s, 1e-6 * backward_s);
+  // Qwen3-30B-A3B's SwiGLU has no clamp and its experts no biases: the two terms add nothing there.
+  const model::Model qwen = test::bundled("qwen3-30b-a3b");
+  model::Model qwen_without = qwen;
+  for (auto& kind : qwen_without.kinds) std::erase_if(kind.work, eager_term);
+  EXPECT_EQ(cost::kind_times(qwen, l, t, hw).kinds.at(0).fwd_s, cost::kind_times(qwen_without, l, t, hw).kinds.at(0).fwd_s);
+}
+
 TEST(StepTime, EagerRmsNormMovesNineTimesTheBytes) {
   // torchtitan's eager RMSNorm (x.float(), pow, mean, x * rsqrt, type_as, * weight) moves 36 bytes per bf16 element
   // where a fused norm moves 4 (data/op_records.yaml, norms): Llama's two norms per layer, s = 8192, h = 4096.
