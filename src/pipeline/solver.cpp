@@ -587,6 +587,15 @@ void offer(Context& c, Incumbent& best, const Assignment& x) {
   }
 }
 
+// The even splits with one kind per type that are valid plans (every chunk that must hold a layer holds one,
+// the chunk spread kept, the output format can express them), simulated.
+void offer_even_splits(Context& c, Incumbent& best) {
+  for (Rc r : c.kinds) {
+    Assignment x = even_split(c.p, r);
+    if (!x.empty() && structurally_valid(c.p, x) && expressible(x)) offer(c, best, x);
+  }
+}
+
 // Step 5: local search on the simulated step: move one layer across a boundary of consecutive cells (keeping
 // its kind), change one layer's kind, or move and then change a kind in the receiving stage; first improvement,
 // until none improves or the time runs out.
@@ -1058,10 +1067,7 @@ Solution solve(const Problem& p) {
   if (program) {
     // A first plan (the even splits that are valid and fit) sets the cutoff that keeps slower stage options out
     // of the programs; without a memory limit it alone keeps the compositions of many layers per stage unexplored.
-    for (Rc r : c.kinds) {
-      Assignment x = even_split(p, r);
-      if (!x.empty() && structurally_valid(p, x) && expressible(x)) offer(c, best, x);
-    }
+    offer_even_splits(c, best);
     c.cutoff = best.step;
     Menu menu(c);
     const double m = p.micro_batches;
@@ -1141,7 +1147,7 @@ Solution solve(const Problem& p) {
   if (!bound_exact) bound = work_bound(p);
   if (best.x.empty()) {
     // An even split with one kind per type, the least memory-hungry that fits (K > 1 with V > 1, or out of time).
-    for (Rc r : c.kinds) offer(c, best, even_split(p, r));
+    offer_even_splits(c, best);
   }
   const bool anneal = p.layers.bodies.size() == 1 && !best.x.empty() && !c.timed_out;
   if (anneal) {
