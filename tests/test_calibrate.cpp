@@ -107,6 +107,26 @@ TEST(Calibrate, ARunStatesItsAttentionKernelAndEagerOps) {
   EXPECT_THROW(cost::runs_from_json(runs, "runs.yaml", test::catalog()), Error);
 }
 
+// An MoE run states its expert parallelism and dispatcher as the validation runs do; a dispatcher sapp does not
+// price is an error naming the key.
+TEST(Calibrate, AnExpertRunStatesItsDispatcher) {
+  nlohmann::json runs = nlohmann::json::parse(R"({"runs": [
+    {"name": "q30", "model": "qwen3-30b-a3b", "framework": "megatron_bridge", "devices": 16, "global_batch": 1024, "seq": 4096,
+     "tp": 1, "pp": 1, "ep": 16, "fp8": true, "dispatcher": "deepep", "ep_overlap": true, "tokens_per_s_per_device": 8901}]})");
+  auto read = cost::runs_from_json(runs, "runs.yaml", test::catalog());
+  ASSERT_EQ(read.size(), 1u);
+  EXPECT_EQ(read[0].layout.ep, 16);
+  EXPECT_TRUE(read[0].training.ep_dedup_per_node);
+  EXPECT_EQ(read[0].overlap.ep, 1.0);
+  runs["runs"][0]["dispatcher"] = "flex";
+  try {
+    (void)cost::runs_from_json(runs, "runs.yaml", test::catalog());
+    ADD_FAILURE() << "a dispatcher named flex was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("dispatcher"), std::string::npos) << e.what();
+  }
+}
+
 // The efficiency factors shipped for a device are the calibration optimum of the runs they were fitted to
 // (validation/runs-*.yaml, named in each hardware file): calibrating the shipped device on them again moves
 // nothing. A change to the estimator that shifts those runs shows here, and the factors must be fitted again.

@@ -60,24 +60,10 @@ std::vector<Case> load_cases() {
     t.seq = c.at("seq").get<long long>();
     t.global_batch = c.at("global_batch").get<long long>();
     // The framework's profile, then what the run's recipe states (gradient dtype, attention kernel, eager norms,
-    // recompute modules), read as `sapp calibrate` reads its measured runs.
+    // recompute modules, MoE dispatcher), and its layout, read as `sapp calibrate` reads its measured runs.
     cost::read_run_settings(c, runs_file(), "runs." + v.name, t, v.overlap);
-    if (c.value("ep_overlap", false)) v.overlap.ep = 1.0;
-    std::string dispatcher = c.value("dispatcher", std::string("alltoall"));
-    EXPECT_TRUE(dispatcher == "alltoall" || dispatcher == "deepep") << v.name << ": dispatcher " << dispatcher;
-    t.ep_dedup_per_node = dispatcher == "deepep";
-    t.pipeline_split_counts_head = c.value("pipeline_split_counts_head", false);
     plan::Layout& l = v.layout;
-    l.tp = c.at("tp").get<int>();
-    l.pp = c.at("pp").get<int>();
-    l.cp = c.value("cp", 1);
-    l.vpp = c.value("vpp", 1);
-    l.ep = c.value("ep", 1);
-    l.etp = c.value("etp", 1);
-    l.mbs = c.value("mbs", 1);
-    l.zero = c.value("zero", 1);
-    l.sp = c.value("sp", l.tp > 1);
-    l.recompute = plan::parse_recompute(c.value("recompute", std::string("off")), v.name + ": recompute");
+    cost::read_run_layout(c, runs_file(), "runs." + v.name, l);
     if (v.framework == "megatron2021") {
       // 2021 Megatron: fp16, eager attention, fp16 gradients all-reduced in fp16, full recompute, no SP, no
       // distributed optimizer.

@@ -27,6 +27,27 @@ void read_run_settings(const nlohmann::json& row, const std::string& file, const
   if (rd.has("attention_kernel"))
     training.attention_kernel = terms::parse_attention_kernel(rd.string("attention_kernel"), at(file, where + ".attention_kernel"));
   training.eager_norms = rd.boolean_or("eager_norms", false);
+  if (rd.has("dispatcher")) {
+    const std::string dispatcher = rd.string("dispatcher");
+    if (dispatcher != "alltoall" && dispatcher != "deepep") rd.bad("dispatcher", "alltoall or deepep");
+    training.ep_dedup_per_node = dispatcher == "deepep";
+  }
+  if (rd.boolean_or("ep_overlap", false)) overlap.ep = 1.0;
+  training.pipeline_split_counts_head = rd.boolean_or("pipeline_split_counts_head", false);
+}
+
+void read_run_layout(const nlohmann::json& row, const std::string& file, const std::string& where, plan::Layout& l) {
+  io::Reader rd{row, file, where};
+  l.tp = static_cast<int>(rd.count("tp", units::kDegree));
+  l.pp = static_cast<int>(rd.count("pp", units::kDegree));
+  l.cp = static_cast<int>(rd.count_or("cp", units::kDegree, 1));
+  l.vpp = static_cast<int>(rd.count_or("vpp", units::kDegree, 1));
+  l.ep = static_cast<int>(rd.count_or("ep", units::kDegree, 1));
+  l.etp = static_cast<int>(rd.count_or("etp", units::kDegree, 1));
+  l.mbs = static_cast<int>(rd.count_or("mbs", units::kDegree, 1));
+  l.zero = static_cast<int>(rd.count_or("zero", units::kZeroStage, 1));
+  l.sp = rd.boolean_or("sp", l.tp > 1);
+  if (rd.has("recompute")) l.recompute = plan::read_activation_checkpoint_mode(row.at("recompute"), at(file, where + ".recompute"));
 }
 
 std::vector<MeasuredRun> runs_from_json(const nlohmann::json& tree, const std::string& file, const model::Catalog& catalog) {
@@ -48,6 +69,8 @@ std::vector<MeasuredRun> runs_from_json(const nlohmann::json& tree, const std::s
              "pp",
              "cp",
              "vpp",
+             "ep",
+             "etp",
              "mbs",
              "zero",
              "sp",
@@ -59,6 +82,9 @@ std::vector<MeasuredRun> runs_from_json(const nlohmann::json& tree, const std::s
              "grad_bytes",
              "attention_kernel",
              "eager_norms",
+             "dispatcher",
+             "ep_overlap",
+             "pipeline_split_counts_head",
              "step_time_s",
              "tokens_per_s_per_device"});
     MeasuredRun run;
@@ -69,13 +95,7 @@ std::vector<MeasuredRun> runs_from_json(const nlohmann::json& tree, const std::s
     run.training.seq = rd.count("seq", units::kSequence);
     read_run_settings(list[i], file, key, run.training, run.overlap);
     plan::Layout& l = run.layout;
-    l.tp = static_cast<int>(rd.count("tp", units::kDegree));
-    l.pp = static_cast<int>(rd.count("pp", units::kDegree));
-    l.cp = static_cast<int>(rd.count_or("cp", units::kDegree, 1));
-    l.vpp = static_cast<int>(rd.count_or("vpp", units::kDegree, 1));
-    l.mbs = static_cast<int>(rd.count_or("mbs", units::kDegree, 1));
-    l.zero = static_cast<int>(rd.count_or("zero", units::kZeroStage, 1));
-    l.sp = rd.boolean_or("sp", l.tp > 1);
+    read_run_layout(list[i], file, key, l);
     if (rd.has("overlap")) {
       io::Reader ov{list[i].at("overlap"), file, key + ".overlap"};
       ov.only({"tp", "dp", "ep", "cp", "pp"});
@@ -89,7 +109,6 @@ std::vector<MeasuredRun> runs_from_json(const nlohmann::json& tree, const std::s
       fraction("cp", run.overlap.cp);
       fraction("pp", run.overlap.pp);
     }
-    if (list[i].contains("recompute")) l.recompute = plan::read_activation_checkpoint_mode(list[i].at("recompute"), at(file, key + ".recompute"));
     plan::derive_data_parallel(l, run.devices, run.training.global_batch, at(file, key + ".devices"), at(file, key + ".global_batch"));
     auto violations = plan::check_layout(run.model, l, run.training, run.devices);
     if (!violations.empty()) fail(at(file, key), "{}: {}", violations.front().rule, violations.front().detail);

@@ -37,12 +37,16 @@ struct Calibration {
 
 // The training facts one measured run states, in one place for `sapp calibrate` and the validation runs: its
 // framework's profile first (dtypes, selective modules, overlaps, reserve), then its own keys, which win:
-// recompute_modules, fp8, flash_attention, grad_bytes (under FP8 too), attention_kernel, eager_norms. `row` is one
-// run's mapping; `where` names it in errors. Other keys are left to the caller.
+// recompute_modules, fp8, flash_attention, grad_bytes (under FP8 too), attention_kernel, eager_norms, dispatcher
+// (alltoall | deepep: one copy per remote node), ep_overlap (the EP all-to-all hidden), pipeline_split_counts_head.
+// `row` is one run's mapping; `where` names it in errors. Other keys are left to the caller.
 void read_run_settings(const nlohmann::json& row, const std::string& file, const std::string& where, plan::Training& training, Overlap& overlap);
+// The layout it states: tp, pp, cp, vpp, ep, etp, mbs, zero, sp (default: with TP), recompute. The caller derives
+// the data-parallel degree from the devices and the global batch.
+void read_run_layout(const nlohmann::json& row, const std::string& file, const std::string& where, plan::Layout& layout);
 
-// Reads runs from a YAML/JSON tree: runs[] of {name?, model, devices, global_batch, seq, tp, pp, cp?, vpp?, mbs?,
-// zero?, sp?, recompute?, fp8?, flash_attention?, step_time_s | tokens_per_s_per_device}.
+// Reads runs from a YAML/JSON tree: runs[] of {name?, model, devices, global_batch, seq, the layout
+// (read_run_layout), the training facts (read_run_settings), overlap?, step_time_s | tokens_per_s_per_device}.
 std::vector<MeasuredRun> runs_from_json(const nlohmann::json& tree, const std::string& file, const model::Catalog& catalog);
 Calibration calibrate(const std::vector<MeasuredRun>& runs, const hardware::Hardware& hw);
 
