@@ -66,11 +66,11 @@ LayerTime layer_time(const model::Model& model, const model::BoundKind& kind, co
     double rows = term.kind != model::WorkKind::Gemm ? 0.0 : term.rows ? term.rows->eval_double(env) : static_cast<double>(training.seq) / l.cp * l.mbs;
     if (kind.vision && !term.rows) rows = static_cast<double>(model.spec.vision->tokens) * l.mbs;
     double seconds = compute_seconds(hw, term.kind, amount, training.fp8, rows);
-    if (term.name == "core_attention" && training.flash_attention) seconds /= attention_rate;  // the kernel run, its head dimension
-    if (term.name == "routed_experts" || term.name == "moe_permute") {
+    if (term.role == model::WorkRole::FlashAttention && training.flash_attention) seconds /= attention_rate;  // the kernel run, its head dimension
+    if (term.role == model::WorkRole::RoutedExperts || term.role == model::WorkRole::RoutedTokens) {
       // The slowest EP rank gets moe_imbalance times the mean routed tokens; the grouped GEMM also runs below the
       // dense GEMM's efficiency on narrow experts (the device's efficiency.grouped_gemm_half_width).
-      if (term.kind == model::WorkKind::Gemm && expert_width > 0) {
+      if (term.role == model::WorkRole::RoutedExperts && term.kind == model::WorkKind::Gemm && expert_width > 0) {
         // The narrow-expert loss is priced at the BF16 rate whatever the GEMM precision: it comes from the tile
         // shapes and the per-expert launches, which FP8 tensor cores do not speed up.
         seconds += compute_seconds(hw, term.kind, amount, false, rows) * hw.efficiency.grouped_gemm_half_width / expert_width;
@@ -80,7 +80,7 @@ LayerTime layer_time(const model::Model& model, const model::BoundKind& kind, co
     out.fwd_s += seconds;
     double backward = term.backward ? term.backward->eval_double(env) : 2.0;
     out.bwd_s += seconds * backward;
-    if (term.name == "shared_experts") out.shared_expert_s += seconds * (1.0 + backward);
+    if (term.role == model::WorkRole::SharedExperts) out.shared_expert_s += seconds * (1.0 + backward);
     bool flops = term.kind != model::WorkKind::Memory;
     if (flops) {
       out.fwd_flops += amount;

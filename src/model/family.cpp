@@ -308,6 +308,7 @@ BoundKind bind(const ModelSpec& spec, const Profile& profile, const LayerKind& k
     if (!keep) continue;
     if (term.rows) w.rows = term.rows->specialize(env);
     if (term.backward) w.backward = term.backward->specialize(env);
+    w.role = term.role;
     bound.work.push_back(std::move(w));
   }
   if (moe && spec.num_experts.value_or(0) > 0) {

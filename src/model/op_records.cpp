@@ -143,7 +143,7 @@ OpRecords op_records_from_json(const json& tree, const std::string& file) {
   if (!work.is_object()) fail(where(file, "work"), "must map names to work terms");
   for (const auto& [name, data] : work.items()) {
     std::string key = "work." + name;
-    only(data, file, key, {"kind", "op", "shard", "when", "formula", "rows", "backward"});
+    only(data, file, key, {"kind", "op", "shard", "when", "formula", "rows", "backward", "role"});
     io::Reader rd{data, file, key};
     WorkTerm term{name, WorkKind::Gemm, -1, Shard::Tensor, std::nullopt, expr::Expr::constant(expr::Value::of_int(0), "0"), std::nullopt, std::nullopt};
     std::string kind = rd.string("kind");
@@ -173,6 +173,19 @@ OpRecords op_records_from_json(const json& tree, const std::string& file) {
     if (data.contains("backward") && !data.at("backward").is_null()) {
       term.backward = expression(data.at("backward"), r.symbols, file, key + ".backward");
     }
+    std::string role = rd.string_or("role", "none");
+    if (role == "none")
+      term.role = WorkRole::None;
+    else if (role == "flash_attention")
+      term.role = WorkRole::FlashAttention;
+    else if (role == "routed_experts")
+      term.role = WorkRole::RoutedExperts;
+    else if (role == "routed_tokens")
+      term.role = WorkRole::RoutedTokens;
+    else if (role == "shared_experts")
+      term.role = WorkRole::SharedExperts;
+    else
+      rd.bad("role", "one of none, flash_attention, routed_experts, routed_tokens, shared_experts");
     r.work.push_back(std::move(term));
   }
   for (const auto& op : r.ops) r.op_switch.push_back(op.switch_name.empty() ? -1 : r.switch_index(op.switch_name));

@@ -45,6 +45,12 @@ struct ParamTerm {
 enum class WorkKind { Gemm, Attention, Memory };
 enum class Shard { Tensor, SequenceParallel, None };
 
+// What the time estimator does with a work term beyond pricing its kind (op_records.yaml, `role`): the flash
+// kernel's rate for its head dimension (FlashAttention), the grouped-GEMM loss and the MoE imbalance on the routed
+// experts' GEMMs (RoutedExperts), the imbalance on other per-routed-token work (RoutedTokens), the window that
+// hides EP behind the shared experts (SharedExperts).
+enum class WorkRole { None, FlashAttention, RoutedExperts, RoutedTokens, SharedExperts };
+
 struct WorkTerm {
   std::string name;
   WorkKind kind = WorkKind::Gemm;
@@ -54,6 +60,7 @@ struct WorkTerm {
   expr::Expr formula;
   std::optional<expr::Expr> rows;      // GEMM rows (tokens) per rank; sizes the efficiency ramp. Default s * b.
   std::optional<expr::Expr> backward;  // backward work over forward work; default 2 (two GEMMs per forward GEMM)
+  WorkRole role = WorkRole::None;
 };
 
 // Indices of the names the estimators bind per layout, resolved once when the records load (-1: unread).
