@@ -244,9 +244,10 @@ std::string to_table(const CalibrateReport& r) {
     out += fmt::format("{:<28} {:>+11.1f}% {:>+11.1f}%\n", r.runs[i], 100 * c.errors_before[i], 100 * c.errors_after[i]);
   }
   out += fmt::format("median |error|: {:.1f}% before, {:.1f}% after\n\n", 100 * median_abs(c.errors_before), 100 * median_abs(c.errors_after));
-  out +=
-      fmt::format("# for {}:\nefficiency:\n  gemm: {:.3f}\n  gemm_fp8: {:.3f}\n  gemm_half_rows: {:g}\n  attention: {:.3f}\n  memory: {:.3f}\n  comm: {:.3f}\n",
-                  r.hardware_source, e.gemm, e.gemm_fp8, e.gemm_half_rows, e.attention, e.memory, e.comm);
+  out += fmt::format(
+      "# for {}:\nefficiency:\n  gemm: {:.3f}\n  gemm_fp8: {:.3f}\n  gemm_half_rows: {:g}\n  attention: {:.3f}\n  memory: {:.3f}\n  comm: {:.3f}\n"
+      "  grouped_gemm_half_width: {:g}\n",
+      r.hardware_source, e.gemm, e.gemm_fp8, e.gemm_half_rows, e.attention, e.memory, e.comm, e.grouped_gemm_half_width);
   return out;
 }
 
