@@ -5,7 +5,9 @@
 #pragma once
 
 #include <cstddef>
+#include <initializer_list>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -79,6 +81,24 @@ struct Reader {
   // Refuses keys outside `allowed`, naming the first unknown one and the ones allowed.
   void only(const std::vector<std::string>& allowed) const;
   [[noreturn]] void bad(const std::string& key, const std::string& expected) const;
+  // One of named values: the key's string (`fallback` when absent) looked up in `names`; anything else is refused
+  // naming the values allowed ("one of a, b, c").
+  template <class T>
+  [[nodiscard]] T choice_or(const std::string& key, const std::string& fallback, std::initializer_list<std::pair<const char*, T>> names) const {
+    const std::string value = string_or(key, fallback);
+    std::string allowed;
+    for (const auto& [name, v] : names) {
+      if (value == name) return v;
+      allowed += (allowed.empty() ? "" : ", ") + std::string(name);
+    }
+    bad(key, "one of " + allowed);
+  }
+  // The same for a key that must be stated.
+  template <class T>
+  [[nodiscard]] T choice(const std::string& key, std::initializer_list<std::pair<const char*, T>> names) const {
+    (void)string(key);  // refuses a missing key as string() does
+    return choice_or(key, "", names);
+  }
 };
 
 }  // namespace sapp::io

@@ -43,6 +43,11 @@ double attention_head_dim(const model::OpRecords& rec, const expr::Env& env) {
   return value(rec.shape.mla) == 1 ? value(rec.shape.nope) + value(rec.shape.rope) : value(rec.shape.dh);
 }
 
+// The attention kernel's rate for a layer whose names `env` binds (terms::attention_kernel_rate).
+double attention_rate_of(const model::OpRecords& rec, const expr::Env& env, const plan::Training& training) {
+  return terms::attention_kernel_rate(training.attention_kernel, attention_head_dim(rec, env));
+}
+
 LayerTime layer_time(const model::Model& model, const model::BoundKind& kind, const plan::Layout& l, const plan::Training& training,
                      const hardware::Hardware& hw) {
   const model::OpRecords& rec = *model.records;
@@ -56,7 +61,7 @@ LayerTime layer_time(const model::Model& model, const model::BoundKind& kind, co
   // The routed experts' width per expert-TP rank, for the grouped-GEMM loss (efficiency.grouped_gemm_half_width).
   const int ffn_sym = rec.shape.ffn;
   const double expert_width = ffn_sym >= 0 && env.has(ffn_sym) ? env.get(ffn_sym).as_double() / l.etp : 0.0;
-  const double attention_rate = terms::attention_kernel_rate(training.attention_kernel, attention_head_dim(rec, env));
+  const double attention_rate = attention_rate_of(rec, env, training);
   LayerTime out;
   for (const auto& term : kind.work) {
     if (term.when && !term.when->eval(env).truthy()) continue;
@@ -507,11 +512,12 @@ std::vector<std::string> explain_stage_terms(const model::Model& model, const pl
     if (!training.flash_attention || told[static_cast<std::size_t>(r.kind)] != 0) continue;
     told[static_cast<std::size_t>(r.kind)] = 1;
     const expr::Env env = plan::layer_env(model, kind, l, training);
-    const int lin = model.records->shape.lin;
-    if (lin >= 0 && env.has(lin) && env.get(lin).as_double() == 1) continue;  // linear attention: no flash kernel
-    const double head_dim = attention_head_dim(*model.records, env);
-    const double rate = terms::attention_kernel_rate(training.attention_kernel, head_dim);
+    // Only kinds whose layers run a flash kernel (the term layer_time applies the rate to).
+    auto runs_flash = [&](const model::WorkTerm& w) { return w.role == model::WorkRole::FlashAttention && (!w.when || w.when->eval(env).truthy()); };
+    if (std::none_of(kind.work.begin(), kind.work.end(), runs_flash)) continue;
+    const double rate = attention_rate_of(*model.records, env, training);
     if (rate == 1.0) continue;
+    const double head_dim = attention_head_dim(*model.records, env);
     out.push_back(
         fmt::format("  kind {}: attention work runs at {:.3f} x the device's attention efficiency {:g} ({} kernel at head "
                     "dimension {:g}, against cuDNN's at 128: attention_kernel_rate, kCudnnAttentionTflops{})",

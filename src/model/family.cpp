@@ -63,22 +63,9 @@ Profile profile_from_json(const json& tree, const std::string& file, const std::
     rd.only({"attention", "ffn", "sliding", "chunked", "ops", "defaults"});
     LayerKind k;
     k.name = name;
-    std::string att = rd.string_or("attention", "gqa");
-    if (att == "gqa")
-      k.attention = AttentionFlavour::Gqa;
-    else if (att == "mla")
-      k.attention = AttentionFlavour::Mla;
-    else if (att == "linear")
-      k.attention = AttentionFlavour::Linear;
-    else
-      rd.bad("attention", "one of gqa, mla, linear");
-    std::string ffn = rd.string_or("ffn", "dense");
-    if (ffn == "dense")
-      k.ffn = FfnFlavour::Dense;
-    else if (ffn == "moe")
-      k.ffn = FfnFlavour::Moe;
-    else
-      rd.bad("ffn", "one of dense, moe");
+    k.attention = rd.choice_or<AttentionFlavour>("attention", "gqa",
+                                                 {{"gqa", AttentionFlavour::Gqa}, {"mla", AttentionFlavour::Mla}, {"linear", AttentionFlavour::Linear}});
+    k.ffn = rd.choice_or<FfnFlavour>("ffn", "dense", {{"dense", FfnFlavour::Dense}, {"moe", FfnFlavour::Moe}});
     k.sliding = rd.boolean_or("sliding", false);
     k.chunked = rd.boolean_or("chunked", false);
     io::Reader ops = rd.child("ops");

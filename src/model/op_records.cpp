@@ -146,26 +146,10 @@ OpRecords op_records_from_json(const json& tree, const std::string& file) {
     only(data, file, key, {"kind", "op", "shard", "when", "formula", "rows", "backward", "role"});
     io::Reader rd{data, file, key};
     WorkTerm term{name, WorkKind::Gemm, -1, Shard::Tensor, std::nullopt, expr::Expr::constant(expr::Value::of_int(0), "0"), std::nullopt, std::nullopt};
-    std::string kind = rd.string("kind");
-    if (kind == "gemm")
-      term.kind = WorkKind::Gemm;
-    else if (kind == "attention")
-      term.kind = WorkKind::Attention;
-    else if (kind == "memory")
-      term.kind = WorkKind::Memory;
-    else
-      rd.bad("kind", "one of gemm, attention, memory");
+    term.kind = rd.choice<WorkKind>("kind", {{"gemm", WorkKind::Gemm}, {"attention", WorkKind::Attention}, {"memory", WorkKind::Memory}});
     term.op = r.op_index(rd.string("op"));
     if (term.op < 0) rd.bad("op", "the name of an op with a record");
-    std::string shard = rd.string_or("shard", "t");
-    if (shard == "t")
-      term.shard = Shard::Tensor;
-    else if (shard == "tsp")
-      term.shard = Shard::SequenceParallel;
-    else if (shard == "none")
-      term.shard = Shard::None;
-    else
-      rd.bad("shard", "one of t, tsp, none");
+    term.shard = rd.choice_or<Shard>("shard", "t", {{"t", Shard::Tensor}, {"tsp", Shard::SequenceParallel}, {"none", Shard::None}});
     if (!data.contains("formula")) fail(where(file, key + ".formula"), "is required and missing");
     term.formula = expression(data.at("formula"), r.symbols, file, key + ".formula");
     if (data.contains("when") && !data.at("when").is_null()) term.when = expression(data.at("when"), r.symbols, file, key + ".when");
@@ -173,19 +157,12 @@ OpRecords op_records_from_json(const json& tree, const std::string& file) {
     if (data.contains("backward") && !data.at("backward").is_null()) {
       term.backward = expression(data.at("backward"), r.symbols, file, key + ".backward");
     }
-    std::string role = rd.string_or("role", "none");
-    if (role == "none")
-      term.role = WorkRole::None;
-    else if (role == "flash_attention")
-      term.role = WorkRole::FlashAttention;
-    else if (role == "routed_experts")
-      term.role = WorkRole::RoutedExperts;
-    else if (role == "routed_tokens")
-      term.role = WorkRole::RoutedTokens;
-    else if (role == "shared_experts")
-      term.role = WorkRole::SharedExperts;
-    else
-      rd.bad("role", "one of none, flash_attention, routed_experts, routed_tokens, shared_experts");
+    term.role = rd.choice_or<WorkRole>("role", "none",
+                                       {{"none", WorkRole::None},
+                                        {"flash_attention", WorkRole::FlashAttention},
+                                        {"routed_experts", WorkRole::RoutedExperts},
+                                        {"routed_tokens", WorkRole::RoutedTokens},
+                                        {"shared_experts", WorkRole::SharedExperts}});
     r.work.push_back(std::move(term));
   }
   for (const auto& op : r.ops) r.op_switch.push_back(op.switch_name.empty() ? -1 : r.switch_index(op.switch_name));
@@ -193,7 +170,7 @@ OpRecords op_records_from_json(const json& tree, const std::string& file) {
   auto find = [&](const char* name) { return r.symbols.find(name); };
   r.layout = LayoutSymbols{find("s"),   find("seq"),       find("ctx"), find("b"),  find("t"),   find("tsp"), find("cp"),   find("ep"),
                            find("etp"), find("tok_shard"), find("fa"),  find("bc"), find("cap"), find("fp8"), find("eager")};
-  r.shape = ShapeSymbols{find("ffn"), find("mla"), find("nope"), find("rope"), find("dh"), find("lin")};
+  r.shape = ShapeSymbols{find("ffn"), find("mla"), find("nope"), find("rope"), find("dh")};
   return r;
 }
 
