@@ -132,8 +132,9 @@ struct Context {
   // [stage][chunk v]: how many forwards (first V entries, per chunk) and backwards (next V) the stage's order runs
   // from F(v, s, 0) to B(v, s, m - 1), both included.
   std::vector<std::vector<std::vector<double>>> windows;
-  std::vector<double> forwards_before_backward;  // per stage: forward blocks its order runs before its first backward
-  double forward_total = 0;                      // one micro-batch's forward through every stage (head and tail too)
+  // 1F1B: per stage and excursion count e, the forward and backward blocks of its own on each path variant with
+  // e excursions (solve()'s excursion bound).
+  std::vector<std::vector<std::vector<std::array<double, 2>>>> excursions;
   std::vector<long long> type_start;             // model-order position where each type starts
   long long total = 0;
   double limit = kInf;
@@ -180,16 +181,49 @@ Context make_context(const Problem& p) {
   c.limit = p.memory_limit_mb > 0 ? p.memory_limit_mb : kInf;
   for (const auto& b : p.layers.bodies) c.fronts.push_back(mix_fronts(b, c.kinds, b.count, p.memory_limit_mb > 0));
   c.orders = simulate::make_orders(p.schedule, p.stages, p.chunks, p.micro_batches);
-  for (const auto& order : c.orders.order) {
-    double n = 0;
-    for (const simulate::Block& b : order) {
-      if (b.kind != simulate::BlockKind::Forward) break;
-      ++n;
+  if (p.chunks == 1 && p.schedule == simulate::Schedule::OneF1B) {
+    const int m = p.micro_batches;
+    for (const auto& order : c.orders.order) {
+      // Segments F(j) .. B(j): a of them greedily from F(0) on (each next one at the first forward after the
+      // last), and e - a greedily from B(m - 1) back (each earlier one at the last backward before the next).
+      std::vector<std::size_t> at_f(uz(m)), at_b(uz(m));
+      for (std::size_t i = 0; i < order.size(); ++i) (order[i].kind == simulate::BlockKind::Forward ? at_f : at_b)[uz(order[i].micro)] = i;
+      std::vector<int> from_start;
+      for (std::size_t i = 0; i < order.size();) {
+        int j = order[i].micro;
+        from_start.push_back(j);
+        i = at_b[uz(j)] + 1;
+        while (i < order.size() && order[i].kind != simulate::BlockKind::Forward) ++i;
+      }
+      std::vector<int> from_end;
+      for (long long i = static_cast<long long>(order.size()) - 1; i >= 0;) {
+        int j = order[uz(i)].micro;
+        from_end.push_back(j);
+        i = static_cast<long long>(at_f[uz(j)]) - 1;
+        while (i >= 0 && order[uz(i)].kind != simulate::BlockKind::Backward) --i;
+      }
+      std::vector<std::vector<std::array<double, 2>>> ex(1, {{static_cast<double>(m), static_cast<double>(m)}});
+      for (std::size_t a = 0; a <= from_start.size(); ++a) {
+        for (std::size_t b = 0; b <= from_end.size(); ++b) {
+          if (a + b == 0) continue;
+          if (a > 0 && b > 0 && at_b[uz(from_start[a - 1])] >= at_f[uz(from_end[b - 1])]) break;  // they overlap
+          std::vector<char> skipped(order.size(), 0);
+          auto skip = [&](int j) {
+            for (std::size_t t = at_f[uz(j)] + 1; t < at_b[uz(j)]; ++t) skipped[t] = 1;
+          };
+          for (std::size_t i = 0; i < a; ++i) skip(from_start[i]);
+          for (std::size_t i = 0; i < b; ++i) skip(from_end[i]);
+          std::array<double, 2> n{0, 0};
+          for (std::size_t i = 0; i < order.size(); ++i) {
+            if (!skipped[i]) n[order[i].kind == simulate::BlockKind::Forward ? 0 : 1] += 1;
+          }
+          if (ex.size() <= a + b) ex.resize(a + b + 1);
+          ex[a + b].push_back(n);
+        }
+      }
+      c.excursions.push_back(std::move(ex));
     }
-    c.forwards_before_backward.push_back(n);
   }
-  c.forward_total = p.layers.head_forward + p.layers.tail_forward;
-  for (const auto& b : p.layers.bodies) c.forward_total += static_cast<double>(b.count) * b.forward;
   for (int s = 0; s < p.stages; ++s) {
     const auto& order = c.orders.order[uz(s)];
     std::vector<std::vector<double>> w;
@@ -225,9 +259,9 @@ struct StageChoice {
   // For the bound through chunk v's cells (Menu::bound_chunk = v): the stage's order from F(v, s, 0) to
   // B(v, s, m - 1) (window), the work of the chunks before v (before), and chunk v's cell (chunk_time).
   double window = 0, before = 0, chunk_time = 0;
-  // V = 1: the stage's backward per micro-batch, and its work from its first backward on (m T_s - W_s F_s, W_s the
-  // forwards its order runs before that backward), for the first-backward bound (solve()).
-  double backward = 0, after_first_backward = 0;
+  double backward = 0;  // V = 1: the stage's backward per micro-batch
+  // 1F1B: the stage's own blocks on the path with e excursions (Context::excursions), index e.
+  std::vector<double> excursion;
   std::array<double, 3> key{};  // what the options are Pareto-minimal in
   std::vector<std::vector<Mix>> mixes;
 };
@@ -288,7 +322,13 @@ StageChoice stage_option_v1(Context& c, int s, long long pos, long long k) {
   out.cell_max = out.time;
   out.lead = lead_of(p, forward + head_tail_f, best + head_tail_b);
   out.backward = best + head_tail_b;
-  out.after_first_backward = static_cast<double>(p.micro_batches) * out.time - c.forwards_before_backward[uz(s)] * (forward + head_tail_f);
+  if (!c.excursions.empty()) {
+    for (const auto& variants : c.excursions[uz(s)]) {
+      double longest = -kInf;
+      for (const auto& blocks : variants) longest = std::max(longest, blocks[0] * (out.time - out.backward) + blocks[1] * out.backward);
+      out.excursion.push_back(longest);
+    }
+  }
   out.mixes = {best_pick};
   return out;
 }
@@ -455,13 +495,13 @@ struct DpRun {
 };
 
 DpRun dp_over_stages(Context& c, Menu& menu, const std::function<std::pair<double, double>(const DpState&, const StageChoice&)>& step,
-                     const std::function<double(const DpState&)>& score, const std::string& name) {
+                     const std::function<double(const DpState&)>& score, const std::string& name, double start_a = 0) {
   const Problem& p = c.p;
   const int S = p.stages;
   const long long L = c.total;
   DpRun run;
   run.g.assign(uz(S + 1), std::vector<std::vector<DpState>>(uz(L + 1)));
-  run.g[0][0].push_back(DpState{});
+  run.g[0][0].push_back(DpState{start_a});
   for (int s = 0; s < S; ++s) {
     for (long long pos = 0; pos <= L; ++pos) {
       const auto& here = run.g[uz(s)][uz(pos)];
@@ -1099,18 +1139,33 @@ Solution solve(const Problem& p) {
       bound = std::min(bound, best.step);
       c.cutoff = best.step;
     }
-    // 1F1B: stage s's first backward waits for micro-batch 0's forward through every stage and its backward through
-    // the stages after s (F_total + sum_{s' > s} B_s'); the stage then still runs m T_s - W_s F_s of work, and its
-    // last backward passes the stages before it: step >= F_total + B_total - B_s + m T_s - W_s F_s. The program
-    // keeps (max_s (m T_s - W_s F_s - B_s), sum_s B_s).
     if (p.chunks == 1 && p.schedule == simulate::Schedule::OneF1B && bound_exact && !c.timed_out) {
-      DpRun first_backward = dp_over_stages(
-          c, menu,
-          [](const DpState& st, const StageChoice& o) {
-            return std::pair{std::max(st.a, o.after_first_backward - o.backward), st.b + o.backward};
-          },
-          [&](const DpState& st) { return c.forward_total + st.a + st.b; }, "first-backward bound");
-      if (!c.timed_out && !first_backward.ends.empty()) bound = std::max(bound, first_backward.ends.front().first);
+      // Excursions: between its F(s, j) and B(s, j) a stage's order runs other blocks, while micro-batch j's own
+      // path runs up through the later stages and back, R_s = sum_{s' > s} (F + B). A path may leave the stage's
+      // order at F(s, j) and come back at B(s, j) (e times, on segments that do not overlap): step >= sum_{s' < s}
+      // (F + B) + (the stage's blocks outside the skipped segments) + e R_s. Segments are taken greedily from the
+      // start and from the end of the order (Context::excursions; the longest of those variants per e). With e = 1
+      // from the start this is the path through the stage's first backward: micro-batch 0's forward through every
+      // stage and its backward down to s, then the rest of the stage's order. The program keeps (a, b) = (the longest such path so far
+      // plus e x the work of the stages after it, sum_{s' < next} (F + B)): a' = max(a + e T, b + path blocks),
+      // b' = b + T. Counts e with no path on any stage are skipped; the loop ends after three counts in a row that
+      // raise nothing (the paths shorten once the excursions outweigh the work they skip).
+      std::size_t most = 0;
+      for (const auto& ex : c.excursions) most = std::max(most, ex.size());
+      int idle = 0;
+      for (std::size_t e = 1; e < most && idle < 3 && !c.timed_out; ++e) {
+        const double times = static_cast<double>(e);
+        DpRun excursion = dp_over_stages(
+            c, menu,
+            [&](const DpState& st, const StageChoice& o) {
+              return std::pair{std::max(st.a + times * o.time, e < o.excursion.size() ? st.b + o.excursion[e] : -kInf), st.b + o.time};
+            },
+            [](const DpState& st) { return st.a; }, fmt::format("bound through {} excursions", e), -kInf);
+        if (c.timed_out || excursion.ends.empty()) break;
+        const double reach = excursion.ends.front().first;
+        idle = reach > bound * (1 + kTol) ? 0 : idle + 1;
+        bound = std::max(bound, reach);
+      }
     }
     // Interleaved: the paths through chunk v's cells: micro-batch 0's forward up to cell (v, s), the
     // stage's order from F(v, s, 0) to B(v, s, m - 1), then micro-batch m - 1's backward back to cell (0, 0), so
