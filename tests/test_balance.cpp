@@ -510,7 +510,9 @@ int check_bound_against_exhaustive(unsigned seed, int trials, const std::functio
 
 TEST(Balance, InterleavedBoundNeverExceedsTheExhaustiveOptimum) {
   // The bound through the last chunk's cells (micro-batch 0's forward up to a cell, the stage's order over that
-  // chunk's micro-batches, micro-batch m - 1's backward back) on random small interleaved cases.
+  // chunk's micro-batches, micro-batch m - 1's backward back), with and without excursions, on random small
+  // interleaved cases.
+  int proved = 0;
   int checked = check_bound_against_exhaustive(7, 14, [](std::mt19937& rng, balance::Problem& p) {
     int S = 2 + static_cast<int>(rng() % 2);
     int V = 2 + static_cast<int>(rng() % 2);
@@ -526,8 +528,11 @@ TEST(Balance, InterleavedBoundNeverExceedsTheExhaustiveOptimum) {
     p.micro_batches = m;
     p.memory_limit_mb = rng() % 2 ? 0 : 30.0 * static_cast<double>(L) / S + 12.0 * m + 20;
     p.schedule = rng() % 2 ? simulate::Schedule::Interleaved : simulate::Schedule::InterleavedLessMemory;
-  });
+  }, &proved);
   EXPECT_GE(checked, 8);
+  // The bound meets the optimum on 3 of these 14 (the same 3 without excursions): on the others the critical
+  // path crosses windows of several stages, which these path families do not follow.
+  EXPECT_GE(proved, 3);
 }
 
 TEST(Balance, ExcursionBoundNeverExceedsTheExhaustiveOptimum) {

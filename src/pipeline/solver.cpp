@@ -124,17 +124,67 @@ Assignment empty_assignment(const Problem& p) {
                     std::vector<std::vector<std::array<long long, kRcKinds>>>(uz(p.chunks), std::vector<std::array<long long, kRcKinds>>(uz(p.stages))));
 }
 
+// The blocks of a stage's order on the paths through its window of chunk v, from F(v, s, 0) to B(v, s, m - 1), that
+// leave the order e times: between F(v, s, j) and B(v, s, j) the order runs other blocks while micro-batch j's own
+// path runs up through the later cells and back, and a path may take that excursion instead (solve()). Segments
+// F(v, j) .. B(v, j) are taken greedily: a of them from the window's start (each next one at the first forward of
+// chunk v after the last) and e - a from its end (each earlier one at the last backward of chunk v before the
+// next), all pairs (a, e - a) that do not overlap. Per e, per variant: the forwards (first V entries, per chunk)
+// and backwards (next V) left on the path.
+std::vector<std::vector<std::vector<double>>> excursion_blocks(const std::vector<simulate::Block>& order, int v, int V, int m) {
+  std::vector<std::size_t> at_f(uz(m)), at_b(uz(m));
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    if (order[i].chunk != v || order[i].kind == simulate::BlockKind::Weight) continue;
+    (order[i].kind == simulate::BlockKind::Forward ? at_f : at_b)[uz(order[i].micro)] = i;
+  }
+  const std::size_t first = at_f[0];
+  const std::size_t last = at_b[uz(m - 1)];
+  auto of_chunk = [&](std::size_t i, simulate::BlockKind kind) { return order[i].chunk == v && order[i].kind == kind; };
+  std::vector<int> from_start;
+  for (std::size_t i = first; i <= last;) {
+    int j = order[i].micro;
+    from_start.push_back(j);
+    i = at_b[uz(j)] + 1;
+    while (i <= last && !of_chunk(i, simulate::BlockKind::Forward)) ++i;
+  }
+  std::vector<int> from_end;
+  for (long long i = static_cast<long long>(last); i >= static_cast<long long>(first);) {
+    int j = order[uz(i)].micro;
+    from_end.push_back(j);
+    i = static_cast<long long>(at_f[uz(j)]) - 1;
+    while (i >= static_cast<long long>(first) && !of_chunk(uz(i), simulate::BlockKind::Backward)) --i;
+  }
+  std::vector<std::vector<std::vector<double>>> out;
+  for (std::size_t a = 0; a <= from_start.size(); ++a) {
+    for (std::size_t b = 0; b <= from_end.size(); ++b) {
+      if (a > 0 && b > 0 && at_b[uz(from_start[a - 1])] >= at_f[uz(from_end[b - 1])]) break;  // they overlap
+      std::vector<char> skipped(order.size(), 0);
+      auto skip = [&](int j) {
+        for (std::size_t t = at_f[uz(j)] + 1; t < at_b[uz(j)]; ++t) skipped[t] = 1;
+      };
+      for (std::size_t i = 0; i < a; ++i) skip(from_start[i]);
+      for (std::size_t i = 0; i < b; ++i) skip(from_end[i]);
+      std::vector<double> n(uz(2 * V), 0.0);
+      for (std::size_t i = first; i <= last; ++i) {
+        if (skipped[i] || order[i].kind == simulate::BlockKind::Weight) continue;
+        n[uz(order[i].kind == simulate::BlockKind::Forward ? order[i].chunk : V + order[i].chunk)] += 1;
+      }
+      if (out.size() <= a + b) out.resize(a + b + 1);
+      out[a + b].push_back(std::move(n));
+    }
+  }
+  return out;
+}
+
 // Everything the steps share.
 struct Context {
   const Problem& p;
   std::vector<Rc> kinds;
   std::vector<std::vector<std::vector<int>>> vectors;  // per stage: Pareto-maximal in-flight count vectors
   // [stage][chunk v]: how many forwards (first V entries, per chunk) and backwards (next V) the stage's order runs
-  // from F(v, s, 0) to B(v, s, m - 1), both included.
-  std::vector<std::vector<std::vector<double>>> windows;
-  // 1F1B: per stage and excursion count e, the forward and backward blocks of its own on each path variant with
-  // e excursions (solve()'s excursion bound).
-  std::vector<std::vector<std::vector<std::array<double, 2>>>> excursions;
+  // from F(v, s, 0) to B(v, s, m - 1), both included, with e excursions: [stage][chunk v][e][variant] (see
+  // excursion_blocks; e = 0 is the whole window).
+  std::vector<std::vector<std::vector<std::vector<std::vector<double>>>>> excursions;
   std::vector<long long> type_start;             // model-order position where each type starts
   long long total = 0;
   double limit = kInf;
@@ -181,70 +231,12 @@ Context make_context(const Problem& p) {
   c.limit = p.memory_limit_mb > 0 ? p.memory_limit_mb : kInf;
   for (const auto& b : p.layers.bodies) c.fronts.push_back(mix_fronts(b, c.kinds, b.count, p.memory_limit_mb > 0));
   c.orders = simulate::make_orders(p.schedule, p.stages, p.chunks, p.micro_batches);
-  if (p.chunks == 1 && p.schedule == simulate::Schedule::OneF1B) {
-    const int m = p.micro_batches;
-    for (const auto& order : c.orders.order) {
-      // Segments F(j) .. B(j): a of them greedily from F(0) on (each next one at the first forward after the
-      // last), and e - a greedily from B(m - 1) back (each earlier one at the last backward before the next).
-      std::vector<std::size_t> at_f(uz(m)), at_b(uz(m));
-      for (std::size_t i = 0; i < order.size(); ++i) (order[i].kind == simulate::BlockKind::Forward ? at_f : at_b)[uz(order[i].micro)] = i;
-      std::vector<int> from_start;
-      for (std::size_t i = 0; i < order.size();) {
-        int j = order[i].micro;
-        from_start.push_back(j);
-        i = at_b[uz(j)] + 1;
-        while (i < order.size() && order[i].kind != simulate::BlockKind::Forward) ++i;
-      }
-      std::vector<int> from_end;
-      for (long long i = static_cast<long long>(order.size()) - 1; i >= 0;) {
-        int j = order[uz(i)].micro;
-        from_end.push_back(j);
-        i = static_cast<long long>(at_f[uz(j)]) - 1;
-        while (i >= 0 && order[uz(i)].kind != simulate::BlockKind::Backward) --i;
-      }
-      std::vector<std::vector<std::array<double, 2>>> ex(1, {{static_cast<double>(m), static_cast<double>(m)}});
-      for (std::size_t a = 0; a <= from_start.size(); ++a) {
-        for (std::size_t b = 0; b <= from_end.size(); ++b) {
-          if (a + b == 0) continue;
-          if (a > 0 && b > 0 && at_b[uz(from_start[a - 1])] >= at_f[uz(from_end[b - 1])]) break;  // they overlap
-          std::vector<char> skipped(order.size(), 0);
-          auto skip = [&](int j) {
-            for (std::size_t t = at_f[uz(j)] + 1; t < at_b[uz(j)]; ++t) skipped[t] = 1;
-          };
-          for (std::size_t i = 0; i < a; ++i) skip(from_start[i]);
-          for (std::size_t i = 0; i < b; ++i) skip(from_end[i]);
-          std::array<double, 2> n{0, 0};
-          for (std::size_t i = 0; i < order.size(); ++i) {
-            if (!skipped[i]) n[order[i].kind == simulate::BlockKind::Forward ? 0 : 1] += 1;
-          }
-          if (ex.size() <= a + b) ex.resize(a + b + 1);
-          ex[a + b].push_back(n);
-        }
-      }
-      c.excursions.push_back(std::move(ex));
+  if (p.schedule == simulate::Schedule::OneF1B || p.schedule == simulate::Schedule::Interleaved ||
+      p.schedule == simulate::Schedule::InterleavedLessMemory) {
+    for (int s = 0; s < p.stages; ++s) {
+      c.excursions.emplace_back();
+      for (int v = 0; v < p.chunks; ++v) c.excursions.back().push_back(excursion_blocks(c.orders.order[uz(s)], v, p.chunks, p.micro_batches));
     }
-  }
-  for (int s = 0; s < p.stages; ++s) {
-    const auto& order = c.orders.order[uz(s)];
-    std::vector<std::vector<double>> w;
-    for (int v = 0; v < p.chunks; ++v) {
-      std::vector<double> n(uz(2 * p.chunks), 0.0);
-      std::size_t first = order.size();
-      std::size_t last = 0;
-      for (std::size_t i = 0; i < order.size(); ++i) {
-        const simulate::Block& b = order[i];
-        if (b.chunk != v) continue;
-        if (b.kind == simulate::BlockKind::Forward && b.micro == 0) first = i;
-        if (b.kind == simulate::BlockKind::Backward && b.micro == p.micro_batches - 1) last = i;
-      }
-      for (std::size_t i = first; i <= last && i < order.size(); ++i) {
-        const simulate::Block& b = order[i];
-        if (b.kind == simulate::BlockKind::Forward) n[uz(b.chunk)] += 1;
-        if (b.kind == simulate::BlockKind::Backward) n[uz(p.chunks + b.chunk)] += 1;
-      }
-      w.push_back(std::move(n));
-    }
-    c.windows.push_back(std::move(w));
   }
   c.show_progress = p.progress && isatty(fileno(stderr)) != 0;
   return c;
@@ -256,11 +248,12 @@ struct StageChoice {
   double time = kInf;
   double cell_max = kInf;
   double lead = kInf;
-  // For the bound through chunk v's cells (Menu::bound_chunk = v): the stage's order from F(v, s, 0) to
-  // B(v, s, m - 1) (window), the work of the chunks before v (before), and chunk v's cell (chunk_time).
+  // For the bound through chunk v's cells with e excursions (Menu::bound_chunk = v, Menu::excursions = e): the
+  // stage's blocks on the longest such path through its window from F(v, s, 0) to B(v, s, m - 1) (window), the
+  // work of the chunks before v plus e times that of the chunks after v (before), and chunk v's cell (chunk_time).
   double window = 0, before = 0, chunk_time = 0;
   double backward = 0;  // V = 1: the stage's backward per micro-batch
-  // 1F1B: the stage's own blocks on the path with e excursions (Context::excursions), index e.
+  // V = 1: the stage's blocks on the longest path through its window with e excursions, index e.
   std::vector<double> excursion;
   std::array<double, 3> key{};  // what the options are Pareto-minimal in
   std::vector<std::vector<Mix>> mixes;
@@ -323,7 +316,7 @@ StageChoice stage_option_v1(Context& c, int s, long long pos, long long k) {
   out.lead = lead_of(p, forward + head_tail_f, best + head_tail_b);
   out.backward = best + head_tail_b;
   if (!c.excursions.empty()) {
-    for (const auto& variants : c.excursions[uz(s)]) {
+    for (const auto& variants : c.excursions[uz(s)][0]) {
       double longest = -kInf;
       for (const auto& blocks : variants) longest = std::max(longest, blocks[0] * (out.time - out.backward) + blocks[1] * out.backward);
       out.excursion.push_back(longest);
@@ -335,7 +328,7 @@ StageChoice stage_option_v1(Context& c, int s, long long pos, long long k) {
 
 // Step 2b (V > 1, one type): every composition of k over the chunks and every combination of the chunks' mixes
 // that fits the schedule's in-flight vectors; the Pareto front of (slowest chunk, stage time, lead) is kept.
-std::vector<StageChoice> stage_options_vn(Context& c, int s, long long k, int bound_chunk) {
+std::vector<StageChoice> stage_options_vn(Context& c, int s, long long k, int bound_chunk, int excursions) {
   const Problem& p = c.p;
   const int V = p.chunks;
   std::vector<StageChoice> options;
@@ -366,10 +359,18 @@ std::vector<StageChoice> stage_options_vn(Context& c, int s, long long k, int bo
     ch.lead = lead;
     ch.key = {cell_max, total, lead};
     if (bound_chunk >= 0) {
-      const auto& w = c.windows[uz(s)][uz(bound_chunk)];
+      const auto& paths = c.excursions[uz(s)][uz(bound_chunk)];
+      ch.window = -kInf;  // no path with that many excursions through this window
+      if (uz(excursions) < paths.size()) {
+        for (const auto& n : paths[uz(excursions)]) {
+          double w = 0;
+          for (int u = 0; u < V; ++u) w += n[uz(u)] * cf[uz(u)] + n[uz(V + u)] * cb[uz(u)];
+          ch.window = std::max(ch.window, w);
+        }
+      }
       for (int u = 0; u < V; ++u) {
-        ch.window += w[uz(u)] * cf[uz(u)] + w[uz(V + u)] * cb[uz(u)];
         if (u < bound_chunk) ch.before += cf[uz(u)] + cb[uz(u)];
+        if (u > bound_chunk) ch.before += excursions * (cf[uz(u)] + cb[uz(u)]);
       }
       ch.chunk_time = cf[uz(bound_chunk)] + cb[uz(bound_chunk)];
       ch.key = {ch.window, ch.before, ch.chunk_time};
@@ -455,7 +456,8 @@ struct Menu {
   int bound_chunk = -1;                                     // >= 0: options for the bound through that chunk's cells (see StageChoice)
   std::vector<std::vector<std::vector<StageChoice>>> memo;  // V > 1: [s][k]
   std::vector<std::vector<char>> done;
-  explicit Menu(Context& ctx, int chunk = -1) : c(ctx), bound_chunk(chunk) {
+  int excursions = 0;
+  explicit Menu(Context& ctx, int chunk = -1, int e = 0) : c(ctx), bound_chunk(chunk), excursions(e) {
     if (c.p.chunks > 1) {
       memo.assign(uz(c.p.stages), std::vector<std::vector<StageChoice>>(uz(c.total + 1)));
       done.assign(uz(c.p.stages), std::vector<char>(uz(c.total + 1), 0));
@@ -471,7 +473,7 @@ struct Menu {
       return single;
     }
     if (!done[uz(s)][uz(k)]) {
-      memo[uz(s)][uz(k)] = stage_options_vn(c, s, k, bound_chunk);
+      memo[uz(s)][uz(k)] = stage_options_vn(c, s, k, bound_chunk, excursions);
       done[uz(s)][uz(k)] = 1;
     }
     return memo[uz(s)][uz(k)];
@@ -1151,7 +1153,7 @@ Solution solve(const Problem& p) {
       // b' = b + T. Counts e with no path on any stage are skipped; the loop ends after three counts in a row that
       // raise nothing (the paths shorten once the excursions outweigh the work they skip).
       std::size_t most = 0;
-      for (const auto& ex : c.excursions) most = std::max(most, ex.size());
+      for (const auto& stage : c.excursions) most = std::max(most, stage[0].size());
       int idle = 0;
       for (std::size_t e = 1; e < most && idle < 3 && !c.timed_out; ++e) {
         const double times = static_cast<double>(e);
@@ -1169,21 +1171,34 @@ Solution solve(const Problem& p) {
     }
     // Interleaved: the paths through chunk v's cells: micro-batch 0's forward up to cell (v, s), the
     // stage's order from F(v, s, 0) to B(v, s, m - 1), then micro-batch m - 1's backward back to cell (0, 0), so
-    // step >= sum over the cells before (v, s) in the virtual order of (F + B) + window(v, s). The program over
-    // stages keeps (a, b) = (the largest such path so far plus the earlier chunks' work on the stages after it,
-    // the work before the next cell of chunk v): a' = max(a, b + window) + before, b' = b + before + chunk time.
+    // step >= sum over the cells before (v, s) in the virtual order of (F + B) + window(v, s). With e excursions
+    // (as for 1F1B above; the way up and back from cell (v, s) runs every cell after it in the virtual order):
+    // step >= sum over the cells before (v, s) + the window's blocks left + e x sum over the cells after (v, s).
+    // Per stage t, with K(t) = before(t) + e after(t) (the work of the chunks before v, e times that of the chunks
+    // after v) and chunk(t) the work of chunk v, the program over stages keeps (a, b) = (the longest such path so
+    // far plus, for the stages since, e chunk(t) + K(t); sum_{t' < next} (chunk(t') + K(t'))):
+    // a' = max(a + e chunk, b + window) + K, b' = b + chunk + K.
     const bool interleaved = p.schedule == simulate::Schedule::Interleaved || p.schedule == simulate::Schedule::InterleavedLessMemory;
-    // Only the last chunk's paths (the longest prefix before its cells; the other chunks' gave no more on the demo
-    // and bench cases, and each costs a program).
-    for (int v = p.chunks - 1; v < p.chunks && v >= 1 && bound_exact && interleaved && !c.timed_out; ++v) {
-      Menu chunk_menu(c, v);
-      DpRun path = dp_over_stages(
-          c, chunk_menu,
-          [](const DpState& st, const StageChoice& o) {
-            return std::pair{std::max(st.a, st.b + o.window) + o.before, st.b + o.before + o.chunk_time};
-          },
-          [](const DpState& st) { return st.a; }, fmt::format("bound through chunk {}", v));
-      if (!c.timed_out && !path.ends.empty()) bound = std::max(bound, path.ends.front().first);
+    // Only the last chunk's paths (the longest prefix before its cells; the other chunks', with and without
+    // excursions, gave no more on the demo and bench cases, and each costs programs).
+    for (int v = p.chunks - 1; v < p.chunks && v >= 0 && p.chunks > 1 && bound_exact && interleaved && !c.timed_out; ++v) {
+      std::size_t most = 0;
+      for (const auto& stage : c.excursions) most = std::max(most, stage[uz(v)].size());
+      int idle = 0;
+      for (std::size_t e = 0; e < most && idle < 3 && !c.timed_out; ++e) {
+        const double times = static_cast<double>(e);
+        Menu chunk_menu(c, v, static_cast<int>(e));
+        DpRun path = dp_over_stages(
+            c, chunk_menu,
+            [&](const DpState& st, const StageChoice& o) {
+              return std::pair{std::max(st.a + times * o.chunk_time, st.b + o.window) + o.before, st.b + o.before + o.chunk_time};
+            },
+            [](const DpState& st) { return st.a; }, fmt::format("bound through chunk {}, {} excursions", v, e), -kInf);
+        if (c.timed_out || path.ends.empty()) break;
+        const double reach = path.ends.front().first;
+        idle = reach > bound * (1 + kTol) ? 0 : idle + 1;
+        bound = std::max(bound, reach);
+      }
     }
     phase("bound program");
     // The closed-form step time's optimum and its neighbours.
