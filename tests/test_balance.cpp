@@ -513,22 +513,25 @@ TEST(Balance, InterleavedBoundNeverExceedsTheExhaustiveOptimum) {
   // chunk's micro-batches, micro-batch m - 1's backward back), with and without excursions, on random small
   // interleaved cases.
   int proved = 0;
-  int checked = check_bound_against_exhaustive(7, 14, [](std::mt19937& rng, balance::Problem& p) {
-    int S = 2 + static_cast<int>(rng() % 2);
-    int V = 2 + static_cast<int>(rng() % 2);
-    if (S == 3 && V == 3) V = 2;  // keep the enumeration small
-    int m = S + static_cast<int>(rng() % 3);
-    long long L = S * V + static_cast<long long>(rng() % 3);
-    p.layers = layers(L, 5 + static_cast<double>(rng() % 10), 30, {{Rc::None, 12}, {Rc::Full, 2}});
-    p.layers.head_forward = static_cast<double>(rng() % 20);
-    p.layers.tail_forward = static_cast<double>(rng() % 30);
-    p.layers.tail_backward = 2 * p.layers.tail_forward;
-    p.stages = S;
-    p.chunks = V;
-    p.micro_batches = m;
-    p.memory_limit_mb = rng() % 2 ? 0 : 30.0 * static_cast<double>(L) / S + 12.0 * m + 20;
-    p.schedule = rng() % 2 ? simulate::Schedule::Interleaved : simulate::Schedule::InterleavedLessMemory;
-  }, &proved);
+  int checked = check_bound_against_exhaustive(
+      7, 14,
+      [](std::mt19937& rng, balance::Problem& p) {
+        int S = 2 + static_cast<int>(rng() % 2);
+        int V = 2 + static_cast<int>(rng() % 2);
+        if (S == 3 && V == 3) V = 2;  // keep the enumeration small
+        int m = S + static_cast<int>(rng() % 3);
+        long long L = S * V + static_cast<long long>(rng() % 3);
+        p.layers = layers(L, 5 + static_cast<double>(rng() % 10), 30, {{Rc::None, 12}, {Rc::Full, 2}});
+        p.layers.head_forward = static_cast<double>(rng() % 20);
+        p.layers.tail_forward = static_cast<double>(rng() % 30);
+        p.layers.tail_backward = 2 * p.layers.tail_forward;
+        p.stages = S;
+        p.chunks = V;
+        p.micro_batches = m;
+        p.memory_limit_mb = rng() % 2 ? 0 : 30.0 * static_cast<double>(L) / S + 12.0 * m + 20;
+        p.schedule = rng() % 2 ? simulate::Schedule::Interleaved : simulate::Schedule::InterleavedLessMemory;
+      },
+      &proved);
   EXPECT_GE(checked, 8);
   // The bound meets the optimum on 3 of these 14 (the same 3 without excursions): on the others the critical
   // path crosses windows of several stages, which these path families do not follow.
@@ -539,20 +542,23 @@ TEST(Balance, ExcursionBoundNeverExceedsTheExhaustiveOptimum) {
   // The 1F1B bound through each stage's order with e excursions up the later stages and back (solve()) on random
   // small cases, fewer micro-batches than stages included, with a head and a tail.
   int proved = 0;
-  int checked = check_bound_against_exhaustive(11, 24, [](std::mt19937& rng, balance::Problem& p) {
-    int S = 2 + static_cast<int>(rng() % 4);
-    int m = 1 + static_cast<int>(rng() % 7);
-    long long L = S + static_cast<long long>(rng() % 5);
-    p.layers = layers(L, 5 + static_cast<double>(rng() % 10), 30, {{Rc::None, 12}, {Rc::Selective, 7}, {Rc::Full, 2}});
-    p.layers.head_forward = static_cast<double>(rng() % 20);
-    p.layers.head_backward = 2 * p.layers.head_forward;
-    p.layers.tail_forward = static_cast<double>(rng() % 30);
-    p.layers.tail_backward = 2 * p.layers.tail_forward;
-    p.stages = S;
-    p.micro_batches = m;
-    p.memory_limit_mb = rng() % 2 ? 0 : 30.0 * static_cast<double>(L) / S + 12.0 * std::min(m, S) + 10;
-    p.schedule = simulate::Schedule::OneF1B;
-  }, &proved);
+  int checked = check_bound_against_exhaustive(
+      11, 24,
+      [](std::mt19937& rng, balance::Problem& p) {
+        int S = 2 + static_cast<int>(rng() % 4);
+        int m = 1 + static_cast<int>(rng() % 7);
+        long long L = S + static_cast<long long>(rng() % 5);
+        p.layers = layers(L, 5 + static_cast<double>(rng() % 10), 30, {{Rc::None, 12}, {Rc::Selective, 7}, {Rc::Full, 2}});
+        p.layers.head_forward = static_cast<double>(rng() % 20);
+        p.layers.head_backward = 2 * p.layers.head_forward;
+        p.layers.tail_forward = static_cast<double>(rng() % 30);
+        p.layers.tail_backward = 2 * p.layers.tail_forward;
+        p.stages = S;
+        p.micro_batches = m;
+        p.memory_limit_mb = rng() % 2 ? 0 : 30.0 * static_cast<double>(L) / S + 12.0 * std::min(m, S) + 10;
+        p.schedule = simulate::Schedule::OneF1B;
+      },
+      &proved);
   EXPECT_GE(checked, 12);
   // With the excursions the bound meets the optimum on 17 of these 18 (1 % short on the other); the first-backward
   // path alone (e = 1) proved 14.

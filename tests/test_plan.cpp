@@ -5,6 +5,7 @@
 
 #include <cmath>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "app/app.hpp"
@@ -141,4 +142,43 @@ TEST(PlanCommand, TheEmittedMegatronScriptReadsBackToTheSamePlan) {
     for (const auto& n : plan["stages"][s]["layers"]) layers += n.get<long long>();
     EXPECT_EQ(est["stages"][s]["layers"].get<long long>(), layers) << "stage " << s;
   }
+}
+
+// A stack whose layer kinds alternate in a repeating period (Gemma 2: sliding-window and global attention layers in
+// turn, HF config layer_types) is balanced a whole period at a time: every chunk holds whole periods, and the plan's
+// split, priced again by `sapp estimate --stage-layers`, gives the plan's peak memory. More chunks than periods is
+// no error: that layout is kept as estimated, with the reason.
+TEST(PlanCommand, AlternatingStacksAreBalancedAPeriodAtATime) {
+  auto r = test::run_sapp("plan --model gemma2-9b --devices 32 --global-batch 256 --seq 8192 --pp 2 --vpp 2 --cp 1 --candidates 1 -q -f json");
+  ASSERT_EQ(r.status, 0) << r.err;
+  const nlohmann::json plan = nlohmann::json::parse(r.out)["plans"].at(0);
+  ASSERT_TRUE(plan["balanced"].get<bool>()) << plan["status"];
+  long long layers = 0;
+  std::vector<std::string> rows(2);  // --stage-layers: one row per chunk, stages separated by ','
+  for (const auto& s : plan["stages"]) {
+    for (std::size_t v = 0; v < s["layers"].size(); ++v) {
+      const long long n = s["layers"][v].get<long long>();
+      EXPECT_EQ(n % 2, 0) << "stage " << s["stage"] << " chunk " << v << ": " << n << " layers is not whole periods";
+      layers += n;
+      if (!rows[v].empty()) rows[v] += ',';
+      rows[v] += std::to_string(n);
+    }
+  }
+  EXPECT_EQ(layers, 42);  // Gemma 2 9B config.json num_hidden_layers
+  const nlohmann::json& l = plan["layout"];
+  auto est =
+      test::run_sapp(fmt::format("estimate --model gemma2-9b --devices 32 --global-batch 256 --seq 8192 --pp 2 --vpp 2 --mbs {} --zero {} "
+                                 "--stage-layers {}/{} -f json",
+                                 l["micro_batch_size"].get<int>(), l["zero"].get<int>(), rows[0], rows[1]));
+  ASSERT_EQ(est.status, 0) << est.err;
+  const nlohmann::json e = nlohmann::json::parse(est.out);
+  EXPECT_NEAR(e["peak_memory_bytes"].get<double>(), plan["peak_memory_bytes"].get<double>(), 1e-3 * plan["peak_memory_bytes"].get<double>());
+  // The plan's step is the balancer's simulated schedule; the estimate's is its closed form over the same split.
+  EXPECT_NEAR(e["step_time_s"].get<double>(), plan["step_time_s"].get<double>(), 0.03 * plan["step_time_s"].get<double>());
+
+  auto many = test::run_sapp("plan --model gemma2-9b --devices 32 --global-batch 256 --seq 8192 --pp 2 --vpp 14 --cp 1 --candidates 1 -q -f json");
+  ASSERT_EQ(many.status, 0) << many.err;
+  const nlohmann::json kept = nlohmann::json::parse(many.out)["plans"].at(0);
+  EXPECT_FALSE(kept["balanced"].get<bool>());
+  EXPECT_NE(kept["status"].get<std::string>().find("a period of 2 layers"), std::string::npos) << kept["status"];
 }

@@ -244,7 +244,14 @@ report::Plan balance_plan(const LoadedJob& x, const PlanRequest& request, const 
   if (!d.why_not.empty()) return estimate_plan(x, request, row, "not balanced: " + d.why_not);
   balance::Problem problem = balance::problem_for(d, l, request.job.training, x.capacity_bytes);
   problem.time_limit_s = request.balance_time_limit_s;
-  balance::Solution sol = balance::solve(problem);
+  balance::Solution sol;
+  try {
+    sol = balance::solve(problem);
+  } catch (const Error& e) {
+    // A problem the balancer refuses (e.g. fewer periods of a periodic stack than chunks): this layout stays as
+    // estimated, with the reason.
+    return estimate_plan(x, request, row, fmt::format("not balanced: {}", e.what()));
+  }
   if (!sol.feasible) return estimate_plan(x, request, row, "not balanced: the balancer found no plan within the memory limit (" + sol.method + ")");
   const double balanced_step_s = sol.eval.objective / 1000.0 + d.outside_pipeline_s;
   if (balanced_step_s >= row.candidate.time.step_s) {
@@ -263,13 +270,25 @@ report::Plan balance_plan(const LoadedJob& x, const PlanRequest& request, const 
   for (double mb : sol.eval.stage_memory_mb) p.peak_memory_bytes = std::max(p.peak_memory_bytes, mb * balance::kBytesPerMb);
   const auto S = static_cast<std::size_t>(l.pp);
   const auto V = static_cast<std::size_t>(l.vpp);
+  // The plan in layers: a periodic stack's BODY layer is a whole period (Descriptors::layers_per_unit).
+  const long long unit = d.layers_per_unit;
+  balance::Assignment in_layers = sol.x;
+  for (auto& body : in_layers) {
+    for (auto& chunk : body) {
+      for (auto& cell : chunk) {
+        for (long long& n : cell) n *= unit;
+      }
+    }
+  }
+  balance::Problem in_layers_problem = problem;
+  for (auto& body : in_layers_problem.layers.bodies) body.count *= unit;
   for (std::size_t s = 0; s < S; ++s) {
     report::PlanStage st;
     st.stage = static_cast<int>(s);
     st.layers.assign(V, 0);
     st.recompute.assign(V, {});
     for (std::size_t v = 0; v < V; ++v) {
-      for (const auto& body : sol.x) {
+      for (const auto& body : in_layers) {
         for (int r = 0; r < balance::kRcKinds; ++r) {
           long long n = body[v][s][static_cast<std::size_t>(r)];
           if (n == 0) continue;
@@ -294,7 +313,7 @@ report::Plan balance_plan(const LoadedJob& x, const PlanRequest& request, const 
   if (kinds == std::set<std::string>{"none"}) p.layout.recompute = plan::Recompute::Off;
   if (kinds == std::set<std::string>{"full"}) p.layout.recompute = plan::Recompute::Full;
   if (kinds == std::set<std::string>{"selective"}) p.layout.recompute = plan::Recompute::Selective;
-  auto fw = balance::to_framework(problem, sol.x);
+  auto fw = balance::to_framework(in_layers_problem, in_layers);
   nlohmann::json arrays = nlohmann::json::array();
   for (std::size_t b = 0; b < fw.size(); ++b) {
     arrays.push_back({{"body", problem.layers.bodies[b].name},

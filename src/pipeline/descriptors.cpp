@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "plan/stages.hpp"
 
@@ -62,29 +63,63 @@ Descriptors describe(const model::Model& model, const plan::Layout& layout, cons
     else
       runs.emplace_back(group.kind, group.count);
   }
+  // A stack of more runs than that which repeats a period of runs exactly becomes one BODY type of periods.
+  std::size_t period = runs.size();
   if (static_cast<int>(runs.size()) > max_body_types) {
-    d.why_not = fmt::format("the layer stack alternates {} runs of layer kinds (at most {} BODY types are balanced)", runs.size(), max_body_types);
-    return d;
+    for (std::size_t q = 1; q <= runs.size() / 2 && period == runs.size(); ++q) {
+      if (runs.size() % q != 0) continue;
+      bool repeats = true;
+      for (std::size_t i = q; i < runs.size() && repeats; ++i) repeats = runs[i] == runs[i % q];
+      if (repeats) period = q;
+    }
+    if (period == runs.size()) {
+      d.why_not = fmt::format("the layer stack alternates {} runs of layer kinds without repeating one period (at most {} BODY types are balanced)",
+                              runs.size(), max_body_types);
+      return d;
+    }
   }
   set.kinds = {Rc::None, Rc::Selective, Rc::Full};
   double layers_seconds = 0;  // the body of one micro-batch, all layers at the layout's recompute mode
-  for (std::size_t run = 0; run < runs.size(); ++run) {
-    const auto [kind, count] = runs[run];
+  // Adds n layers of a kind to a BODY layer; returns their seconds at the layout's recompute mode.
+  auto add_layers = [&](BodyType& body, int kind, long long n_layers) {
     const auto k = static_cast<std::size_t>(kind);
-    LayerSeconds ls = layer_seconds(kt.kinds[k]);
-    BodyType body;
-    body.name = runs.size() > 1 ? fmt::format("BODY{}_{}", run + 1, model.kinds[k].kind.name) : std::string("BODY");
-    body.count = count;
-    body.forward = ls.forward * kMsPerS;
-    body.param_mb = (km[k].dense_elems * state.dense + km[k].expert_elems * state.expert) / kBytesPerMb;
+    const LayerSeconds ls = layer_seconds(kt.kinds[k]);
+    const auto n = static_cast<double>(n_layers);
+    body.forward += n * ls.forward * kMsPerS;
+    body.param_mb += n * (km[k].dense_elems * state.dense + km[k].expert_elems * state.expert) / kBytesPerMb;
     for (plan::Recompute mode : {plan::Recompute::Off, plan::Recompute::Selective, plan::Recompute::Full}) {
       const auto m = static_cast<std::size_t>(mode);
       const auto r = static_cast<std::size_t>(rc_of(mode));
-      body.backward[r] = ls.backward[m] * kMsPerS;
-      body.act_mb[r] = km[k].act[m] / kBytesPerMb;
+      body.backward[r] += n * ls.backward[m] * kMsPerS;
+      body.act_mb[r] = body.act_mb[r].value_or(0.0) + n * km[k].act[m] / kBytesPerMb;
     }
-    layers_seconds += static_cast<double>(count) * (ls.forward + ls.backward[static_cast<std::size_t>(layout.recompute)]);
+    return n * (ls.forward + ls.backward[static_cast<std::size_t>(layout.recompute)]);
+  };
+  if (period < runs.size()) {
+    BodyType body;
+    std::vector<std::string> names;
+    double period_seconds = 0;
+    d.layers_per_unit = 0;
+    for (std::size_t run = 0; run < period; ++run) {
+      const auto [kind, count] = runs[run];
+      names.push_back(fmt::format("{}x{}", count, model.kinds[static_cast<std::size_t>(kind)].kind.name));
+      d.layers_per_unit += count;
+      period_seconds += add_layers(body, kind, count);
+    }
+    body.name = fmt::format("BODY_period_{}", fmt::join(names, "+"));
+    set.file = fmt::format("{} (sapp's cost model; a BODY layer is a period of {} layers)", model.spec.name, d.layers_per_unit);
+    body.count = static_cast<long long>(runs.size() / period);
+    layers_seconds = static_cast<double>(body.count) * period_seconds;
     set.bodies.push_back(body);
+  } else {
+    for (std::size_t run = 0; run < runs.size(); ++run) {
+      const auto [kind, count] = runs[run];
+      BodyType body;
+      body.name = runs.size() > 1 ? fmt::format("BODY{}_{}", run + 1, model.kinds[static_cast<std::size_t>(kind)].kind.name) : std::string("BODY");
+      body.count = count;
+      layers_seconds += static_cast<double>(count) * add_layers(body, kind, 1);
+      set.bodies.push_back(body);
+    }
   }
 
   // HEAD, TAIL and the constant, from the cost model's own estimate of the layout (even split): what a stage

@@ -31,10 +31,14 @@ struct Descriptors {
   // Step time the pipeline schedule does not cover (exposed DP and PP communication, optimizer step), seconds.
   double outside_pipeline_s = 0;
   std::string why_not;  // non-empty: the model cannot be described this way (e.g. too many alternating kinds)
+  // Layers one BODY layer stands for: 1, or the period of a stack whose kinds repeat (Gemma 2's sliding and global
+  // pair, Qwen3-Next's three linear and one full attention layers), balanced a whole period at a time.
+  long long layers_per_unit = 1;
 };
 
-// `max_body_types` bounds the BODY types (the balancer's cost grows with them); a stack that alternates more
-// kinds than that is refused in `why_not`.
+// `max_body_types` bounds the BODY types (the balancer's cost grows with them). A stack that alternates more
+// runs of kinds than that is described by its period when it repeats one exactly (one BODY type whose layer is
+// the period: the sums of the period's times, activations and states); else it is refused in `why_not`.
 Descriptors describe(const model::Model& model, const plan::Layout& layout, const plan::Training& training, const hardware::Hardware& hw,
                      const cost::Overlap& overlap, int max_body_types = 3);
 

@@ -185,7 +185,7 @@ struct Context {
   // from F(v, s, 0) to B(v, s, m - 1), both included, with e excursions: [stage][chunk v][e][variant] (see
   // excursion_blocks; e = 0 is the whole window).
   std::vector<std::vector<std::vector<std::vector<std::vector<double>>>>> excursions;
-  std::vector<long long> type_start;             // model-order position where each type starts
+  std::vector<long long> type_start;  // model-order position where each type starts
   long long total = 0;
   double limit = kInf;
   // The simulated step of a plan already found: a stage runs its m micro-batches' blocks one after another, so a
@@ -231,8 +231,7 @@ Context make_context(const Problem& p) {
   c.limit = p.memory_limit_mb > 0 ? p.memory_limit_mb : kInf;
   for (const auto& b : p.layers.bodies) c.fronts.push_back(mix_fronts(b, c.kinds, b.count, p.memory_limit_mb > 0));
   c.orders = simulate::make_orders(p.schedule, p.stages, p.chunks, p.micro_batches);
-  if (p.schedule == simulate::Schedule::OneF1B || p.schedule == simulate::Schedule::Interleaved ||
-      p.schedule == simulate::Schedule::InterleavedLessMemory) {
+  if (p.schedule == simulate::Schedule::OneF1B || p.schedule == simulate::Schedule::Interleaved || p.schedule == simulate::Schedule::InterleavedLessMemory) {
     for (int s = 0; s < p.stages; ++s) {
       c.excursions.emplace_back();
       for (int v = 0; v < p.chunks; ++v) c.excursions.back().push_back(excursion_blocks(c.orders.order[uz(s)], v, p.chunks, p.micro_batches));
