@@ -320,3 +320,34 @@ kinds:
   double layer = 4 * h * h + 4 * h + 2 * h * f + f + h + 4 * h;
   EXPECT_DOUBLE_EQ(m.params().total, 3 * layer + v * h + 2 * h);
 }
+
+// Families added as data (data/op_profiles): each bundled config against its publisher's count.
+// Microsoft, Phi-3 technical report (arXiv:2404.14219) §2 and the HF model page of Phi-3-mini-4k-instruct: 3.82 B.
+TEST(PublishedParams, Phi3Mini_3_82B) {
+  auto m = bundled("phi3-mini-4k");
+  near_published(m.params().total, 3.82, 0.01, "total");
+  EXPECT_TRUE(m.kinds.at(static_cast<std::size_t>(m.stack.front().kind)).kind.sliding);  // sliding_window 2047, every layer
+}
+// OLMo 2 (arXiv:2501.00656), HF allenai/OLMo-2-1124-7B: 7.3 B.
+TEST(PublishedParams, Olmo2_7B_7_3B) { near_published(bundled("olmo2-7b").params().total, 7.3, 0.1, "total"); }
+// Gemma report (arXiv:2403.08295) table 1, 7B: 786,432,000 embedding and 7,751,248,896 non-embedding parameters.
+TEST(PublishedParams, Gemma7B_Exact) {
+  auto p = bundled("gemma-7b").params();
+  EXPECT_NEAR(p.embedding, 786432000.0, 1.0);
+  EXPECT_NEAR(p.total - p.embedding, 7751248896.0, 1.0);
+}
+// IBM, HF ibm-granite/granite-3.0-8b-base: 8.17 B (tied embeddings).
+TEST(PublishedParams, Granite30_8B_8_17B) { near_published(bundled("granite-3.0-8b").params().total, 8.17, 0.01, "total"); }
+// OLMoE paper (arXiv:2409.02060) table 1: 6.9 B total, 1.3 B active.
+TEST(PublishedParams, OLMoE_1B_7B) {
+  auto p = bundled("olmoe-1b-7b").params();
+  near_published(p.total, 6.9, 0.1, "total");
+  near_published(p.active, 1.3, 0.1, "active");
+}
+// Moonshot AI, Kimi K2 model card: 1 T total, 32 B activated (counted as DeepSeek counts them, without the input
+// embedding: with it the count would be 32.9 B). A "1T" is taken to one decimal of a trillion.
+TEST(PublishedParams, KimiK2_1T_total_32B_active) {
+  auto p = bundled("kimi-k2").params();
+  near_published(p.total, 1000, 100, "total");
+  near_published(p.active_no_embedding, 32, 1, "activated");
+}

@@ -511,6 +511,11 @@ const std::set<std::string>& neutral_keys() {
                                           "use_sliding_window",
                                           "original_max_position_embeddings",
                                           "swiglu_limit",
+                                          "embedding_multiplier",  // Granite's scalar multipliers: no weights, no FLOPs
+                                          "attention_multiplier",
+                                          "residual_multiplier",
+                                          "logits_scaling",
+                                          "clip_qkv",  // OLMo's optional clamp of q, k, v: an element-wise pass, not priced
                                           "experts_per_token",
                                           "initial_context_length",
                                           "num_local_experts",
