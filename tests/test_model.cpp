@@ -351,3 +351,14 @@ TEST(PublishedParams, KimiK2_1T_total_32B_active) {
   near_published(p.total, 1000, 100, "total");
   near_published(p.active_no_embedding, 32, 1, "activated");
 }
+// Zhipu AI, GLM-4.5 announcement and report (arXiv:2508.06471): GLM-4.5-Air has 106 B total and 12 B active
+// parameters; the HF listing of zai-org/GLM-4.5-Air says 110 B (the checkpoint, whose MTP layer stores its own
+// embedding and head, as DeepSeek-V3's does). sapp's counts agree with 106 B without the MTP layer and the input
+// embedding (106.2 B; with the embedding 106.9 B), with 12 B without the embedding and the head (12.2 B), and with
+// 110 B for the checkpoint (110.5 B).
+TEST(PublishedParams, Glm45Air_106B_total_12B_active) {
+  auto p = bundled("glm-4.5-air").params();
+  near_published(p.total - p.mtp - p.embedding, 106, 1, "main model without the input embedding");
+  near_published(p.active - p.embedding - p.head, 12, 1, "active without embedding and head");
+  near_published(p.total + p.embedding + p.head, 110, 1, "checkpoint (MTP layer with its own embedding and head)");
+}
