@@ -1145,12 +1145,12 @@ Solution solve(const Problem& p) {
       // path runs up through the later stages and back, R_s = sum_{s' > s} (F + B). A path may leave the stage's
       // order at F(s, j) and come back at B(s, j) (e times, on segments that do not overlap): step >= sum_{s' < s}
       // (F + B) + (the stage's blocks outside the skipped segments) + e R_s. Segments are taken greedily from the
-      // start and from the end of the order (Context::excursions; the longest of those variants per e). With e = 1
-      // from the start this is the path through the stage's first backward: micro-batch 0's forward through every
-      // stage and its backward down to s, then the rest of the stage's order. The program keeps (a, b) = (the longest such path so far
-      // plus e x the work of the stages after it, sum_{s' < next} (F + B)): a' = max(a + e T, b + path blocks),
-      // b' = b + T. Counts e with no path on any stage are skipped; the loop ends after three counts in a row that
-      // raise nothing (the paths shorten once the excursions outweigh the work they skip).
+      // start and from the end of the order (excursion_blocks; the longest of those variants per e). e = 0 is the
+      // program above; e = 1 from the start is the path through the stage's first backward (micro-batch 0's
+      // forward through every stage and its backward down to s, then the rest of the stage's order). The program
+      // keeps (a, b) = (the longest such path so far plus e x the work of the stages after it, sum_{s' < next}
+      // (F + B)): a' = max(a + e T, b + path blocks), b' = b + T. The loop ends after three counts in a row that
+      // raise nothing (the paths shorten once the round trips outweigh the blocks they skip).
       std::size_t most = 0;
       for (const auto& stage : c.excursions) most = std::max(most, stage[0].size());
       int idle = 0;
