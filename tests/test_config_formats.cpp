@@ -309,3 +309,52 @@ TEST(ReferenceSearch, DimensionsAndConstraint) {
 
 }  // namespace
 }  // namespace sapp
+
+namespace sapp {
+namespace {
+
+double total_params(const std::string& args) {
+  auto r = test::run_sapp("estimate " + args + " -f json");
+  EXPECT_TRUE(r.status == 0 || r.status == 3) << args << "\n" << r.err;  // 3: does not fit (the counts still print)
+  if (r.status != 0 && r.status != 3) return -1;
+  return nlohmann::json::parse(r.out)["params"]["total"].get<double>();
+}
+
+}  // namespace
+
+// torchtitan's Llama 4 and gpt-oss flavours (torchtitan v0.2.2 models/llama4, models/gpt_oss) price as the
+// HuggingFace configs of the same models: 17bx128e is Llama 4 Maverick (its HF config's 400.7 B) and 120b is
+// gpt-oss-120b (116.83 B, the model card's table 1).
+TEST(TorchtitanFlavours, Llama4AndGptOssMatchTheirHuggingFaceConfigs) {
+  std::string dir = test::temp_dir();
+  test::write_file(dir + "/l4.toml",
+                   "[model]\nname = \"llama4\"\nflavor = \"17bx128e\"\n[training]\nlocal_batch_size = 1\n[parallelism]\ndata_parallel_shard_degree = 8\n");
+  test::write_file(dir + "/oss.toml",
+                   "[model]\nname = \"gpt_oss\"\nflavor = \"120b\"\n[training]\nlocal_batch_size = 1\n[parallelism]\ndata_parallel_shard_degree = 8\n");
+  EXPECT_NEAR(total_params("--from " + dir + "/l4.toml"), total_params("-m llama4-maverick -d 8 -b 8"), 1e6);
+  EXPECT_NEAR(total_params("--from " + dir + "/oss.toml"), total_params("-m gpt-oss-120b -d 8 -b 8"), 1e6);
+}
+
+// data_parallel_shard_degree = -1 (torchtitan's default: the devices the other degrees leave) takes its degree
+// from --devices: the global batch is local_batch_size x devices / (TP x PP x CP); devices that are not a whole
+// number of such ranks are refused, naming the keys. Sections a newer torchtitan or an experiment adds, outside
+// what changes the estimate, are listed in a warning and not read; a misspelt key where it would change the
+// estimate is still refused (BadInputCorpus torchtitan_unknown_key).
+TEST(TorchtitanFlavours, ShardDegreeFromTheDevicesAndUnknownSectionsWarn) {
+  std::string dir = test::temp_dir();
+  test::write_file(dir + "/t.toml",
+                   "[model]\nname = \"llama3\"\nflavor = \"8B\"\n[training]\nlocal_batch_size = 2\nseq_len = 4096\n[parallelism]\n"
+                   "data_parallel_shard_degree = -1\ntensor_parallel_degree = 2\n[fault_tolerance]\nnum_fragments = 2\n[hf_transformers]\nmodel = \"x\"\n");
+  auto r = test::run_sapp("estimate --from " + dir + "/t.toml -d 64 -f json");
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["layout"]["dp"].get<int>(), 32);
+  EXPECT_EQ(j["layout"]["micro_batches"].get<int>() * j["layout"]["micro_batch_size"].get<int>() * 32, 64);  // 2 per rank x 32 ranks
+  EXPECT_NE(r.err.find("fault_tolerance.num_fragments"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("[hf_transformers]"), std::string::npos) << r.err;
+  auto odd = test::run_sapp("estimate --from " + dir + "/t.toml -d 63");
+  EXPECT_NE(odd.status, 0);
+  EXPECT_NE(odd.err.find("data_parallel_shard_degree -1"), std::string::npos) << odd.err;
+}
+
+}  // namespace sapp

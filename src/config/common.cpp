@@ -518,6 +518,14 @@ std::vector<std::string> fill_request(Request& request, const Loaded& loaded, co
   }
   if (command_line.contains("stage_layers") || command_line.contains("stage_recompute")) request.split.reset();
   app::apply(request, command_line, app::Source::CommandLine);
+  const auto& deferred = loaded.batch_from_devices;
+  if (deferred && request.job.training.global_batch == 0 && request.job.devices > 0) {
+    if (request.job.devices % deferred->model_ranks != 0) {
+      fail(app::where_of(app::Source::CommandLine, "devices"), "{} devices are not a whole number of data-parallel ranks of {} devices ({}: {})",
+           request.job.devices, deferred->model_ranks, loaded.file, deferred->keys);
+    }
+    request.job.training.global_batch = deferred->per_rank * (request.job.devices / deferred->model_ranks);
+  }
   // A --framework on the command line keeps the dtypes, modules and overlaps the file states.
   json again = app::stated_under_framework(loaded.values, command_line);
   if (!again.empty()) app::apply(request, again, app::Source::File, loaded.file);

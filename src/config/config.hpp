@@ -41,6 +41,15 @@ struct Loaded {
   std::vector<std::string> unused;            // key paths (or flags) the reader does not use
   std::vector<std::string> warnings;          // stated things sapp reads but prices only approximately
   std::map<std::string, std::string> origin;  // value key -> the key path (or flag) it was read from
+  // A batch per data-parallel rank whose data-parallel degree the file leaves to the device count (torchtitan's
+  // data_parallel_shard_degree = -1): the global batch is per_rank x devices / model_ranks once the devices are
+  // known (fill(), when no global batch is stated).
+  struct BatchFromDevices {
+    long long per_rank = 0;
+    long long model_ranks = 1;  // the devices one data-parallel rank spans (TP x PP x CP, x replicas)
+    std::string keys;           // what it was read from, for messages
+  };
+  std::optional<BatchFromDevices> batch_from_devices;
 };
 
 // Reads a file; `forced` overrides detection.

@@ -96,15 +96,33 @@ const std::map<std::string, std::set<std::string>>& schema() {
   return s;
 }
 
-void check_schema(const json& node, const std::string& prefix, const std::string& file) {
+// The sections whose keys change the estimate: a key they do not define is refused (a misspelt degree must not
+// be priced as its default). Elsewhere (logging, checkpoints, fault tolerance, a newer torchtitan's or an
+// experiment's own sections) an unknown key or section is listed in `unknown` and not read.
+bool priced_section(const std::string& path) {
+  for (const char* s : {"model", "training", "parallelism", "activation_checkpoint", "compile", "quantize", "float8"}) {
+    const std::string root(s);
+    if (path == root || path.rfind(root + ".", 0) == 0) return true;
+  }
+  return false;
+}
+
+void check_schema(const json& node, const std::string& prefix, const std::string& file, std::vector<std::string>& unknown) {
   for (const auto& [key, value] : node.items()) {
     std::string path = prefix.empty() ? key : prefix + "." + key;
-    if (value.is_object()) {
-      if (!schema().count(path)) fail(at(file, path), "is not a torchtitan (v0.2) section");
-      check_schema(value, path, file);
-    } else if (prefix.empty() || !schema().count(prefix) || !schema().at(prefix).count(key)) {
-      fail(at(file, path), "is not a key torchtitan (v0.2) defines{}", prefix.empty() ? " at the top level" : " in [" + prefix + "]");
+    const bool known_section = schema().count(path) > 0;
+    if (value.is_object() && known_section) {
+      check_schema(value, path, file, unknown);
+      continue;
     }
+    const bool known_key = !prefix.empty() && schema().count(prefix) && schema().at(prefix).count(key);
+    if (known_key) continue;
+    const std::string owner = value.is_object() ? path : prefix;
+    if (!owner.empty() && priced_section(owner)) {
+      if (value.is_object()) fail(at(file, path), "is not a torchtitan (v0.2) section");
+      fail(at(file, path), "is not a key torchtitan (v0.2) defines in [{}]", prefix);
+    }
+    unknown.push_back(value.is_object() ? "[" + path + "]" : path);
   }
 }
 
@@ -159,8 +177,47 @@ json flavour_model(const std::string& name, const std::string& flavour, const st
     m["qk_nope_head_dim"] = e.at("qk_nope_head_dim");
     m["qk_rope_head_dim"] = e.at("qk_rope_head_dim");
     m["v_head_dim"] = e.at("v_head_dim");
+  } else if (name == "llama4") {
+    // Llama 4 as Transformers states it (the llama4 op profile): routed and shared experts of the routed width,
+    // dense layers of dense_ffn_hidden_dim, every interleave_moe_layer_step-th layer MoE ((layer_id + 1) % step
+    // == 0 in torchtitan, the same layers as Transformers' moe_layers). The bundled flavours attend causally in
+    // every layer (every_n_layers_nope null): all full-attention layers; the iRoPE ones chunk the others.
+    const json& moe = e.at("moe_args");
+    if (moe.value("num_shared_experts", 1) != 1)
+      fail(where, "{} flavour {} has {} shared experts; the llama4 profile prices one", name, flavour, moe.value("num_shared_experts", 1));
+    m["model_type"] = "llama4_text";
+    m["head_dim"] = e.at("dim").get<long long>() / e.at("n_heads").get<long long>();
+    m["intermediate_size"] = d.at("moe_expert_hidden_dim");
+    m["intermediate_size_mlp"] = d.at("dense_ffn_hidden_dim");
+    m["num_local_experts"] = moe.at("num_experts");
+    m["num_experts_per_tok"] = moe.at("top_k");
+    m["interleave_moe_layer_step"] = e.at("interleave_moe_layer_step");
+    m["tie_word_embeddings"] = false;
+    if (e.value("every_n_layers_nope", json()).is_null()) {
+      m["layer_types"] = json(std::vector<std::string>(static_cast<std::size_t>(e.at("n_layers").get<long long>()), "full_attention"));
+    } else {
+      m["attention_chunk_size"] = e.at("fixed_attn_block_size");
+      m["no_rope_layer_interval"] = e.at("every_n_layers_nope");
+    }
+  } else if (name == "gpt_oss") {
+    // gpt-oss as Transformers states it (the gpt_oss op profile: biases, sinks, clamped SwiGLU): experts of
+    // moe_inter_dim, sliding-window attention on the even layers (torchtitan's layer_id % 2 == 0, as
+    // Transformers' layer_types), no shared expert.
+    const json& moe = e.at("moe_args");
+    if (moe.value("num_shared_experts", 0) != 0)
+      fail(where, "{} flavour {} has {} shared experts; the gpt_oss profile prices none", name, flavour, moe.value("num_shared_experts", 0));
+    m["model_type"] = "gpt_oss";
+    m["head_dim"] = e.at("head_dim");
+    m["intermediate_size"] = e.at("moe_inter_dim");
+    m["num_local_experts"] = moe.at("num_experts");
+    m["num_experts_per_tok"] = moe.at("top_k");
+    m["sliding_window"] = e.at("sliding_window_size");
+    m["tie_word_embeddings"] = false;
+    std::vector<std::string> types;
+    for (long long i = 0; i < e.at("n_layers").get<long long>(); ++i) types.emplace_back(i % 2 == 0 ? "sliding_attention" : "full_attention");
+    m["layer_types"] = types;
   } else {
-    fail(where, "{} flavours interleave MoE and dense layers (interleave_moe_layer_step) and chunked attention, which sapp does not price yet", name);
+    fail(where, "model '{}' is not one sapp maps to a HuggingFace family", name);
   }
   return m;
 }
@@ -185,9 +242,14 @@ Loaded read_torchtitan(const std::string& text, const std::string& file) {
   } catch (const toml::parse_error& e) {
     fail(file, "is not valid TOML: {} (line {})", std::string(e.description()), e.source().begin.line);
   }
-  check_schema(tree, "", file);
+  std::vector<std::string> unknown;
+  check_schema(tree, "", file, unknown);
   Tree t{tree, file, {}};
   Loaded out;
+  if (!unknown.empty()) {
+    out.warnings.push_back(fmt::format("{} section(s) or key(s) torchtitan v0.2.2 does not define (a newer torchtitan's, or an experiment's), not read: {}",
+                                       unknown.size(), fmt::join(unknown, ", ")));
+  }
   auto set = setter(out);
   std::string name = t.text("model.name").value_or("llama3");
   std::string flavour = t.text("model.flavor").value_or("debugmodel");
@@ -229,6 +291,10 @@ Loaded read_torchtitan(const std::string& text, const std::string& file) {
     set("global_batch", *global, "training.global_batch_size");
   } else if (shard > 0) {
     set("global_batch", local * rep * shard, "training.local_batch_size x data-parallel degree");
+  } else {
+    // data_parallel_shard_degree -1: the shard degree is what the devices leave, known once --devices is.
+    out.batch_from_devices = Loaded::BatchFromDevices{local * rep, rep * tp * pp * cp,
+                                                      "training.local_batch_size x parallelism.data_parallel_shard_degree -1 (the devices over TP x PP x CP)"};
   }
   if (auto seq = t.whole("training.seq_len")) set("seq", *seq, "training.seq_len");
   // torchtitan's runtime profile: FSDP2 keeps fp32 sharded parameters, gradients and Adam moments whatever it
