@@ -358,3 +358,28 @@ TEST(TorchtitanFlavours, ShardDegreeFromTheDevicesAndUnknownSectionsWarn) {
 }
 
 }  // namespace sapp
+
+namespace sapp {
+
+// A Megatron script that leaves the vocabulary to its tokenizer: GPT-2's BPE files give 50,257 tokens (Radford et
+// al. 2019 §2.2), a HuggingFace tokenizer named by a bundled model's id gives that model's embedding rows; either
+// padded as Megatron pads (a multiple of --make-vocab-size-divisible-by x TP), with a warning saying so. A
+// tokenizer sapp cannot size is still refused, naming --vocab-size.
+TEST(MegatronTokenizer, VocabularyFromKnownTokenizers) {
+  const std::string model = "--num-layers 4 --hidden-size 1024 --num-attention-heads 16 --seq-length 2048 --micro-batch-size 1 --global-batch-size 8 ";
+  config::Loaded gpt2 = config::read_text("torchrun pretrain_gpt.py " + model + "--tensor-model-parallel-size 8 --vocab-file v.json --merge-file m.txt\n",
+                                          "gpt2.sh", config::Format::Megatron);
+  EXPECT_EQ(gpt2.model_config.at("vocab_size").get<long long>(), 51200);  // 50257 -> a multiple of 128 x 8
+  ASSERT_FALSE(gpt2.warnings.empty());
+  EXPECT_NE(gpt2.warnings.back().find("GPT-2's BPE"), std::string::npos) << gpt2.warnings.back();
+  config::Loaded hf =
+      config::read_text("torchrun pretrain_gpt.py " + model +
+                            "--tokenizer-type HuggingFaceTokenizer --tokenizer-model meta-llama/Meta-Llama-3-8B --tensor-model-parallel-size 2\n",
+                        "hf.sh", config::Format::Megatron);
+  EXPECT_EQ(hf.model_config.at("vocab_size").get<long long>(), 128256);  // llama3-8b.json: 128256 = 501 x 256
+  EXPECT_THROW(config::read_text("torchrun pretrain_gpt.py " + model + "--tokenizer-type Llama2Tokenizer --tokenizer-model /data/tok.model\n", "sp.sh",
+                                 config::Format::Megatron),
+               Error);
+}
+
+}  // namespace sapp

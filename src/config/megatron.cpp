@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 #include <map>
+#include <optional>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -403,6 +404,46 @@ plan::ChunkCounts parse_layout(const std::string& text, int pp, long long layers
 
 }  // namespace
 
+// The vocabulary a script leaves to its tokenizer, where sapp knows it without opening the tokenizer: GPT-2's
+// BPE (--tokenizer-type GPT2BPETokenizer, or the --vocab-file/--merge-file pair of the older scripts): 50,257
+// tokens (Radford et al. 2019, "Language Models are Unsupervised Multitask Learners" §2.2); a HuggingFace
+// tokenizer named by a model id sapp bundles: that model's embedding rows (its config's vocab_size). Padded as
+// Megatron pads the tokenizer's count (megatron/core/tokenizers/utils/build_tokenizer.py, vocab_size_with_padding:
+// a multiple of --make-vocab-size-divisible-by, default 128, x TP). Returns the size and a note saying where it
+// came from; none when sapp cannot tell.
+std::optional<std::pair<long long, std::string>> tokenizer_vocab(Args& a, long long tp) {
+  const std::string type = a.value("--tokenizer-type").value_or("");
+  const std::string model = a.value("--tokenizer-model").value_or("");
+  long long raw = 0;
+  std::string from;
+  if (type == "GPT2BPETokenizer" || (type.empty() && a.flags.count("--merge-file"))) {
+    raw = 50257;
+    from = "GPT-2's BPE (50257 tokens)";
+  } else if (!model.empty() && model.find('/') != std::string::npos && (type.empty() || type == "HuggingFaceTokenizer")) {
+    // The bundled config whose source is that HuggingFace id ("meta-llama/Meta-Llama-3-8B config.json"), else
+    // the one named as the id's last part.
+    const std::string id = io::lower(model);
+    const std::string base = io::lower(model.substr(model.find_last_of('/') + 1));
+    std::string path = io::data_dir() + "/models/" + base + ".json";
+    for (const std::string& candidate : io::list_files(io::data_dir() + "/models", ".json")) {
+      const nlohmann::json c = io::read_tree(candidate);
+      const std::string source = io::lower(c.value("_source", ""));
+      if (source.rfind(id + " ", 0) == 0 || source == id) path = candidate;
+    }
+    if (!io::exists(path)) return std::nullopt;
+    const nlohmann::json config = io::read_tree(path);
+    const nlohmann::json& text = config.contains("text_config") ? config.at("text_config") : config;
+    if (!text.contains("vocab_size") || !text.at("vocab_size").is_number_integer()) return std::nullopt;
+    raw = text.at("vocab_size").get<long long>();
+    from = fmt::format("the bundled {} config's embedding rows ({})", path.substr(path.find_last_of('/') + 1), raw);
+  } else {
+    return std::nullopt;
+  }
+  const long long multiple = a.whole("--make-vocab-size-divisible-by").value_or(128) * tp;
+  const long long padded = (raw + multiple - 1) / multiple * multiple;
+  return std::pair{padded, fmt::format("--vocab-size is not stated: {} from {}, padded to a multiple of {} as Megatron pads it", padded, from, multiple)};
+}
+
 Loaded read_megatron(const std::string& text, const std::string& file) {
   Shell sh = run_shell(text, file);
   Args a = parse_args(sh, file);
@@ -458,6 +499,15 @@ Loaded read_megatron(const std::string& text, const std::string& file) {
     if (auto pos = a.whole("--max-position-embeddings")) m["max_position_embeddings"] = *pos;
     auto vocab = a.whole("--vocab-size");
     if (!vocab) vocab = a.whole("--padded-vocab-size");
+    if (!vocab) {
+      if (auto known = tokenizer_vocab(a, tp)) {
+        vocab = known->first;
+        out.warnings.push_back(known->second);
+        a.used.insert("--make-vocab-size-divisible-by");
+        a.used.insert("--vocab-file");
+        a.used.insert("--merge-file");
+      }
+    }
     if (!vocab) {
       fail(at(file, "--vocab-size"),
            "is not stated, and the vocabulary otherwise comes from the tokenizer ({}), which sapp does not open; state --vocab-size or give sapp --model",
