@@ -364,7 +364,7 @@ namespace sapp {
 // A Megatron script that leaves the vocabulary to its tokenizer: GPT-2's BPE files give 50,257 tokens (Radford et
 // al. 2019 §2.2), a HuggingFace tokenizer named by a bundled model's id gives that model's embedding rows; either
 // padded as Megatron pads (a multiple of --make-vocab-size-divisible-by x TP), with a warning saying so. A
-// tokenizer sapp cannot size is still refused, naming --vocab-size.
+// tokenizer sapp cannot size is refused, naming --vocab-size, unless --model names the model.
 TEST(MegatronTokenizer, VocabularyFromKnownTokenizers) {
   const std::string model = "--num-layers 4 --hidden-size 1024 --num-attention-heads 16 --seq-length 2048 --micro-batch-size 1 --global-batch-size 8 ";
   config::Loaded gpt2 = config::read_text("torchrun pretrain_gpt.py " + model + "--tensor-model-parallel-size 8 --vocab-file v.json --merge-file m.txt\n",
@@ -377,9 +377,15 @@ TEST(MegatronTokenizer, VocabularyFromKnownTokenizers) {
                             "--tokenizer-type HuggingFaceTokenizer --tokenizer-model meta-llama/Meta-Llama-3-8B --tensor-model-parallel-size 2\n",
                         "hf.sh", config::Format::Megatron);
   EXPECT_EQ(hf.model_config.at("vocab_size").get<long long>(), 128256);  // llama3-8b.json: 128256 = 501 x 256
-  EXPECT_THROW(config::read_text("torchrun pretrain_gpt.py " + model + "--tokenizer-type Llama2Tokenizer --tokenizer-model /data/tok.model\n", "sp.sh",
-                                 config::Format::Megatron),
-               Error);
+  // Unknown: refused when the file's model is priced, not when --model replaces it.
+  config::Loaded sp = config::read_text("torchrun pretrain_gpt.py " + model + "--tokenizer-type Llama2Tokenizer --tokenizer-model ${TOKENIZER}\n", "sp.sh",
+                                        config::Format::Megatron);
+  EXPECT_NE(sp.model_error.find("--vocab-size"), std::string::npos) << sp.model_error;
+  app::EstimateRequest r;
+  EXPECT_THROW(config::fill(r, sp, nlohmann::json{{"devices", 8}}), Error);
+  app::EstimateRequest named;
+  config::fill(named, sp, nlohmann::json{{"devices", 8}, {"model", "llama2-7b"}});
+  EXPECT_EQ(named.job.model, "llama2-7b");
 }
 
 }  // namespace sapp

@@ -498,6 +498,7 @@ std::vector<std::string> fill_request(Request& request, const Loaded& loaded, co
     }
   }
   request.job.source = app::Source::CommandLine;
+  if (!loaded.model_error.empty() && !command_line.contains("model")) throw Error(loaded.model_error);
   if (!loaded.model_config.is_null()) {
     request.job.model_config = loaded.model_config;
     if (request.job.model.empty()) request.job.model = loaded.file;

@@ -297,6 +297,13 @@ struct Args {
     used.insert(f);
     return flags.count(f) > 0;
   }
+  // The value as written, shell variables left unexpanded (for messages and lookups that may fail quietly).
+  std::optional<std::string> raw(const std::string& f) {
+    used.insert(f);
+    auto it = flags.find(f);
+    if (it == flags.end() || it->second.empty()) return std::nullopt;
+    return it->second.front();
+  }
   std::optional<std::string> value(const std::string& f) {
     used.insert(f);
     auto it = flags.find(f);
@@ -412,8 +419,9 @@ plan::ChunkCounts parse_layout(const std::string& text, int pp, long long layers
 // a multiple of --make-vocab-size-divisible-by, default 128, x TP). Returns the size and a note saying where it
 // came from; none when sapp cannot tell.
 std::optional<std::pair<long long, std::string>> tokenizer_vocab(Args& a, long long tp) {
-  const std::string type = a.value("--tokenizer-type").value_or("");
-  const std::string model = a.value("--tokenizer-model").value_or("");
+  const std::string type = a.raw("--tokenizer-type").value_or("");
+  std::string model = a.raw("--tokenizer-model").value_or("");
+  if (model.find('$') != std::string::npos) model.clear();  // a path the script takes from its caller
   long long raw = 0;
   std::string from;
   if (type == "GPT2BPETokenizer" || (type.empty() && a.flags.count("--merge-file"))) {
@@ -508,12 +516,14 @@ Loaded read_megatron(const std::string& text, const std::string& file) {
         a.used.insert("--merge-file");
       }
     }
-    if (!vocab) {
-      fail(at(file, "--vocab-size"),
-           "is not stated, and the vocabulary otherwise comes from the tokenizer ({}), which sapp does not open; state --vocab-size or give sapp --model",
-           a.value("--tokenizer-model").value_or(a.value("--tokenizer-type").value_or("none named")));
+    if (vocab) {
+      m["vocab_size"] = *vocab;
+    } else {
+      // Refused when the model is priced from this file: a --model on the command line replaces it (fill()).
+      out.model_error = fmt::format(
+          "{}: is not stated, and the vocabulary otherwise comes from the tokenizer ({}), which sapp does not open; state --vocab-size or give sapp --model",
+          at(file, "--vocab-size"), a.raw("--tokenizer-model").value_or(a.raw("--tokenizer-type").value_or("none named")));
     }
-    m["vocab_size"] = *vocab;
     a.used.insert("--tokenizer-type");
     a.used.insert("--tokenizer-model");
     bool mla = a.on("--multi-latent-attention") || a.on("--multi-head-latent-attention");
