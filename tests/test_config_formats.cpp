@@ -389,3 +389,20 @@ TEST(MegatronTokenizer, VocabularyFromKnownTokenizers) {
 }
 
 }  // namespace sapp
+
+namespace sapp {
+
+// Shell arithmetic as launch scripts write it: bare names inside $(( )), blanks inside it, and a value sapp
+// cannot evaluate ($RANDOM, $?) in a variable no flag it reads needs (Megatron-LM's examples/mimo and
+// detxoify_lm scripts).
+TEST(MegatronShell, ArithmeticWithBareNamesAndUnknownValues) {
+  config::Loaded l = config::read_text(
+      "MBS=2\nN=4\nGBS=$((MBS * N * 2))\nMASTER_PORT=$(($RANDOM + 1024))\nOK=$((1-$?))\n"
+      "torchrun --master-port $MASTER_PORT pretrain_gpt.py --num-layers 4 --hidden-size 1024 --num-attention-heads 16 --vocab-size 32000 "
+      "--seq-length 2048 --micro-batch-size $MBS --global-batch-size $GBS\n",
+      "arith.sh", config::Format::Megatron);
+  EXPECT_EQ(l.values.at("global_batch").get<long long>(), 16);
+  EXPECT_EQ(l.values.at("mbs").get<long long>(), 2);
+}
+
+}  // namespace sapp

@@ -41,6 +41,12 @@ std::string join_continuations(const std::string& text) {
   return out;
 }
 
+// Shell text sapp does not evaluate (a variable it does not know, $RANDOM, $?): a variable assigned from it
+// stays unknown (run_shell), where a number beyond 64 bits or a division by zero is an error.
+struct Unevaluable : Error {
+  using Error::Error;
+};
+
 long long arith(const std::string& expr, const std::string& where) {
   // Integers with + - * / and no precedence surprises: * and / bind tighter.
   std::vector<long long> terms;
@@ -81,7 +87,7 @@ long long arith(const std::string& expr, const std::string& where) {
     } else if (c == '+' || c == '-' || c == '\0') {
       flush_term(c);
     } else {
-      fail(where, "cannot evaluate $(( {} )): only whole numbers with + - * / are read", expr);
+      throw Unevaluable(fmt::format("{}: cannot evaluate $(( {} )): only whole numbers with + - * / are read", where, expr));
     }
     ++i;
   }
@@ -106,9 +112,22 @@ std::vector<std::string> expand(const std::string& word, const Shell& sh, const 
     }
     if (word.compare(i, 3, "$((") == 0) {
       std::size_t end = word.find("))", i + 3);
-      if (end == std::string::npos) fail(file, "unterminated $(( in '{}'", word);
+      if (end == std::string::npos) throw Unevaluable(fmt::format("{}: unterminated $(( in '{}'", file, word));
+      std::string expanded;
+      for (const auto& w : expand(word.substr(i + 3, end - i - 3), sh, file)) expanded += w;
+      // Bare names are variables inside $(( )): $((MBS * N)).
       std::string inner;
-      for (const auto& w : expand(word.substr(i + 3, end - i - 3), sh, file)) inner += w;
+      for (std::size_t k = 0; k < expanded.size();) {
+        if (std::isalpha(static_cast<unsigned char>(expanded[k])) || expanded[k] == '_') {
+          std::size_t j = k;
+          while (j < expanded.size() && (std::isalnum(static_cast<unsigned char>(expanded[j])) || expanded[j] == '_')) ++j;
+          auto it = sh.vars.find(expanded.substr(k, j - k));
+          inner += it != sh.vars.end() && it->second.size() == 1 ? it->second.front() : expanded.substr(k, j - k);
+          k = j;
+        } else {
+          inner += expanded[k++];
+        }
+      }
       out += std::to_string(arith(inner, file));
       i = end + 1;
       continue;
@@ -179,6 +198,15 @@ std::vector<std::string> words_of(const std::string& line) {
       continue;
     }
     if (c == '#' && !in_word) break;
+    if (line.compare(i, 3, "$((") == 0) {
+      // Shell arithmetic is one word, blanks included: $((A + B)).
+      std::size_t end = line.find("))", i + 3);
+      std::size_t stop = end == std::string::npos ? line.size() : end + 2;
+      cur += line.substr(i, stop - i);
+      in_word = true;
+      i = stop - 1;
+      continue;
+    }
     if (std::isspace(static_cast<unsigned char>(c))) {
       if (in_word) words.push_back(cur);
       cur.clear();
@@ -253,8 +281,14 @@ Shell run_shell(const std::string& text, const std::string& file) {
       }
       std::vector<std::string> ws = words_of(value);
       std::string joined;
-      for (const auto& w : ws)
-        for (const auto& e : expand(w, sh, file)) joined += (joined.empty() ? "" : " ") + e;
+      try {
+        for (const auto& w : ws)
+          for (const auto& e : expand(w, sh, file)) joined += (joined.empty() ? "" : " ") + e;
+      } catch (const Unevaluable&) {
+        // A value sapp cannot evaluate ($RANDOM, $?, a command's output): the variable stays unknown, refused
+        // only if a flag sapp reads needs it.
+        joined = "${" + name + "}";
+      }
       sh.vars[name] = {joined};
       continue;
     }
