@@ -126,6 +126,15 @@ void check_schema(const json& node, const std::string& prefix, const std::string
   }
 }
 
+// A flavour's routed experts as Transformers' keys; a shared-expert count other than the one the family's op
+// profile prices (`shared`) is refused.
+void routed_experts(json& m, const json& moe, long long shared, const std::string& where, const std::string& what) {
+  const long long stated = moe.value("num_shared_experts", shared);
+  if (stated != shared) fail(where, "{} has {} shared experts; its op profile prices {}", what, stated, shared);
+  m["num_local_experts"] = moe.at("num_experts");
+  m["num_experts_per_tok"] = moe.at("top_k");
+}
+
 // The model a flavour defines, as HuggingFace keys.
 json flavour_model(const std::string& name, const std::string& flavour, const std::string& where) {
   static const json flavours = io::read_tree(io::data_dir() + "/formats/torchtitan-flavors.yaml");
@@ -182,15 +191,11 @@ json flavour_model(const std::string& name, const std::string& flavour, const st
     // dense layers of dense_ffn_hidden_dim, every interleave_moe_layer_step-th layer MoE ((layer_id + 1) % step
     // == 0 in torchtitan, the same layers as Transformers' moe_layers). The bundled flavours attend causally in
     // every layer (every_n_layers_nope null): all full-attention layers; the iRoPE ones chunk the others.
-    const json& moe = e.at("moe_args");
-    if (moe.value("num_shared_experts", 1) != 1)
-      fail(where, "{} flavour {} has {} shared experts; the llama4 profile prices one", name, flavour, moe.value("num_shared_experts", 1));
+    routed_experts(m, e.at("moe_args"), 1, where, fmt::format("{} flavour {}", name, flavour));
     m["model_type"] = "llama4_text";
     m["head_dim"] = e.at("dim").get<long long>() / e.at("n_heads").get<long long>();
     m["intermediate_size"] = d.at("moe_expert_hidden_dim");
     m["intermediate_size_mlp"] = d.at("dense_ffn_hidden_dim");
-    m["num_local_experts"] = moe.at("num_experts");
-    m["num_experts_per_tok"] = moe.at("top_k");
     m["interleave_moe_layer_step"] = e.at("interleave_moe_layer_step");
     m["tie_word_embeddings"] = false;
     if (e.value("every_n_layers_nope", json()).is_null()) {
@@ -203,14 +208,10 @@ json flavour_model(const std::string& name, const std::string& flavour, const st
     // gpt-oss as Transformers states it (the gpt_oss op profile: biases, sinks, clamped SwiGLU): experts of
     // moe_inter_dim, sliding-window attention on the even layers (torchtitan's layer_id % 2 == 0, as
     // Transformers' layer_types), no shared expert.
-    const json& moe = e.at("moe_args");
-    if (moe.value("num_shared_experts", 0) != 0)
-      fail(where, "{} flavour {} has {} shared experts; the gpt_oss profile prices none", name, flavour, moe.value("num_shared_experts", 0));
+    routed_experts(m, e.at("moe_args"), 0, where, fmt::format("{} flavour {}", name, flavour));
     m["model_type"] = "gpt_oss";
     m["head_dim"] = e.at("head_dim");
     m["intermediate_size"] = e.at("moe_inter_dim");
-    m["num_local_experts"] = moe.at("num_experts");
-    m["num_experts_per_tok"] = moe.at("top_k");
     m["sliding_window"] = e.at("sliding_window_size");
     m["tie_word_embeddings"] = false;
     std::vector<std::string> types;
