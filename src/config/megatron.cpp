@@ -545,7 +545,6 @@ Loaded read_megatron(const std::string& text, const std::string& file) {
       if (auto known = tokenizer_vocab(a, tp)) {
         vocab = known->first;
         out.warnings.push_back(known->second);
-        a.used.insert("--make-vocab-size-divisible-by");
         a.used.insert("--vocab-file");
         a.used.insert("--merge-file");
       }

@@ -154,21 +154,32 @@ std::vector<std::vector<std::vector<double>>> excursion_blocks(const std::vector
     i = static_cast<long long>(at_f[uz(j)]) - 1;
     while (i >= static_cast<long long>(first) && !of_chunk(uz(i), simulate::BlockKind::Backward)) --i;
   }
+  // The segments are disjoint, so a variant's blocks are the window's less each skipped segment's inside:
+  // per-position prefix counts (2V kinds), then running sums over the segments taken from either end.
+  const auto kinds = uz(2 * V);
+  std::vector<std::vector<double>> before(order.size() + 1, std::vector<double>(kinds, 0.0));  // blocks at positions < i
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    before[i + 1] = before[i];
+    if (order[i].kind != simulate::BlockKind::Weight)
+      before[i + 1][uz(order[i].kind == simulate::BlockKind::Forward ? order[i].chunk : V + order[i].chunk)] += 1;
+  }
+  auto skipped_sums = [&](const std::vector<int>& segments) {
+    std::vector<std::vector<double>> sums(1, std::vector<double>(kinds, 0.0));
+    for (int j : segments) {
+      std::vector<double> next = sums.back();
+      for (std::size_t k = 0; k < kinds; ++k) next[k] += before[at_b[uz(j)]][k] - before[at_f[uz(j)] + 1][k];
+      sums.push_back(std::move(next));
+    }
+    return sums;
+  };
+  const auto start_skipped = skipped_sums(from_start);
+  const auto end_skipped = skipped_sums(from_end);
   std::vector<std::vector<std::vector<double>>> out;
   for (std::size_t a = 0; a <= from_start.size(); ++a) {
     for (std::size_t b = 0; b <= from_end.size(); ++b) {
       if (a > 0 && b > 0 && at_b[uz(from_start[a - 1])] >= at_f[uz(from_end[b - 1])]) break;  // they overlap
-      std::vector<char> skipped(order.size(), 0);
-      auto skip = [&](int j) {
-        for (std::size_t t = at_f[uz(j)] + 1; t < at_b[uz(j)]; ++t) skipped[t] = 1;
-      };
-      for (std::size_t i = 0; i < a; ++i) skip(from_start[i]);
-      for (std::size_t i = 0; i < b; ++i) skip(from_end[i]);
-      std::vector<double> n(uz(2 * V), 0.0);
-      for (std::size_t i = first; i <= last; ++i) {
-        if (skipped[i] || order[i].kind == simulate::BlockKind::Weight) continue;
-        n[uz(order[i].kind == simulate::BlockKind::Forward ? order[i].chunk : V + order[i].chunk)] += 1;
-      }
+      std::vector<double> n(kinds);
+      for (std::size_t k = 0; k < kinds; ++k) n[k] = before[last + 1][k] - before[first][k] - start_skipped[a][k] - end_skipped[b][k];
       if (out.size() <= a + b) out.resize(a + b + 1);
       out[a + b].push_back(std::move(n));
     }
