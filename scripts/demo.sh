@@ -8,9 +8,9 @@ cd "$(dirname "$0")/.."
 bash scripts/deps.sh
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
 targets=(sapp_cli)
-# The target list is captured first: piped into `grep -q` under pipefail, cmake's SIGPIPE could hide the target.
+# The target list (Make's or Ninja's format) is captured first: piped into `grep -q` under pipefail, cmake's SIGPIPE could hide the target.
 build_targets=$(cmake --build build --target help)
-if grep -q ' _sapp' <<<"$build_targets"; then targets+=(_sapp); fi
+if grep -qE '(^| )_sapp(:| |$)' <<<"$build_targets"; then targets+=(_sapp); fi
 cmake --build build -j"$(nproc)" --target "${targets[@]}"
 ./build/sapp plan --from examples/megatron/llama3-70b-h100x64.sh --tp auto --pp auto --vpp 1,2,3,4 --cp auto --mbs auto --recompute auto --top 10 \
   --report build/plan-report.html --emit megatron --output build/llama3-70b-plan.sh

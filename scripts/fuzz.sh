@@ -5,6 +5,7 @@
 #   scripts/fuzz.sh --runs N        each target for N executions
 #   scripts/fuzz.sh --brief [S]     each target for S seconds (default 10), for CI
 #   scripts/fuzz.sh ... TARGET...   only these targets (names as in fuzz/CMakeLists.txt: hardware, model_json, ...)
+#   FUZZ_JOBS=N scripts/fuzz.sh     build with N jobs and fuzz N targets at a time (default: build 2, fuzz 1)
 #
 # Each target starts from its committed seeds in fuzz/corpus/<target>/ and grows a scratch corpus under
 # build-fuzz/corpus/<target>/ (the committed seeds are never written). A crash, leak, timeout or undefined
@@ -39,18 +40,29 @@ fi
 cmake --build "$build" -j"${FUZZ_JOBS:-2}" --target $(printf 'fuzz_%s ' "${targets[@]}") >/dev/null
 
 mkdir -p "$build/artifacts"
+# fuzz_one TARGET: one libFuzzer run; its exit status says whether it found nothing.
+fuzz_one() {
+  local t="$1" scratch="$build/corpus/$1" limit=(-runs="$runs")
+  mkdir -p "$scratch"
+  if [[ -n "$seconds" ]]; then limit=(-max_total_time="$seconds"); fi
+  ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    "./$build/fuzz/fuzz_$t" "${limit[@]}" -max_len=16384 -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+    -artifact_prefix="$build/artifacts/$t-" "$scratch" "fuzz/corpus/$t" >"$build/fuzz_$t.log" 2>&1
+}
+# FUZZ_JOBS targets run at a time (each libFuzzer run uses one core); the table is printed in the targets' order.
+parallel="${FUZZ_JOBS:-1}"
+declare -A pid_of
+for t in "${targets[@]}"; do
+  while [[ $(jobs -rp | wc -l) -ge $parallel ]]; do wait -n || true; done
+  fuzz_one "$t" &
+  pid_of[$t]=$!
+done
 status=0
 printf '%-12s %12s %9s  %s\n' target executions seconds result
 for t in "${targets[@]}"; do
-  scratch="$build/corpus/$t"
-  mkdir -p "$scratch"
   log="$build/fuzz_$t.log"
-  limit=(-runs="$runs")
-  if [[ -n "$seconds" ]]; then limit=(-max_total_time="$seconds"); fi
   result=ok
-  if ! ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-    "./$build/fuzz/fuzz_$t" "${limit[@]}" -max_len=16384 -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
-    -artifact_prefix="$build/artifacts/$t-" "$scratch" "fuzz/corpus/$t" >"$log" 2>&1; then
+  if ! wait "${pid_of[$t]}"; then
     result="FAILED (see $log)"
     status=1
   fi
