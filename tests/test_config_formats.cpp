@@ -406,3 +406,48 @@ TEST(MegatronShell, ArithmeticWithBareNamesAndUnknownValues) {
 }
 
 }  // namespace sapp
+
+namespace sapp {
+
+// MindSpeed-LLM launch scripts as its examples/mcore/*.sh write them (Ascend/MindSpeed-LLM, commit c77308a): the
+// Ascend runtime variables they export choose the device (16 NPUs per node: A3), --moe-layer-freq -1 means every
+// layer (Python's i % -1 == 0) and --first-k-dense-replace makes the first k dense, --num-layer-list is the uneven
+// stage split.
+TEST(MindSpeedLlm, AscendDeviceMoePatternAndUnevenStages) {
+  const std::string head =
+      "export HCCL_CONNECT_TIMEOUT=3600\nexport PYTORCH_NPU_ALLOC_CONF=expandable_segments:True\nNPUS_PER_NODE=16\nPER_NODE=$NPUS_PER_NODE\nNNODES=2\n";
+  const std::string launch =
+      "torchrun --nproc_per_node $PER_NODE --nnodes $NNODES pretrain_gpt.py --num-layers 8 --hidden-size 1024 --num-attention-heads 16 "
+      "--vocab-size 32000 --seq-length 2048 --micro-batch-size 1 --global-batch-size 32 --tensor-model-parallel-size 2 "
+      "--pipeline-model-parallel-size 2 --num-experts 8 --moe-ffn-hidden-size 512 --moe-router-topk 2 --ffn-hidden-size 2048 --swiglu ";
+  config::Loaded a3 =
+      config::read_text(head + launch + "--moe-layer-freq -1 --first-k-dense-replace 3 --num-layer-list 3,5\n", "a3.sh", config::Format::Megatron);
+  EXPECT_EQ(a3.values.at("hardware").get<std::string>(), "ascend-910c");
+  EXPECT_EQ(a3.values.at("devices").get<long long>(), 32);
+  EXPECT_EQ(a3.model_config.at("first_k_dense_replace").get<long long>(), 3);
+  ASSERT_TRUE(a3.split.has_value());
+  EXPECT_EQ(a3.split->layers, (std::vector<std::vector<long long>>{{3, 5}}));
+  // -1 alone: every layer MoE; 8 NPUs per node: A2; no Ascend variable: the device is left to the command line.
+  config::Loaded a2 = config::read_text("export HCCL_BUFFSIZE=400\nPER_NODE=8\nNNODES=1\n" + launch + "--moe-layer-freq -1 --first-k-dense-replace -1\n",
+                                        "a2.sh", config::Format::Megatron);
+  EXPECT_EQ(a2.values.at("hardware").get<std::string>(), "ascend-910b");
+  EXPECT_FALSE(a2.model_config.contains("first_k_dense_replace"));
+  config::Loaded gpu = config::read_text("PER_NODE=8\nNNODES=1\n" + launch + "\n", "gpu.sh", config::Format::Megatron);
+  EXPECT_FALSE(gpu.values.contains("hardware"));
+  // Refused by name: a list that does not sum to --num-layers, stages with unequal chunk counts under VPP, a dense
+  // count that --moe-layer-freq contradicts, a period sapp does not price.
+  auto refused = [&](const std::string& flags, const std::string& key) {
+    try {
+      config::read_text(head + launch + flags + "\n", "bad.sh", config::Format::Megatron);
+      ADD_FAILURE() << flags << " was accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(key), std::string::npos) << e.what();
+    }
+  };
+  refused("--num-layer-list 3,4", "--num-layer-list");
+  refused("--num-layer-list 2,6 --num-layers-per-virtual-pipeline-stage 2", "same number of chunks");
+  refused("--moe-layer-freq ([0]*2+[1]*6) --first-k-dense-replace 3", "--first-k-dense-replace");
+  refused("--moe-layer-freq 2", "--moe-layer-freq");
+}
+
+}  // namespace sapp

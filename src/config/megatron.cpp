@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 #include <map>
+#include <numeric>
 #include <optional>
 #include <regex>
 #include <set>
@@ -443,6 +444,17 @@ plan::ChunkCounts parse_layout(const std::string& text, int pp, long long layers
   return out;
 }
 
+// Per-stage layer counts as a split: each stage's layers in VPP equal chunks.
+plan::StageSplit even_chunks(const std::vector<long long>& per_stage, long long vpp, const std::string& where) {
+  plan::StageSplit split;
+  split.layers.assign(static_cast<std::size_t>(vpp), std::vector<long long>(per_stage.size(), 0));
+  for (std::size_t s = 0; s < per_stage.size(); ++s) {
+    if (per_stage[s] % vpp != 0) fail(where, "stage {} holds {} layers, which VPP {} does not divide", s, per_stage[s], vpp);
+    for (long long c = 0; c < vpp; ++c) split.layers[static_cast<std::size_t>(c)][s] = per_stage[s] / vpp;
+  }
+  return split;
+}
+
 }  // namespace
 
 // The vocabulary a script leaves to its tokenizer, where sapp knows it without opening the tokenizer: GPT-2's
@@ -507,6 +519,18 @@ Loaded read_megatron(const std::string& text, const std::string& file) {
     }
   }
 
+  // The device: a MindSpeed script runs on Ascend NPUs and says so in the runtime variables it exports (HCCL_*,
+  // ASCEND_*, PYTORCH_NPU_ALLOC_CONF, NPUS_PER_NODE). An A3 node (Atlas 900 A3 / CloudMatrix) shows 16 NPU dies,
+  // an A2 node (Atlas 800T A2) 8 NPUs (MindSpeed-LLM's examples/mcore/*_A3 and *_A2 scripts); --hardware overrides.
+  const bool ascend = std::any_of(sh.vars.begin(), sh.vars.end(), [](const auto& v) {
+    const std::string& name = v.first;
+    return name.rfind("HCCL_", 0) == 0 || name.rfind("ASCEND_", 0) == 0 || name == "PYTORCH_NPU_ALLOC_CONF" || name.rfind("NPUS_", 0) == 0;
+  });
+  if (ascend) {
+    const bool a3 = nproc == 16;
+    set("hardware", a3 ? "ascend-910c" : "ascend-910b",
+        a3 ? "Ascend runtime variables (HCCL_*, ...) and 16 NPUs per node (A3)" : "Ascend runtime variables (HCCL_*, ...), not 16 NPUs per node (A2)");
+  }
   set("framework", "megatron", "Megatron-LM arguments");
   const auto [tp, pp, cp, ep] =
       read_degrees(a, out, {"--tensor-model-parallel-size", "--pipeline-model-parallel-size", "--context-parallel-size", "--expert-model-parallel-size"});
@@ -578,18 +602,40 @@ Loaded read_megatron(const std::string& text, const std::string& file) {
       if (auto w = a.whole("--moe-ffn-hidden-size")) m["moe_intermediate_size"] = *w;
       if (auto w = a.whole("--moe-shared-expert-intermediate-size")) m["shared_expert_intermediate_size"] = *w;
       if (auto n = a.whole("--n-shared-experts", 0)) m["n_shared_experts"] = *n;
+      // Which layers are MoE. Megatron-Core: an int N makes layer i MoE when i % N == 0 (Python's modulo: 1 and
+      // -1 both mean every layer), a list expression states each layer. MindSpeed-LLM's --first-k-dense-replace k
+      // (mindspeed_llm/core/transformer/transformer_block.py) makes layers i < k dense on top of that (k <= 0: none).
+      long long dense_first = 0;
+      std::string pattern_from;
       if (auto freq = a.value("--moe-layer-freq")) {
-        static const std::regex dense_first(R"(^\(?\[0\]\*(\d+)\+\[1\]\*(\d+)\)?$)");
+        static const std::regex dense_first_list(R"(^\(?\[0\]\*(\d+)\+\[1\]\*(\d+)\)?$)");
         std::smatch mm;
-        if (*freq == "1") {
-        } else if (std::regex_match(*freq, mm, dense_first)) {
-          m["first_k_dense_replace"] = std::stoll(mm[1]);
+        if (*freq == "1" || *freq == "-1") {
+        } else if (std::regex_match(*freq, mm, dense_first_list)) {
+          dense_first = std::stoll(mm[1]);
+          pattern_from = "--moe-layer-freq";
           if (std::stoll(mm[1]) + std::stoll(mm[2]) != *layers)
             fail(at(file, "--moe-layer-freq"), "'{}' covers {} layers, but --num-layers is {}", *freq, std::stoll(mm[1]) + std::stoll(mm[2]), *layers);
         } else {
-          fail(at(file, "--moe-layer-freq"), "'{}' is not priced: sapp reads 1 (every layer MoE) or [0]*k+[1]*n (k dense layers first)", *freq);
+          fail(at(file, "--moe-layer-freq"), "'{}' is not priced: sapp reads 1 or -1 (every layer MoE) or [0]*k+[1]*n (k dense layers first)", *freq);
         }
       }
+      if (a.flags.count("--first-k-dense-replace")) {
+        long long k = 0;
+        const std::string v = a.value("--first-k-dense-replace").value_or("");
+        try {
+          std::size_t pos = 0;
+          k = std::stoll(v, &pos);
+          if (pos != v.size()) throw std::invalid_argument(v);
+        } catch (const std::exception&) {
+          fail(at(file, "--first-k-dense-replace"), "'{}' is not a whole number", v);
+        }
+        if (k >= *layers) fail(at(file, "--first-k-dense-replace"), "{} dense layers leave no MoE layer of --num-layers {}", k, *layers);
+        if (k > 0 && !pattern_from.empty() && k != dense_first)
+          fail(at(file, "--first-k-dense-replace"), "{} dense layers, but --moe-layer-freq states {}", k, dense_first);
+        dense_first = std::max(dense_first, k);
+      }
+      if (dense_first > 0) m["first_k_dense_replace"] = dense_first;
     }
     if (auto mtp = a.whole("--mtp-num-layers", 0)) m["num_nextn_predict_layers"] = *mtp;
     m["model_type"] = mla ? "deepseek_v3" : moe ? (qk_norm ? "qwen3_moe" : "mixtral") : qk_norm ? "qwen3" : qkv_bias ? "qwen2" : (swiglu ? "llama" : "gpt3");
@@ -665,7 +711,8 @@ Loaded read_megatron(const std::string& text, const std::string& file) {
   // Virtual pipeline and the stage split.
   long long vpp = 1;
   if (auto v = a.whole("--num-virtual-stages-per-pipeline-rank")) vpp = *v;
-  if (auto per = a.whole("--num-layers-per-virtual-pipeline-stage")) {
+  const bool layer_list = a.flags.count("--num-layer-list") > 0;
+  if (auto per = a.whole("--num-layers-per-virtual-pipeline-stage"); per && !layer_list) {
     if (!layers) fail(at(file, "--num-layers-per-virtual-pipeline-stage"), "needs --num-layers");
     if (*layers % (pp * *per) != 0) fail(at(file, "--num-layers-per-virtual-pipeline-stage"), "{} does not divide --num-layers {} / PP {}", *per, *layers, pp);
     vpp = *layers / pp / *per;
@@ -693,12 +740,41 @@ Loaded read_megatron(const std::string& text, const std::string& file) {
     std::vector<long long> per_stage(static_cast<std::size_t>(pp), middle_stages > 0 ? rest / middle_stages : 0);
     if (first >= 0) per_stage.front() = first;
     if (last >= 0) per_stage.back() = last;
-    split.emplace();
-    split->layers.assign(static_cast<std::size_t>(vpp), std::vector<long long>(static_cast<std::size_t>(pp), 0));
-    for (std::size_t s = 0; s < per_stage.size(); ++s) {
-      if (per_stage[s] % vpp != 0) fail(file, "stage {} holds {} layers, which VPP {} does not divide", s, per_stage[s], vpp);
-      for (long long c = 0; c < vpp; ++c) split->layers[static_cast<std::size_t>(c)][s] = per_stage[s] / vpp;
+    split = even_chunks(per_stage, vpp, file);
+  } else if (layer_list) {
+    // MindSpeed's uneven split: PP comma-separated layer counts, one per stage; with VPP each stage's count in
+    // chunks of --num-layers-per-virtual-pipeline-stage layers.
+    const std::string where = at(file, "--num-layer-list");
+    const std::string list_text = a.value("--num-layer-list").value_or("");
+    if (!layers) fail(where, "needs --num-layers");
+    std::vector<long long> per_stage;
+    std::stringstream ss(list_text);
+    for (std::string item; std::getline(ss, item, ',');) {
+      std::size_t pos = 0;
+      long long n = -1;
+      try {
+        n = std::stoll(item, &pos);
+      } catch (const std::exception&) {
+        pos = 0;
+      }
+      if (pos == 0 || pos != item.size() || n < 0) fail(where, "'{}': '{}' is not a layer count", list_text, item);
+      per_stage.push_back(n);
     }
+    if (static_cast<long long>(per_stage.size()) != pp) fail(where, "'{}' lists {} stages, but PP is {}", list_text, per_stage.size(), pp);
+    if (std::accumulate(per_stage.begin(), per_stage.end(), 0LL) != *layers)
+      fail(where, "'{}' places {} layers, but --num-layers is {}", list_text, std::accumulate(per_stage.begin(), per_stage.end(), 0LL), *layers);
+    if (auto per = a.whole("--num-layers-per-virtual-pipeline-stage")) {
+      for (std::size_t s = 0; s < per_stage.size(); ++s) {
+        if (per_stage[s] % *per != 0 || per_stage[s] / *per != per_stage[0] / *per)
+          fail(where,
+               "'{}' with --num-layers-per-virtual-pipeline-stage {}: stage {} would run {} chunk(s) and stage 0 {}; sapp prices the same number of chunks on "
+               "every stage",
+               list_text, *per, s, static_cast<double>(per_stage[s]) / static_cast<double>(*per),
+               static_cast<double>(per_stage[0]) / static_cast<double>(*per));
+      }
+      vpp = per_stage[0] / *per;
+    }
+    split = even_chunks(per_stage, vpp, where);
   } else if (auto ms = a.value("--pipeline-num-transformer-layers")) {
     // MindSpeed: a nested list, PP entries of per-chunk counts.
     json list = io::parse_yaml(*ms, at(file, "--pipeline-num-transformer-layers"));
@@ -762,7 +838,7 @@ Loaded read_megatron(const std::string& text, const std::string& file) {
     if (std::find(known.begin(), known.end(), f) == known.end() && !mindspeed_flags().count(f)) unknown.push_back(f);
   }
   if (!unknown.empty()) {
-    out.warnings.push_back(fmt::format("flag(s) neither Megatron-LM core_v0.14.0 nor MindSpeed define: {}", fmt::join(unknown, ", ")));
+    out.warnings.push_back(fmt::format("flag(s) neither Megatron-LM core_v0.14.0 nor MindSpeed nor MindSpeed-LLM define: {}", fmt::join(unknown, ", ")));
   }
   if (a.order.empty()) fail(file, "states no --flag arguments");
   return out;
@@ -1016,6 +1092,7 @@ std::string emit_megatron(const Plan& plan, const Loaded* original, const std::s
   ed.remove("--decoder-first-pipeline-num-layers");
   ed.remove("--decoder-last-pipeline-num-layers");
   ed.remove("--pipeline-num-transformer-layers");
+  ed.remove("--num-layer-list");
   ed.remove("--pipeline-model-parallel-layout");
   ed.remove("--num-virtual-stages-per-pipeline-rank");
   long long mtp = plan.model ? plan.model->mtp_depth.value_or(0) : 0;
