@@ -420,6 +420,20 @@ Format detect(const std::string& text, const std::string& file) {
   if (a == std::string::npos) fail(file, "is empty");
   if (text[a] != '{' && looks_like_megatron(text)) return Format::Megatron;
   if (text[a] != '{' && looks_like_toml(text)) return Format::Torchtitan;
+  static const std::regex shell_line(R"((^|\n)\s*(export|source|torchrun|python3?|bash|deepspeed|msrun)\s)");
+  const bool shell_name = file.size() > 3 && file.compare(file.size() - 3, 3, ".sh") == 0;
+  if (text.compare(a, 2, "#!") == 0 || shell_name || std::regex_search(text, shell_line)) {
+    // A shell script that states no Megatron model flag (MindSpeed-LLM's FSDP2 scripts, a launcher that passes a
+    // config file): name the config file it launches with, if any, rather than failing as YAML.
+    static const std::regex config_arg(R"((^|\s)([^\s'"]+\.(yaml|yml|toml|json))(\s|$))");
+    std::smatch m;
+    std::string hint;
+    if (std::regex_search(text, m, config_arg)) hint = fmt::format("; it launches with {}: give sapp that file if it is one of these formats", m[2].str());
+    fail(file,
+         "is a shell script without Megatron-LM's model flags (--num-layers, --hidden-size, ...); sapp reads Megatron-LM / MindSpeed launch "
+         "scripts, HuggingFace config.json, torchtitan TOML, MindFormers and HyperParallel YAML{}",
+         hint);
+  }
   return detect_tree(io::parse_yaml(text, file), file);
 }
 
