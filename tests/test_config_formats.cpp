@@ -434,6 +434,25 @@ TEST(MindSpeedLlm, AscendDeviceMoePatternAndUnevenStages) {
   EXPECT_FALSE(a2.model_config.contains("first_k_dense_replace"));
   config::Loaded gpu = config::read_text("PER_NODE=8\nNNODES=1\n" + launch + "\n", "gpu.sh", config::Format::Megatron);
   EXPECT_FALSE(gpu.values.contains("hardware"));
+  // Memory features: the fp32 master copy reused (10 optimizer bytes per parameter), the MLP activation recomputed
+  // (selective, its activation switches), and Megatron-Core's named modules under selective.
+  config::Loaded mem = config::read_text(head + launch + "--bf16 --reuse-fp32-param --recompute-activation-function\n", "mem.sh", config::Format::Megatron);
+  EXPECT_EQ(mem.values.at("optimizer_bytes").get<int>(), 10);
+  EXPECT_EQ(mem.values.at("recompute").get<std::string>(), "selective");
+  EXPECT_EQ(mem.values.at("recompute_modules"), (nlohmann::json{"dense_act", "act"}));
+  config::Loaded named =
+      config::read_text(head + launch + "--recompute-granularity selective --recompute-modules core_attn mlp\n", "named.sh", config::Format::Megatron);
+  EXPECT_EQ(named.values.at("recompute_modules"), (nlohmann::json{"core_attn", "mlp"}));
+  app::EstimateRequest priced;
+  config::fill(priced, mem, nlohmann::json::object());
+  EXPECT_EQ(priced.job.training.optimizer_bytes, 10);
+  EXPECT_EQ(priced.job.training.recompute_modules, (std::vector<std::string>{"dense_act", "act"}));
+  // Experts split over the TP group (EP x TP, no expert TP), the optimizer state swapped out but for two of 16 portions.
+  config::Loaded extend =
+      config::read_text(head + launch + "--bf16 --use-distributed-optimizer --moe-tp-extend-ep --swap-optimizer\n", "extend.sh", config::Format::Megatron);
+  EXPECT_EQ(extend.values.at("ep").get<long long>(), 2);
+  EXPECT_EQ(extend.values.at("etp").get<long long>(), 1);
+  EXPECT_DOUBLE_EQ(extend.values.at("optimizer_bytes").get<double>(), 1.5);
   // Refused by name: a list that does not sum to --num-layers, stages with unequal chunk counts under VPP, a dense
   // count that --moe-layer-freq contradicts, a period sapp does not price.
   auto refused = [&](const std::string& flags, const std::string& key) {

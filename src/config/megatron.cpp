@@ -540,6 +540,12 @@ Loaded read_megatron(const std::string& text, const std::string& file) {
   } else if (moe) {
     set("etp", tp, "--expert-tensor-parallel-size (default: TP)");
   }
+  // MindSpeed's --moe-tp-extend-ep: the TP group splits the experts among its ranks instead of each expert's weights
+  // (MindSpeed docs/zh/features/megatron_moe/megatron-moe-tp-extend-ep.md): expert parallelism EP x TP, no expert TP.
+  if (moe && a.on("--moe-tp-extend-ep") && tp > 1) {
+    set("ep", ep * tp, "--expert-model-parallel-size x TP (--moe-tp-extend-ep)");
+    set("etp", 1, "--moe-tp-extend-ep");
+  }
   if (a.on("--sequence-parallel") && tp > 1) set("sp", true, "--sequence-parallel");
 
   // Model.
@@ -675,6 +681,21 @@ Loaded read_megatron(const std::string& text, const std::string& file) {
   if (bf16 && a.on("--grad-reduce-in-bf16")) set("grad_bytes", 2, "--bf16 --grad-reduce-in-bf16");
   if (fp16 && !fp32_grads) set("grad_bytes", 2, "--fp16 without --accumulate-allreduce-grads-in-fp32");
   if (a.value("--fp8-format")) set("fp8", true, "--fp8-format");
+  // MindSpeed's --reuse-fp32-param: the fp32 master copy is kept as the bf16 parameter plus a 16-bit residual, so it
+  // costs 2 bytes per parameter instead of 4 (sharded like the rest of the optimizer state under the distributed
+  // optimizer: the saving is 2 bytes x parameters / DP; MindSpeed docs/zh/features/reuse-fp32-param.md).
+  if (bf16 && a.on("--reuse-fp32-param")) set("optimizer_bytes", 10, "--reuse-fp32-param (fp32 master as bf16 + residual)");
+  // MindSpeed's --swap-optimizer: the optimizer's fp32 state waits in host memory through forward and backward and
+  // comes back 1/--swap-optimizer-times (default 16) at a time during the step (MindSpeed
+  // docs/zh/features/swap-optimizer.md): priced as two such portions resident, 12 x 2 / times bytes per parameter.
+  if (a.on("--swap-optimizer")) {
+    const long long times = a.whole("--swap-optimizer-times").value_or(16);
+    set("optimizer_bytes", 24.0 / static_cast<double>(times), "--swap-optimizer (two of --swap-optimizer-times portions on the device)");
+    out.warnings.emplace_back(
+        "--swap-optimizer: the optimizer state's host round trip (12 bytes per parameter each way per step) is not priced in the step time");
+  }
+  if (a.on("--swap-attention"))
+    out.warnings.push_back("--swap-attention: sapp keeps the attention activations MindSpeed swaps to host memory on the device (the peak is an upper bound)");
 
   // Optimizer sharding.
   int zero = a.on("--use-distributed-optimizer") ? 1 : 0;
@@ -826,7 +847,22 @@ Loaded read_megatron(const std::string& text, const std::string& file) {
   } else {
     set("recompute", "off", "no --recompute-granularity");
   }
-  if (a.flags.count("--recompute-modules")) out.warnings.push_back("--recompute-modules is priced as sapp's selective recompute (attention core)");
+  // What selective recomputes: Megatron-Core's --recompute-modules (default core_attn); MindSpeed's
+  // --recompute-activation-function drops the MLP activation's output and recomputes it before the down
+  // projection's backward (MindSpeed docs/zh/features/activation-function-recompute.md), on the layers full
+  // recompute leaves (block method: those past --recompute-num-layers).
+  std::vector<std::string> modules;
+  if (auto it = a.flags.find("--recompute-modules"); it != a.flags.end() && granularity == "selective") modules = it->second;
+  a.used.insert("--recompute-modules");
+  const bool block_full = granularity == "full" && method == std::optional<std::string>("block");
+  if (a.on("--recompute-activation-function") && (granularity != "full" || block_full)) {
+    if (granularity == "selective" && modules.empty()) modules.emplace_back("core_attn");
+    modules.insert(modules.end(), {"dense_act", "act"});
+    if (granularity != "selective") set("recompute", "selective", "--recompute-activation-function");
+    if (a.flags.count("--recompute-activation-function-num-layers"))
+      out.warnings.push_back("--recompute-activation-function-num-layers: sapp recomputes the activation function on every layer full recompute leaves");
+  }
+  if (!modules.empty()) set("recompute_modules", modules, a.flags.count("--recompute-modules") ? "--recompute-modules" : "--recompute-activation-function");
   out.split = split;
 
   // What is left: flags sapp does not read, and flags Megatron-LM core_v0.14.0 does not know.
