@@ -119,6 +119,7 @@ TEST_P(WriteBack, ReadsBackTheSameLayout) {
 INSTANTIATE_TEST_SUITE_P(Formats, WriteBack,
                          ::testing::Values(RoundTrip{"examples/megatron/llama3-70b-h100x64.sh", config::EmitFormat::Megatron, "h100-sxm"},
                                            RoundTrip{"tests/configs/megatron-uneven.args", config::EmitFormat::Megatron, "h100-sxm"},
+                                           RoundTrip{"tests/configs/mindspeed-llm-moe-a3.sh", config::EmitFormat::Megatron, "ascend-910c"},
                                            RoundTrip{"examples/torchtitan/llama3-8b.toml", config::EmitFormat::Torchtitan, "h100-sxm"},
                                            RoundTrip{"tests/configs/torchtitan-pp.toml", config::EmitFormat::Torchtitan, "h100-sxm"},
                                            RoundTrip{"examples/hyperparallel/qwen3-32b-train.yaml", config::EmitFormat::HyperParallel, "ascend-910b"},

@@ -1114,9 +1114,13 @@ std::string emit_megatron(const Plan& plan, const Loaded* original, const std::s
   ed.set("--tensor-model-parallel-size", std::to_string(l.tp), anchor);
   ed.set("--pipeline-model-parallel-size", std::to_string(l.pp), "--tensor-model-parallel-size");
   ed.set("--context-parallel-size", std::to_string(l.cp), "--tensor-model-parallel-size");
+  // MindSpeed's --moe-tp-extend-ep reads EP as a factor of TP (the reader's EP x TP): kept when the layout has no
+  // expert TP and EP is a multiple of TP, else dropped and the degrees written as they are.
+  const bool extend_ep = ed.find("--moe-tp-extend-ep").first >= 0 && l.etp == 1 && l.tp > 1 && l.ep % l.tp == 0;
+  if (!extend_ep) ed.remove("--moe-tp-extend-ep");
   if (l.ep > 1 || ed.find("--expert-model-parallel-size").first >= 0)
-    ed.set("--expert-model-parallel-size", std::to_string(l.ep), "--tensor-model-parallel-size");
-  if (l.ep > 1 || l.etp > 1 || ed.find("--expert-tensor-parallel-size").first >= 0)
+    ed.set("--expert-model-parallel-size", std::to_string(extend_ep ? l.ep / l.tp : l.ep), "--tensor-model-parallel-size");
+  if (!extend_ep && (l.ep > 1 || l.etp > 1 || ed.find("--expert-tensor-parallel-size").first >= 0))
     ed.set("--expert-tensor-parallel-size", std::to_string(l.etp), "--tensor-model-parallel-size");
   if (l.sp && l.tp > 1)
     ed.set("--sequence-parallel", std::nullopt, "--tensor-model-parallel-size");
@@ -1125,14 +1129,28 @@ std::string emit_megatron(const Plan& plan, const Loaded* original, const std::s
   ed.set("--micro-batch-size", std::to_string(l.mbs), "--tensor-model-parallel-size");
   ed.set("--global-batch-size", std::to_string(plan.global_batch), anchor);
   ed.remove("--num-layers-per-virtual-pipeline-stage");
+  // A split in the flag the file used: MindSpeed's --num-layer-list (one chunk per stage) or
+  // --pipeline-num-transformer-layers (per-chunk counts per stage), else Megatron-Core's layout string.
+  const bool layer_list = ed.find("--num-layer-list").first >= 0 && plan.split && plan.split->vpp() == 1;
+  const bool ms_layers = ed.find("--pipeline-num-transformer-layers").first >= 0 && plan.split;
   ed.remove("--decoder-first-pipeline-num-layers");
   ed.remove("--decoder-last-pipeline-num-layers");
-  ed.remove("--pipeline-num-transformer-layers");
-  ed.remove("--num-layer-list");
+  if (!ms_layers) ed.remove("--pipeline-num-transformer-layers");
+  if (!layer_list) ed.remove("--num-layer-list");
   ed.remove("--pipeline-model-parallel-layout");
   ed.remove("--num-virtual-stages-per-pipeline-rank");
   long long mtp = plan.model ? plan.model->mtp_depth.value_or(0) : 0;
-  if (plan.split) {
+  if (layer_list) {
+    ed.set("--num-layer-list", fmt::format("{}", fmt::join(plan.split->layers[0], ",")), "--pipeline-model-parallel-size");
+  } else if (ms_layers) {
+    std::vector<std::string> stages;
+    for (std::size_t st = 0; st < plan.split->layers[0].size(); ++st) {
+      std::vector<long long> chunks;
+      for (const auto& chunk : plan.split->layers) chunks.push_back(chunk[st]);
+      stages.push_back(fmt::format("[{}]", fmt::join(chunks, ",")));
+    }
+    ed.set("--pipeline-num-transformer-layers", fmt::format("\"[{}]\"", fmt::join(stages, ",")), "--pipeline-model-parallel-size");
+  } else if (plan.split) {
     ed.set("--pipeline-model-parallel-layout", "\"" + layout_string(*plan.split, mtp) + "\"", "--pipeline-model-parallel-size");
   } else if (l.vpp > 1) {
     ed.set("--num-virtual-stages-per-pipeline-rank", std::to_string(l.vpp), "--pipeline-model-parallel-size");
