@@ -454,6 +454,18 @@ TEST(MindSpeedLlm, AscendDeviceMoePatternAndUnevenStages) {
   EXPECT_EQ(extend.values.at("ep").get<long long>(), 2);
   EXPECT_EQ(extend.values.at("etp").get<long long>(), 1);
   EXPECT_DOUBLE_EQ(extend.values.at("optimizer_bytes").get<double>(), 1.5);
+  // Placeholder layers (--noop-layers 6,7 of 8, PP 2): the model has 6, the last stage 2; MindSpore's msrun launcher
+  // (16 workers, 16 per node: A3) and MindSpeed-LLM's deprecated --moe-intermediate-size.
+  const std::string msrun = "export HCCL_BUFFSIZE=400\nmsrun --worker_num 16 --local_worker_num 16 --join=False pretrain_gpt.py ";
+  std::string ms_launch = launch.substr(launch.find("pretrain_gpt.py ") + 16);
+  ms_launch.replace(ms_launch.find("--moe-ffn-hidden-size"), 21, "--moe-intermediate-size");
+  config::Loaded ms = config::read_text(msrun + ms_launch + "--noop-layers 6,7\n", "ms.sh", config::Format::Megatron);
+  EXPECT_EQ(ms.values.at("devices").get<long long>(), 16);
+  EXPECT_EQ(ms.values.at("hardware").get<std::string>(), "ascend-910c");
+  EXPECT_EQ(ms.model_config.at("num_hidden_layers").get<long long>(), 6);
+  EXPECT_EQ(ms.model_config.at("moe_intermediate_size").get<long long>(), 512);
+  ASSERT_TRUE(ms.split.has_value());
+  EXPECT_EQ(ms.split->layers, (std::vector<std::vector<long long>>{{4, 2}}));
   // Refused by name: a list that does not sum to --num-layers, stages with unequal chunk counts under VPP, a dense
   // count that --moe-layer-freq contradicts, a period sapp does not price.
   auto refused = [&](const std::string& flags, const std::string& key) {
@@ -468,6 +480,8 @@ TEST(MindSpeedLlm, AscendDeviceMoePatternAndUnevenStages) {
   refused("--num-layer-list 2,6 --num-layers-per-virtual-pipeline-stage 2", "same number of chunks");
   refused("--moe-layer-freq ([0]*2+[1]*6) --first-k-dense-replace 3", "--first-k-dense-replace");
   refused("--moe-layer-freq 2", "--moe-layer-freq");
+  refused("--noop-layers 7,8", "--noop-layers");
+  refused("--noop-layers 3,3", "--noop-layers");
 }
 
 }  // namespace sapp

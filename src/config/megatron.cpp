@@ -302,11 +302,14 @@ Shell run_shell(const std::string& text, const std::string& file) {
 }
 
 const std::set<std::string>& torchrun_flags() {
-  static const std::set<std::string> f = {
-      "--nproc_per_node", "--nproc-per-node", "--nnodes",       "--node_rank",     "--node-rank",     "--master_addr", "--master-addr", "--master_port",
-      "--master-port",    "--rdzv_backend",   "--rdzv-backend", "--rdzv_endpoint", "--rdzv-endpoint", "--rdzv_id",     "--rdzv-id",     "--standalone",
-      "--max_restarts",   "--max-restarts",   "--tee",          "--log_dir",       "--log-dir",       "--redirects",   "--role",        "--local-ranks-filter",
-      "--no_python",      "--run_path"};
+  static const std::set<std::string> f = {"--nproc_per_node", "--nproc-per-node",   "--nnodes",       "--node_rank",
+                                          "--node-rank",      "--master_addr",      "--master-addr",  "--master_port",
+                                          "--master-port",    "--rdzv_backend",     "--rdzv-backend", "--rdzv_endpoint",
+                                          "--rdzv-endpoint",  "--rdzv_id",          "--rdzv-id",      "--standalone",
+                                          "--max_restarts",   "--max-restarts",     "--tee",          "--log_dir",
+                                          "--log-dir",        "--redirects",        "--role",         "--local-ranks-filter",
+                                          "--no_python",      "--run_path",         "--worker_num",   "--local_worker_num",
+                                          "--join",           "--cluster_time_out", "--bind_core",    "--sim_level"};
   return f;
 }
 
@@ -511,6 +514,12 @@ Loaded read_megatron(const std::string& text, const std::string& file) {
     long long nodes = a.whole("--nnodes").value_or(1);
     devices = *nproc * nodes;
     set("devices", *devices, "--nproc_per_node x --nnodes");
+  } else if (a.flags.count("--worker_num")) {
+    // MindSpore's msrun launcher (MindSpeed-LLM's MindSpore backend): --worker_num processes in all,
+    // --local_worker_num of them per node.
+    devices = a.whole("--worker_num");
+    set("devices", *devices, "msrun --worker_num");
+    if (a.flags.count("--local_worker_num")) nproc = a.whole("--local_worker_num");
   } else if (sh.vars.count("WORLD_SIZE")) {
     std::string w = sh.vars.at("WORLD_SIZE").front();
     if (!w.empty() && w.find_first_not_of("0123456789") == std::string::npos) {
@@ -550,6 +559,26 @@ Loaded read_megatron(const std::string& text, const std::string& file) {
 
   // Model.
   std::optional<long long> layers = a.whole("--num-layers");
+  // MindSpeed's --noop-layers: indices (from 0) of --num-layers' layers that are empty placeholders, so that PP
+  // (x VPP) divides the count; the model has the others, and each stage holds its share of the real ones.
+  std::set<long long> noop;
+  if (auto list = a.value("--noop-layers")) {
+    const std::string where = at(file, "--noop-layers");
+    if (!layers) fail(where, "needs --num-layers");
+    for (const std::string& item : io::split_commas(*list)) {
+      std::size_t pos = 0;
+      long long i = -1;
+      try {
+        i = std::stoll(io::trim(item), &pos);
+      } catch (const std::exception&) {
+        pos = 0;
+      }
+      if (pos == 0 || pos != io::trim(item).size() || i < 0 || i >= *layers)
+        fail(where, "'{}': '{}' is not a layer index below --num-layers {}", *list, item, *layers);
+      if (!noop.insert(i).second) fail(where, "'{}' names layer {} twice", *list, i);
+    }
+    if (static_cast<long long>(noop.size()) >= *layers) fail(where, "'{}' leaves no real layer of --num-layers {}", *list, *layers);
+  }
   if (a.flags.count("--hidden-size")) {
     json m = json::object();
     m["_source"] = file;
@@ -557,7 +586,7 @@ Loaded read_megatron(const std::string& text, const std::string& file) {
     long long h = *a.whole("--hidden-size");
     long long heads = a.whole("--num-attention-heads").value_or(0);
     if (heads == 0) fail(at(file, "--num-attention-heads"), "is required when the file defines the model");
-    m["num_hidden_layers"] = *layers;
+    m["num_hidden_layers"] = *layers - static_cast<long long>(noop.size());
     m["hidden_size"] = h;
     m["num_attention_heads"] = heads;
     bool swiglu = a.on("--swiglu");
@@ -605,7 +634,11 @@ Loaded read_megatron(const std::string& text, const std::string& file) {
       long long experts = *a.whole("--num-experts");
       m["n_routed_experts"] = experts;
       m["num_experts_per_tok"] = a.whole("--moe-router-topk").value_or(2);
-      if (auto w = a.whole("--moe-ffn-hidden-size")) m["moe_intermediate_size"] = *w;
+      if (auto w = a.whole("--moe-ffn-hidden-size")) {
+        m["moe_intermediate_size"] = *w;
+      } else if (auto old_name = a.whole("--moe-intermediate-size")) {
+        m["moe_intermediate_size"] = *old_name;  // MindSpeed-LLM's deprecated name for --moe-ffn-hidden-size
+      }
       if (auto w = a.whole("--moe-shared-expert-intermediate-size")) m["shared_expert_intermediate_size"] = *w;
       if (auto n = a.whole("--n-shared-experts", 0)) m["n_shared_experts"] = *n;
       // Which layers are MoE. Megatron-Core: an int N makes layer i MoE when i % N == 0 (Python's modulo: 1 and
@@ -816,7 +849,6 @@ Loaded read_megatron(const std::string& text, const std::string& file) {
     vpp = static_cast<long long>(v);
   }
   set("vpp", vpp, "--num-virtual-stages-per-pipeline-rank");
-  if (auto noop = a.value("--noop-layers")) out.warnings.push_back(fmt::format("--noop-layers {}: sapp prices those layers as real layers", *noop));
 
   // Recompute.
   std::string granularity;
@@ -863,6 +895,21 @@ Loaded read_megatron(const std::string& text, const std::string& file) {
       out.warnings.push_back("--recompute-activation-function-num-layers: sapp recomputes the activation function on every layer full recompute leaves");
   }
   if (!modules.empty()) set("recompute_modules", modules, a.flags.count("--recompute-modules") ? "--recompute-modules" : "--recompute-activation-function");
+  if (!noop.empty()) {
+    // Layers run chunk by chunk, stage by stage (chunk 0 of stages 0..PP-1, then chunk 1, ...): each cell loses the
+    // placeholders in its range of indices.
+    if (!split) split = plan::even_split(*layers, static_cast<int>(pp), static_cast<int>(vpp));
+    long long first = 0;
+    for (std::size_t c = 0; c < split->layers.size(); ++c) {
+      for (std::size_t st = 0; st < split->layers[c].size(); ++st) {
+        long long& n = split->layers[c][st];
+        const long long end = first + n;
+        n -= static_cast<long long>(std::distance(noop.lower_bound(first), noop.lower_bound(end)));
+        if (!split->full.empty()) split->full[c][st] = std::min(split->full[c][st], n);
+        first = end;
+      }
+    }
+  }
   out.split = split;
 
   // What is left: flags sapp does not read, and flags Megatron-LM core_v0.14.0 does not know.
@@ -1133,6 +1180,11 @@ std::string emit_megatron(const Plan& plan, const Loaded* original, const std::s
   // --pipeline-num-transformer-layers (per-chunk counts per stage), else Megatron-Core's layout string.
   const bool layer_list = ed.find("--num-layer-list").first >= 0 && plan.split && plan.split->vpp() == 1;
   const bool ms_layers = ed.find("--pipeline-num-transformer-layers").first >= 0 && plan.split;
+  // MindSpeed's placeholder layers go: the written split places the model's real layers.
+  if (ed.find("--noop-layers").first >= 0 && plan.num_layers > 0) {
+    ed.remove("--noop-layers");
+    ed.set("--num-layers", std::to_string(plan.num_layers), "--pipeline-model-parallel-size");
+  }
   ed.remove("--decoder-first-pipeline-num-layers");
   ed.remove("--decoder-last-pipeline-num-layers");
   if (!ms_layers) ed.remove("--pipeline-num-transformer-layers");
