@@ -454,6 +454,10 @@ TEST(MindSpeedLlm, AscendDeviceMoePatternAndUnevenStages) {
   EXPECT_EQ(extend.values.at("ep").get<long long>(), 2);
   EXPECT_EQ(extend.values.at("etp").get<long long>(), 1);
   EXPECT_DOUBLE_EQ(extend.values.at("optimizer_bytes").get<double>(), 1.5);
+  // LoRA fine-tuning: the adapters' rank.
+  config::Loaded lora =
+      config::read_text(head + launch + "--lora-r 16 --lora-alpha 32 --lora-target-modules linear_qkv linear_proj\n", "lora.sh", config::Format::Megatron);
+  EXPECT_EQ(lora.values.at("lora_rank").get<long long>(), 16);
   // Placeholder layers (--noop-layers 6,7 of 8, PP 2): the model has 6, the last stage 2; MindSpore's msrun launcher
   // (16 workers, 16 per node: A3) and MindSpeed-LLM's deprecated --moe-intermediate-size.
   const std::string msrun = "export HCCL_BUFFSIZE=400\nmsrun --worker_num 16 --local_worker_num 16 --join=False pretrain_gpt.py ";

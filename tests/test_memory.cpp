@@ -5,6 +5,7 @@
 // (18 bytes per parameter without the distributed optimizer, 6 + 12/DP with it).
 #include <gtest/gtest.h>
 
+#include "cost/time.hpp"
 #include "helpers.hpp"
 
 using namespace sapp;
@@ -228,3 +229,40 @@ TEST(Memory, LayoutRulesNameTheRule) {
   ASSERT_FALSE(v.empty());
   EXPECT_EQ(v.front().rule, "tp/heads");
 }
+
+namespace sapp {
+
+// LoRA (Hu et al. 2021, arXiv:2106.09685): the base weights are frozen. Llama 3 8B (h 4096, 32 query and 8 KV heads
+// of 128, SwiGLU width 14336) with rank-16 adapters: a trained share of 2 x 16 / 4096 = 1/128. Memory: the weights
+// stay in full, the gradients and optimizer states shrink to that share. Time: a frozen weight's GEMM runs its input
+// gradient only, so the backward loses (1 - 1/128) of the forward GEMM work, 2 s h (32x128 + 2x8x128 + 32x128 + 3 x
+// 14336) FLOPs per layer and sequence, while attention's own backward stays as it was.
+TEST(Lora, FrozenWeightsKeepNoStatesAndSkipTheirWeightGradients) {
+  auto m = test::bundled("llama3-8b");
+  hardware::Hardware hw = test::device("h100-sxm");
+  plan::Training full = test::training(8, 4096);
+  plan::Training lora = full;
+  lora.lora_rank = 16;
+  plan::Layout l;
+  l.dp = 8;
+  l.micro_batches = 1;
+  l.zero = 1;
+  const auto a = cost::estimate_memory(m, l, full, 1e15).stages[0];
+  const auto b = cost::estimate_memory(m, l, lora, 1e15).stages[0];
+  EXPECT_DOUBLE_EQ(b.params, a.params);
+  EXPECT_NEAR(b.grads, a.grads / 128.0, 1e-6 * a.grads);
+  EXPECT_NEAR(b.optimizer, a.optimizer / 128.0, 1e-6 * a.optimizer);
+  EXPECT_DOUBLE_EQ(b.activations, a.activations);
+  const cost::KindTimes kf = cost::kind_times(m, l, full, hw);
+  const cost::KindTimes kl = cost::kind_times(m, l, lora, hw);
+  const double gemm_forward = 2.0 * 4096 * 4096 * (32 * 128 + 2 * 8 * 128 + 32 * 128 + 3 * 14336);
+  ASSERT_FALSE(kf.kinds.empty());
+  EXPECT_NEAR(kf.kinds[0].bwd_flops - kl.kinds[0].bwd_flops, (1.0 - 1.0 / 128.0) * gemm_forward, 1e-9 * gemm_forward);
+  EXPECT_DOUBLE_EQ(kl.kinds[0].fwd_flops, kf.kinds[0].fwd_flops);
+  const cost::StepTime tf = cost::estimate_time(m, l, full, hw);
+  const cost::StepTime tl = cost::estimate_time(m, l, lora, hw);
+  EXPECT_LT(tl.step_s, tf.step_s);
+  EXPECT_LT(tl.breakdown.dp_comm_s, tf.breakdown.dp_comm_s / 64.0);
+}
+
+}  // namespace sapp

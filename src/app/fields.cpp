@@ -208,6 +208,11 @@ void add_job_fields(std::vector<Field<Request>>& f) {
                "activation)",
                false, [](R& r, const json& v, const std::string& w) { r.job.training.recompute_modules = cost::terms::recompute_switches(v, w); },
                [](const R&) { return std::string(); }});
+  f.push_back({"lora_rank", "",
+               "LoRA fine-tuning: adapter rank on every linear layer (0: every weight trains); frozen weights keep no gradient, no "
+               "optimizer state and skip their weight-gradient GEMM",
+               false, [](R& r, const json& v, const std::string& w) { r.job.training.lora_rank = whole(v, w, 0, 65536, "(a rank)"); },
+               [](const R& r) { return std::to_string(r.job.training.lora_rank); }});
   f.push_back({"moe_imbalance", "", "MoE token imbalance: tokens on the busiest EP rank over the mean (1 = balanced)", false,
                [](R& r, const json& v, const std::string& w) { r.job.training.moe_imbalance = real(v, w, 1, 64, "(a factor)"); },
                [](const R& r) { return show_number(r.job.training.moe_imbalance); }});

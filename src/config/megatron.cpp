@@ -727,6 +727,11 @@ Loaded read_megatron(const std::string& text, const std::string& file) {
     out.warnings.emplace_back(
         "--swap-optimizer: the optimizer state's host round trip (12 bytes per parameter each way per step) is not priced in the step time");
   }
+  // LoRA fine-tuning (MindSpeed-LLM's --lora-r; its --lora-target-modules are priced as every linear layer).
+  if (auto r = a.whole("--lora-r")) {
+    set("lora_rank", *r, "--lora-r");
+    a.used.insert("--lora-target-modules");
+  }
   if (a.on("--swap-attention"))
     out.warnings.push_back("--swap-attention: sapp keeps the attention activations MindSpeed swaps to host memory on the device (the peak is an upper bound)");
 

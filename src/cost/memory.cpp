@@ -166,12 +166,13 @@ MemoryEstimate estimate_memory(const model::Model& model, const plan::Layout& l,
     // Elements per rank of a state that ZeRO shards from `stage` on (1: optimizer states, 2: + grads, 3: + params).
     auto held = [&](int stage) { return l.zero >= stage ? pn / dp_shard + pe / edp_shard : pn + pe; };
     m.params = training.param_bytes * held(3);
-    m.grads = training.gradient_bytes() * held(2);
-    m.optimizer = training.optimizer_bytes * held(1);
+    const double trained = terms::trainable_fraction(training, h);
+    m.grads = training.gradient_bytes() * held(2) * trained;
+    m.optimizer = training.optimizer_bytes * held(1) * trained;
     m.activations = m.layer_activations + m.recompute_working + m.embedding_activations + m.head_activations + m.loss_backward;
     m.activations *= 1.0 + training.activation_fragmentation;
     if (training.gradient_bytes() < 4 && training.optimizer_bytes > 0) {
-      m.optimizer_step = terms::kFp32Bytes * held(1);
+      m.optimizer_step = terms::kFp32Bytes * held(1) * trained;
     }
 
     // Communication workspaces, in bytes. Layers run one at a time, so the per-layer ones do not add up.
@@ -207,10 +208,13 @@ std::vector<std::string> explain_stage(const model::Model& model, const plan::La
                   stage, l.pp, m.layers, m.param_elements, l.tp, m.expert_param_elements, l.ep, l.etp));
   out.push_back(fmt::format("params      {:10.3f} GiB = {} B x (Pn{} + Pe{})", gib(m.params), training.param_bytes,
                             l.zero >= 3 ? fmt::format(" / {}", dp_shard) : "", l.zero >= 3 ? fmt::format(" / {}", edp_shard) : ""));
-  out.push_back(fmt::format("grads       {:10.3f} GiB = {} B x (Pn{} + Pe{})", gib(m.grads), training.gradient_bytes(),
-                            l.zero >= 2 ? fmt::format(" / {}", dp_shard) : "", l.zero >= 2 ? fmt::format(" / {}", edp_shard) : ""));
-  out.push_back(fmt::format("optimizer   {:10.3f} GiB = {} B x (Pn{} + Pe{})  [fp32 master + 2 Adam moments]", gib(m.optimizer), training.optimizer_bytes,
-                            l.zero >= 1 ? fmt::format(" / {}", dp_shard) : "", l.zero >= 1 ? fmt::format(" / {}", edp_shard) : ""));
+  // Under LoRA, gradients and optimizer states are held for the trained share only (terms::trainable_fraction).
+  const double trained = terms::trainable_fraction(training, static_cast<double>(model.spec.hidden_size));
+  const std::string lora = training.lora_rank > 0 ? fmt::format(" x trained {:.4g} [LoRA rank {}: 2 r / h]", trained, training.lora_rank) : "";
+  out.push_back(fmt::format("grads       {:10.3f} GiB = {} B x (Pn{} + Pe{}){}", gib(m.grads), training.gradient_bytes(),
+                            l.zero >= 2 ? fmt::format(" / {}", dp_shard) : "", l.zero >= 2 ? fmt::format(" / {}", edp_shard) : "", lora));
+  out.push_back(fmt::format("optimizer   {:10.3f} GiB = {} B x (Pn{} + Pe{}){}  [fp32 master + 2 Adam moments]", gib(m.optimizer), training.optimizer_bytes,
+                            l.zero >= 1 ? fmt::format(" / {}", dp_shard) : "", l.zero >= 1 ? fmt::format(" / {}", edp_shard) : "", lora));
   auto flight = plan::in_flight(l, training.interleave_less_memory);
   for (const plan::StageRun& r : plan::stage_runs(model, l, training, stage)) {
     LayerActivation a = layer_activation(model, r.kind, l, training, r.mode);

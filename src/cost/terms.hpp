@@ -5,6 +5,7 @@
 // system overlaps, keeps and reserves) and which (device, precision) pairs are validated against measured runs.
 #pragma once
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,16 @@ namespace sapp::cost::terms {
 // work. Source: Narayanan et al. 2021 (arXiv:2104.04473) section 5.1, "the backward pass is twice the forward".
 inline constexpr double kForwardShare = 1.0 / 3.0;
 inline constexpr double kBackwardShare = 2.0 / 3.0;
+// LoRA: the share of the parameters trained. An adapter of rank r on a linear layer of in x out weights adds
+// r (in + out) weights (Hu et al. 2021, arXiv:2106.09685 section 4); priced at 2 r / hidden of all parameters, exact
+// for a square layer and above the share of the wider MLP layers (r (1/h + 1/ffn)); 1 when every weight trains.
+// Frozen weights keep their copy in the parameter dtype and nothing else.
+inline double trainable_fraction(const plan::Training& training, double hidden) {
+  return training.lora_rank > 0 && hidden > 0 ? std::min(1.0, 2.0 * static_cast<double>(training.lora_rank) / hidden) : 1.0;
+}
+// Backward over forward work of a frozen weight's GEMM: the input gradient only (1), plus the adapters' share of a
+// weight gradient; 2 when every weight trains.
+inline double frozen_gemm_backward(double trainable) { return 1.0 + trainable; }
 // Loss: the logits upcast to fp32, log-softmax, its gradient: bytes moved per logit, forward and backward
 // (read bf16 2 + write fp32 4, read 4 + write 4 for the gradient ~ 12). Memory-bound (Megatron's
 // vocab_parallel_cross_entropy, fused).

@@ -84,6 +84,8 @@ LayerTime layer_time(const model::Model& model, const model::BoundKind& kind, co
     }
     out.fwd_s += seconds;
     double backward = term.backward ? term.backward->eval_double(env) : 2.0;
+    if (term.kind == model::WorkKind::Gemm && training.lora_rank > 0)
+      backward = terms::frozen_gemm_backward(terms::trainable_fraction(training, static_cast<double>(model.spec.hidden_size)));
     out.bwd_s += seconds * backward;
     if (term.role == model::WorkRole::SharedExperts) out.shared_expert_s += seconds * (1.0 + backward);
     bool flops = term.kind != model::WorkKind::Memory;
@@ -368,7 +370,9 @@ StepTime estimate_time(const model::Model& model, const plan::Layout& l, const p
   // Loss: the logits upcast to fp32, softmax and its gradient read and write about 12 bytes per logit
   // (memory bound), forward and backward, once per MTP depth too.
   double loss = compute_seconds(hw, model::WorkKind::Memory, terms::loss_bytes(tokens, static_cast<double>(spec.vocab_size), mtp_depths) / l.tp, false);
-  compute[P - 1] += head_fwd / terms::kForwardShare + loss;  // head forward + its 2x backward, and the loss
+  // The head's forward and its backward (2x; a frozen head under LoRA only its input gradient), and the loss.
+  const double trained = terms::trainable_fraction(training, h);
+  compute[P - 1] += head_fwd * (1.0 + (training.lora_rank > 0 ? terms::frozen_gemm_backward(trained) : 2.0)) + loss;
   for (std::size_t si = 0; si < P; ++si) {
     // Physical overlap: TP, CP and EP collectives hide only behind compute the stage runs at the same time
     // (forward, backward and recompute of the micro-batch), and they share it: each term may hide behind at most
@@ -418,11 +422,13 @@ StepTime estimate_time(const model::Model& model, const plan::Layout& l, const p
     // Gradient reduce (all-reduce without ZeRO, reduce-scatter with it) after the backward, parameter
     // all-gather (ZeRO >= 1) before the next forward.
     double passes = l.zero == 0 ? 2.0 : 1.0;
-    double reduce = ring_seconds(hw, dp_link, dp_group, pn * training.gradient_bytes(), passes) +
-                    ring_seconds(hw, edp_link, edp_group, pe * training.gradient_bytes(), passes);
+    // Under LoRA only the adapters have gradients and updated weights to gather (ZeRO 3 still gathers every weight).
+    double reduce = ring_seconds(hw, dp_link, dp_group, pn * training.gradient_bytes() * trained, passes) +
+                    ring_seconds(hw, edp_link, edp_group, pe * training.gradient_bytes() * trained, passes);
+    const double gathered = l.zero == 3 ? 1.0 : trained;
     double gather = l.zero == 0 ? 0.0
-                                : ring_seconds(hw, dp_link, dp_group, pn * training.gathered_param_bytes(), 1.0) +
-                                      ring_seconds(hw, edp_link, edp_group, pe * training.gathered_param_bytes(), 1.0);
+                                : ring_seconds(hw, dp_link, dp_group, pn * training.gathered_param_bytes() * gathered, 1.0) +
+                                      ring_seconds(hw, edp_link, edp_group, pe * training.gathered_param_bytes() * gathered, 1.0);
     double one_mb = stage_s[static_cast<std::size_t>(st.stage)];
     double exposed = dp_exposed(reduce, gather, one_mb * terms::kBackwardShare, one_mb * terms::kForwardShare, l.pp, l.vpp, overlap.dp);
     if (l.zero >= 2) {
@@ -441,7 +447,7 @@ StepTime estimate_time(const model::Model& model, const plan::Layout& l, const p
     // Optimizer step: read/write weights, grads and states of the local shard once (memory bound).
     double shard_n = l.zero >= 1 ? l.zero_group() : 1.0;
     double shard_e = l.zero >= 1 ? l.expert_zero_group() : 1.0;
-    double touched = (pn / shard_n + pe / shard_e) * (2.0 * training.optimizer_bytes + training.gradient_bytes() + 2.0 * training.param_bytes);
+    double touched = (pn / shard_n + pe / shard_e) * trained * (2.0 * training.optimizer_bytes + training.gradient_bytes() + 2.0 * training.param_bytes);
     optimizer = std::max(optimizer, touched / (hw.hbm_bandwidth * hw.efficiency.memory));
   }
   if (l.pp > 1) {
@@ -458,9 +464,12 @@ StepTime estimate_time(const model::Model& model, const plan::Layout& l, const p
 
   double devices = static_cast<double>(l.devices());
   double sequences = static_cast<double>(training.global_batch > 0 ? training.global_batch : 1LL * l.dp * l.mbs * l.micro_batches);
-  out.model_flops = 3.0 * precomputed->model_flops_per_sequence * sequences;
+  // Forward plus backward: 3x the forward, or under LoRA the forward, the input gradient and the adapters' weight
+  // gradient (the frozen weights' work a LoRA step needs, so its MFU is not inflated by work it skips).
+  const double passes = training.lora_rank > 0 ? 1.0 + terms::frozen_gemm_backward(trained) : 3.0;
+  out.model_flops = passes * precomputed->model_flops_per_sequence * sequences;
   double head_flops = terms::lm_head_forward_flops(static_cast<double>(training.seq), h, static_cast<double>(spec.vocab_size), mtp_depths);
-  out.hardware_flops = (hw_flops_mb / l.mbs * l.cp + head_flops / terms::kForwardShare) * sequences;
+  out.hardware_flops = (hw_flops_mb / l.mbs * l.cp + head_flops * passes) * sequences;
   out.mfu = out.model_flops / (out.step_s * devices * hw.peak_flops);
   out.tokens_per_s_per_device = sequences * static_cast<double>(training.seq) / out.step_s / devices;
   return out;

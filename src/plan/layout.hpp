@@ -110,6 +110,11 @@ struct Training {
   // (Megatron's account_for_embedding/loss_in_pipeline_split; plan::for_each_chunk_group).
   bool pipeline_split_counts_head = false;
 
+  // LoRA fine-tuning (Hu et al. 2021, arXiv:2106.09685): rank of the adapters on every linear layer; 0 trains every
+  // weight. The base weights are frozen: no gradient, no optimizer state, no weight-gradient GEMM
+  // (terms::trainable_fraction).
+  long long lora_rank = 0;
+
   // Bytes per gradient as priced: fp8_grad_bytes under FP8 when stated, else grad_bytes.
   [[nodiscard]] double gradient_bytes() const { return fp8 && fp8_grad_bytes > 0 ? fp8_grad_bytes : grad_bytes; }
   // Bytes per gathered parameter element: gather_bytes when stated, else param_bytes.
