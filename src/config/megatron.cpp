@@ -727,6 +727,10 @@ Loaded read_megatron(const std::string& text, const std::string& file) {
     out.warnings.emplace_back(
         "--swap-optimizer: the optimizer state's host round trip (12 bytes per parameter each way per step) is not priced in the step time");
   }
+  // MindSpeed-LLM's instruction fine-tuning without padding: each sample runs at its own length.
+  if (a.on("--no-pad-to-seq-lengths"))
+    out.warnings.emplace_back(
+        "--no-pad-to-seq-lengths: samples run at their own lengths, below --seq-length; sapp prices every sample at --seq-length (an upper bound)");
   // LoRA fine-tuning (MindSpeed-LLM's --lora-r; its --lora-target-modules are priced as every linear layer).
   if (auto r = a.whole("--lora-r")) {
     set("lora_rank", *r, "--lora-r");
