@@ -325,6 +325,19 @@ const std::set<std::string>& mindspeed_flags() {
   return flags;
 }
 
+// A whole number written in full (a sign allowed), or none.
+std::optional<long long> whole_number(const std::string& text) {
+  std::size_t pos = 0;
+  long long out = 0;
+  try {
+    out = std::stoll(text, &pos);
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+  if (pos != text.size()) return std::nullopt;
+  return out;
+}
+
 struct Args {
   std::map<std::string, std::vector<std::string>> flags;  // flag -> values (empty: store_true)
   std::vector<std::string> order;
@@ -354,14 +367,9 @@ struct Args {
   std::optional<long long> whole(const std::string& f, long long lowest = 1) {
     auto v = value(f);
     if (!v) return std::nullopt;
-    long long out = 0;
-    std::size_t pos = 0;
-    try {
-      out = std::stoll(*v, &pos);
-    } catch (const std::exception&) {
-      pos = 0;
-    }
-    if (pos == 0 || pos != v->size()) fail(at(file, f), "'{}' is not a whole number", *v);
+    std::optional<long long> parsed = whole_number(*v);
+    if (!parsed) fail(at(file, f), "'{}' is not a whole number", *v);
+    const long long out = *parsed;
     if (out < lowest) fail(at(file, f), "{} is below the minimum of {}", out, lowest);
     if (out > (1LL << 40)) fail(at(file, f), "{} is above the limit of {}", out, 1LL << 40);
     return out;
@@ -566,15 +574,8 @@ Loaded read_megatron(const std::string& text, const std::string& file) {
     const std::string where = at(file, "--noop-layers");
     if (!layers) fail(where, "needs --num-layers");
     for (const std::string& item : io::split_commas(*list)) {
-      std::size_t pos = 0;
-      long long i = -1;
-      try {
-        i = std::stoll(io::trim(item), &pos);
-      } catch (const std::exception&) {
-        pos = 0;
-      }
-      if (pos == 0 || pos != io::trim(item).size() || i < 0 || i >= *layers)
-        fail(where, "'{}': '{}' is not a layer index below --num-layers {}", *list, item, *layers);
+      const long long i = whole_number(io::trim(item)).value_or(-1);
+      if (i < 0 || i >= *layers) fail(where, "'{}': '{}' is not a layer index below --num-layers {}", *list, item, *layers);
       if (!noop.insert(i).second) fail(where, "'{}' names layer {} twice", *list, i);
     }
     if (static_cast<long long>(noop.size()) >= *layers) fail(where, "'{}' leaves no real layer of --num-layers {}", *list, *layers);
@@ -660,15 +661,7 @@ Loaded read_megatron(const std::string& text, const std::string& file) {
         }
       }
       if (a.flags.count("--first-k-dense-replace")) {
-        long long k = 0;
-        const std::string v = a.value("--first-k-dense-replace").value_or("");
-        try {
-          std::size_t pos = 0;
-          k = std::stoll(v, &pos);
-          if (pos != v.size()) throw std::invalid_argument(v);
-        } catch (const std::exception&) {
-          fail(at(file, "--first-k-dense-replace"), "'{}' is not a whole number", v);
-        }
+        const long long k = *a.whole("--first-k-dense-replace", -(1LL << 40));
         if (k >= *layers) fail(at(file, "--first-k-dense-replace"), "{} dense layers leave no MoE layer of --num-layers {}", k, *layers);
         if (k > 0 && !pattern_from.empty() && k != dense_first)
           fail(at(file, "--first-k-dense-replace"), "{} dense layers, but --moe-layer-freq states {}", k, dense_first);
@@ -813,14 +806,8 @@ Loaded read_megatron(const std::string& text, const std::string& file) {
     std::vector<long long> per_stage;
     std::stringstream ss(list_text);
     for (std::string item; std::getline(ss, item, ',');) {
-      std::size_t pos = 0;
-      long long n = -1;
-      try {
-        n = std::stoll(item, &pos);
-      } catch (const std::exception&) {
-        pos = 0;
-      }
-      if (pos == 0 || pos != item.size() || n < 0) fail(where, "'{}': '{}' is not a layer count", list_text, item);
+      const long long n = whole_number(item).value_or(-1);
+      if (n < 0) fail(where, "'{}': '{}' is not a layer count", list_text, item);
       per_stage.push_back(n);
     }
     if (static_cast<long long>(per_stage.size()) != pp) fail(where, "'{}' lists {} stages, but PP is {}", list_text, per_stage.size(), pp);
