@@ -41,16 +41,19 @@ TEST(CostTerms, FrameworkProfilesAreNamedAndCited) {
   EXPECT_THROW(cost::terms::framework_profile("deepspeed-ulysses-9"), Error);
 }
 
-// validation/runs.yaml: NeMo 24.12 H100 FP8 dense rows held out within the target; B200 MXFP8 rows outside it; no
-// run on Ascend 910B.
+// validation/runs.yaml: NeMo 24.12 H100 FP8 dense rows held out within the target; B200 MXFP8 rows outside it;
+// Ascend 910C (two MindSpeed-LLM runs) outside it; no FP8 run on Ascend 910B.
 TEST(CostTerms, ValidatedSaysWhyNot) {
   EXPECT_TRUE(cost::terms::validated(test::device("h100-sxm"), true).validated);
   auto b200 = cost::terms::validated(test::device("b200"), true);
   EXPECT_FALSE(b200.validated);
   EXPECT_NE(b200.reason.find("median"), std::string::npos) << b200.reason;
-  auto ascend = cost::terms::validated(test::device("ascend-910b"), false);
-  EXPECT_FALSE(ascend.validated);
-  EXPECT_NE(ascend.reason.find("BF16"), std::string::npos) << ascend.reason;
+  auto a3 = cost::terms::validated(test::device("ascend-910c"), false);
+  EXPECT_FALSE(a3.validated);
+  EXPECT_NE(a3.reason.find("median"), std::string::npos) << a3.reason;
+  auto fp8 = cost::terms::validated(test::device("ascend-910b"), true);
+  EXPECT_FALSE(fp8.validated);
+  EXPECT_NE(fp8.reason.find("FP8"), std::string::npos) << fp8.reason;
 }
 
 // The explanation lists memory and time terms of a stage from the same pass that prices the step: the step it

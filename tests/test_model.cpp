@@ -328,6 +328,11 @@ TEST(PublishedParams, Phi3Mini_3_82B) {
   near_published(m.params().total, 3.82, 0.01, "total");
   EXPECT_TRUE(m.kinds.at(static_cast<std::size_t>(m.stack.front().kind)).kind.sliding);  // sliding_window 2047, every layer
 }
+// Qwen3 model card (HF Qwen/Qwen3-8B): 8.2 B parameters, 6.95 B without the embeddings.
+TEST(PublishedParams, Qwen3_8B_8_2B) {
+  auto p = bundled("qwen3-8b").params();
+  near_published(p.total, 8.2, 0.1, "total");
+}
 // OLMo 2 (arXiv:2501.00656), HF allenai/OLMo-2-1124-7B: 7.3 B.
 TEST(PublishedParams, Olmo2_7B_7_3B) { near_published(bundled("olmo2-7b").params().total, 7.3, 0.1, "total"); }
 // Gemma report (arXiv:2403.08295) table 1, 7B: 786,432,000 embedding and 7,751,248,896 non-embedding parameters.

@@ -24,6 +24,7 @@ void read_run_settings(const nlohmann::json& row, const std::string& file, const
     training.grad_bytes = rd.quantity("grad_bytes", units::kBytesPerElement);
     training.fp8_grad_bytes = 0;  // stated: under FP8 too
   }
+  if (rd.has("optimizer_bytes")) training.optimizer_bytes = rd.quantity("optimizer_bytes", units::kBytesPerElement);
   if (rd.has("attention_kernel"))
     training.attention_kernel = terms::parse_attention_kernel(rd.string("attention_kernel"), at(file, where + ".attention_kernel"));
   training.eager_norms = rd.boolean_or("eager_norms", false);
@@ -48,6 +49,18 @@ void read_run_layout(const nlohmann::json& row, const std::string& file, const s
   l.zero = static_cast<int>(rd.count_or("zero", units::kZeroStage, 1));
   l.sp = rd.boolean_or("sp", l.tp > 1);
   if (rd.has("recompute")) l.recompute = plan::read_activation_checkpoint_mode(row.at("recompute"), at(file, where + ".recompute"));
+  // An uneven stage split as the run placed its layers (one chunk per stage): PP whole numbers.
+  if (rd.has("stage_layers")) {
+    const nlohmann::json& counts = row.at("stage_layers");
+    if (!counts.is_array() || static_cast<int>(counts.size()) != l.pp || l.vpp != 1) rd.bad("stage_layers", "a list of PP layer counts (without VPP)");
+    plan::StageSplit split;
+    split.layers.emplace_back();
+    for (const nlohmann::json& n : counts) {
+      if (!n.is_number_integer() || n.get<long long>() < 0) rd.bad("stage_layers", "whole layer counts");
+      split.layers.front().push_back(n.get<long long>());
+    }
+    l.split = std::make_shared<const plan::StageSplit>(std::move(split));
+  }
 }
 
 std::vector<MeasuredRun> runs_from_json(const nlohmann::json& tree, const std::string& file, const model::Catalog& catalog) {
@@ -80,6 +93,8 @@ std::vector<MeasuredRun> runs_from_json(const nlohmann::json& tree, const std::s
              "flash_attention",
              "overlap",
              "grad_bytes",
+             "optimizer_bytes",
+             "stage_layers",
              "attention_kernel",
              "eager_norms",
              "dispatcher",

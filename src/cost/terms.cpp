@@ -97,7 +97,13 @@ struct ValidatedPair {
   bool validated;
   const char* runs;
 };
-constexpr std::array<ValidatedPair, 7> kValidated = {{
+constexpr std::array<ValidatedPair, 9> kValidated = {{
+    {"ascend-910b", false, true,
+     "one held-out BF16 run in validation/runs.yaml (MindSpeed-LLM Qwen3-30B-A3B on 16 Atlas 800T A2 NPUs, +4.1 %): a single run, the "
+     "efficiencies are priors"},
+    {"ascend-910c", false, false,
+     "2 held-out BF16 runs in validation/runs.yaml, median 11.5 %: MindSpeed-LLM Qwen3-8B on 16 A3 dies -4.1 %, DeepSeek-V3 on 512 dies "
+     "+18.9 % (its published throughput read per 910C chip, two dies)"},
     {"a100-80g", false, true, "Narayanan et al. 2021 Table 1 (fp16, 10 held-out runs, median 6 %)"},
     {"h100-sxm", true, true,
      "10 held-out FP8 runs in validation/runs.yaml, median 6 %: NeMo 24.12 dense runs within 9 %, Megatron-Bridge 25.11 dense +1.4 % and "
