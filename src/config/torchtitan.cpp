@@ -409,7 +409,13 @@ Loaded read_torchtitan(const std::string& text, const std::string& file) {
                         "training.dataset_path", "training.steps", "training.max_norm", "training.dataloader", "model.hf_assets_path", "model.tokenizer_path",
                         "compile", "training.gc_freq", "training.seed"})
     t.use(k);
-  out.unused = t.unused();
+  // Keys of sections or names v0.2.2 does not define are already listed in their own warning: not twice.
+  for (const std::string& key : t.unused()) {
+    const bool listed = std::any_of(unknown.begin(), unknown.end(), [&](const std::string& u) {
+      return u == key || (u.size() > 2 && u.front() == '[' && key.rfind(u.substr(1, u.size() - 2) + ".", 0) == 0);
+    });
+    if (!listed) out.unused.push_back(key);
+  }
   return out;
 }
 
