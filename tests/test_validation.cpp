@@ -47,42 +47,10 @@ std::vector<Case> load_cases() {
     Case v;
     v.name = c.at("name").get<std::string>();
     // A misspelt key would silently price another run: every key must be one the loader reads.
-    io::Reader{c, runs_file(), "runs." + v.name}.only({"name",
-                                                       "regime",
-                                                       "source",
-                                                       "framework",
-                                                       "model",
-                                                       "shape",
-                                                       "hardware",
-                                                       "devices",
-                                                       "global_batch",
-                                                       "seq",
-                                                       "tp",
-                                                       "pp",
-                                                       "cp",
-                                                       "vpp",
-                                                       "ep",
-                                                       "mbs",
-                                                       "zero",
-                                                       "sp",
-                                                       "recompute",
-                                                       "recompute_modules",
-                                                       "fp8",
-                                                       "grad_bytes",
-                                                       "optimizer_bytes",
-                                                       "stage_layers",
-                                                       "attention_kernel",
-                                                       "eager_norms",
-                                                       "dispatcher",
-                                                       "ep_overlap",
-                                                       "pipeline_split_counts_head",
-                                                       "metric",
-                                                       "measured",
-                                                       "peak_memory_gib",
-                                                       "memory_metric",
-                                                       "rank_miss",
-                                                       "fitted",
-                                                       "fitted_for"});
+    std::vector<std::string> keys = cost::run_row_keys();
+    keys.insert(keys.end(),
+                {"regime", "source", "shape", "hardware", "metric", "measured", "peak_memory_gib", "memory_metric", "rank_miss", "fitted", "fitted_for"});
+    io::Reader{c, runs_file(), "runs." + v.name}.only(keys);
     v.source = c.at("source").get<std::string>();
     v.regime = c.at("regime").get<std::string>();
     v.framework = c.at("framework").get<std::string>();

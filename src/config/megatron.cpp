@@ -660,8 +660,8 @@ Loaded read_megatron(const std::string& text, const std::string& file) {
           fail(at(file, "--moe-layer-freq"), "'{}' is not priced: sapp reads 1 or -1 (every layer MoE) or [0]*k+[1]*n (k dense layers first)", *freq);
         }
       }
-      if (a.flags.count("--first-k-dense-replace")) {
-        const long long k = *a.whole("--first-k-dense-replace", -(1LL << 40));
+      if (auto stated = a.whole("--first-k-dense-replace", -(1LL << 40))) {
+        const long long k = *stated;
         if (k >= *layers) fail(at(file, "--first-k-dense-replace"), "{} dense layers leave no MoE layer of --num-layers {}", k, *layers);
         if (k > 0 && !pattern_from.empty() && k != dense_first)
           fail(at(file, "--first-k-dense-replace"), "{} dense layers, but --moe-layer-freq states {}", k, dense_first);
@@ -887,7 +887,7 @@ Loaded read_megatron(const std::string& text, const std::string& file) {
     if (granularity == "selective" && modules.empty()) modules.emplace_back("core_attn");
     modules.insert(modules.end(), {"dense_act", "act"});
     if (granularity != "selective") set("recompute", "selective", "--recompute-activation-function");
-    if (a.flags.count("--recompute-activation-function-num-layers"))
+    if (a.on("--recompute-activation-function-num-layers"))
       out.warnings.push_back("--recompute-activation-function-num-layers: sapp recomputes the activation function on every layer full recompute leaves");
   }
   if (!modules.empty()) set("recompute_modules", modules, a.flags.count("--recompute-modules") ? "--recompute-modules" : "--recompute-activation-function");

@@ -63,6 +63,37 @@ void read_run_layout(const nlohmann::json& row, const std::string& file, const s
   }
 }
 
+const std::vector<std::string>& run_row_keys() {
+  static const std::vector<std::string> keys = {"name",
+                                                "model",
+                                                "framework",
+                                                "devices",
+                                                "global_batch",
+                                                "seq",
+                                                "tp",
+                                                "pp",
+                                                "cp",
+                                                "vpp",
+                                                "ep",
+                                                "etp",
+                                                "mbs",
+                                                "zero",
+                                                "sp",
+                                                "recompute",
+                                                "stage_layers",
+                                                "recompute_modules",
+                                                "fp8",
+                                                "flash_attention",
+                                                "grad_bytes",
+                                                "optimizer_bytes",
+                                                "attention_kernel",
+                                                "eager_norms",
+                                                "dispatcher",
+                                                "ep_overlap",
+                                                "pipeline_split_counts_head"};
+  return keys;
+}
+
 std::vector<MeasuredRun> runs_from_json(const nlohmann::json& tree, const std::string& file, const model::Catalog& catalog) {
   io::Reader top{tree, file, ""};
   top.only({"runs"});
@@ -72,36 +103,9 @@ std::vector<MeasuredRun> runs_from_json(const nlohmann::json& tree, const std::s
   for (std::size_t i = 0; i < list.size(); ++i) {
     std::string key = "runs[" + std::to_string(i) + "]";
     io::Reader rd{list[i], file, key};
-    rd.only({"name",
-             "model",
-             "framework",
-             "devices",
-             "global_batch",
-             "seq",
-             "tp",
-             "pp",
-             "cp",
-             "vpp",
-             "ep",
-             "etp",
-             "mbs",
-             "zero",
-             "sp",
-             "recompute",
-             "recompute_modules",
-             "fp8",
-             "flash_attention",
-             "overlap",
-             "grad_bytes",
-             "optimizer_bytes",
-             "stage_layers",
-             "attention_kernel",
-             "eager_norms",
-             "dispatcher",
-             "ep_overlap",
-             "pipeline_split_counts_head",
-             "step_time_s",
-             "tokens_per_s_per_device"});
+    std::vector<std::string> keys = run_row_keys();
+    keys.insert(keys.end(), {"overlap", "step_time_s", "tokens_per_s_per_device"});
+    rd.only(keys);
     MeasuredRun run;
     run.name = rd.string_or("name", key);
     run.model = model::resolve(model::load_model(rd.string("model"), catalog.dir), catalog.records, catalog.profiles);

@@ -45,6 +45,10 @@ void read_run_settings(const nlohmann::json& row, const std::string& file, const
 // the data-parallel degree from the devices and the global batch.
 void read_run_layout(const nlohmann::json& row, const std::string& file, const std::string& where, plan::Layout& layout);
 
+// The keys read_run_settings and read_run_layout read, with the run's name, model, framework, devices, global
+// batch and sequence: what every measured-run row may state (a reader adds its own, e.g. the measured metric).
+const std::vector<std::string>& run_row_keys();
+
 // Reads runs from a YAML/JSON tree: runs[] of {name?, model, devices, global_batch, seq, the layout
 // (read_run_layout), the training facts (read_run_settings), overlap?, step_time_s | tokens_per_s_per_device}.
 std::vector<MeasuredRun> runs_from_json(const nlohmann::json& tree, const std::string& file, const model::Catalog& catalog);
