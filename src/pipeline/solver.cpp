@@ -619,7 +619,8 @@ struct Incumbent {
 
 // Step 4: simulate candidates; keep the best that fits.
 void offer(Context& c, Incumbent& best, const Assignment& x) {
-  if (x.empty()) return;
+  // The annealer's moves and seeds do not check the chunk spread themselves: a plan breaking it is no candidate.
+  if (x.empty() || !structurally_valid(c.p, x)) return;
   simulate::StageTimes t = stage_times(c.p, x);
   for (int s = 0; s < c.p.stages; ++s) {
     if (!fits_memory(c, t, s)) return;
@@ -835,13 +836,33 @@ class Annealer {
 
   // Hill climbing in the same neighbourhood, every move in turn (first improvement of the score), until no move
   // improves, the plan meets the bound, or `sims` simulations are spent.
-  void polish(Incumbent& best, double bound, long long sims) {
+  void polish(Incumbent& best, double bound, long long sims, bool least_work_start = false) {
     const int cells = S_ * V_;
     opt_.assign(uz(S_), 0);
     double mk = kInf;
     double cur = kInf;
-    for (int s = 0; s < S_; ++s) {
-      if (!repair(n_, opt_, s, cur, mk)) return;
+    if (least_work_start) {
+      // Every stage at its option of least total backward time (the forwards are fixed by the counts).
+      for (int s = 0; s < S_; ++s) {
+        const std::vector<Option>& os = options(s, n_);
+        if (os.empty()) return;
+        double least = kInf;
+        for (std::size_t i = 0; i < os.size(); ++i) {
+          double total = 0;
+          for (const Mix* m : os[i]) total += m->cost;
+          if (total < least - 1e-12) {
+            least = total;
+            opt_[uz(s)] = i;
+          }
+        }
+      }
+      Assignment x = build(n_, opt_);
+      cur = score(x, mk);
+      offer(c_, best, x);
+    } else {
+      for (int s = 0; s < S_; ++s) {
+        if (!repair(n_, opt_, s, cur, mk)) return;
+      }
     }
     const long long sims0 = sims_;
     bool improved = true;
@@ -973,6 +994,28 @@ class Annealer {
   std::vector<std::size_t> opt_;
   std::map<std::pair<int, std::vector<long long>>, std::vector<Option>> memo_;
 };
+
+// One layer in every cell that must hold one, and the layers left over one per cell on the last chunk of the latest
+// stages before the last (then the next latest, again), all without recompute: a start for the hill climb, whose
+// repairs pick each stage's recompute by simulation.
+Assignment late_spare_seed(const Problem& p) {
+  Assignment x = empty_assignment(p);
+  long long spare = p.layers.bodies[0].count;
+  for (int v = 0; v < p.chunks; ++v) {
+    for (int s = 0; s < p.stages; ++s) {
+      if (reserved(p, v, s)) continue;
+      x[0][uz(v)][uz(s)][ix(Rc::None)] = 1;
+      --spare;
+    }
+  }
+  const int V = p.chunks;
+  for (int s = p.stages - 2; spare > 0; s = s <= 0 ? p.stages - 2 : s - 1) {
+    if (p.stages < 2) s = 0;
+    x[0][uz(V - 1)][uz(s)][ix(Rc::None)] += 1;
+    --spare;
+  }
+  return x;
+}
 
 // A valid lower bound without the program (K > 1 with V > 1): the busiest stage does at least the mean work.
 double work_bound(const Problem& p) {
@@ -1242,6 +1285,11 @@ Solution solve(const Problem& p) {
     double blocks = 0;
     for (const auto& order : c.orders.order) blocks += static_cast<double>(order.size());
     const auto sims = static_cast<long long>(kBlocks / kRounds / std::max(1.0, blocks));
+    if (p.chunks > 1) {
+      Assignment seed = late_spare_seed(p);
+      Annealer(c, seed).polish(best, bound, sims, true);
+      phase("late-spare seed");
+    }
     for (unsigned round = 0; round < kRounds && !c.timed_out && best.step > bound * (1 + kTol); ++round) {
       Annealer(c, best.x).run(best, bound, kProposals, sims, 20240611 + round);
       if (!c.timed_out) Annealer(c, best.x).polish(best, bound, sims);
