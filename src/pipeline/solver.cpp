@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "core/error.hpp"
+#include "pipeline/end_bound.hpp"
 
 namespace sapp::balance {
 
@@ -1017,6 +1018,86 @@ Assignment late_spare_seed(const Problem& p) {
   return x;
 }
 
+// The options of every stage for the end-stage bound (pipeline/end_bound): per stage and k body layers, every
+// composition over the chunks with the mixes of the fronts that fit the stage's memory, kept Pareto-minimal in the
+// cells' forward and backward times; a stage whose m T_s exceeds the cutoff is left out as in the programs.
+// Returns no stages when the enumeration passes kMaxCombinations (the bound is then skipped).
+std::vector<std::vector<std::vector<StageOption>>> end_bound_options(Context& c) {
+  constexpr long long kMaxCombinations = 2000000;
+  const Problem& p = c.p;
+  const int S = p.stages;
+  const int V = p.chunks;
+  const BodyType& b = p.layers.bodies[0];
+  const auto& fr = c.fronts[0];
+  const double micro = static_cast<double>(p.micro_batches);
+  const double per_layer = b.forward + fastest_backward(b, c.kinds);
+  long long combinations = 0;
+  std::vector<std::vector<std::vector<StageOption>>> out(uz(S));
+  for (int s = 0; s < S; ++s) {
+    auto extra_f = [&](int v) { return (v == 0 && s == 0 ? p.layers.head_forward : 0.0) + (tail_cell(p, v, s) ? p.layers.tail_forward : 0.0); };
+    auto extra_b = [&](int v) { return (v == 0 && s == 0 ? p.layers.head_backward : 0.0) + (tail_cell(p, v, s) ? p.layers.tail_backward : 0.0); };
+    double extras = 0;
+    long long least_k = 0;
+    for (int v = 0; v < V; ++v) {
+      extras += extra_f(v) + extra_b(v);
+      if (!reserved(p, v, s)) ++least_k;
+    }
+    const auto& vecs = c.vectors[uz(s)];
+    for (long long k = 0; k <= c.total; ++k) {
+      out[uz(s)].emplace_back();
+      if (k < least_k || micro * (static_cast<double>(k) * per_layer + extras) > c.cutoff * (1 + kTol)) continue;
+      const double budget = c.limit - static_cast<double>(k) * b.param_mb - head_tail_static(p, s);
+      if (budget < -kTol) continue;
+      auto& list = out[uz(s)][uz(k)];
+      std::vector<long long> comp(uz(V), 0);
+      StageOption cur{std::vector<double>(uz(V), 0.0), std::vector<double>(uz(V), 0.0)};
+      std::vector<double> partial(vecs.size(), 0.0);
+      auto dominated_by = [&](const StageOption& x, const StageOption& y) {  // y is no slower than x in every cell
+        for (int v = 0; v < V; ++v) {
+          if (y.forward[uz(v)] > x.forward[uz(v)] + 1e-12 || y.backward[uz(v)] > x.backward[uz(v)] + 1e-12) return false;
+        }
+        return true;
+      };
+      std::function<void(int)> pick = [&](int u) {
+        if (u == V) {
+          for (const StageOption& o : list) {
+            if (dominated_by(cur, o)) return;
+          }
+          std::erase_if(list, [&](const StageOption& o) { return dominated_by(o, cur); });
+          list.push_back(cur);
+          return;
+        }
+        for (const Mix& mix : fr[uz(comp[uz(u)])]) {
+          if (++combinations > kMaxCombinations) return;
+          bool fits = true;
+          for (std::size_t i = 0; i < vecs.size() && fits; ++i) fits = partial[i] + vecs[i][uz(u)] * mix.weight <= budget + kTol;
+          if (!fits) break;  // heavier mixes follow
+          for (std::size_t i = 0; i < vecs.size(); ++i) partial[i] += vecs[i][uz(u)] * mix.weight;
+          cur.forward[uz(u)] = static_cast<double>(comp[uz(u)]) * b.forward + extra_f(u);
+          cur.backward[uz(u)] = mix.cost + extra_b(u);
+          pick(u + 1);
+          for (std::size_t i = 0; i < vecs.size(); ++i) partial[i] -= vecs[i][uz(u)] * mix.weight;
+        }
+      };
+      std::function<void(int, long long)> compose = [&](int v, long long left) {
+        if (v == V - 1) {
+          if (left < (reserved(p, v, s) ? 0 : 1)) return;
+          comp[uz(v)] = left;
+          pick(0);
+          return;
+        }
+        for (long long n = reserved(p, v, s) ? 0 : 1; n <= left; ++n) {
+          comp[uz(v)] = n;
+          compose(v + 1, left - n);
+        }
+      };
+      compose(0, k);
+      if (combinations > kMaxCombinations || c.out_of_time()) return {};
+    }
+  }
+  return out;
+}
+
 // A valid lower bound without the program (K > 1 with V > 1): the busiest stage does at least the mean work.
 double work_bound(const Problem& p) {
   double work = p.layers.head_forward + p.layers.head_backward + p.layers.tail_forward + p.layers.tail_backward;
@@ -1295,6 +1376,28 @@ Solution solve(const Problem& p) {
       if (!c.timed_out) Annealer(c, best.x).polish(best, bound, sims);
       local_search(c, best, bound);
       phase("annealing round");
+    }
+    const bool interleaved = p.schedule == simulate::Schedule::Interleaved || p.schedule == simulate::Schedule::InterleavedLessMemory;
+    if (interleaved && bound_exact && !c.timed_out && best.step > bound * (1 + kTol)) {
+      // The end-stage relaxation (pipeline/end_bound): stages 0 and S-1 exact, the middle as delays.
+      c.cutoff = best.step;
+      EndBoundInput in;
+      in.orders = &c.orders;
+      in.options = end_bound_options(c);
+      phase("end-stage options");
+      in.layers = c.total;
+      in.cutoff = best.step;
+      in.floor = bound;
+      in.out_of_time = [&c] { return c.out_of_time(); };
+      EndBound eb = in.options.empty() ? EndBound{} : end_stage_bound(in);
+      if (eb.valid) bound = std::max(bound, std::min(eb.bound, best.step));
+      if (debug) {
+        std::size_t n = 0;
+        for (const auto& st : in.options)
+          for (const auto& l : st) n += l.size();
+        std::fprintf(stderr, "end-stage bound: %zu options, %lld pairs, %lld pruned, valid %d, %.2f\n", n, eb.pairs, eb.pruned, eb.valid ? 1 : 0, eb.bound);
+      }
+      phase("end-stage bound");
     }
   } else {
     local_search(c, best, bound);

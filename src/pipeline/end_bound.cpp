@@ -1,0 +1,272 @@
+#include "pipeline/end_bound.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace sapp::balance {
+
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+std::size_t uz(long long v) { return static_cast<std::size_t>(v); }
+std::size_t uz(int v) { return static_cast<std::size_t>(v); }
+
+// A path of the relaxed graph: its time on the end stages and its middle crossings per chunk (forward, backward).
+struct RelaxedPath {
+  double on_ends = 0;
+  std::vector<double> forward_crossings, backward_crossings;
+  [[nodiscard]] double length(const StageOption& middle) const {
+    double l = on_ends;
+    for (std::size_t v = 0; v < middle.forward.size(); ++v) l += forward_crossings[v] * middle.forward[v] + backward_crossings[v] * middle.backward[v];
+    return l;
+  }
+  bool operator==(const RelaxedPath&) const = default;
+};
+
+// The two-stage graph's longest path: stages 0 and S-1 run their orders, the middle is a delay per chunk and
+// direction (`middle`: its forward and backward sums). Returns the critical path.
+RelaxedPath relaxed_critical_path(const simulate::Orders& o, const StageOption& first, const StageOption& last, const StageOption& middle) {
+  const int S = o.stages;
+  const int V = o.chunks;
+  const int m = o.micro_batches;
+  // Block ids: (end e in {0, 1}, kind in {F, B}, chunk, micro-batch).
+  auto id = [&](int e, int kind, int v, int j) { return ((uz(e) * 2 + uz(kind)) * uz(V) + uz(v)) * uz(m) + uz(j); };
+  const std::size_t n = id(1, 1, V - 1, m - 1) + 1;
+  std::vector<double> end(n, -1.0);
+  std::vector<long long> pred(n, -1);
+  std::vector<int> crossing(n, -1);  // the edge into the block crossed the middle: v (forward) or V + v (backward)
+  const std::vector<simulate::Block>* orders[2] = {&o.order[0], &o.order[uz(S - 1)]};
+  const StageOption* times[2] = {&first, &last};
+  std::size_t at[2] = {0, 0};
+  double clock[2] = {0, 0};
+  long long previous[2] = {-1, -1};
+  while (at[0] < orders[0]->size() || at[1] < orders[1]->size()) {
+    bool progress = false;
+    for (int e = 0; e < 2; ++e) {
+      const auto& order = *orders[e];
+      for (; at[e] < order.size(); ++at[e]) {
+        const simulate::Block& b = order[at[e]];
+        const bool forward = b.kind == simulate::BlockKind::Forward;
+        long long producer = -1;
+        double delay = 0;
+        int cross = -1;
+        if (forward && e == 0 && b.chunk > 0) producer = static_cast<long long>(id(1, 0, b.chunk - 1, b.micro));  // wrap edge
+        if (forward && e == 1) {
+          producer = static_cast<long long>(id(0, 0, b.chunk, b.micro));
+          delay = middle.forward[uz(b.chunk)];
+          cross = b.chunk;
+        }
+        if (!forward && e == 1)
+          producer = static_cast<long long>(b.chunk == V - 1 ? id(1, 0, b.chunk, b.micro) : id(0, 1, b.chunk + 1, b.micro));  // the loss or a wrap edge
+        if (!forward && e == 0) {
+          producer = static_cast<long long>(id(1, 1, b.chunk, b.micro));
+          delay = middle.backward[uz(b.chunk)];
+          cross = V + b.chunk;
+        }
+        double ready = 0;
+        if (producer >= 0) {
+          if (end[uz(producer)] < 0) break;
+          ready = end[uz(producer)] + delay;
+        }
+        const std::size_t self = id(e, forward ? 0 : 1, b.chunk, b.micro);
+        if (producer >= 0 && ready >= clock[e]) {
+          pred[self] = producer;
+          crossing[self] = cross;
+          clock[e] = ready;
+        } else {
+          pred[self] = previous[e];
+        }
+        clock[e] += forward ? times[e]->forward[uz(b.chunk)] : times[e]->backward[uz(b.chunk)];
+        end[self] = clock[e];
+        previous[e] = static_cast<long long>(self);
+        progress = true;
+      }
+    }
+    if (!progress) return {};  // cannot happen for the interleaved orders (their simulation has no cycle)
+  }
+  RelaxedPath path;
+  path.forward_crossings.assign(uz(V), 0.0);
+  path.backward_crossings.assign(uz(V), 0.0);
+  long long at_block = clock[0] >= clock[1] ? previous[0] : previous[1];
+  while (at_block >= 0) {
+    const auto b = uz(at_block);
+    const int j = static_cast<int>(b % uz(m));
+    (void)j;
+    const int v = static_cast<int>((b / uz(m)) % uz(V));
+    const int kind = static_cast<int>((b / uz(m) / uz(V)) % 2);
+    const int e = static_cast<int>(b / uz(m) / uz(V) / 2);
+    path.on_ends += kind == 0 ? times[e]->forward[uz(v)] : times[e]->backward[uz(v)];
+    if (crossing[b] >= 0) (crossing[b] < V ? path.forward_crossings[uz(crossing[b])] : path.backward_crossings[uz(crossing[b] - V)]) += 1;
+    at_block = pred[b];
+  }
+  return path;
+}
+
+double dot(const StageOption& weight, const StageOption& x) {
+  double s = 0;
+  for (std::size_t v = 0; v < x.forward.size(); ++v) s += weight.forward[v] * x.forward[v] + weight.backward[v] * x.backward[v];
+  return s;
+}
+
+StageOption zeros(int V) { return StageOption{std::vector<double>(uz(V), 0.0), std::vector<double>(uz(V), 0.0)}; }
+
+}  // namespace
+
+EndBound end_stage_bound(const EndBoundInput& in) {
+  EndBound out;
+  const simulate::Orders& o = *in.orders;
+  const int S = o.stages;
+  const int V = o.chunks;
+  if (S < 2 || V < 2 || uz(S) != in.options.size()) return out;
+  const long long L = in.layers;
+  // The middle stages' least per-chunk sums over every option (a lower bound on any middle's sums).
+  StageOption least = zeros(V);
+  for (int t = 1; t < S - 1; ++t) {
+    StageOption here{std::vector<double>(uz(V), kInf), std::vector<double>(uz(V), kInf)};
+    for (const auto& list : in.options[uz(t)]) {
+      for (const StageOption& x : list) {
+        for (int v = 0; v < V; ++v) {
+          here.forward[uz(v)] = std::min(here.forward[uz(v)], x.forward[uz(v)]);
+          here.backward[uz(v)] = std::min(here.backward[uz(v)], x.backward[uz(v)]);
+        }
+      }
+    }
+    for (int v = 0; v < V; ++v) {
+      if (here.forward[uz(v)] == kInf) return out;  // a middle stage with no option: no plan fits
+      least.forward[uz(v)] += here.forward[uz(v)];
+      least.backward[uz(v)] += here.backward[uz(v)];
+    }
+  }
+  // The program over the middle: for weights w, the least w . z over the middles holding exactly `total` layers,
+  // and its minimiser's sums z. Per stage and k only the option least in w . x matters.
+  auto middle_program = [&](const StageOption& w, long long total, StageOption& z) {
+    std::vector<double> value(uz(total + 1), kInf);
+    value[0] = 0;
+    std::vector<std::vector<std::pair<long long, std::size_t>>> choice(uz(S), std::vector<std::pair<long long, std::size_t>>(uz(total + 1), {-1, 0}));
+    for (int t = 1; t < S - 1; ++t) {
+      const auto& by_k = in.options[uz(t)];
+      std::vector<std::pair<double, std::size_t>> best_k(by_k.size(), {kInf, 0});
+      for (std::size_t k = 0; k < by_k.size(); ++k) {
+        for (std::size_t i = 0; i < by_k[k].size(); ++i) {
+          double d = dot(w, by_k[k][i]);
+          if (d < best_k[k].first) best_k[k] = {d, i};
+        }
+      }
+      std::vector<double> next(uz(total + 1), kInf);
+      for (long long used = 0; used <= total; ++used) {
+        if (value[uz(used)] == kInf) continue;
+        for (std::size_t k = 0; k < best_k.size() && used + static_cast<long long>(k) <= total; ++k) {
+          if (best_k[k].first == kInf) continue;
+          double v = value[uz(used)] + best_k[k].first;
+          auto to = uz(used + static_cast<long long>(k));
+          if (v < next[to]) {
+            next[to] = v;
+            choice[uz(t)][to] = {static_cast<long long>(k), best_k[k].second};
+          }
+        }
+      }
+      value = std::move(next);
+    }
+    z = zeros(V);
+    if (value[uz(total)] == kInf) return kInf;
+    long long used = total;
+    for (int t = S - 2; t >= 1; --t) {
+      auto [k, i] = choice[uz(t)][uz(used)];
+      const StageOption& x = in.options[uz(t)][uz(k)][i];
+      for (int v = 0; v < V; ++v) {
+        z.forward[uz(v)] += x.forward[uz(v)];
+        z.backward[uz(v)] += x.backward[uz(v)];
+      }
+      used -= k;
+    }
+    return value[uz(total)];
+  };
+  constexpr int kSteps = 300;      // multiplicative-weight steps per pair
+  constexpr double kRate = 500.0;  // step t scales the paths' relative lengths by kRate / (1 + t)
+  double bound = kInf;
+  const auto& firsts = in.options[0];
+  const auto& lasts = in.options[uz(S - 1)];
+  // First every pair at the middle's least sums (a bound for the pair already); the others are then taken from
+  // the lowest, so that a pair whose relaxation has a plan below `floor` stops the whole bound early.
+  struct Pair {
+    double start;
+    std::size_t k0, i0, k1, i1;
+    RelaxedPath path;
+  };
+  std::vector<Pair> open;
+  for (std::size_t k0 = 0; k0 < firsts.size(); ++k0) {
+    for (std::size_t k1 = 0; k1 < lasts.size(); ++k1) {
+      const long long middle_layers = L - static_cast<long long>(k0 + k1);
+      if (middle_layers < 0 || firsts[k0].empty() || lasts[k1].empty()) continue;
+      StageOption z = zeros(V);
+      if (middle_program(StageOption{std::vector<double>(uz(V), 1.0), std::vector<double>(uz(V), 1.0)}, middle_layers, z) == kInf) continue;
+      for (std::size_t i0 = 0; i0 < firsts[k0].size(); ++i0) {
+        for (std::size_t i1 = 0; i1 < lasts[k1].size(); ++i1) {
+          if (in.out_of_time()) return out;
+          ++out.pairs;
+          RelaxedPath path = relaxed_critical_path(o, firsts[k0][i0], lasts[k1][i1], least);
+          const double start = path.length(least);
+          if (start >= in.cutoff) {
+            ++out.pruned;
+            bound = std::min(bound, start);
+          } else {
+            open.push_back(Pair{start, k0, i0, k1, i1, std::move(path)});
+          }
+        }
+      }
+    }
+  }
+  std::sort(open.begin(), open.end(), [](const Pair& x, const Pair& y) { return x.start < y.start; });
+  for (const Pair& pair : open) {
+    const StageOption& first = firsts[pair.k0][pair.i0];
+    const StageOption& last = lasts[pair.k1][pair.i1];
+    const long long middle_layers = L - static_cast<long long>(pair.k0 + pair.k1);
+    double pair_bound = pair.start;
+    std::vector<RelaxedPath> paths{pair.path};
+    std::vector<double> mu{1.0};
+    StageOption z = zeros(V);
+    for (int step = 0; step < kSteps && pair_bound < in.cutoff; ++step) {
+      if (in.out_of_time()) return out;
+      StageOption w = zeros(V);
+      double constant = 0;
+      for (std::size_t q = 0; q < paths.size(); ++q) {
+        constant += mu[q] * paths[q].on_ends;
+        for (int v = 0; v < V; ++v) {
+          w.forward[uz(v)] += mu[q] * paths[q].forward_crossings[uz(v)];
+          w.backward[uz(v)] += mu[q] * paths[q].backward_crossings[uz(v)];
+        }
+      }
+      pair_bound = std::max(pair_bound, constant + middle_program(w, middle_layers, z));
+      RelaxedPath critical = relaxed_critical_path(o, first, last, z);
+      // z is a middle some plan has: the pair's relaxation is at most its longest path, so once that is below the
+      // floor the least over the pairs cannot rise above the floor either.
+      if (critical.length(z) < in.floor) return out;
+      if (std::find(paths.begin(), paths.end(), critical) == paths.end()) {
+        paths.push_back(std::move(critical));
+        mu.push_back(0.0);
+      }
+      double longest = 0;
+      std::vector<double> lengths;
+      for (const RelaxedPath& q : paths) {
+        lengths.push_back(q.length(z));
+        longest = std::max(longest, lengths.back());
+      }
+      double sum = 0;
+      const double rate = kRate / (1.0 + step);
+      for (std::size_t q = 0; q < paths.size(); ++q) {
+        mu[q] = (mu[q] + 1e-3) * std::exp(rate * (lengths[q] - longest) / std::max(1.0, longest));
+        sum += mu[q];
+      }
+      for (double& x : mu) x /= sum;
+    }
+    bound = std::min(bound, pair_bound);
+    if (bound < in.floor) return out;
+  }
+  if (bound == kInf) return out;
+  out.valid = true;
+  out.bound = bound;
+  return out;
+}
+
+}  // namespace sapp::balance
