@@ -208,12 +208,15 @@ ModelSpec model_from_json(const json& config, const std::string& file) {
   m.intermediate_size = pick_count({"intermediate_size", "ffn_hidden_size", "n_inner"}, units::kFfnWidth);
   m.max_position_embeddings = pick_count({"max_position_embeddings", "n_positions", "seq_length"}, units::kPositions);
 
-  m.num_experts = pick_count({"num_experts", "num_local_experts", "n_routed_experts"}, units::kExperts);
-  m.experts_per_token = pick_count({"num_experts_per_tok", "experts_per_token", "num_experts_per_token", "moe_topk"}, units::kExperts);
-  m.num_shared_experts = src.count({"n_shared_experts", "num_shared_experts"}, units::kSharedExperts);
+  m.num_experts = pick_count({"num_experts", "num_local_experts", "n_routed_experts", "moe_num_experts"}, units::kExperts);
+  m.experts_per_token = pick_count({"num_experts_per_tok", "experts_per_token", "num_experts_per_token", "moe_topk", "moe_k"}, units::kExperts);
+  m.num_shared_experts = src.count({"n_shared_experts", "num_shared_experts", "moe_num_shared_experts"}, units::kSharedExperts);
   m.moe_intermediate_size = pick_count({"moe_intermediate_size"}, units::kFfnWidth);
   m.shared_expert_intermediate_size = pick_count({"shared_expert_intermediate_size"}, units::kFfnWidth);
-  m.first_k_dense = src.count({"first_k_dense_replace"}, units::kLayerIndex);
+  // ERNIE 4.5 (Transformers' configuration_ernie4_5_moe.py) states its experts under its own keys: moe_num_experts,
+  // moe_k, moe_num_shared_experts (of the routed width), and the MoE layers as moe_layer_start_index <= i <=
+  // moe_layer_end_index with (i + 1) % moe_layer_interval == 0.
+  m.first_k_dense = src.count({"first_k_dense_replace", "moe_layer_start_index"}, units::kLayerIndex);
   m.routing_groups = src.count({"n_group", "moe_router_num_groups"}, units::kExperts);
   m.routing_group_limit = src.count({"topk_group", "moe_router_group_topk"}, units::kExperts);
   if (text_node->contains("mlp_only_layers")) {
@@ -224,7 +227,10 @@ ModelSpec model_from_json(const json& config, const std::string& file) {
       m.mlp_only_layers.push_back(item.get<Count>());
     }
   }
-  m.moe_layer_step = src.count({"interleave_moe_layer_step", "decoder_sparse_step"}, units::kSparseStep);
+  m.moe_layer_step = src.count({"interleave_moe_layer_step", "decoder_sparse_step", "moe_layer_interval"}, units::kSparseStep);
+  if (auto last_moe = src.count({"moe_layer_end_index"}, units::kLayerIndex)) {
+    for (Count i = *last_moe + 1; i < m.num_layers; ++i) m.mlp_only_layers.push_back(i);
+  }
   // Llama 4 states the routed experts' width as intermediate_size and the dense layers' as intermediate_size_mlp.
   if (auto dense_width = src.count({"intermediate_size_mlp"}, units::kFfnWidth)) {
     if (!m.moe_intermediate_size) m.moe_intermediate_size = m.intermediate_size;
@@ -296,8 +302,8 @@ ModelSpec model_from_json(const json& config, const std::string& file) {
   if (!tied) tied = src.flag({"tie_word_embeddings"});
   m.tie_word_embeddings = tied.value_or(false);
   m.tie_word_embeddings_stated = tied.has_value();
-  m.attention_bias = src.flag({"attention_bias", "qkv_bias"});
-  m.mlp_bias = src.flag({"mlp_bias"});
+  m.attention_bias = src.flag({"attention_bias", "qkv_bias", "use_bias"});
+  m.mlp_bias = src.flag({"mlp_bias", "use_bias"});
   m.qk_norm = src.flag({"qk_norm", "use_qk_norm", "qk_layernorm"});
   m.attn_output_gate = src.flag({"attn_output_gate"});
   m.hidden_act = src.text({"hidden_act", "hidden_activation", "activation_function"});
@@ -383,6 +389,13 @@ const std::set<std::string>& read_keys() {
                                           "num_experts",
                                           "num_local_experts",
                                           "n_routed_experts",
+                                          "moe_num_experts",
+                                          "moe_k",
+                                          "moe_num_shared_experts",
+                                          "moe_layer_start_index",
+                                          "moe_layer_end_index",
+                                          "moe_layer_interval",
+                                          "use_bias",
                                           "num_experts_per_tok",
                                           "experts_per_token",
                                           "num_experts_per_token",

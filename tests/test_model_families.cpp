@@ -1,0 +1,157 @@
+// Families added as data (data/op_profiles): MiniMax-M2, GLM-4-0414, Seed-OSS, ERNIE 4.5 (dense and MoE) and OLMo 3.
+// Each bundled config against its publisher's count; a family without a bundled config against a small config
+// whose count is derived by hand from the architecture.
+// Tolerance: 0.5 %, or half a unit of the last published digit when the publisher rounds coarser than that
+// (a "36B" is any count in [35.5, 36.5) B); each test says which applies.
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "core/error.hpp"
+#include "helpers.hpp"
+
+using sapp::test::bundled;
+
+namespace {
+
+// |got - published| within max(0.5 % of published, half of the published rounding unit).
+void near_published(double got, double published_billions, double rounding_unit_billions, const char* what) {
+  double tolerance = std::max(0.005 * published_billions, 0.5 * rounding_unit_billions) * 1e9;
+  EXPECT_NEAR(got, published_billions * 1e9, tolerance) << what << ": " << got / 1e9 << " B";
+}
+
+sapp::model::Model resolve_json(const std::string& text) {
+  const auto& cat = sapp::test::catalog();
+  return sapp::model::resolve(sapp::model::model_from_json(nlohmann::json::parse(text), "synthetic.json"), cat.records, cat.profiles);
+}
+
+// The kind name of every body layer, in model order.
+std::vector<std::string> layer_kinds(const sapp::model::Model& m) {
+  std::vector<std::string> out;
+  for (const auto& g : m.stack) {
+    if (g.mtp || g.vision) continue;
+    for (long long i = 0; i < g.count; ++i) out.push_back(m.kinds.at(static_cast<std::size_t>(g.kind)).kind.name);
+  }
+  return out;
+}
+
+}  // namespace
+
+// MiniMax, model card of MiniMaxAI/MiniMax-M2 (and Transformers' model_doc/minimax_m2.md): 230 billion total parameters,
+// 10 billion activated. sapp counts 228.7 B total (the card's "230" is two significant figures: half of 10 B) and
+// 10.4 B activated without the input embedding (the DeepSeek convention, as for Kimi K2; half of 1 B).
+TEST(PublishedParams, MiniMaxM2_230B_total_10B_active) {
+  auto m = bundled("minimax-m2");
+  EXPECT_EQ(m.profile.arch, "minimax_m2");
+  ASSERT_EQ(m.stack.size(), 1u);
+  EXPECT_EQ(m.stack.front().count, 62);
+  auto p = m.params();
+  near_published(p.total, 230, 10, "total");
+  near_published(p.active_no_embedding, 10, 1, "activated without the input embedding");
+}
+
+// ByteDance Seed, model card of ByteDance-Seed/Seed-OSS-36B-Base: 36 B parameters (half of 1 B). sapp: 36.15 B.
+TEST(PublishedParams, SeedOss36B_36B) {
+  auto m = bundled("seed-oss-36b");
+  EXPECT_EQ(m.profile.arch, "seed_oss");
+  near_published(m.params().total, 36, 1, "total");
+}
+
+// Baidu, model card of baidu/ERNIE-4.5-0.3B-Base (Model Overview table): 0.36 B parameters, tied embeddings (0.5 %,
+// as half of 0.01 B). sapp: 0.361 B.
+TEST(PublishedParams, Ernie45_0_3B_0_36B) {
+  auto m = bundled("ernie-4.5-0.3b");
+  EXPECT_EQ(m.profile.arch, "ernie4_5");
+  auto p = m.params();
+  near_published(p.total, 0.36, 0.01, "total");
+  EXPECT_DOUBLE_EQ(p.head, 1024.0);  // tied: the final norm only
+}
+
+// Ai2, OLMo-core's Olmo 3 README (src/scripts/official/OLMo3): "a new family of 7B and 32B models"; Olmo 3 7B has 32
+// layers of width 4096 with 32 query and 32 KV heads (half of 1 B). sapp: 7.30 B. Three of every four layers attend a
+// sliding window of 4096 keys.
+TEST(PublishedParams, Olmo3_7B_7B) {
+  auto m = bundled("olmo3-7b");
+  EXPECT_EQ(m.profile.arch, "olmo3");
+  near_published(m.params().total, 7, 1, "total");
+  auto kinds = layer_kinds(m);
+  ASSERT_EQ(kinds.size(), 32u);
+  EXPECT_EQ(std::count(kinds.begin(), kinds.end(), "local"), 24);
+  EXPECT_EQ(kinds[3], "global");
+  EXPECT_EQ(kinds[31], "global");
+  for (const auto& k : m.kinds) EXPECT_EQ(k.kind.sliding, k.kind.name == "local") << k.kind.name;
+}
+
+// OLMo 3 configs that state no layer_types: Olmo3Config's pattern, every 4th layer full.
+TEST(ModelFamilies, Olmo3WithoutLayerTypesAttendsFullyEveryFourthLayer) {
+  auto m = resolve_json(R"({"model_type":"olmo3","hidden_size":64,"num_hidden_layers":8,"num_attention_heads":4,"vocab_size":1000,
+      "intermediate_size":128,"sliding_window":16})");
+  std::vector<std::string> want = {"local", "local", "local", "global", "local", "local", "local", "global"};
+  EXPECT_EQ(layer_kinds(m), want);
+}
+
+// GLM-4-0414 (Transformers' modeling_glm4.py): no bundled config (GLM-4-9B-0414's and GLM-4-32B-0414's config.json were
+// not found in a public source), so a small one priced by hand. Per layer: q with bias a*dh*h + a*dh, k and v with
+// biases 2*(kv*dh*h + kv*dh), o without bias a*dh*h; the fused gate_up and down projections 3*h*f; four RMSNorms 4h.
+// Plus the embedding and the untied head V*h each and the final norm h.
+TEST(ModelFamilies, Glm4LayerHasFourNormsAndBiasesOnQkvOnly) {
+  auto m = resolve_json(R"({"model_type":"glm4","hidden_size":64,"num_hidden_layers":2,"num_attention_heads":4,"num_key_value_heads":2,
+      "head_dim":16,"vocab_size":1000,"intermediate_size":128,"partial_rotary_factor":0.5})");
+  EXPECT_EQ(m.profile.arch, "glm4");
+  double h = 64, a = 4, kv = 2, dh = 16, f = 128, v = 1000;
+  double layer = (h * a * dh + a * dh) + 2 * (h * kv * dh + kv * dh) + a * dh * h + 3 * h * f + 4 * h;
+  EXPECT_DOUBLE_EQ(m.params().total, 2 * layer + 2 * v * h + h);
+}
+
+// MiniMax-M2's layer by hand (Transformers' modeling_minimax_m2.py): bias-free GQA, q/k norms, two RMSNorms, a sigmoid
+// router with one bias per expert, experts of width intermediate_size and no shared expert. A token runs top-k of them.
+TEST(ModelFamilies, MiniMaxM2LayerByHand) {
+  auto m = resolve_json(R"({"model_type":"minimax_m2","hidden_size":32,"num_hidden_layers":1,"num_attention_heads":4,"num_key_value_heads":2,
+      "head_dim":8,"intermediate_size":16,"num_local_experts":4,"num_experts_per_tok":2,"use_qk_norm":true,"vocab_size":100})");
+  double h = 32, a = 4, kv = 2, dh = 8, f = 16, e = 4, k = 2, v = 100;
+  double dense = 2 * h * a * dh + 2 * h * kv * dh + 2 * dh + 2 * h + (h * e + e);  // attention, q/k norms, norms, router
+  double expert = 3 * h * f;
+  auto p = m.params();
+  EXPECT_DOUBLE_EQ(p.total, dense + e * expert + 2 * v * h + h);
+  EXPECT_DOUBLE_EQ(p.active, dense + k * expert + 2 * v * h + h);
+}
+
+// ERNIE 4.5 MoE (Transformers' modeling_ernie4_5_moe.py) stated under the generic keys: layer 0 dense (the configs'
+// moe_layer_start_index 1), then MoE layers with a biased softmax router, routed experts of moe_intermediate_size and
+// shared experts of n_shared_experts times that width; tied embeddings (Ernie4_5_MoeConfig's default).
+TEST(ModelFamilies, Ernie45MoeFromGenericKeysByHand) {
+  auto m = resolve_json(R"({"model_type":"ernie4_5_moe","hidden_size":32,"num_hidden_layers":3,"num_attention_heads":4,"num_key_value_heads":2,
+      "head_dim":8,"intermediate_size":64,"moe_intermediate_size":16,"num_experts":4,"num_experts_per_tok":2,"n_shared_experts":2,
+      "first_k_dense_replace":1,"vocab_size":100})");
+  EXPECT_EQ(m.profile.arch, "ernie4_5_moe");
+  double h = 32, a = 4, kv = 2, dh = 8, f = 64, fe = 16, e = 4, shared = 2, v = 100;
+  double common = 2 * h * a * dh + 2 * h * kv * dh + 2 * h;  // bias-free attention and two RMSNorms
+  double dense = common + 3 * h * f;
+  double moe = common + (h * e + e) + 3 * h * shared * fe + e * 3 * h * fe;
+  EXPECT_DOUBLE_EQ(m.params().total, dense + 2 * moe + v * h + h);
+  std::vector<std::string> want = {"dense", "moe", "moe"};
+  EXPECT_EQ(layer_kinds(m), want);
+}
+
+// ERNIE 4.5 MoE as its config.json states it: the experts under moe_num_experts / moe_k / moe_num_shared_experts /
+// moe_layer_start_index / moe_layer_interval (Transformers' configuration_ernie4_5_moe.py): the same model, priced the
+// same as with the generic keys above; moe_layer_end_index makes the layers after it dense.
+TEST(ModelFamilies, Ernie45MoeOwnKeysReadAsTheGenericOnes) {
+  auto own = resolve_json(R"({"model_type":"ernie4_5_moe","hidden_size":32,"num_hidden_layers":3,"num_attention_heads":4,
+      "num_key_value_heads":2,"head_dim":8,"intermediate_size":64,"moe_intermediate_size":16,"moe_num_experts":4,"moe_k":2,
+      "moe_num_shared_experts":2,"moe_layer_start_index":1,"moe_layer_interval":1,"use_bias":false,"vocab_size":100})");
+  auto generic = resolve_json(R"({"model_type":"ernie4_5_moe","hidden_size":32,"num_hidden_layers":3,"num_attention_heads":4,"num_key_value_heads":2,
+      "head_dim":8,"intermediate_size":64,"moe_intermediate_size":16,"num_experts":4,"num_experts_per_tok":2,"n_shared_experts":2,
+      "first_k_dense_replace":1,"vocab_size":100})");
+  EXPECT_DOUBLE_EQ(own.params().total, generic.params().total);
+  EXPECT_DOUBLE_EQ(own.params().active, generic.params().active);
+  EXPECT_EQ(layer_kinds(own), layer_kinds(generic));
+  auto ended = resolve_json(R"({"model_type":"ernie4_5_moe","hidden_size":32,"num_hidden_layers":4,"num_attention_heads":4,
+      "num_key_value_heads":2,"head_dim":8,"intermediate_size":64,"moe_intermediate_size":16,"moe_num_experts":4,"moe_k":2,
+      "moe_layer_start_index":1,"moe_layer_end_index":2,"moe_layer_interval":1,"vocab_size":100})");
+  std::vector<std::string> want = {"dense", "moe", "moe", "dense"};
+  EXPECT_EQ(layer_kinds(ended), want);
+}
