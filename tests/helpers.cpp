@@ -1,5 +1,6 @@
 #include "helpers.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -7,6 +8,8 @@
 #include <sstream>
 
 #include <unistd.h>
+
+#include <gtest/gtest.h>
 
 namespace sapp::test {
 
@@ -25,6 +28,11 @@ const model::Catalog& catalog() {
 }
 
 model::Model bundled(const std::string& name) { return model::resolve(model::load_model(name, data_dir()), catalog().records, catalog().profiles); }
+
+void near_published(double got, double published_billions, double rounding_unit_billions, const char* what) {
+  double tolerance = std::max(0.005 * published_billions, 0.5 * rounding_unit_billions) * 1e9;
+  EXPECT_NEAR(got, published_billions * 1e9, tolerance) << what << ": " << got / 1e9 << " B";
+}
 
 hardware::Hardware device(const std::string& name) { return hardware::load_hardware(name, data_dir()); }
 

@@ -11,6 +11,8 @@ namespace sapp::test {
 
 const model::Catalog& catalog();  // loaded once per test binary from the source tree's data/
 model::Model bundled(const std::string& name);
+// Expects |got - published| within max(0.5 % of published, half of the published rounding unit), in billions.
+void near_published(double got, double published_billions, double rounding_unit_billions, const char* what);
 hardware::Hardware device(const std::string& name);
 std::string data_dir();
 // Run facts with plan::Training's defaults, a global batch and a sequence length.

@@ -12,16 +12,7 @@
 #include "helpers.hpp"
 
 using sapp::test::bundled;
-
-namespace {
-
-// |got - published| within max(0.5 % of published, half of the published rounding unit).
-void near_published(double got, double published_billions, double rounding_unit_billions, const char* what) {
-  double tolerance = std::max(0.005 * published_billions, 0.5 * rounding_unit_billions) * 1e9;
-  EXPECT_NEAR(got, published_billions * 1e9, tolerance) << what << ": " << got / 1e9 << " B";
-}
-
-}  // namespace
+using sapp::test::near_published;
 
 // Meta Llama 3 model card: 8B (8.03 B as HuggingFace lists the safetensors).
 TEST(PublishedParams, Llama3_8B_8_03B) { near_published(bundled("llama3-8b").params().total, 8.03, 0.01, "total"); }

@@ -14,14 +14,9 @@
 #include "helpers.hpp"
 
 using sapp::test::bundled;
+using sapp::test::near_published;
 
 namespace {
-
-// |got - published| within max(0.5 % of published, half of the published rounding unit).
-void near_published(double got, double published_billions, double rounding_unit_billions, const char* what) {
-  double tolerance = std::max(0.005 * published_billions, 0.5 * rounding_unit_billions) * 1e9;
-  EXPECT_NEAR(got, published_billions * 1e9, tolerance) << what << ": " << got / 1e9 << " B";
-}
 
 sapp::model::Model resolve_json(const std::string& text) {
   const auto& cat = sapp::test::catalog();

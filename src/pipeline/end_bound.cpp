@@ -8,9 +8,9 @@ namespace sapp::balance {
 
 namespace {
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
-std::size_t uz(long long v) { return static_cast<std::size_t>(v); }
-std::size_t uz(int v) { return static_cast<std::size_t>(v); }
+constexpr double kInfinity = std::numeric_limits<double>::infinity();
+std::size_t as_size(long long v) { return static_cast<std::size_t>(v); }
+std::size_t as_size(int v) { return static_cast<std::size_t>(v); }
 
 // A path of the relaxed graph: its time on the end stages and its middle crossings per chunk (forward, backward).
 struct RelaxedPath {
@@ -31,12 +31,12 @@ RelaxedPath relaxed_critical_path(const simulate::Orders& o, const StageOption& 
   const int V = o.chunks;
   const int m = o.micro_batches;
   // Block ids: (end e in {0, 1}, kind in {F, B}, chunk, micro-batch).
-  auto id = [&](int e, int kind, int v, int j) { return ((uz(e) * 2 + uz(kind)) * uz(V) + uz(v)) * uz(m) + uz(j); };
+  auto id = [&](int e, int kind, int v, int j) { return ((as_size(e) * 2 + as_size(kind)) * as_size(V) + as_size(v)) * as_size(m) + as_size(j); };
   const std::size_t n = id(1, 1, V - 1, m - 1) + 1;
   std::vector<double> end(n, -1.0);
   std::vector<long long> pred(n, -1);
   std::vector<int> crossing(n, -1);  // the edge into the block crossed the middle: v (forward) or V + v (backward)
-  const std::vector<simulate::Block>* orders[2] = {&o.order[0], &o.order[uz(S - 1)]};
+  const std::vector<simulate::Block>* orders[2] = {&o.order[0], &o.order[as_size(S - 1)]};
   const StageOption* times[2] = {&first, &last};
   std::size_t at[2] = {0, 0};
   double clock[2] = {0, 0};
@@ -54,20 +54,20 @@ RelaxedPath relaxed_critical_path(const simulate::Orders& o, const StageOption& 
         if (forward && e == 0 && b.chunk > 0) producer = static_cast<long long>(id(1, 0, b.chunk - 1, b.micro));  // wrap edge
         if (forward && e == 1) {
           producer = static_cast<long long>(id(0, 0, b.chunk, b.micro));
-          delay = middle.forward[uz(b.chunk)];
+          delay = middle.forward[as_size(b.chunk)];
           cross = b.chunk;
         }
         if (!forward && e == 1)
           producer = static_cast<long long>(b.chunk == V - 1 ? id(1, 0, b.chunk, b.micro) : id(0, 1, b.chunk + 1, b.micro));  // the loss or a wrap edge
         if (!forward && e == 0) {
           producer = static_cast<long long>(id(1, 1, b.chunk, b.micro));
-          delay = middle.backward[uz(b.chunk)];
+          delay = middle.backward[as_size(b.chunk)];
           cross = V + b.chunk;
         }
         double ready = 0;
         if (producer >= 0) {
-          if (end[uz(producer)] < 0) break;
-          ready = end[uz(producer)] + delay;
+          if (end[as_size(producer)] < 0) break;
+          ready = end[as_size(producer)] + delay;
         }
         const std::size_t self = id(e, forward ? 0 : 1, b.chunk, b.micro);
         if (producer >= 0 && ready >= clock[e]) {
@@ -77,7 +77,7 @@ RelaxedPath relaxed_critical_path(const simulate::Orders& o, const StageOption& 
         } else {
           pred[self] = previous[e];
         }
-        clock[e] += forward ? times[e]->forward[uz(b.chunk)] : times[e]->backward[uz(b.chunk)];
+        clock[e] += forward ? times[e]->forward[as_size(b.chunk)] : times[e]->backward[as_size(b.chunk)];
         end[self] = clock[e];
         previous[e] = static_cast<long long>(self);
         progress = true;
@@ -86,18 +86,16 @@ RelaxedPath relaxed_critical_path(const simulate::Orders& o, const StageOption& 
     if (!progress) return {};  // cannot happen for the interleaved orders (their simulation has no cycle)
   }
   RelaxedPath path;
-  path.forward_crossings.assign(uz(V), 0.0);
-  path.backward_crossings.assign(uz(V), 0.0);
+  path.forward_crossings.assign(as_size(V), 0.0);
+  path.backward_crossings.assign(as_size(V), 0.0);
   long long at_block = clock[0] >= clock[1] ? previous[0] : previous[1];
   while (at_block >= 0) {
-    const auto b = uz(at_block);
-    const int j = static_cast<int>(b % uz(m));
-    (void)j;
-    const int v = static_cast<int>((b / uz(m)) % uz(V));
-    const int kind = static_cast<int>((b / uz(m) / uz(V)) % 2);
-    const int e = static_cast<int>(b / uz(m) / uz(V) / 2);
-    path.on_ends += kind == 0 ? times[e]->forward[uz(v)] : times[e]->backward[uz(v)];
-    if (crossing[b] >= 0) (crossing[b] < V ? path.forward_crossings[uz(crossing[b])] : path.backward_crossings[uz(crossing[b] - V)]) += 1;
+    const auto b = as_size(at_block);
+    const int v = static_cast<int>((b / as_size(m)) % as_size(V));
+    const int kind = static_cast<int>((b / as_size(m) / as_size(V)) % 2);
+    const int e = static_cast<int>(b / as_size(m) / as_size(V) / 2);
+    path.on_ends += kind == 0 ? times[e]->forward[as_size(v)] : times[e]->backward[as_size(v)];
+    if (crossing[b] >= 0) (crossing[b] < V ? path.forward_crossings[as_size(crossing[b])] : path.backward_crossings[as_size(crossing[b] - V)]) += 1;
     at_block = pred[b];
   }
   return path;
@@ -109,7 +107,7 @@ double dot(const StageOption& weight, const StageOption& x) {
   return s;
 }
 
-StageOption zeros(int V) { return StageOption{std::vector<double>(uz(V), 0.0), std::vector<double>(uz(V), 0.0)}; }
+StageOption zeros(int V) { return StageOption{std::vector<double>(as_size(V), 0.0), std::vector<double>(as_size(V), 0.0)}; }
 
 }  // namespace
 
@@ -118,75 +116,75 @@ EndBound end_stage_bound(const EndBoundInput& in) {
   const simulate::Orders& o = *in.orders;
   const int S = o.stages;
   const int V = o.chunks;
-  if (S < 2 || V < 2 || uz(S) != in.options.size()) return out;
+  if (S < 2 || V < 2 || as_size(S) != in.options.size()) return out;
   const long long L = in.layers;
   // The middle stages' least per-chunk sums over every option (a lower bound on any middle's sums).
   StageOption least = zeros(V);
   for (int t = 1; t < S - 1; ++t) {
-    StageOption here{std::vector<double>(uz(V), kInf), std::vector<double>(uz(V), kInf)};
-    for (const auto& list : in.options[uz(t)]) {
+    StageOption here{std::vector<double>(as_size(V), kInfinity), std::vector<double>(as_size(V), kInfinity)};
+    for (const auto& list : in.options[as_size(t)]) {
       for (const StageOption& x : list) {
         for (int v = 0; v < V; ++v) {
-          here.forward[uz(v)] = std::min(here.forward[uz(v)], x.forward[uz(v)]);
-          here.backward[uz(v)] = std::min(here.backward[uz(v)], x.backward[uz(v)]);
+          here.forward[as_size(v)] = std::min(here.forward[as_size(v)], x.forward[as_size(v)]);
+          here.backward[as_size(v)] = std::min(here.backward[as_size(v)], x.backward[as_size(v)]);
         }
       }
     }
     for (int v = 0; v < V; ++v) {
-      if (here.forward[uz(v)] == kInf) return out;  // a middle stage with no option: no plan fits
-      least.forward[uz(v)] += here.forward[uz(v)];
-      least.backward[uz(v)] += here.backward[uz(v)];
+      if (here.forward[as_size(v)] == kInfinity) return out;  // a middle stage with no option: no plan fits
+      least.forward[as_size(v)] += here.forward[as_size(v)];
+      least.backward[as_size(v)] += here.backward[as_size(v)];
     }
   }
   // The program over the middle: for weights w, the least w . z over the middles holding exactly `total` layers,
   // and its minimiser's sums z. Per stage and k only the option least in w . x matters.
   auto middle_program = [&](const StageOption& w, long long total, StageOption& z) {
-    std::vector<double> value(uz(total + 1), kInf);
+    std::vector<double> value(as_size(total + 1), kInfinity);
     value[0] = 0;
-    std::vector<std::vector<std::pair<long long, std::size_t>>> choice(uz(S), std::vector<std::pair<long long, std::size_t>>(uz(total + 1), {-1, 0}));
+    std::vector<std::vector<std::pair<long long, std::size_t>>> choice(as_size(S), std::vector<std::pair<long long, std::size_t>>(as_size(total + 1), {-1, 0}));
     for (int t = 1; t < S - 1; ++t) {
-      const auto& by_k = in.options[uz(t)];
-      std::vector<std::pair<double, std::size_t>> best_k(by_k.size(), {kInf, 0});
+      const auto& by_k = in.options[as_size(t)];
+      std::vector<std::pair<double, std::size_t>> best_k(by_k.size(), {kInfinity, 0});
       for (std::size_t k = 0; k < by_k.size(); ++k) {
         for (std::size_t i = 0; i < by_k[k].size(); ++i) {
           double d = dot(w, by_k[k][i]);
           if (d < best_k[k].first) best_k[k] = {d, i};
         }
       }
-      std::vector<double> next(uz(total + 1), kInf);
+      std::vector<double> next(as_size(total + 1), kInfinity);
       for (long long used = 0; used <= total; ++used) {
-        if (value[uz(used)] == kInf) continue;
+        if (value[as_size(used)] == kInfinity) continue;
         for (std::size_t k = 0; k < best_k.size() && used + static_cast<long long>(k) <= total; ++k) {
-          if (best_k[k].first == kInf) continue;
-          double v = value[uz(used)] + best_k[k].first;
-          auto to = uz(used + static_cast<long long>(k));
+          if (best_k[k].first == kInfinity) continue;
+          double v = value[as_size(used)] + best_k[k].first;
+          auto to = as_size(used + static_cast<long long>(k));
           if (v < next[to]) {
             next[to] = v;
-            choice[uz(t)][to] = {static_cast<long long>(k), best_k[k].second};
+            choice[as_size(t)][to] = {static_cast<long long>(k), best_k[k].second};
           }
         }
       }
       value = std::move(next);
     }
     z = zeros(V);
-    if (value[uz(total)] == kInf) return kInf;
+    if (value[as_size(total)] == kInfinity) return kInfinity;
     long long used = total;
     for (int t = S - 2; t >= 1; --t) {
-      auto [k, i] = choice[uz(t)][uz(used)];
-      const StageOption& x = in.options[uz(t)][uz(k)][i];
+      auto [k, i] = choice[as_size(t)][as_size(used)];
+      const StageOption& x = in.options[as_size(t)][as_size(k)][i];
       for (int v = 0; v < V; ++v) {
-        z.forward[uz(v)] += x.forward[uz(v)];
-        z.backward[uz(v)] += x.backward[uz(v)];
+        z.forward[as_size(v)] += x.forward[as_size(v)];
+        z.backward[as_size(v)] += x.backward[as_size(v)];
       }
       used -= k;
     }
-    return value[uz(total)];
+    return value[as_size(total)];
   };
   constexpr int kSteps = 300;      // multiplicative-weight steps per pair
   constexpr double kRate = 500.0;  // step t scales the paths' relative lengths by kRate / (1 + t)
-  double bound = kInf;
+  double bound = kInfinity;
   const auto& firsts = in.options[0];
-  const auto& lasts = in.options[uz(S - 1)];
+  const auto& lasts = in.options[as_size(S - 1)];
   // First every pair at the middle's least sums (a bound for the pair already); the others are then taken from
   // the lowest, so that a pair whose relaxation has a plan below `floor` stops the whole bound early.
   struct Pair {
@@ -200,7 +198,7 @@ EndBound end_stage_bound(const EndBoundInput& in) {
       const long long middle_layers = L - static_cast<long long>(k0 + k1);
       if (middle_layers < 0 || firsts[k0].empty() || lasts[k1].empty()) continue;
       StageOption z = zeros(V);
-      if (middle_program(StageOption{std::vector<double>(uz(V), 1.0), std::vector<double>(uz(V), 1.0)}, middle_layers, z) == kInf) continue;
+      if (middle_program(StageOption{std::vector<double>(as_size(V), 1.0), std::vector<double>(as_size(V), 1.0)}, middle_layers, z) == kInfinity) continue;
       for (std::size_t i0 = 0; i0 < firsts[k0].size(); ++i0) {
         for (std::size_t i1 = 0; i1 < lasts[k1].size(); ++i1) {
           if (in.out_of_time()) return out;
@@ -233,8 +231,8 @@ EndBound end_stage_bound(const EndBoundInput& in) {
       for (std::size_t q = 0; q < paths.size(); ++q) {
         constant += mu[q] * paths[q].on_ends;
         for (int v = 0; v < V; ++v) {
-          w.forward[uz(v)] += mu[q] * paths[q].forward_crossings[uz(v)];
-          w.backward[uz(v)] += mu[q] * paths[q].backward_crossings[uz(v)];
+          w.forward[as_size(v)] += mu[q] * paths[q].forward_crossings[as_size(v)];
+          w.backward[as_size(v)] += mu[q] * paths[q].backward_crossings[as_size(v)];
         }
       }
       pair_bound = std::max(pair_bound, constant + middle_program(w, middle_layers, z));
@@ -263,7 +261,7 @@ EndBound end_stage_bound(const EndBoundInput& in) {
     bound = std::min(bound, pair_bound);
     if (bound < in.floor) return out;
   }
-  if (bound == kInf) return out;
+  if (bound == kInfinity) return out;
   out.valid = true;
   out.bound = bound;
   return out;
