@@ -41,6 +41,9 @@ RelaxedPath relaxed_critical_path(const simulate::Orders& o, const StageOption& 
   std::size_t at[2] = {0, 0};
   double clock[2] = {0, 0};
   long long previous[2] = {-1, -1};
+  RelaxedPath path;
+  path.forward_crossings.assign(as_size(V), 0.0);
+  path.backward_crossings.assign(as_size(V), 0.0);
   while (at[0] < orders[0]->size() || at[1] < orders[1]->size()) {
     bool progress = false;
     for (int e = 0; e < 2; ++e) {
@@ -48,21 +51,19 @@ RelaxedPath relaxed_critical_path(const simulate::Orders& o, const StageOption& 
       for (; at[e] < order.size(); ++at[e]) {
         const simulate::Block& b = order[at[e]];
         const bool forward = b.kind == simulate::BlockKind::Forward;
+        // The schedule's own dependency; an edge along a chunk between the two ends crosses the middle.
+        const int stage = e == 0 ? 0 : S - 1;
+        const simulate::Producer pr = simulate::producer_of(o.schedule, S, V, b, stage);
         long long producer = -1;
         double delay = 0;
         int cross = -1;
-        if (forward && e == 0 && b.chunk > 0) producer = static_cast<long long>(id(1, 0, b.chunk - 1, b.micro));  // wrap edge
-        if (forward && e == 1) {
-          producer = static_cast<long long>(id(0, 0, b.chunk, b.micro));
-          delay = middle.forward[as_size(b.chunk)];
-          cross = b.chunk;
-        }
-        if (!forward && e == 1)
-          producer = static_cast<long long>(b.chunk == V - 1 ? id(1, 0, b.chunk, b.micro) : id(0, 1, b.chunk + 1, b.micro));  // the loss or a wrap edge
-        if (!forward && e == 0) {
-          producer = static_cast<long long>(id(1, 1, b.chunk, b.micro));
-          delay = middle.backward[as_size(b.chunk)];
-          cross = V + b.chunk;
+        if (pr.kind >= 0) {
+          const bool crosses = pr.chunk == b.chunk && pr.stage != stage;
+          producer = static_cast<long long>(id(crosses ? 1 - e : (pr.stage == 0 ? 0 : 1), pr.kind, pr.chunk, b.micro));
+          if (crosses) {
+            delay = pr.kind == 0 ? middle.forward[as_size(b.chunk)] : middle.backward[as_size(b.chunk)];
+            cross = pr.kind == 0 ? b.chunk : V + b.chunk;
+          }
         }
         double ready = 0;
         if (producer >= 0) {
@@ -83,11 +84,8 @@ RelaxedPath relaxed_critical_path(const simulate::Orders& o, const StageOption& 
         progress = true;
       }
     }
-    if (!progress) return {};  // cannot happen for the interleaved orders (their simulation has no cycle)
+    if (!progress) return path;  // cannot happen for the interleaved orders (their simulation has no cycle)
   }
-  RelaxedPath path;
-  path.forward_crossings.assign(as_size(V), 0.0);
-  path.backward_crossings.assign(as_size(V), 0.0);
   long long at_block = clock[0] >= clock[1] ? previous[0] : previous[1];
   while (at_block >= 0) {
     const auto b = as_size(at_block);

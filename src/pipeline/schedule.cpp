@@ -9,17 +9,6 @@
 
 namespace sapp::simulate {
 
-namespace {
-
-// The block a block waits for (besides its left neighbour): kind (0 F, 1 B, -1 none), chunk and stage, same
-// micro-batch. Chunks run stages upward, or downward for DualPipe-V's second chunk; a forward enters a chunk
-// where the previous chunk ended, the backward of the last chunk's last stage follows its forward, and a
-// chunk's backward enters where the next chunk's backward ended.
-struct Producer {
-  int kind = -1;
-  int chunk = 0;
-  int stage = 0;
-};
 Producer producer_of(Schedule schedule, int S, int V, const Block& b, int s) {
   int v = b.chunk;
   bool down = plan::reversed_chunk(schedule, v);
@@ -37,8 +26,6 @@ Producer producer_of(Schedule schedule, int S, int V, const Block& b, int s) {
   if (v == V - 1) return {0, v, last};
   return {1, v + 1, plan::reversed_chunk(schedule, v + 1) ? S - 1 : 0};
 }
-
-}  // namespace
 
 Orders make_orders(Schedule schedule, int S, int V, int m) {
   Orders o;

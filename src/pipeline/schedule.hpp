@@ -52,6 +52,17 @@ struct SimResult {
   double real = 0, ideal = 0, imbalance = 0, recompute = 0;
 };
 
+// The block a block waits for (besides its left neighbour): kind (0 F, 1 B, -1 none), chunk and stage, same
+// micro-batch. Chunks run stages upward, or downward for DualPipe-V's second chunk; a forward enters a chunk
+// where the previous chunk ended, the backward of the last chunk's last stage follows its forward, and a
+// chunk's backward enters where the next chunk's backward ended (a weight gradient waits for its stage's B).
+struct Producer {
+  int kind = -1;
+  int chunk = 0;
+  int stage = 0;
+};
+Producer producer_of(Schedule schedule, int stages, int chunks, const Block& block, int stage);
+
 // The per-stage orders of a schedule, built once for repeated simulation.
 struct Orders {
   Schedule schedule = Schedule::OneF1B;

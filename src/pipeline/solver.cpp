@@ -118,6 +118,14 @@ double fastest_backward(const BodyType& b, const std::vector<Rc>& kinds) {
   return best;
 }
 
+// The head's and the tail's share of cell (v, s): one micro-batch's forward and backward.
+double head_tail_forward(const Problem& p, int v, int s) {
+  return (v == 0 && s == 0 ? p.layers.head_forward : 0.0) + (tail_cell(p, v, s) ? p.layers.tail_forward : 0.0);
+}
+double head_tail_backward(const Problem& p, int v, int s) {
+  return (v == 0 && s == 0 ? p.layers.head_backward : 0.0) + (tail_cell(p, v, s) ? p.layers.tail_backward : 0.0);
+}
+
 double head_tail_static(const Problem& p, int s) { return (s == 0 ? p.layers.head_mb : 0.0) + (s == tail_stage(p) ? p.layers.tail_mb : 0.0) + p.constant_mb; }
 
 Assignment empty_assignment(const Problem& p) {
@@ -352,8 +360,8 @@ std::vector<StageChoice> stage_options_vn(Context& c, int s, long long k, int bo
   std::vector<Mix> cur(uz(V));
   std::vector<double> partial(vecs.size(), 0.0);
   std::vector<double> rest_min(vecs.size(), 0.0);
-  auto extra_f = [&](int v) { return (v == 0 && s == 0 ? p.layers.head_forward : 0.0) + (tail_cell(p, v, s) ? p.layers.tail_forward : 0.0); };
-  auto extra_b = [&](int v) { return (v == 0 && s == 0 ? p.layers.head_backward : 0.0) + (tail_cell(p, v, s) ? p.layers.tail_backward : 0.0); };
+  auto extra_f = [&](int v) { return head_tail_forward(p, v, s); };
+  auto extra_b = [&](int v) { return head_tail_backward(p, v, s); };
   // Stage options whose m T_s exceeds the cutoff are left out (Context::cutoff): first all of k when even the
   // fastest kinds are too slow, then each composition as its chunks are picked.
   const double micro = static_cast<double>(p.micro_batches);
@@ -1010,10 +1018,9 @@ Assignment late_spare_seed(const Problem& p) {
       --spare;
     }
   }
-  const int V = p.chunks;
-  for (int s = p.stages - 2; spare > 0; s = s <= 0 ? p.stages - 2 : s - 1) {
-    if (p.stages < 2) s = 0;
-    x[0][uz(V - 1)][uz(s)][ix(Rc::None)] += 1;
+  const int latest = std::max(0, p.stages - 2);
+  for (int s = latest; spare > 0; s = s == 0 ? latest : s - 1) {
+    x[0][uz(p.chunks - 1)][uz(s)][ix(Rc::None)] += 1;
     --spare;
   }
   return x;
@@ -1035,8 +1042,8 @@ std::vector<std::vector<std::vector<StageOption>>> end_bound_options(Context& c)
   long long combinations = 0;
   std::vector<std::vector<std::vector<StageOption>>> out(uz(S));
   for (int s = 0; s < S; ++s) {
-    auto extra_f = [&](int v) { return (v == 0 && s == 0 ? p.layers.head_forward : 0.0) + (tail_cell(p, v, s) ? p.layers.tail_forward : 0.0); };
-    auto extra_b = [&](int v) { return (v == 0 && s == 0 ? p.layers.head_backward : 0.0) + (tail_cell(p, v, s) ? p.layers.tail_backward : 0.0); };
+    auto extra_f = [&](int v) { return head_tail_forward(p, v, s); };
+    auto extra_b = [&](int v) { return head_tail_backward(p, v, s); };
     double extras = 0;
     long long least_k = 0;
     for (int v = 0; v < V; ++v) {
