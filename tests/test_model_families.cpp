@@ -91,27 +91,64 @@ TEST(ModelFamilies, Olmo3WithoutLayerTypesAttendsFullyEveryFourthLayer) {
 // GLM-4-0414 (Transformers' modeling_glm4.py): no bundled config (GLM-4-9B-0414's and GLM-4-32B-0414's config.json were
 // not found in a public source), so a small one priced by hand. Per layer: q with bias a*dh*h + a*dh, k and v with
 // biases 2*(kv*dh*h + kv*dh), o without bias a*dh*h; the fused gate_up and down projections 3*h*f; four RMSNorms 4h.
-// Plus the embedding and the untied head V*h each and the final norm h.
+// Plus the embedding and the untied head V*h each and the final norm h. The configs state attention_bias: true, which
+// switches the q, k and v biases only (the profile's attention_bias list).
 TEST(ModelFamilies, Glm4LayerHasFourNormsAndBiasesOnQkvOnly) {
   auto m = resolve_json(R"({"model_type":"glm4","hidden_size":64,"num_hidden_layers":2,"num_attention_heads":4,"num_key_value_heads":2,
-      "head_dim":16,"vocab_size":1000,"intermediate_size":128,"partial_rotary_factor":0.5})");
+      "head_dim":16,"vocab_size":1000,"intermediate_size":128,"partial_rotary_factor":0.5,"attention_bias":true})");
   EXPECT_EQ(m.profile.arch, "glm4");
   double h = 64, a = 4, kv = 2, dh = 16, f = 128, v = 1000;
   double layer = (h * a * dh + a * dh) + 2 * (h * kv * dh + kv * dh) + a * dh * h + 3 * h * f + 4 * h;
   EXPECT_DOUBLE_EQ(m.params().total, 2 * layer + 2 * v * h + h);
 }
 
-// MiniMax-M2's layer by hand (Transformers' modeling_minimax_m2.py): bias-free GQA, q/k norms, two RMSNorms, a sigmoid
-// router with one bias per expert, experts of width intermediate_size and no shared expert. A token runs top-k of them.
+// MiniMax-M2's layer by hand (Transformers' modeling_minimax_m2.py): bias-free GQA, q/k norms over the whole q and k
+// projections (qk_norm_type per_layer: RMSNorm(a*dh) and RMSNorm(kv*dh)), two RMSNorms, a sigmoid router with one bias
+// per expert, experts of width intermediate_size and no shared expert. A token runs top-k of them.
 TEST(ModelFamilies, MiniMaxM2LayerByHand) {
   auto m = resolve_json(R"({"model_type":"minimax_m2","hidden_size":32,"num_hidden_layers":1,"num_attention_heads":4,"num_key_value_heads":2,
-      "head_dim":8,"intermediate_size":16,"num_local_experts":4,"num_experts_per_tok":2,"use_qk_norm":true,"vocab_size":100})");
+      "head_dim":8,"intermediate_size":16,"num_local_experts":4,"num_experts_per_tok":2,"use_qk_norm":true,"qk_norm_type":"per_layer",
+      "vocab_size":100})");
   double h = 32, a = 4, kv = 2, dh = 8, f = 16, e = 4, k = 2, v = 100;
-  double dense = 2 * h * a * dh + 2 * h * kv * dh + 2 * dh + 2 * h + (h * e + e);  // attention, q/k norms, norms, router
+  double dense = 2 * h * a * dh + 2 * h * kv * dh + (a + kv) * dh + 2 * h + (h * e + e);  // attention, q/k norms, norms, router
   double expert = 3 * h * f;
   auto p = m.params();
   EXPECT_DOUBLE_EQ(p.total, dense + e * expert + 2 * v * h + h);
   EXPECT_DOUBLE_EQ(p.active, dense + k * expert + 2 * v * h + h);
+}
+
+// qk_norm_type per_head is Qwen3's norm of one head's width (dh weights for q and for k); any other value is refused
+// with the file, key and value.
+TEST(ModelFamilies, QkNormTypePerHeadAndAMisspeltValue) {
+  const std::string base = R"({"model_type":"minimax_m2","hidden_size":32,"num_hidden_layers":1,"num_attention_heads":4,
+      "num_key_value_heads":2,"head_dim":8,"intermediate_size":16,"num_local_experts":4,"num_experts_per_tok":2,"use_qk_norm":true,
+      "vocab_size":100,"qk_norm_type":)";
+  double whole = resolve_json(base + R"("per_layer"})").params().total;
+  double per_head = resolve_json(base + R"("per_head"})").params().total;
+  EXPECT_DOUBLE_EQ(whole - per_head, (4 + 2) * 8 - 2 * 8);
+  try {
+    (void)resolve_json(base + R"("per_token"})");
+    FAIL() << "a misspelt qk_norm_type was accepted";
+  } catch (const sapp::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("synthetic.json"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("qk_norm_type"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("per_token"), std::string::npos) << e.what();
+  }
+}
+
+// Seed-OSS (Transformers' configuration_seed_oss.py) states the o projection's bias apart: attention_bias switches q, k
+// and v, attention_out_bias o (h weights per layer). Llama's attention_bias switches all four (modeling_llama.py).
+TEST(ModelFamilies, AttentionOutBiasIsTheOProjectionsBias) {
+  const std::string seed = R"({"model_type":"seed_oss","hidden_size":64,"num_hidden_layers":3,"num_attention_heads":4,
+      "num_key_value_heads":2,"head_dim":16,"vocab_size":1000,"intermediate_size":128,"attention_bias":true,"attention_out_bias":)";
+  double without = resolve_json(seed + "false}").params().total;
+  double with = resolve_json(seed + "true}").params().total;
+  EXPECT_DOUBLE_EQ(with - without, 3 * 64);
+  const std::string llama = R"({"model_type":"llama","hidden_size":64,"num_hidden_layers":3,"num_attention_heads":4,
+      "num_key_value_heads":2,"head_dim":16,"vocab_size":1000,"intermediate_size":128,"attention_bias":)";
+  double biased = resolve_json(llama + "true}").params().total;
+  double plain = resolve_json(llama + "false}").params().total;
+  EXPECT_DOUBLE_EQ(biased - plain, 3 * (4 * 16 + 2 * 2 * 16 + 64));  // q, k, v and o biases per layer
 }
 
 // ERNIE 4.5 MoE (Transformers' modeling_ernie4_5_moe.py) stated under the generic keys: layer 0 dense (the configs'

@@ -13,8 +13,8 @@ using nlohmann::json;
 namespace {
 
 // The model facts a profile may decide where a config is silent, each bound as a name of the records.
-const std::vector<std::string> kFacts = {"qkv_bias", "o_bias",      "mlp_bias",    "norm_bias", "qk_norm",  "out_gate",
-                                         "sinks",    "router_bias", "shared_gate", "dropout",   "act_clamp"};
+const std::vector<std::string> kFacts = {"qkv_bias", "o_bias",      "mlp_bias",    "norm_bias", "qk_norm",   "qk_norm_whole",
+                                         "out_gate", "sinks",       "router_bias", "shared_gate", "dropout", "act_clamp"};
 
 std::map<std::string, double> read_facts(const json& node, const std::string& file, const std::string& key) {
   std::map<std::string, double> out;
@@ -46,7 +46,7 @@ Profile profile_from_json(const json& tree, const std::string& file, const std::
   p.arch = arch;
   io::Reader top{tree, file, ""};
   top.only({"model_types", "defaults", "kinds", "default", "stack", "layer_types", "selective", "period", "window", "tied_embeddings", "shared_experts",
-            "moe_variant"});
+            "moe_variant", "attention_bias"});
   if (top.has("model_types")) {
     const json& list = tree.at("model_types");
     if (!list.is_array()) top.bad("model_types", "a list of HF model_type names");
@@ -133,6 +133,13 @@ Profile profile_from_json(const json& tree, const std::string& file, const std::
       p.selective.push_back(item.get<std::string>());
     }
   }
+  if (top.has("attention_bias")) {
+    const json& list = tree.at("attention_bias");
+    auto bias_fact = [](const json& item) { return item.is_string() && (item == "qkv_bias" || item == "o_bias"); };
+    if (!list.is_array() || !std::all_of(list.begin(), list.end(), bias_fact)) top.bad("attention_bias", "a list of qkv_bias and/or o_bias");
+    p.attention_bias_sets_o = std::find(list.begin(), list.end(), "o_bias") != list.end();
+    p.attention_bias_sets_qkv = std::find(list.begin(), list.end(), "qkv_bias") != list.end();
+  }
   if (p.default_kind.empty() && p.moe_kind.empty() && p.layer_types.empty() && p.period == 0) {
     fail(file, "a profile with several kinds must name a default, a stack, layer_types or a period");
   }
@@ -203,7 +210,10 @@ BoundKind bind(const ModelSpec& spec, const Profile& profile, const LayerKind& k
     double v = fact(profile, kind, name);
     // What the config states wins over the family's defaults.
     if (!vision) {
-      if ((name == "qkv_bias" || name == "o_bias") && spec.attention_bias) v = *spec.attention_bias ? 1 : 0;
+      if (name == "qkv_bias" && profile.attention_bias_sets_qkv && spec.attention_bias) v = *spec.attention_bias ? 1 : 0;
+      if (name == "o_bias" && profile.attention_bias_sets_o && spec.attention_bias) v = *spec.attention_bias ? 1 : 0;
+      if (name == "o_bias" && spec.attention_out_bias) v = *spec.attention_out_bias ? 1 : 0;
+      if (name == "qk_norm_whole" && spec.qk_norm_whole) v = *spec.qk_norm_whole ? 1 : 0;
       if (name == "mlp_bias" && spec.mlp_bias) v = *spec.mlp_bias ? 1 : 0;
       if (name == "qk_norm" && spec.qk_norm) v = *spec.qk_norm ? 1 : 0;
       if (name == "out_gate" && spec.attn_output_gate) v = *spec.attn_output_gate ? 1 : 0;

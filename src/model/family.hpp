@@ -53,6 +53,10 @@ struct Profile {
   // Where a config states a sliding_window and no layer_types, every layer is this kind (Mistral 7B v0.1).
   std::string window_kind;
   std::map<std::string, double> defaults;
+  // Which projections' biases a config's attention_bias switches (profile key attention_bias): Llama's and GPT-OSS's
+  // modeling code puts it on q, k, v and o; GLM-4 and Seed-OSS on q, k and v only (o follows attention_out_bias).
+  bool attention_bias_sets_qkv = true;
+  bool attention_bias_sets_o = true;
   std::vector<std::string> selective;  // empty: the records' default
   [[nodiscard]] const LayerKind* kind(const std::string& name) const;
 };

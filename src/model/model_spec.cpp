@@ -303,11 +303,23 @@ ModelSpec model_from_json(const json& config, const std::string& file) {
   m.tie_word_embeddings = tied.value_or(false);
   m.tie_word_embeddings_stated = tied.has_value();
   m.attention_bias = src.flag({"attention_bias", "qkv_bias", "use_bias"});
+  // Seed-OSS states the output projection's bias apart (Transformers' configuration_seed_oss.py).
+  m.attention_out_bias = src.flag({"attention_out_bias"});
   m.mlp_bias = src.flag({"mlp_bias", "use_bias"});
   m.qk_norm = src.flag({"qk_norm", "use_qk_norm", "qk_layernorm"});
+  // MiniMax-M2 (Transformers' modeling_minimax_m2.py): qk_norm_type per_layer normalises the whole q and k
+  // projections (a*dh and kv*dh weights), per_head one head's width (dh weights each, as Qwen3's).
+  if (auto type = src.text({"qk_norm_type"})) {
+    if (*type == "per_layer")
+      m.qk_norm_whole = true;
+    else if (*type == "per_head")
+      m.qk_norm_whole = false;
+    else
+      fail(at(file, src.path("qk_norm_type")), "expected per_layer or per_head, got {}", *type);
+  }
   m.attn_output_gate = src.flag({"attn_output_gate"});
   m.hidden_act = src.text({"hidden_act", "hidden_activation", "activation_function"});
-  auto drop = src.real({"hidden_dropout", "resid_pdrop", "attention_dropout", "attn_pdrop"}, units::kProbability);
+  auto drop = src.real({"hidden_dropout", "resid_pdrop", "residual_dropout", "attention_dropout", "attn_pdrop"}, units::kProbability);
   m.dropout = drop;
   m.learned_position_embeddings = src.count({"learned_position_embeddings"}, units::kPositions);
 
@@ -434,16 +446,19 @@ const std::set<std::string>& read_keys() {
                                           "mtp_num_hidden_layers",
                                           "tie_word_embeddings",
                                           "attention_bias",
+                                          "attention_out_bias",
                                           "qkv_bias",
                                           "mlp_bias",
                                           "qk_norm",
                                           "use_qk_norm",
                                           "qk_layernorm",
+                                          "qk_norm_type",
                                           "attn_output_gate",
                                           "hidden_act",
                                           "activation_function",
                                           "hidden_dropout",
                                           "resid_pdrop",
+                                          "residual_dropout",
                                           "attention_dropout",
                                           "attn_pdrop",
                                           "learned_position_embeddings",
