@@ -6,7 +6,7 @@ if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 export DEBIAN_FRONTEND=noninteractive
 PACKAGES=(build-essential cmake ninja-build pkg-config clang clang-format clang-tidy libclang-rt-14-dev
   libyaml-cpp-dev nlohmann-json3-dev libtomlplusplus-dev libcli11-dev libfmt-dev
-  libeigen3-dev libgtest-dev libbenchmark-dev python3 python3-dev pybind11-dev pybind11-json-dev chromium time)
+  libeigen3-dev libglpk-dev libgtest-dev libbenchmark-dev python3 python3-dev pybind11-dev pybind11-json-dev chromium time)
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -568,8 +568,9 @@ TEST(Balance, EndStageBoundNeverExceedsTheExhaustiveOptimum) {
   int proved = 0;
   int checked = check_bound_against_exhaustive(23, 16, end_stage_shape(4), &proved);
   EXPECT_GE(checked, 10);
-  // Proved: 6 of these 16 (2 by the programs' paths alone).
-  EXPECT_GE(proved, 6);
+  // Proved: 9 of these 16 (2 by the programs' paths alone; 6 when the pairs' Lagrangians followed multiplicative
+  // weights instead of the master LP).
+  EXPECT_GE(proved, 9);
 }
 
 TEST(Balance, TwoStageInterleavedIsProvedByTheEndStageBound) {

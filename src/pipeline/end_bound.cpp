@@ -4,6 +4,8 @@
 #include <cmath>
 #include <limits>
 
+#include <glpk.h>
+
 namespace sapp::balance {
 
 namespace {
@@ -107,6 +109,94 @@ double dot(const StageOption& weight, const StageOption& x) {
 
 StageOption zeros(int V) { return StageOption{std::vector<double>(as_size(V), 0.0), std::vector<double>(as_size(V), 0.0)}; }
 
+// The restricted master of one pair's relaxation, convexified: min t over mixes lambda of the middle plans found,
+// t >= c_P + a_P . (sum_i lambda_i z_i) for every path P found (GLPK's simplex, warm-started as rows and columns are
+// added). Its row duals are weights over the paths (they sum to 1), whose priced middle gives the pair's bound.
+class MasterLp {
+ public:
+  explicit MasterLp(int chunks) : chunks_(chunks), lp_(glp_create_prob()) {
+    glp_set_obj_dir(lp_, GLP_MIN);
+    glp_add_rows(lp_, 1);  // row 1: sum lambda = 1
+    glp_set_row_bnds(lp_, 1, GLP_FX, 1.0, 1.0);
+    glp_add_cols(lp_, 1);  // column 1: t
+    glp_set_col_bnds(lp_, 1, GLP_FR, 0.0, 0.0);
+    glp_set_obj_coef(lp_, 1, 1.0);
+    glp_init_smcp(&parm_);
+    parm_.msg_lev = GLP_MSG_OFF;
+  }
+  MasterLp(const MasterLp&) = delete;
+  MasterLp& operator=(const MasterLp&) = delete;
+  ~MasterLp() { glp_delete_prob(lp_); }
+
+  void add_path(const RelaxedPath& p) {
+    paths_.push_back(p);
+    const int row = glp_add_rows(lp_, 1);
+    glp_set_row_bnds(lp_, row, GLP_LO, p.on_ends, 0.0);
+    std::vector<int> index{0, 1};
+    std::vector<double> value{0.0, 1.0};
+    for (std::size_t i = 0; i < plans_.size(); ++i) {
+      index.push_back(static_cast<int>(i) + 2);
+      value.push_back(-p.length(plans_[i]) + p.on_ends);
+    }
+    glp_set_mat_row(lp_, row, static_cast<int>(index.size()) - 1, index.data(), value.data());
+  }
+  void add_plan(const StageOption& z) {
+    plans_.push_back(z);
+    const int col = glp_add_cols(lp_, 1);
+    glp_set_col_bnds(lp_, col, GLP_LO, 0.0, 0.0);
+    std::vector<int> index{0, 1};
+    std::vector<double> value{0.0, 1.0};
+    for (std::size_t q = 0; q < paths_.size(); ++q) {
+      index.push_back(static_cast<int>(q) + 2);
+      value.push_back(-(paths_[q].length(z) - paths_[q].on_ends));
+    }
+    glp_set_mat_col(lp_, col, static_cast<int>(index.size()) - 1, index.data(), value.data());
+  }
+  [[nodiscard]] bool has(const RelaxedPath& p) const { return std::find(paths_.begin(), paths_.end(), p) != paths_.end(); }
+  [[nodiscard]] const RelaxedPath& path(std::size_t q) const { return paths_[q]; }
+
+  struct Result {
+    double value = 0;            // t
+    StageOption middle;          // sum lambda_i z_i
+    std::vector<double> weights; // per path, the row duals
+    double least_priced = 0;     // min over the plans found of w . z (w from the weights)
+  };
+  Result solve() {
+    if (glp_simplex(lp_, &parm_) != 0) {
+      glp_std_basis(lp_);
+      glp_simplex(lp_, &parm_);
+    }
+    Result r;
+    r.value = glp_get_obj_val(lp_);
+    r.middle = zeros(chunks_);
+    for (std::size_t i = 0; i < plans_.size(); ++i) {
+      const double lambda = glp_get_col_prim(lp_, static_cast<int>(i) + 2);
+      for (int v = 0; v < chunks_; ++v) {
+        r.middle.forward[as_size(v)] += lambda * plans_[i].forward[as_size(v)];
+        r.middle.backward[as_size(v)] += lambda * plans_[i].backward[as_size(v)];
+      }
+    }
+    for (std::size_t q = 0; q < paths_.size(); ++q) r.weights.push_back(std::max(0.0, glp_get_row_dual(lp_, static_cast<int>(q) + 2)));
+    double sum = 0;
+    for (double x : r.weights) sum += x;
+    if (sum > 0) for (double& x : r.weights) x /= sum;
+    r.least_priced = kInfinity;
+    for (const StageOption& z : plans_) {
+      double d = 0;
+      for (std::size_t q = 0; q < paths_.size(); ++q) d += r.weights[q] * (paths_[q].length(z) - paths_[q].on_ends);
+      r.least_priced = std::min(r.least_priced, d);
+    }
+    return r;
+  }
+
+ private:
+  int chunks_;
+  glp_prob* lp_;
+  glp_smcp parm_{};
+  std::vector<RelaxedPath> paths_;
+  std::vector<StageOption> plans_;
+};
+
 }  // namespace
 
 EndBound end_stage_bound(const EndBoundInput& in) {
@@ -178,8 +268,7 @@ EndBound end_stage_bound(const EndBoundInput& in) {
     }
     return value[as_size(total)];
   };
-  constexpr int kSteps = 300;      // multiplicative-weight steps per pair
-  constexpr double kRate = 500.0;  // step t scales the paths' relative lengths by kRate / (1 + t)
+  constexpr int kRounds = 200;  // master solves per pair at most
   double bound = kInfinity;
   const auto& firsts = in.options[0];
   const auto& lasts = in.options[as_size(S - 1)];
@@ -219,42 +308,40 @@ EndBound end_stage_bound(const EndBoundInput& in) {
     const StageOption& last = lasts[pair.k1][pair.i1];
     const long long middle_layers = L - static_cast<long long>(pair.k0 + pair.k1);
     double pair_bound = pair.start;
-    std::vector<RelaxedPath> paths{pair.path};
-    std::vector<double> mu{1.0};
+    MasterLp master(V);
+    master.add_path(pair.path);
     StageOption z = zeros(V);
-    for (int step = 0; step < kSteps && pair_bound < in.cutoff; ++step) {
+    const StageOption ones{std::vector<double>(as_size(V), 1.0), std::vector<double>(as_size(V), 1.0)};
+    if (middle_program(ones, middle_layers, z) == kInfinity) continue;
+    master.add_plan(z);
+    for (int round = 0; round < kRounds && pair_bound < in.cutoff; ++round) {
       if (in.out_of_time()) return out;
+      const MasterLp::Result r = master.solve();
+      // The path most violated at the master's (mixed) middle.
+      RelaxedPath critical = relaxed_critical_path(o, first, last, r.middle);
+      const bool new_path = critical.length(r.middle) > r.value * (1 + 1e-9) + 1e-9;
+      if (new_path) master.add_path(critical);
+      // The dual weights price a middle plan: weak duality gives the pair's bound.
       StageOption w = zeros(V);
       double constant = 0;
-      for (std::size_t q = 0; q < paths.size(); ++q) {
-        constant += mu[q] * paths[q].on_ends;
+      for (std::size_t q = 0; q < r.weights.size(); ++q) {
+        const RelaxedPath& path = master.path(q);
+        constant += r.weights[q] * path.on_ends;
         for (int v = 0; v < V; ++v) {
-          w.forward[as_size(v)] += mu[q] * paths[q].forward_crossings[as_size(v)];
-          w.backward[as_size(v)] += mu[q] * paths[q].backward_crossings[as_size(v)];
+          w.forward[as_size(v)] += r.weights[q] * path.forward_crossings[as_size(v)];
+          w.backward[as_size(v)] += r.weights[q] * path.backward_crossings[as_size(v)];
         }
       }
-      pair_bound = std::max(pair_bound, constant + middle_program(w, middle_layers, z));
-      RelaxedPath critical = relaxed_critical_path(o, first, last, z);
+      const double priced = middle_program(w, middle_layers, z);
+      pair_bound = std::max(pair_bound, constant + priced);
       // z is a middle some plan has: the pair's relaxation is at most its longest path, so once that is below the
       // floor the least over the pairs cannot rise above the floor either.
-      if (critical.length(z) < in.floor) return out;
-      if (std::find(paths.begin(), paths.end(), critical) == paths.end()) {
-        paths.push_back(std::move(critical));
-        mu.push_back(0.0);
-      }
-      double longest = 0;
-      std::vector<double> lengths;
-      for (const RelaxedPath& q : paths) {
-        lengths.push_back(q.length(z));
-        longest = std::max(longest, lengths.back());
-      }
-      double sum = 0;
-      const double rate = kRate / (1.0 + step);
-      for (std::size_t q = 0; q < paths.size(); ++q) {
-        mu[q] = (mu[q] + 1e-3) * std::exp(rate * (lengths[q] - longest) / std::max(1.0, longest));
-        sum += mu[q];
-      }
-      for (double& x : mu) x /= sum;
+      RelaxedPath at_plan = relaxed_critical_path(o, first, last, z);
+      if (at_plan.length(z) < in.floor) return out;
+      const bool new_plan = priced < r.least_priced * (1 - 1e-9) - 1e-9;
+      if (new_plan) master.add_plan(z);
+      if (!master.has(at_plan)) master.add_path(at_plan);
+      if (!new_path && !new_plan) break;  // the master is the convexified relaxation: its value is the pair's dual
     }
     bound = std::min(bound, pair_bound);
     if (bound < in.floor) return out;
