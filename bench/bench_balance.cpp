@@ -57,6 +57,11 @@ void BM_Demo96_S16_V1_baseline(benchmark::State& s) { run(s, demo(), 16, 1, 16, 
 void BM_Layers128_S32_V4(benchmark::State& s) { run(s, big(), 32, 4, 64, 52000, false); }
 void BM_Layers128_S32_V4_NoLimit(benchmark::State& s) { run(s, big(), 32, 4, 64, 0, false); }
 void BM_Layers128_S32_V1_baseline(benchmark::State& s) { run(s, big(), 32, 1, 64, 52000, false); }
+// A plan-shaped case: MiniMax-M2's 62 layers as sapp's cost model prices them for dp32 tp1 pp8 vpp4 ep8 on 256 H100
+// (data/layers/minimax-m2-pp8-vpp4.json; its name field gives the command that wrote it), at the H100's 79.65 GiB.
+void BM_MiniMaxM2_62_S8_V4(benchmark::State& s) {
+  run(s, sapp::balance::read_layers(sapp::io::data_dir() + "/layers/minimax-m2-pp8-vpp4.json"), 8, 4, 32, 81561, false);
+}
 
 BENCHMARK(BM_Demo96_S16_V3_LessMemory)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Demo96_S16_V3_Standard)->Unit(benchmark::kMillisecond);
@@ -65,6 +70,7 @@ BENCHMARK(BM_Demo96_S16_V1_baseline)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Layers128_S32_V4)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Layers128_S32_V4_NoLimit)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Layers128_S32_V1_baseline)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_MiniMaxM2_62_S8_V4)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 

@@ -13,8 +13,8 @@ using nlohmann::json;
 namespace {
 
 // The model facts a profile may decide where a config is silent, each bound as a name of the records.
-const std::vector<std::string> kFacts = {"qkv_bias", "o_bias",      "mlp_bias",    "norm_bias", "qk_norm",   "qk_norm_whole",
-                                         "out_gate", "sinks",       "router_bias", "shared_gate", "dropout", "act_clamp"};
+const std::vector<std::string> kFacts = {"qkv_bias", "o_bias", "mlp_bias",    "norm_bias",   "qk_norm", "qk_norm_whole",
+                                         "out_gate", "sinks",  "router_bias", "shared_gate", "dropout", "act_clamp"};
 
 std::map<std::string, double> read_facts(const json& node, const std::string& file, const std::string& key) {
   std::map<std::string, double> out;

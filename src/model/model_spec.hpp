@@ -103,8 +103,8 @@ struct ModelSpec {
 
   bool tie_word_embeddings = false;
   bool tie_word_embeddings_stated = false;  // false: the family's default applies (Gemma ties, Llama does not)
-  std::optional<bool> attention_bias;      // the q, k, v (and, as the profile says, o) projections' biases
-  std::optional<bool> attention_out_bias;  // the o projection's bias, where stated apart (Seed-OSS)
+  std::optional<bool> attention_bias;       // the q, k, v (and, as the profile says, o) projections' biases
+  std::optional<bool> attention_out_bias;   // the o projection's bias, where stated apart (Seed-OSS)
   std::optional<bool> mlp_bias;
   std::optional<bool> qk_norm;
   std::optional<bool> qk_norm_whole;  // q/k norms over the whole projection (qk_norm_type per_layer), not per head

@@ -156,10 +156,10 @@ class MasterLp {
   [[nodiscard]] const RelaxedPath& path(std::size_t q) const { return paths_[q]; }
 
   struct Result {
-    double value = 0;            // t
-    StageOption middle;          // sum lambda_i z_i
-    std::vector<double> weights; // per path, the row duals
-    double least_priced = 0;     // min over the plans found of w . z (w from the weights)
+    double value = 0;             // t
+    StageOption middle;           // sum lambda_i z_i
+    std::vector<double> weights;  // per path, the row duals
+    double least_priced = 0;      // min over the plans found of w . z (w from the weights)
   };
   Result solve() {
     if (glp_simplex(lp_, &parm_) != 0) {
@@ -179,7 +179,8 @@ class MasterLp {
     for (std::size_t q = 0; q < paths_.size(); ++q) r.weights.push_back(std::max(0.0, glp_get_row_dual(lp_, static_cast<int>(q) + 2)));
     double sum = 0;
     for (double x : r.weights) sum += x;
-    if (sum > 0) for (double& x : r.weights) x /= sum;
+    if (sum > 0)
+      for (double& x : r.weights) x /= sum;
     r.least_priced = kInfinity;
     for (const StageOption& z : plans_) {
       double d = 0;

@@ -11,11 +11,13 @@
 // Bound: for every pair of end-stage options (enumerated), a Lagrangian over the middle: for weights mu over the
 // paths found, sum mu_P c_P + min over the middle's plans of (sum mu_P a_P) . z is below every plan's relaxed step
 // (weak duality), and the minimum is a program over the middle stages (each picks an option, the layers add up).
-// The weights follow multiplicative updates on the paths' lengths at the program's minimiser, whose critical path
-// joins the set. The bound is the least over the pairs; a pair whose relaxed step with the middle at its least
-// per-chunk sums is already above the cutoff (a plan already found) is left at that value. The pairs run from the
-// lowest such value, and the bound gives up (invalid) as soon as a pair's relaxation has a plan below the bound
-// already known (`floor`): the least over the pairs could then not exceed it.
+// The best weights come from a restricted master LP (GLPK's simplex): min t over mixes of the middle plans found,
+// t >= c_P + a_P . z for every path found; its row duals are the weights. Each round adds the critical path at the
+// master's mixed middle and the program's minimiser under the duals, until neither is new: the pair's bound is then
+// the convexified relaxation's value. The bound is the least over the pairs; a pair whose relaxed step with the
+// middle at its least per-chunk sums is already above the cutoff (a plan already found) is left at that value. The
+// pairs run from the lowest such value, and the bound gives up (invalid) as soon as a pair's relaxation has a plan
+// below the bound already known (`floor`): the least over the pairs could then not exceed it.
 #pragma once
 
 #include <functional>

@@ -1379,12 +1379,8 @@ Solution solve(const Problem& p) {
       Annealer(c, seed).polish(best, bound, sims, true);
       phase("late-spare seed");
     }
-    for (unsigned round = 0; round < kRounds && !c.timed_out && best.step > bound * (1 + kTol); ++round) {
-      Annealer(c, best.x).run(best, bound, kProposals, sims, 20240611 + round);
-      if (!c.timed_out) Annealer(c, best.x).polish(best, bound, sims);
-      local_search(c, best, bound);
-      phase("annealing round");
-    }
+    // The end-stage relaxation before the rounds: they stop as soon as a plan meets it, and a time limit that
+    // cuts them short still reports it.
     const bool interleaved = p.schedule == simulate::Schedule::Interleaved || p.schedule == simulate::Schedule::InterleavedLessMemory;
     if (interleaved && bound_exact && !c.timed_out && best.step > bound * (1 + kTol)) {
       // The end-stage relaxation (pipeline/end_bound): stages 0 and S-1 exact, the middle as delays.
@@ -1406,6 +1402,12 @@ Solution solve(const Problem& p) {
         std::fprintf(stderr, "end-stage bound: %zu options, %lld pairs, %lld pruned, valid %d, %.2f\n", n, eb.pairs, eb.pruned, eb.valid ? 1 : 0, eb.bound);
       }
       phase("end-stage bound");
+    }
+    for (unsigned round = 0; round < kRounds && !c.timed_out && best.step > bound * (1 + kTol); ++round) {
+      Annealer(c, best.x).run(best, bound, kProposals, sims, 20240611 + round);
+      if (!c.timed_out) Annealer(c, best.x).polish(best, bound, sims);
+      local_search(c, best, bound);
+      phase("annealing round");
     }
   } else {
     local_search(c, best, bound);

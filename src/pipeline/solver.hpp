@@ -40,8 +40,9 @@
 //     fixed budget of simulated blocks, each followed by a hill climb and a local search on the simulated step
 //     (move one layer across a chunk boundary, change one layer's recompute kind, or both); the rounds stop
 //     when the best plan meets the bound.
-//   - interleaved schedules, one type, a gap left after the annealing: the end-stage relaxation
-//     (pipeline/end_bound: stages 0 and S-1 exact, the middle as delays, a Lagrangian over the middle).
+//   - interleaved schedules, one type, a gap left after the late-spare start (before the annealing rounds, which
+//     then stop once a plan meets it): the end-stage relaxation (pipeline/end_bound: stages 0 and S-1 exact, the
+//     middle as delays, a Lagrangian over the middle whose weights come from a master LP).
 //   - "proved optimal" iff the best simulated step equals the lower bound; otherwise the gap is reported.
 //   A time limit stops any step and returns the best found so far with its gap. K > 1 with V > 1 skips the
 //   program (the cells of one stage are not contiguous in model order): bound = m x (least total work) / S.
