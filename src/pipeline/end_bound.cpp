@@ -201,6 +201,14 @@ class MasterLp {
 }  // namespace
 
 EndBound end_stage_bound(const EndBoundInput& in) {
+  // GLPK keeps a per-thread environment; it is released on the way out (after every master LP of this call is gone),
+  // so that no memory of it outlives the call or the balancing thread.
+  struct GlpkEnvironment {
+    GlpkEnvironment() = default;
+    GlpkEnvironment(const GlpkEnvironment&) = delete;
+    GlpkEnvironment& operator=(const GlpkEnvironment&) = delete;
+    ~GlpkEnvironment() { glp_free_env(); }
+  } const glpk_environment;
   EndBound out;
   const simulate::Orders& o = *in.orders;
   const int S = o.stages;
