@@ -136,6 +136,23 @@ TEST(ModelFamilies, QkNormTypePerHeadAndAMisspeltValue) {
   }
 }
 
+// MiniMax-M2's use_routing_bias switches the router's per-expert biases (e per layer); attn_type_list may only hold
+// softmax attention layers (1): MiniMax-01's lightning attention (0) is refused with the file and key.
+TEST(ModelFamilies, MiniMaxRoutingBiasAndAttentionTypes) {
+  const std::string base = R"({"model_type":"minimax_m2","hidden_size":32,"num_hidden_layers":2,"num_attention_heads":4,
+      "num_key_value_heads":2,"head_dim":8,"intermediate_size":16,"num_local_experts":4,"num_experts_per_tok":2,"vocab_size":100,)";
+  double biased = resolve_json(base + R"("use_routing_bias":true,"attn_type_list":[1,1]})").params().total;
+  double plain = resolve_json(base + R"("use_routing_bias":false})").params().total;
+  EXPECT_DOUBLE_EQ(biased - plain, 2 * 4);
+  try {
+    (void)resolve_json(base + R"("attn_type_list":[0,1]})");
+    FAIL() << "a lightning attention layer was accepted";
+  } catch (const sapp::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("synthetic.json"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("attn_type_list"), std::string::npos) << e.what();
+  }
+}
+
 // Seed-OSS (Transformers' configuration_seed_oss.py) states the o projection's bias apart: attention_bias switches q, k
 // and v, attention_out_bias o (h weights per layer). Llama's attention_bias switches all four (modeling_llama.py).
 TEST(ModelFamilies, AttentionOutBiasIsTheOProjectionsBias) {

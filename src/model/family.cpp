@@ -217,6 +217,7 @@ BoundKind bind(const ModelSpec& spec, const Profile& profile, const LayerKind& k
       if (name == "mlp_bias" && spec.mlp_bias) v = *spec.mlp_bias ? 1 : 0;
       if (name == "qk_norm" && spec.qk_norm) v = *spec.qk_norm ? 1 : 0;
       if (name == "out_gate" && spec.attn_output_gate) v = *spec.attn_output_gate ? 1 : 0;
+      if (name == "router_bias" && spec.router_bias) v = *spec.router_bias ? 1 : 0;
       if (name == "dropout" && spec.dropout) v = *spec.dropout > 0 ? 1 : 0;
     }
     count(name, static_cast<Count>(std::llround(v)));

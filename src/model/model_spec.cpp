@@ -318,6 +318,18 @@ ModelSpec model_from_json(const json& config, const std::string& file) {
       fail(at(file, src.path("qk_norm_type")), "expected per_layer or per_head, got {}", *type);
   }
   m.attn_output_gate = src.flag({"attn_output_gate"});
+  // MiniMax-M2 (Transformers' configuration_minimax_m2.py): expert biases on the router, and a per-layer attention
+  // type where 1 is softmax attention; 0 (MiniMax-01's lightning attention) is not priced.
+  m.router_bias = src.flag({"use_routing_bias"});
+  if (text_node->contains("attn_type_list")) {
+    const json& list = text_node->at("attn_type_list");
+    if (!list.is_array()) fail(at(file, src.path("attn_type_list")), "expected a list of attention types (1: softmax attention), got {}", list.dump());
+    for (const auto& item : list) {
+      if (!item.is_number_integer() || item.get<long long>() != 1)
+        fail(at(file, src.path("attn_type_list")), "{} is not priced: only softmax attention layers (1) are; MiniMax-01's lightning attention (0) is not",
+             item.dump());
+    }
+  }
   m.hidden_act = src.text({"hidden_act", "hidden_activation", "activation_function"});
   auto drop = src.real({"hidden_dropout", "resid_pdrop", "residual_dropout", "attention_dropout", "attn_pdrop"}, units::kProbability);
   m.dropout = drop;
@@ -454,6 +466,8 @@ const std::set<std::string>& read_keys() {
                                           "qk_layernorm",
                                           "qk_norm_type",
                                           "attn_output_gate",
+                                          "use_routing_bias",
+                                          "attn_type_list",
                                           "hidden_act",
                                           "activation_function",
                                           "hidden_dropout",

@@ -109,6 +109,7 @@ struct ModelSpec {
   std::optional<bool> qk_norm;
   std::optional<bool> qk_norm_whole;  // q/k norms over the whole projection (qk_norm_type per_layer), not per head
   std::optional<bool> attn_output_gate;
+  std::optional<bool> router_bias;  // a bias per expert on the router's scores (MiniMax-M2's use_routing_bias)
   std::optional<std::string> hidden_act;
   std::optional<double> dropout;                     // attention/hidden dropout probability, when stated
   std::optional<Count> learned_position_embeddings;  // GPT-style absolute position table rows
