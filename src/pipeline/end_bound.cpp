@@ -313,6 +313,8 @@ EndBound end_stage_bound(const EndBoundInput& in) {
   }
   std::sort(open.begin(), open.end(), [](const Pair& x, const Pair& y) { return x.start < y.start; });
   for (const Pair& pair : open) {
+    // Pairs run from the lowest start and none bounds below its start: the rest cannot lower the least.
+    if (pair.start >= bound) break;
     const StageOption& first = firsts[pair.k0][pair.i0];
     const StageOption& last = lasts[pair.k1][pair.i1];
     const long long middle_layers = L - static_cast<long long>(pair.k0 + pair.k1);
@@ -323,7 +325,7 @@ EndBound end_stage_bound(const EndBoundInput& in) {
     const StageOption ones{std::vector<double>(as_size(V), 1.0), std::vector<double>(as_size(V), 1.0)};
     if (middle_program(ones, middle_layers, z) == kInfinity) continue;
     master.add_plan(z);
-    for (int round = 0; round < kRounds && pair_bound < in.cutoff; ++round) {
+    for (int round = 0; round < kRounds && pair_bound < std::min(in.cutoff, bound); ++round) {
       if (in.out_of_time()) return out;
       const MasterLp::Result r = master.solve();
       // The path most violated at the master's (mixed) middle.
