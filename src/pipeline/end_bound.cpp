@@ -158,7 +158,8 @@ class MasterLp {
   struct Result {
     double value = 0;             // t
     StageOption middle;           // sum lambda_i z_i
-    std::vector<double> weights;  // per path, the row duals
+    std::vector<double> weights;  // per path, the row duals clamped at 0 and normalised to sum 1: any such weights
+                                  // give a valid bound, so the bound never rests on the simplex's accuracy
     double least_priced = 0;      // min over the plans found of w . z (w from the weights)
   };
   Result solve() {
