@@ -1392,7 +1392,10 @@ Solution solve(const Problem& p) {
       in.layers = c.total;
       in.cutoff = best.step;
       in.floor = bound;
-      in.out_of_time = [&c] { return c.out_of_time(); };
+      // Under a time limit the relaxation gets half of what is left, so that the annealing rounds still run when
+      // it cannot finish (it then says nothing).
+      const double share_end_s = p.time_limit_s > 0 ? c.elapsed() + (p.time_limit_s - c.elapsed()) / 2 : 0;
+      in.out_of_time = [&c, share_end_s] { return c.out_of_time() || (share_end_s > 0 && c.elapsed() > share_end_s); };
       EndBound eb = in.options.empty() ? EndBound{} : end_stage_bound(in);
       if (eb.valid) bound = std::max(bound, std::min(eb.bound, best.step));
       if (debug) {
