@@ -191,6 +191,13 @@ TEST_F(BadInput, DataFiles) {
        {"llama.yaml", "ffn_mm", "-3"},
        data_with("op_profiles/llama.yaml",
                  "model_types: [llama]\nkinds:\n  decoder: {ops: {att_mm: 4, att_bmm: 2, ffn_mm: -3, softmax: 1, norm: 2, tp_comm: 4, act: 1, linrec: 0}}\n")},
+      {"profile attention_bias naming no projection bias",
+       est(m),
+       {"llama.yaml", "attention_bias", "qkv_bias and/or o_bias"},
+       data_with("op_profiles/llama.yaml",
+                 "model_types: [llama]\nattention_bias: [q_bias]\nkinds:\n  decoder: {ops: {att_mm: 4, att_bmm: 2, ffn_mm: 3, softmax: 1, norm: 2, tp_comm: 4, "
+                 "act: 1, "
+                 "linrec: 0}}\n")},
   };
   for (const auto& c : cases) expect_refused(c);
 }
