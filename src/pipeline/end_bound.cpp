@@ -26,14 +26,50 @@ struct RelaxedPath {
   bool operator==(const RelaxedPath&) const = default;
 };
 
+// Block ids of the two-stage graph: (end e in {0: stage 0, 1: stage S-1}, kind in {F, B}, chunk, micro-batch).
+std::size_t end_block_id(const simulate::Orders& o, int e, int kind, int v, int j) {
+  return ((as_size(e) * 2 + as_size(kind)) * as_size(o.chunks) + as_size(v)) * as_size(o.micro_batches) + as_size(j);
+}
+
+// The two-stage graph's edges (independent of the times), per end and position in its order: the block it waits for
+// besides its left neighbour (-1: none), and whether that edge crosses the middle along a chunk (v: a forward, V + v:
+// a backward; -1: it does not).
+struct EndEdge {
+  long long producer = -1;
+  int cross = -1;
+};
+struct EndGraph {
+  std::vector<EndEdge> edges[2];
+};
+
+EndGraph end_graph(const simulate::Orders& o) {
+  const int S = o.stages;
+  const int V = o.chunks;
+  EndGraph g;
+  for (int e = 0; e < 2; ++e) {
+    const int stage = e == 0 ? 0 : S - 1;
+    for (const simulate::Block& b : o.order[as_size(stage)]) {
+      // The schedule's own dependency; an edge along a chunk between the two ends crosses the middle.
+      const simulate::Producer pr = simulate::producer_of(o.schedule, S, V, b, stage);
+      EndEdge edge;
+      if (pr.kind >= 0) {
+        const bool crosses = pr.chunk == b.chunk && pr.stage != stage;
+        edge.producer = static_cast<long long>(end_block_id(o, crosses ? 1 - e : (pr.stage == 0 ? 0 : 1), pr.kind, pr.chunk, b.micro));
+        if (crosses) edge.cross = pr.kind == 0 ? b.chunk : V + b.chunk;
+      }
+      g.edges[e].push_back(edge);
+    }
+  }
+  return g;
+}
+
 // The two-stage graph's longest path: stages 0 and S-1 run their orders, the middle is a delay per chunk and
 // direction (`middle`: its forward and backward sums). Returns the critical path.
-RelaxedPath relaxed_critical_path(const simulate::Orders& o, const StageOption& first, const StageOption& last, const StageOption& middle) {
+RelaxedPath relaxed_critical_path(const simulate::Orders& o, const EndGraph& g, const StageOption& first, const StageOption& last, const StageOption& middle) {
   const int S = o.stages;
   const int V = o.chunks;
   const int m = o.micro_batches;
-  // Block ids: (end e in {0, 1}, kind in {F, B}, chunk, micro-batch).
-  auto id = [&](int e, int kind, int v, int j) { return ((as_size(e) * 2 + as_size(kind)) * as_size(V) + as_size(v)) * as_size(m) + as_size(j); };
+  auto id = [&](int e, int kind, int v, int j) { return end_block_id(o, e, kind, v, j); };
   const std::size_t n = id(1, 1, V - 1, m - 1) + 1;
   std::vector<double> end(n, -1.0);
   std::vector<long long> pred(n, -1);
@@ -53,20 +89,11 @@ RelaxedPath relaxed_critical_path(const simulate::Orders& o, const StageOption& 
       for (; at[e] < order.size(); ++at[e]) {
         const simulate::Block& b = order[at[e]];
         const bool forward = b.kind == simulate::BlockKind::Forward;
-        // The schedule's own dependency; an edge along a chunk between the two ends crosses the middle.
-        const int stage = e == 0 ? 0 : S - 1;
-        const simulate::Producer pr = simulate::producer_of(o.schedule, S, V, b, stage);
-        long long producer = -1;
+        const EndEdge& edge = g.edges[e][at[e]];
+        const long long producer = edge.producer;
+        const int cross = edge.cross;
         double delay = 0;
-        int cross = -1;
-        if (pr.kind >= 0) {
-          const bool crosses = pr.chunk == b.chunk && pr.stage != stage;
-          producer = static_cast<long long>(id(crosses ? 1 - e : (pr.stage == 0 ? 0 : 1), pr.kind, pr.chunk, b.micro));
-          if (crosses) {
-            delay = pr.kind == 0 ? middle.forward[as_size(b.chunk)] : middle.backward[as_size(b.chunk)];
-            cross = pr.kind == 0 ? b.chunk : V + b.chunk;
-          }
-        }
+        if (cross >= 0) delay = cross < V ? middle.forward[as_size(cross)] : middle.backward[as_size(cross - V)];
         double ready = 0;
         if (producer >= 0) {
           if (end[as_size(producer)] < 0) break;
@@ -215,6 +242,7 @@ EndBound end_stage_bound(const EndBoundInput& in) {
   const int S = o.stages;
   const int V = o.chunks;
   if (S < 2 || V < 2 || as_size(S) != in.options.size()) return out;
+  const EndGraph graph = end_graph(o);
   const long long L = in.layers;
   // The middle stages' least per-chunk sums over every option (a lower bound on any middle's sums).
   StageOption least = zeros(V);
@@ -300,7 +328,7 @@ EndBound end_stage_bound(const EndBoundInput& in) {
         for (std::size_t i1 = 0; i1 < lasts[k1].size(); ++i1) {
           if (in.out_of_time()) return out;
           ++out.pairs;
-          RelaxedPath path = relaxed_critical_path(o, firsts[k0][i0], lasts[k1][i1], least);
+          RelaxedPath path = relaxed_critical_path(o, graph, firsts[k0][i0], lasts[k1][i1], least);
           const double start = path.length(least);
           if (start >= in.cutoff) {
             ++out.pruned;
@@ -330,7 +358,7 @@ EndBound end_stage_bound(const EndBoundInput& in) {
       if (in.out_of_time()) return out;
       const MasterLp::Result r = master.solve();
       // The path most violated at the master's (mixed) middle.
-      RelaxedPath critical = relaxed_critical_path(o, first, last, r.middle);
+      RelaxedPath critical = relaxed_critical_path(o, graph, first, last, r.middle);
       const bool new_path = critical.length(r.middle) > r.value * (1 + 1e-9) + 1e-9;
       if (new_path) master.add_path(critical);
       // The dual weights price a middle plan: weak duality gives the pair's bound.
@@ -348,7 +376,7 @@ EndBound end_stage_bound(const EndBoundInput& in) {
       pair_bound = std::max(pair_bound, constant + priced);
       // z is a middle some plan has: the pair's relaxation is at most its longest path, so once that is below the
       // floor the least over the pairs cannot rise above the floor either.
-      RelaxedPath at_plan = relaxed_critical_path(o, first, last, z);
+      RelaxedPath at_plan = relaxed_critical_path(o, graph, first, last, z);
       if (at_plan.length(z) < in.floor) return out;
       const bool new_plan = priced < r.least_priced * (1 - 1e-9) - 1e-9;
       if (new_plan) master.add_plan(z);
