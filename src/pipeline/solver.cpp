@@ -1374,7 +1374,9 @@ Solution solve(const Problem& p) {
     double blocks = 0;
     for (const auto& order : c.orders.order) blocks += static_cast<double>(order.size());
     const auto sims = static_cast<long long>(kBlocks / kRounds / std::max(1.0, blocks));
-    if (p.chunks > 1) {
+    // Spare layers late is a memory argument (the early stages hold more micro-batches in flight): without a
+    // memory limit the start is skipped.
+    if (p.chunks > 1 && p.memory_limit_mb > 0) {
       Assignment seed = late_spare_seed(p);
       Annealer(c, seed).polish(best, bound, sims, true);
       phase("late-spare seed");

@@ -32,7 +32,7 @@
 //     0's forward up to cell (v, s), stage s's order from F(v, s, 0) to B(v, s, m - 1), micro-batch m - 1's
 //     backward back to cell (0, 0)", minimised by the same program with other accumulators (docs/balance.md).
 //   - incumbents: the same program's optimum for the closed-form step time (plan::closed_form_step) and for
-//     the bound, the best end states of both fronts simulated; with interleaving a late-spare start (one layer
+//     the bound, the best end states of both fronts simulated; with interleaving and a memory limit a late-spare start (one layer
 //     per cell, the rest on the last chunk of the latest stages, each stage at its least total backward) with a
 //     hill climb; then (one type) simulated annealing over the
 //     cells' layer counts, each touched stage re-picking by simulation the best of its options (the mixes that
