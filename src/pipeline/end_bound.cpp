@@ -243,6 +243,12 @@ EndBound end_stage_bound(const EndBoundInput& in) {
   const int V = o.chunks;
   if (S < 2 || V < 2 || as_size(S) != in.options.size()) return out;
   const EndGraph graph = end_graph(o);
+  const double micro = o.micro_batches;
+  auto work = [](const StageOption& x) {  // one micro-batch's blocks on the stage
+    double sum = 0;
+    for (std::size_t v = 0; v < x.forward.size(); ++v) sum += x.forward[v] + x.backward[v];
+    return sum;
+  };
   const long long L = in.layers;
   // The middle stages' least per-chunk sums over every option (a lower bound on any middle's sums).
   StageOption least = zeros(V);
@@ -328,6 +334,16 @@ EndBound end_stage_bound(const EndBoundInput& in) {
         for (std::size_t i1 = 0; i1 < lasts[k1].size(); ++i1) {
           if (in.out_of_time()) return out;
           ++out.pairs;
+          // Two paths of the relaxed graph first, cheaply: stage 0's whole order, and stage S-1's whole order after
+          // micro-batch 0's first forward reached it and before micro-batch m-1's last backward leaves it through
+          // the middle and stage 0. Above the cutoff, the pair is left at their length.
+          const double quick = std::max(micro * work(firsts[k0][i0]), firsts[k0][i0].forward[0] + least.forward[0] + micro * work(lasts[k1][i1]) +
+                                                                          least.backward[0] + firsts[k0][i0].backward[0]);
+          if (quick >= in.cutoff) {
+            ++out.pruned;
+            bound = std::min(bound, quick);
+            continue;
+          }
           RelaxedPath path = relaxed_critical_path(o, graph, firsts[k0][i0], lasts[k1][i1], least);
           const double start = path.length(least);
           if (start >= in.cutoff) {
