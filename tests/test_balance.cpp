@@ -478,6 +478,14 @@ TEST(Decompose, ReadsTheReferencesDryRunInputAndItsHeadTailConvention) {
 
 namespace {
 
+// A random head and tail, each backward twice its forward: forwards below head_range and tail_range.
+void random_head_and_tail(std::mt19937& rng, balance::LayerSet& l, unsigned head_range, unsigned tail_range) {
+  l.head_forward = static_cast<double>(rng() % head_range);
+  l.head_backward = 2 * l.head_forward;
+  l.tail_forward = static_cast<double>(rng() % tail_range);
+  l.tail_backward = 2 * l.tail_forward;
+}
+
 // Random small problems (fixed seed) solved both ways: the bound may never exceed the best simulated step of any plan
 // that fits (exhaustive enumeration), nor may the optimiser's plan beat it. `shape(rng, p)` draws stages, chunks,
 // micro-batches, layers and schedule into p; returns how many problems had a feasible plan (and in `proved` how
@@ -549,10 +557,7 @@ std::function<void(std::mt19937&, balance::Problem&)> end_stage_shape(int most_s
     int m = S + static_cast<int>(rng() % 3);
     long long L = S * V + static_cast<long long>(rng() % (S == 4 ? 2 : 3));
     p.layers = layers(L, 5 + static_cast<double>(rng() % 10), 30, {{Rc::None, 12}, {Rc::Full, 2}});
-    p.layers.head_forward = static_cast<double>(rng() % 30);
-    p.layers.head_backward = 2 * p.layers.head_forward;
-    p.layers.tail_forward = static_cast<double>(rng() % 40);
-    p.layers.tail_backward = 2 * p.layers.tail_forward;
+    random_head_and_tail(rng, p.layers, 30, 40);
     p.stages = S;
     p.chunks = V;
     p.micro_batches = m;
@@ -593,10 +598,7 @@ TEST(Balance, ExcursionBoundNeverExceedsTheExhaustiveOptimum) {
         int m = 1 + static_cast<int>(rng() % 7);
         long long L = S + static_cast<long long>(rng() % 5);
         p.layers = layers(L, 5 + static_cast<double>(rng() % 10), 30, {{Rc::None, 12}, {Rc::Selective, 7}, {Rc::Full, 2}});
-        p.layers.head_forward = static_cast<double>(rng() % 20);
-        p.layers.head_backward = 2 * p.layers.head_forward;
-        p.layers.tail_forward = static_cast<double>(rng() % 30);
-        p.layers.tail_backward = 2 * p.layers.tail_forward;
+        random_head_and_tail(rng, p.layers, 20, 30);
         p.stages = S;
         p.micro_batches = m;
         p.memory_limit_mb = rng() % 2 ? 0 : 30.0 * static_cast<double>(L) / S + 12.0 * std::min(m, S) + 10;

@@ -1,7 +1,6 @@
 #include "pipeline/end_bound.hpp"
 
 #include <algorithm>
-#include <cmath>
 #include <limits>
 
 #include <glpk.h>
@@ -180,14 +179,15 @@ class MasterLp {
     glp_set_mat_col(lp_, col, static_cast<int>(index.size()) - 1, index.data(), value.data());
   }
   [[nodiscard]] bool has(const RelaxedPath& p) const { return std::find(paths_.begin(), paths_.end(), p) != paths_.end(); }
-  [[nodiscard]] const RelaxedPath& path(std::size_t q) const { return paths_[q]; }
 
   struct Result {
-    double value = 0;             // t
-    StageOption middle;           // sum lambda_i z_i
-    std::vector<double> weights;  // per path, the row duals clamped at 0 and normalised to sum 1: any such weights
-                                  // give a valid bound, so the bound never rests on the simplex's accuracy
-    double least_priced = 0;      // min over the plans found of w . z (w from the weights)
+    double value = 0;    // t
+    StageOption middle;  // sum lambda_i z_i
+    // From the row duals, clamped at 0 and normalised to sum 1 (any such weights give a valid bound, so the bound
+    // never rests on the simplex's accuracy): the weighted paths' time on the end stages and middle crossings.
+    double constant = 0;
+    StageOption crossings;
+    double least_priced = 0;  // min over the plans found of crossings . z
   };
   Result solve() {
     if (glp_simplex(lp_, &parm_) != 0) {
@@ -204,17 +204,23 @@ class MasterLp {
         r.middle.backward[as_size(v)] += lambda * plans_[i].backward[as_size(v)];
       }
     }
-    for (std::size_t q = 0; q < paths_.size(); ++q) r.weights.push_back(std::max(0.0, glp_get_row_dual(lp_, static_cast<int>(q) + 2)));
+    std::vector<double> weights;
     double sum = 0;
-    for (double x : r.weights) sum += x;
-    if (sum > 0)
-      for (double& x : r.weights) x /= sum;
-    r.least_priced = kInfinity;
-    for (const StageOption& z : plans_) {
-      double d = 0;
-      for (std::size_t q = 0; q < paths_.size(); ++q) d += r.weights[q] * (paths_[q].length(z) - paths_[q].on_ends);
-      r.least_priced = std::min(r.least_priced, d);
+    for (std::size_t q = 0; q < paths_.size(); ++q) {
+      weights.push_back(std::max(0.0, glp_get_row_dual(lp_, static_cast<int>(q) + 2)));
+      sum += weights.back();
     }
+    r.crossings = zeros(chunks_);
+    for (std::size_t q = 0; q < paths_.size() && sum > 0; ++q) {
+      const double mu = weights[q] / sum;
+      r.constant += mu * paths_[q].on_ends;
+      for (int v = 0; v < chunks_; ++v) {
+        r.crossings.forward[as_size(v)] += mu * paths_[q].forward_crossings[as_size(v)];
+        r.crossings.backward[as_size(v)] += mu * paths_[q].backward_crossings[as_size(v)];
+      }
+    }
+    r.least_priced = kInfinity;
+    for (const StageOption& z : plans_) r.least_priced = std::min(r.least_priced, dot(r.crossings, z));
     return r;
   }
 
@@ -378,18 +384,8 @@ EndBound end_stage_bound(const EndBoundInput& in) {
       const bool new_path = critical.length(r.middle) > r.value * (1 + 1e-9) + 1e-9;
       if (new_path) master.add_path(critical);
       // The dual weights price a middle plan: weak duality gives the pair's bound.
-      StageOption w = zeros(V);
-      double constant = 0;
-      for (std::size_t q = 0; q < r.weights.size(); ++q) {
-        const RelaxedPath& path = master.path(q);
-        constant += r.weights[q] * path.on_ends;
-        for (int v = 0; v < V; ++v) {
-          w.forward[as_size(v)] += r.weights[q] * path.forward_crossings[as_size(v)];
-          w.backward[as_size(v)] += r.weights[q] * path.backward_crossings[as_size(v)];
-        }
-      }
-      const double priced = middle_program(w, middle_layers, z);
-      pair_bound = std::max(pair_bound, constant + priced);
+      const double priced = middle_program(r.crossings, middle_layers, z);
+      pair_bound = std::max(pair_bound, r.constant + priced);
       // z is a middle some plan has: the pair's relaxation is at most its longest path, so once that is below the
       // floor the least over the pairs cannot rise above the floor either.
       RelaxedPath at_plan = relaxed_critical_path(o, graph, first, last, z);

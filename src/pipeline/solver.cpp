@@ -345,38 +345,115 @@ StageChoice stage_option_v1(Context& c, int s, long long pos, long long k) {
   return out;
 }
 
-// Step 2b (V > 1, one type): every composition of k over the chunks and every combination of the chunks' mixes
-// that fits the schedule's in-flight vectors; the Pareto front of (slowest chunk, stage time, lead) is kept.
-std::vector<StageChoice> stage_options_vn(Context& c, int s, long long k, int bound_chunk, int excursions) {
+// Every composition of k body layers over stage s's chunks (a layer in each chunk that must hold one, within the
+// chunk spread) and every combination of the chunks' mixes that fits the schedule's in-flight vectors, leaving out
+// those whose m T_s exceeds the cutoff (Context::cutoff: first all of k when even the fastest kinds are too slow,
+// then each composition as its chunks are picked). `visit(mixes, forward, backward)` sees each one (the chunks' mixes
+// and their cells' forward and backward times, head and tail included) and returns false to stop. The enumeration
+// grows as (layers per stage)^(V-1) compositions times the chunks' mixes: it reads the clock every kClockEvery
+// options and stops when the time is up (c.timed_out then says the options are incomplete).
+void for_each_stage_mix(Context& c, int s, long long k,
+                        const std::function<bool(const std::vector<Mix>&, const std::vector<double>&, const std::vector<double>&)>& visit) {
   const Problem& p = c.p;
   const int V = p.chunks;
-  std::vector<StageChoice> options;
   const BodyType& b = p.layers.bodies[0];
   const auto& vecs = c.vectors[uz(s)];
   const auto& fr = c.fronts[0];
   double budget = c.limit - static_cast<double>(k) * b.param_mb - head_tail_static(p, s);
-  if (budget < -kTol) return options;
+  if (budget < -kTol) return;
   std::vector<long long> comp(uz(V), 0);
   std::vector<Mix> cur(uz(V));
   std::vector<double> partial(vecs.size(), 0.0);
   std::vector<double> rest_min(vecs.size(), 0.0);
   auto extra_f = [&](int v) { return head_tail_forward(p, v, s); };
   auto extra_b = [&](int v) { return head_tail_backward(p, v, s); };
-  // Stage options whose m T_s exceeds the cutoff are left out (Context::cutoff): first all of k when even the
-  // fastest kinds are too slow, then each composition as its chunks are picked.
   const double micro = static_cast<double>(p.micro_batches);
   const double per_layer = b.forward + fastest_backward(b, c.kinds);
   double extras = 0;
   for (int v = 0; v < V; ++v) extras += extra_f(v) + extra_b(v);
-  if (micro * (static_cast<double>(k) * per_layer + extras) > c.cutoff * (1 + kTol)) return options;
+  if (micro * (static_cast<double>(k) * per_layer + extras) > c.cutoff * (1 + kTol)) return;
   std::vector<double> cf(uz(V), 0.0);  // the chunks' forward and backward times of the option being built
   std::vector<double> cb(uz(V), 0.0);
-  auto add = [&](double cell_max, double total, double lead) {
+  bool stopped = false;
+  constexpr long long kClockEvery = 4096;
+  std::function<void(int, double)> pick = [&](int u, double total) {
+    if (c.timed_out || stopped) return;
+    if (u == V) {
+      if (++c.explored % kClockEvery == 0) c.out_of_time();
+      stopped = !visit(cur, cf, cb);
+      return;
+    }
+    std::size_t ui = uz(u);
+    double rest_fastest = 0;
+    for (int r = u; r < V; ++r) rest_fastest += static_cast<double>(comp[uz(r)]) * per_layer + extra_f(r) + extra_b(r);
+    if (micro * (total + rest_fastest) > c.cutoff * (1 + kTol)) return;
+    for (std::size_t i = 0; i < vecs.size(); ++i) {
+      rest_min[i] = 0;
+      for (int r = u + 1; r < V; ++r) rest_min[i] += vecs[i][uz(r)] * fr[uz(comp[uz(r)])].front().weight;
+    }
+    for (const Mix& m : fr[uz(comp[ui])]) {
+      bool ok = true;
+      for (std::size_t i = 0; i < vecs.size() && ok; ++i) ok = partial[i] + vecs[i][ui] * m.weight + rest_min[i] <= budget + kTol;
+      if (!ok) break;  // heavier mixes follow: none of them fits either
+      double f = static_cast<double>(comp[ui]) * b.forward + extra_f(u);
+      double bw = m.cost + extra_b(u);
+      for (std::size_t i = 0; i < vecs.size(); ++i) partial[i] += vecs[i][ui] * m.weight;
+      cur[ui] = m;
+      cf[ui] = f;
+      cb[ui] = bw;
+      pick(u + 1, total + f + bw);
+      for (std::size_t i = 0; i < vecs.size(); ++i) partial[i] -= vecs[i][ui] * m.weight;
+      if (stopped) return;
+    }
+  };
+  long long compositions = 0;
+  std::vector<long long> needed(uz(V + 1), 0);  // chunks from v on that must hold a layer (not reserved)
+  for (int v = V - 1; v >= 0; --v) needed[uz(v)] = needed[uz(v + 1)] + (reserved(p, v, s) ? 0 : 1);
+  std::function<void(int, long long)> compose = [&](int v, long long left) {
+    if (left < needed[uz(v)]) return;  // too few layers left for the chunks that need one
+    if (v == V) {
+      if (++compositions % kClockEvery == 0) c.out_of_time();
+      if (left != 0) return;
+      if (p.chunk_spread > 0) {
+        long long lo = std::numeric_limits<long long>::max();
+        long long hi = 0;
+        for (int u = 0; u < V; ++u) {
+          if (reserved(p, u, s)) continue;
+          lo = std::min(lo, comp[uz(u)]);
+          hi = std::max(hi, comp[uz(u)]);
+        }
+        if (hi > 0 && hi - lo > p.chunk_spread) return;
+      }
+      pick(0, 0.0);
+      return;
+    }
+    long long min_here = reserved(p, v, s) ? 0 : 1;
+    if (v == V - 1) min_here = left;  // the last chunk takes the rest
+    for (long long n = min_here; n <= left && !c.timed_out && !stopped; ++n) {
+      comp[uz(v)] = n;
+      compose(v + 1, left - n);
+    }
+  };
+  compose(0, k);
+}
+
+// Step 2b (V > 1, one type): every composition of k over the chunks and every combination of the chunks' mixes
+// that fits the schedule's in-flight vectors (for_each_stage_mix); the Pareto front of (slowest chunk, stage time,
+// lead) is kept.
+std::vector<StageChoice> stage_options_vn(Context& c, int s, long long k, int bound_chunk, int excursions) {
+  const Problem& p = c.p;
+  const int V = p.chunks;
+  std::vector<StageChoice> options;
+  auto add = [&](const std::vector<Mix>& cur, const std::vector<double>& cf, const std::vector<double>& cb) {
     StageChoice ch;
-    ch.time = total;
-    ch.cell_max = cell_max;
-    ch.lead = lead;
-    ch.key = {cell_max, total, lead};
+    ch.time = 0;
+    ch.cell_max = 0;
+    for (int u = 0; u < V; ++u) {
+      ch.time = ch.time + cf[uz(u)] + cb[uz(u)];
+      ch.cell_max = std::max(ch.cell_max, cf[uz(u)] + cb[uz(u)]);
+    }
+    ch.lead = lead_of(p, cf[0], cb[0]);
+    ch.key = {ch.cell_max, ch.time, ch.lead};
     if (bound_chunk >= 0) {
       const auto& paths = c.excursions[uz(s)][uz(bound_chunk)];
       ch.window = -kInf;  // no path with that many excursions through this window
@@ -398,74 +475,14 @@ std::vector<StageChoice> stage_options_vn(Context& c, int s, long long k, int bo
       return x[0] <= y[0] + 1e-12 && x[1] <= y[1] + 1e-12 && x[2] <= y[2] + 1e-12;
     };
     for (const auto& o : options) {
-      if (le(o.key, ch.key)) return;
+      if (le(o.key, ch.key)) return true;
     }
     options.erase(std::remove_if(options.begin(), options.end(), [&](const StageChoice& o) { return le(ch.key, o.key); }), options.end());
     for (const Mix& m : cur) ch.mixes.push_back({m});
     options.push_back(std::move(ch));
+    return true;
   };
-  // The enumeration grows as (layers per stage)^(V-1) compositions times the chunks' mixes: it reads the clock
-  // every kClockEvery options and stops when the time is up (the options are then incomplete, and c.timed_out
-  // keeps them from proving anything).
-  constexpr long long kClockEvery = 4096;
-  std::function<void(int, double, double, double)> pick = [&](int u, double total, double cell_max, double lead) {
-    if (c.timed_out) return;
-    if (u == V) {
-      if (++c.explored % kClockEvery == 0) c.out_of_time();
-      add(cell_max, total, lead);
-      return;
-    }
-    std::size_t ui = uz(u);
-    double rest_fastest = 0;
-    for (int r = u; r < V; ++r) rest_fastest += static_cast<double>(comp[uz(r)]) * per_layer + extra_f(r) + extra_b(r);
-    if (micro * (total + rest_fastest) > c.cutoff * (1 + kTol)) return;
-    for (std::size_t i = 0; i < vecs.size(); ++i) {
-      rest_min[i] = 0;
-      for (int r = u + 1; r < V; ++r) rest_min[i] += vecs[i][uz(r)] * fr[uz(comp[uz(r)])].front().weight;
-    }
-    for (const Mix& m : fr[uz(comp[ui])]) {
-      bool ok = true;
-      for (std::size_t i = 0; i < vecs.size() && ok; ++i) ok = partial[i] + vecs[i][ui] * m.weight + rest_min[i] <= budget + kTol;
-      if (!ok) break;  // heavier mixes follow: none of them fits either
-      double f = static_cast<double>(comp[ui]) * b.forward + extra_f(u);
-      double bw = m.cost + extra_b(u);
-      for (std::size_t i = 0; i < vecs.size(); ++i) partial[i] += vecs[i][ui] * m.weight;
-      cur[ui] = m;
-      cf[ui] = f;
-      cb[ui] = bw;
-      pick(u + 1, total + f + bw, std::max(cell_max, f + bw), u == 0 ? lead_of(p, f, bw) : lead);
-      for (std::size_t i = 0; i < vecs.size(); ++i) partial[i] -= vecs[i][ui] * m.weight;
-    }
-  };
-  long long compositions = 0;
-  std::vector<long long> needed(uz(V + 1), 0);  // chunks from v on that must hold a layer (not reserved)
-  for (int v = V - 1; v >= 0; --v) needed[uz(v)] = needed[uz(v + 1)] + (reserved(p, v, s) ? 0 : 1);
-  std::function<void(int, long long)> compose = [&](int v, long long left) {
-    if (left < needed[uz(v)]) return;  // too few layers left for the chunks that need one
-    if (v == V) {
-      if (++compositions % kClockEvery == 0) c.out_of_time();
-      if (left != 0) return;
-      if (p.chunk_spread > 0) {
-        long long lo = std::numeric_limits<long long>::max();
-        long long hi = 0;
-        for (int u = 0; u < V; ++u) {
-          if (reserved(p, u, s)) continue;
-          lo = std::min(lo, comp[uz(u)]);
-          hi = std::max(hi, comp[uz(u)]);
-        }
-        if (hi > 0 && hi - lo > p.chunk_spread) return;
-      }
-      pick(0, 0.0, 0.0, 0.0);
-      return;
-    }
-    long long min_here = reserved(p, v, s) ? 0 : 1;
-    if (v == V - 1) min_here = left;  // the last chunk takes the rest
-    for (long long n = min_here; n <= left && !c.timed_out; ++n) {
-      comp[uz(v)] = n;
-      compose(v + 1, left - n);
-    }
-  };
-  compose(0, k);
+  for_each_stage_mix(c, s, k, add);
   return options;
 }
 
@@ -1026,81 +1043,36 @@ Assignment late_spare_seed(const Problem& p) {
   return x;
 }
 
-// The options of every stage for the end-stage bound (pipeline/end_bound): per stage and k body layers, every
-// composition over the chunks with the mixes of the fronts that fit the stage's memory, kept Pareto-minimal in the
-// cells' forward and backward times; a stage whose m T_s exceeds the cutoff is left out as in the programs.
-// Returns no stages when the enumeration passes kMaxCombinations (the bound is then skipped).
+// The options of every stage for the end-stage bound (pipeline/end_bound): per stage and k body layers, the stage's
+// compositions and mixes (for_each_stage_mix: they fit its memory, none slower than the cutoff), kept Pareto-minimal
+// in the cells' forward and backward times. Returns no stages when more than kMaxCombinations are seen or the time is
+// up (the bound is then skipped).
 std::vector<std::vector<std::vector<StageOption>>> end_bound_options(Context& c) {
   constexpr long long kMaxCombinations = 2000000;
-  const Problem& p = c.p;
-  const int S = p.stages;
-  const int V = p.chunks;
-  const BodyType& b = p.layers.bodies[0];
-  const auto& fr = c.fronts[0];
-  const double micro = static_cast<double>(p.micro_batches);
-  const double per_layer = b.forward + fastest_backward(b, c.kinds);
+  const int S = c.p.stages;
+  const int V = c.p.chunks;
   long long combinations = 0;
   std::vector<std::vector<std::vector<StageOption>>> out(uz(S));
   for (int s = 0; s < S; ++s) {
-    auto extra_f = [&](int v) { return head_tail_forward(p, v, s); };
-    auto extra_b = [&](int v) { return head_tail_backward(p, v, s); };
-    double extras = 0;
-    long long least_k = 0;
-    for (int v = 0; v < V; ++v) {
-      extras += extra_f(v) + extra_b(v);
-      if (!reserved(p, v, s)) ++least_k;
-    }
-    const auto& vecs = c.vectors[uz(s)];
     for (long long k = 0; k <= c.total; ++k) {
-      out[uz(s)].emplace_back();
-      if (k < least_k || micro * (static_cast<double>(k) * per_layer + extras) > c.cutoff * (1 + kTol)) continue;
-      const double budget = c.limit - static_cast<double>(k) * b.param_mb - head_tail_static(p, s);
-      if (budget < -kTol) continue;
-      auto& list = out[uz(s)][uz(k)];
-      std::vector<long long> comp(uz(V), 0);
-      StageOption cur{std::vector<double>(uz(V), 0.0), std::vector<double>(uz(V), 0.0)};
-      std::vector<double> partial(vecs.size(), 0.0);
-      auto dominated_by = [&](const StageOption& x, const StageOption& y) {  // y is no slower than x in every cell
+      auto& list = out[uz(s)].emplace_back();
+      // Whether the cells (f1, b1) are no slower than (f2, b2) in every chunk.
+      auto no_slower = [V](const std::vector<double>& f1, const std::vector<double>& b1, const std::vector<double>& f2, const std::vector<double>& b2) {
         for (int v = 0; v < V; ++v) {
-          if (y.forward[uz(v)] > x.forward[uz(v)] + 1e-12 || y.backward[uz(v)] > x.backward[uz(v)] + 1e-12) return false;
+          if (f1[uz(v)] > f2[uz(v)] + 1e-12 || b1[uz(v)] > b2[uz(v)] + 1e-12) return false;
         }
         return true;
       };
-      std::function<void(int)> pick = [&](int u) {
-        if (u == V) {
-          for (const StageOption& o : list) {
-            if (dominated_by(cur, o)) return;
-          }
-          std::erase_if(list, [&](const StageOption& o) { return dominated_by(o, cur); });
-          list.push_back(cur);
-          return;
+      for_each_stage_mix(c, s, k, [&](const std::vector<Mix>&, const std::vector<double>& f, const std::vector<double>& b) {
+        if (++combinations > kMaxCombinations) return false;
+        for (const StageOption& o : list) {
+          if (no_slower(o.forward, o.backward, f, b)) return true;
         }
-        for (const Mix& mix : fr[uz(comp[uz(u)])]) {
-          if (++combinations > kMaxCombinations) return;
-          bool fits = true;
-          for (std::size_t i = 0; i < vecs.size() && fits; ++i) fits = partial[i] + vecs[i][uz(u)] * mix.weight <= budget + kTol;
-          if (!fits) break;  // heavier mixes follow
-          for (std::size_t i = 0; i < vecs.size(); ++i) partial[i] += vecs[i][uz(u)] * mix.weight;
-          cur.forward[uz(u)] = static_cast<double>(comp[uz(u)]) * b.forward + extra_f(u);
-          cur.backward[uz(u)] = mix.cost + extra_b(u);
-          pick(u + 1);
-          for (std::size_t i = 0; i < vecs.size(); ++i) partial[i] -= vecs[i][uz(u)] * mix.weight;
-        }
-      };
-      std::function<void(int, long long)> compose = [&](int v, long long left) {
-        if (v == V - 1) {
-          if (left < (reserved(p, v, s) ? 0 : 1)) return;
-          comp[uz(v)] = left;
-          pick(0);
-          return;
-        }
-        for (long long n = reserved(p, v, s) ? 0 : 1; n <= left; ++n) {
-          comp[uz(v)] = n;
-          compose(v + 1, left - n);
-        }
-      };
-      compose(0, k);
-      if (combinations > kMaxCombinations || c.out_of_time()) return {};
+        std::erase_if(list, [&](const StageOption& o) { return no_slower(f, b, o.forward, o.backward); });
+        list.push_back(StageOption{f, b});
+        return true;
+      });
+      if (combinations > kMaxCombinations || c.timed_out) return {};
     }
   }
   return out;
