@@ -345,33 +345,32 @@ StageChoice stage_option_v1(Context& c, int s, long long pos, long long k) {
   return out;
 }
 
-// Every composition of k body layers over stage s's chunks (a layer in each chunk that must hold one, within the
-// chunk spread) and every combination of the chunks' mixes that fits the schedule's in-flight vectors, leaving out
-// those whose m T_s exceeds the cutoff (Context::cutoff: first all of k when even the fastest kinds are too slow,
-// then each composition as its chunks are picked). `visit(mixes, forward, backward)` sees each one (the chunks' mixes
-// and their cells' forward and backward times, head and tail included) and returns false to stop. The enumeration
-// grows as (layers per stage)^(V-1) compositions times the chunks' mixes: it reads the clock every kClockEvery
-// options and stops when the time is up (c.timed_out then says the options are incomplete).
-void for_each_stage_mix(Context& c, int s, long long k,
-                        const std::function<bool(const std::vector<Mix>&, const std::vector<double>&, const std::vector<double>&)>& visit) {
+// The chunks' mixes, one per chunk, and their cells' forward and backward times (head and tail included).
+using MixVisit = std::function<bool(const std::vector<const Mix*>&, const std::vector<double>&, const std::vector<double>&)>;
+
+// Every combination of the chunks' mixes for one composition `comp` of stage s's body layers over its chunks that
+// fits the schedule's in-flight vectors, and with `prune_slow` none whose m T_s exceeds the cutoff (Context::cutoff).
+// `visit` sees each one and returns false to stop; returns false when it stopped (or the time is up).
+bool for_each_composition_mix(Context& c, int s, const std::vector<long long>& comp, bool prune_slow, const MixVisit& visit) {
   const Problem& p = c.p;
   const int V = p.chunks;
   const BodyType& b = p.layers.bodies[0];
   const auto& vecs = c.vectors[uz(s)];
   const auto& fr = c.fronts[0];
+  long long k = 0;
+  for (long long n : comp) {
+    if (uz(n) >= fr.size()) return true;  // more layers in a chunk than the fronts cover: no mix
+    k += n;
+  }
   double budget = c.limit - static_cast<double>(k) * b.param_mb - head_tail_static(p, s);
-  if (budget < -kTol) return;
-  std::vector<long long> comp(uz(V), 0);
-  std::vector<Mix> cur(uz(V));
+  if (budget < -kTol) return true;
+  std::vector<const Mix*> cur(uz(V), nullptr);
   std::vector<double> partial(vecs.size(), 0.0);
   std::vector<double> rest_min(vecs.size(), 0.0);
   auto extra_f = [&](int v) { return head_tail_forward(p, v, s); };
   auto extra_b = [&](int v) { return head_tail_backward(p, v, s); };
   const double micro = static_cast<double>(p.micro_batches);
   const double per_layer = b.forward + fastest_backward(b, c.kinds);
-  double extras = 0;
-  for (int v = 0; v < V; ++v) extras += extra_f(v) + extra_b(v);
-  if (micro * (static_cast<double>(k) * per_layer + extras) > c.cutoff * (1 + kTol)) return;
   std::vector<double> cf(uz(V), 0.0);  // the chunks' forward and backward times of the option being built
   std::vector<double> cb(uz(V), 0.0);
   bool stopped = false;
@@ -384,9 +383,11 @@ void for_each_stage_mix(Context& c, int s, long long k,
       return;
     }
     std::size_t ui = uz(u);
-    double rest_fastest = 0;
-    for (int r = u; r < V; ++r) rest_fastest += static_cast<double>(comp[uz(r)]) * per_layer + extra_f(r) + extra_b(r);
-    if (micro * (total + rest_fastest) > c.cutoff * (1 + kTol)) return;
+    if (prune_slow) {
+      double rest_fastest = 0;
+      for (int r = u; r < V; ++r) rest_fastest += static_cast<double>(comp[uz(r)]) * per_layer + extra_f(r) + extra_b(r);
+      if (micro * (total + rest_fastest) > c.cutoff * (1 + kTol)) return;
+    }
     for (std::size_t i = 0; i < vecs.size(); ++i) {
       rest_min[i] = 0;
       for (int r = u + 1; r < V; ++r) rest_min[i] += vecs[i][uz(r)] * fr[uz(comp[uz(r)])].front().weight;
@@ -398,7 +399,7 @@ void for_each_stage_mix(Context& c, int s, long long k,
       double f = static_cast<double>(comp[ui]) * b.forward + extra_f(u);
       double bw = m.cost + extra_b(u);
       for (std::size_t i = 0; i < vecs.size(); ++i) partial[i] += vecs[i][ui] * m.weight;
-      cur[ui] = m;
+      cur[ui] = &m;
       cf[ui] = f;
       cb[ui] = bw;
       pick(u + 1, total + f + bw);
@@ -406,6 +407,29 @@ void for_each_stage_mix(Context& c, int s, long long k,
       if (stopped) return;
     }
   };
+  pick(0, 0.0);
+  return !stopped && !c.timed_out;
+}
+
+// Every composition of k body layers over stage s's chunks (a layer in each chunk that must hold one, within the
+// chunk spread) and every combination of the chunks' mixes that fits (for_each_composition_mix), leaving out those
+// whose m T_s exceeds the cutoff: first all of k when even the fastest kinds are too slow, then each composition as
+// its chunks are picked. The enumeration grows as (layers per stage)^(V-1) compositions times the chunks' mixes: it
+// reads the clock every kClockEvery options and stops when the time is up (c.timed_out then says the options are
+// incomplete).
+void for_each_stage_mix(Context& c, int s, long long k, const MixVisit& visit) {
+  const Problem& p = c.p;
+  const int V = p.chunks;
+  const BodyType& b = p.layers.bodies[0];
+  if (c.limit - static_cast<double>(k) * b.param_mb - head_tail_static(p, s) < -kTol) return;
+  const double micro = static_cast<double>(p.micro_batches);
+  const double per_layer = b.forward + fastest_backward(b, c.kinds);
+  double extras = 0;
+  for (int v = 0; v < V; ++v) extras += head_tail_forward(p, v, s) + head_tail_backward(p, v, s);
+  if (micro * (static_cast<double>(k) * per_layer + extras) > c.cutoff * (1 + kTol)) return;
+  std::vector<long long> comp(uz(V), 0);
+  bool stopped = false;
+  constexpr long long kClockEvery = 4096;
   long long compositions = 0;
   std::vector<long long> needed(uz(V + 1), 0);  // chunks from v on that must hold a layer (not reserved)
   for (int v = V - 1; v >= 0; --v) needed[uz(v)] = needed[uz(v + 1)] + (reserved(p, v, s) ? 0 : 1);
@@ -424,7 +448,7 @@ void for_each_stage_mix(Context& c, int s, long long k,
         }
         if (hi > 0 && hi - lo > p.chunk_spread) return;
       }
-      pick(0, 0.0);
+      stopped = !for_each_composition_mix(c, s, comp, true, visit);
       return;
     }
     long long min_here = reserved(p, v, s) ? 0 : 1;
@@ -444,7 +468,7 @@ std::vector<StageChoice> stage_options_vn(Context& c, int s, long long k, int bo
   const Problem& p = c.p;
   const int V = p.chunks;
   std::vector<StageChoice> options;
-  auto add = [&](const std::vector<Mix>& cur, const std::vector<double>& cf, const std::vector<double>& cb) {
+  auto add = [&](const std::vector<const Mix*>& cur, const std::vector<double>& cf, const std::vector<double>& cb) {
     StageChoice ch;
     ch.time = 0;
     ch.cell_max = 0;
@@ -478,7 +502,7 @@ std::vector<StageChoice> stage_options_vn(Context& c, int s, long long k, int bo
       if (le(o.key, ch.key)) return true;
     }
     options.erase(std::remove_if(options.begin(), options.end(), [&](const StageChoice& o) { return le(ch.key, o.key); }), options.end());
-    for (const Mix& m : cur) ch.mixes.push_back({m});
+    for (const Mix* m : cur) ch.mixes.push_back({*m});
     options.push_back(std::move(ch));
     return true;
   };
@@ -918,50 +942,27 @@ class Annealer {
 
   const std::vector<Option>& options(int s, const std::vector<std::vector<long long>>& n) {
     std::vector<long long> comp(uz(V_));
-    long long k = 0;
-    for (int v = 0; v < V_; ++v) {
-      comp[uz(v)] = n[uz(v)][uz(s)];
-      k += comp[uz(v)];
-    }
+    for (int v = 0; v < V_; ++v) comp[uz(v)] = n[uz(v)][uz(s)];
     auto key = std::make_pair(s, comp);
     auto it = memo_.find(key);
     if (it != memo_.end()) return it->second;
-    const Problem& p = c_.p;
+    // The combinations that fit (none left out for being slow: the walk may pass through them), kept Pareto-minimal
+    // in the chunks' backward costs, at most kMaxOptions.
     std::vector<Option> out;
-    const auto& fr = c_.fronts[0];
-    const auto& vecs = c_.vectors[uz(s)];
-    double budget = c_.limit - static_cast<double>(k) * p.layers.bodies[0].param_mb - head_tail_static(p, s);
-    Option cur(uz(V_), nullptr);
-    bool too_many = false;
-    std::function<void(int)> rec = [&](int v) {
-      if (too_many) return;
-      if (v == V_) {
-        for (const auto& vec : vecs) {
-          double a = 0;
-          for (int u = 0; u < V_; ++u) a += vec[uz(u)] * cur[uz(u)]->weight;
-          if (a > budget + kTol) return;
-        }
-        auto dominates = [&](const Option& x, const Option& y) {
-          for (int u = 0; u < V_; ++u) {
-            if (x[uz(u)]->cost > y[uz(u)]->cost + 1e-12) return false;
-          }
-          return true;
-        };
-        for (const Option& o : out) {
-          if (dominates(o, cur)) return;
-        }
-        std::erase_if(out, [&](const Option& o) { return dominates(cur, o); });
-        out.push_back(cur);
-        too_many = out.size() >= kMaxOptions;
-        return;
+    auto dominates = [&](const Option& x, const Option& y) {
+      for (int u = 0; u < V_; ++u) {
+        if (x[uz(u)]->cost > y[uz(u)]->cost + 1e-12) return false;
       }
-      if (uz(comp[uz(v)]) >= fr.size()) return;
-      for (const Mix& m : fr[uz(comp[uz(v)])]) {
-        cur[uz(v)] = &m;
-        rec(v + 1);
-      }
+      return true;
     };
-    rec(0);
+    for_each_composition_mix(c_, s, comp, false, [&](const Option& cur, const std::vector<double>&, const std::vector<double>&) {
+      for (const Option& o : out) {
+        if (dominates(o, cur)) return true;
+      }
+      std::erase_if(out, [&](const Option& o) { return dominates(cur, o); });
+      out.push_back(cur);
+      return out.size() < kMaxOptions;
+    });
     return memo_[key] = std::move(out);
   }
 
@@ -1063,7 +1064,7 @@ std::vector<std::vector<std::vector<StageOption>>> end_bound_options(Context& c)
         }
         return true;
       };
-      for_each_stage_mix(c, s, k, [&](const std::vector<Mix>&, const std::vector<double>& f, const std::vector<double>& b) {
+      for_each_stage_mix(c, s, k, [&](const std::vector<const Mix*>&, const std::vector<double>& f, const std::vector<double>& b) {
         if (++combinations > kMaxCombinations) return false;
         for (const StageOption& o : list) {
           if (no_slower(o.forward, o.backward, f, b)) return true;
