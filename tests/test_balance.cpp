@@ -129,6 +129,32 @@ TEST(Balance, ManyChunksStopAtTheTimeLimitWithAPlan) {
   EXPECT_LT(sol.solve_seconds, p.time_limit_s + 20.0);
 }
 
+TEST(Balance, ATimeLimitAtAnyPointLeavesAValidAnswer) {
+  // The limit can fall in any phase (programs, late-spare start, end-stage bound, annealing, polishing); wherever it
+  // falls, the solve returns the best plan so far (or none) and never reads a stage option that was not listed
+  // (sapp plan, whose layouts are balanced under a 1.5 s limit, once crashed on a stage whose options the
+  // expired clock had left empty). Limits on a geometric grid, both schedules of the demo.
+  for (bool interleaved : {true, false}) {
+    for (double limit = 0.0005; limit < 1.0; limit *= 1.6) {
+      balance::Problem p;
+      p.layers = balance::read_layers(test::data_dir() + "/layers/demo.json");
+      p.stages = 16;
+      p.chunks = interleaved ? 3 : 1;
+      p.micro_batches = 16;
+      p.memory_limit_mb = 56000;
+      p.schedule = interleaved ? simulate::Schedule::Interleaved : simulate::Schedule::OneF1B;
+      p.time_limit_s = limit;
+      balance::Solution sol = balance::solve(p);
+      if (!sol.feasible) continue;
+      EXPECT_TRUE(sol.eval.fits) << limit;
+      EXPECT_GE(sol.eval.objective, sol.bound * (1 - 1e-9)) << limit;
+      if (sol.optimal) {
+        EXPECT_NEAR(sol.eval.objective, sol.bound, 1e-6 * sol.bound) << limit;
+      }
+    }
+  }
+}
+
 TEST(Simulator, UniformOneF1BMatchesTheClosedForm) {
   // (m + p - 1)(f + b) for equal stages.
   for (int p : {1, 2, 4, 8}) {

@@ -832,6 +832,7 @@ class Annealer {
     opt_.assign(uz(S_), 0);
     double mk = kInf;
     double cur = kInf;
+    if (!every_stage_has_options(n_)) return;
     for (int s = 0; s < S_; ++s) {
       if (!repair(n_, opt_, s, cur, mk)) return;  // the start has a stage with no option (cannot happen for a fitting plan)
     }
@@ -891,6 +892,7 @@ class Annealer {
     opt_.assign(uz(S_), 0);
     double mk = kInf;
     double cur = kInf;
+    if (!every_stage_has_options(n_)) return;
     if (least_work_start) {
       // Every stage at its option of least total backward time (the forwards are fixed by the counts).
       for (int s = 0; s < S_; ++s) {
@@ -939,6 +941,15 @@ class Annealer {
 
  private:
   using Option = std::vector<const Mix*>;  // one mix per chunk
+
+  // Whether every stage of the counts n has an option: a plan is built from one option per stage, so repairing one
+  // stage while another has none (no mix fits, or the time ran out while its options were listed) must not start.
+  bool every_stage_has_options(const std::vector<std::vector<long long>>& n) {
+    for (int s = 0; s < S_; ++s) {
+      if (options(s, n).empty()) return false;
+    }
+    return true;
+  }
 
   const std::vector<Option>& options(int s, const std::vector<std::vector<long long>>& n) {
     std::vector<long long> comp(uz(V_));
