@@ -3,6 +3,8 @@
 // (h = 12288, a = 96, s = 2048, 16-bit activations, dropout on): exact equality, no tolerance.
 // Weight + optimizer bytes against Megatron-LM's megatron/training/theoretical_memory_usage.py
 // (18 bytes per parameter without the distributed optimizer, 6 + 12/DP with it).
+#include <tuple>
+
 #include <gtest/gtest.h>
 
 #include "cost/time.hpp"
@@ -266,3 +268,28 @@ TEST(Lora, FrozenWeightsKeepNoStatesAndSkipTheirWeightGradients) {
 }
 
 }  // namespace sapp
+
+TEST(Memory, TheLossBackwardIsPricedAsEachFrameworkComputesIt) {
+  // Bytes per local logit the loss backward adds on the last stage, for one micro-batch (cost/terms.hpp):
+  // Megatron's fused vocab-parallel cross entropy 0; torch's F.cross_entropy on fp32 logits (torchtitan at TP 1)
+  // 8 (the saved fp32 log-softmax and its fp32 gradient); torch's loss_parallel (torchtitan at TP > 1) 10: its
+  // backward, (grad_input + exp(x)) * grad_output, holds x, grad_input, their sum and the product in fp32 (16 B)
+  // where the bf16 logits and their fp32 upcast (6 B, counted as the head's activations) are gone.
+  auto m = test::bundled("llama3-8b");
+  const double vocab = 128256;
+  for (auto [fused, tp, bytes] : {std::tuple{true, 1, 0.0}, std::tuple{true, 8, 0.0}, std::tuple{false, 1, 8.0}, std::tuple{false, 8, 10.0}}) {
+    plan::Training t;
+    t.seq = 8192;
+    t.global_batch = 64;
+    t.loss_fused = fused;
+    plan::Layout l;
+    l.tp = tp;
+    l.sp = tp > 1;
+    l.dp = 64 / tp;
+    l.mbs = 2;
+    l.micro_batches = 1;
+    l.recompute = plan::Recompute::Full;
+    auto st = cost::estimate_memory(m, l, t, 1e15).stages[0];
+    EXPECT_DOUBLE_EQ(st.loss_backward, 2.0 * 8192 * vocab / tp * bytes) << "fused " << fused << " tp " << tp;
+  }
+}

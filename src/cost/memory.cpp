@@ -157,9 +157,9 @@ MemoryEstimate estimate_memory(const model::Model& model, const plan::Layout& l,
       // Final norm input, and logits in the compute dtype plus their fp32 upcast for the loss (one per MTP depth too).
       double logits = tokens * (bc + 4.0) * static_cast<double>(spec.vocab_size) / l.tp * static_cast<double>(1 + mtp);
       m.head_activations = static_cast<double>(plan::in_flight_count(l, less, l.vpp - 1, s)) * (tokens * bc * h / l.tsp() + logits);
-      // The loss backward's transient buffers, one micro-batch at a time (terms::kLossBackwardBytesPerLogit*).
+      // The loss backward's transient buffers, one micro-batch at a time (terms::loss_backward_bytes_per_logit).
       m.loss_backward = tokens * static_cast<double>(spec.vocab_size) / l.tp * static_cast<double>(1 + mtp) *
-                        (training.loss_fused ? terms::kLossBackwardBytesPerLogitFused : terms::kLossBackwardBytesPerLogitUnfused);
+                        terms::loss_backward_bytes_per_logit(training.loss_fused, l.tp);
     }
     m.param_elements = pn;
     m.expert_param_elements = pe;
@@ -227,9 +227,9 @@ std::vector<std::string> explain_stage(const model::Model& model, const plan::La
   }
   out.push_back(fmt::format(
       "activations {:10.3f} GiB = (layers {:.3f} + one layer rebuilt in backward {:.3f} + embedding output {:.3f} + final norm and logits {:.3f} + loss "
-      "backward {:.3f} GiB [{} B per logit, {} cross entropy]) x (1 + fragmentation {:.2f})",
+      "backward {:.3f} GiB [{} B per logit, {}]) x (1 + fragmentation {:.2f})",
       gib(m.activations), gib(m.layer_activations), gib(m.recompute_working), gib(m.embedding_activations), gib(m.head_activations), gib(m.loss_backward),
-      training.loss_fused ? terms::kLossBackwardBytesPerLogitFused : terms::kLossBackwardBytesPerLogitUnfused, training.loss_fused ? "fused" : "unfused",
+      terms::loss_backward_bytes_per_logit(training.loss_fused, l.tp), terms::loss_backward_name(training.loss_fused, l.tp),
       training.activation_fragmentation));
   out.push_back(fmt::format("buffers     {:10.3f} GiB = max(TP {:.3f}, EP {:.3f}, CP {:.3f}) + DP {:.3f} GiB  [kCommBufferCopies {} of what each moves]",
                             gib(m.buffers), gib(m.tp_buffer), gib(m.ep_buffer), gib(m.cp_buffer), gib(m.dp_buffer), terms::kCommBufferCopies));

@@ -38,10 +38,25 @@ inline constexpr double kLossBytesPerLogit = 12.0;
 // Loss backward's transient peak on the last stage, on top of the kept bf16 logits and their fp32 upcast (the
 // `head_activations` term, bc + 4 bytes per logit): Megatron's fused vocab-parallel cross entropy keeps the
 // softmax in the fp32 buffer and writes the gradient in place (megatron/core/tensor_parallel/cross_entropy.py): 0
-// more bytes; PyTorch's F.cross_entropy on .float() logits (torchtitan, AutoModel) saves the fp32 log-softmax (4)
-// and materialises its fp32 gradient (4) during the backward: 8 more bytes per logit, for one micro-batch.
+// more bytes; PyTorch's F.cross_entropy on .float() logits (torchtitan) saves the fp32 log-softmax (4) and
+// materialises its fp32 gradient (4) during the backward: 8 more bytes per logit, for one micro-batch. Under tensor
+// parallelism torchtitan runs it in torch's loss_parallel context (vocab-sharded DTensor logits; on by default), whose
+// backward fuses the nll and log-softmax gradients as `(grad_input + exp(x)) * grad_output`
+// (torch/distributed/tensor/parallel/loss.py, _nll_loss_and_log_softmax_backward): the saved fp32 log-softmax x, the
+// fp32 grad_input, their fp32 sum and the fp32 product are live at once, 16 bytes per logit, while torchtitan has
+// already freed the bf16 logits: 10 more bytes per logit than the head_activations term's 6.
 inline constexpr double kLossBackwardBytesPerLogitFused = 0.0;
 inline constexpr double kLossBackwardBytesPerLogitUnfused = 8.0;
+inline constexpr double kLossBackwardBytesPerLogitLossParallel = 10.0;
+// The loss backward's transient bytes per (local) logit, and the name of that loss for --explain.
+inline double loss_backward_bytes_per_logit(bool fused, int tp) {
+  if (fused) return kLossBackwardBytesPerLogitFused;
+  return tp > 1 ? kLossBackwardBytesPerLogitLossParallel : kLossBackwardBytesPerLogitUnfused;
+}
+inline const char* loss_backward_name(bool fused, int tp) {
+  if (fused) return "fused cross entropy";
+  return tp > 1 ? "torch loss_parallel cross entropy" : "unfused cross entropy";
+}
 // LM head forward FLOPs for `tokens` tokens: 2 t h V, once for the model and once per MTP depth (each MTP depth
 // has its own output projection through the shared head). Source: Narayanan et al. 2021 eq. 3 (the V/(16 l h) term
 // is the head's 6 t h V over the layers' 96 t l h^2).
