@@ -158,8 +158,8 @@ MemoryEstimate estimate_memory(const model::Model& model, const plan::Layout& l,
       double logits = tokens * (bc + 4.0) * static_cast<double>(spec.vocab_size) / l.tp * static_cast<double>(1 + mtp);
       m.head_activations = static_cast<double>(plan::in_flight_count(l, less, l.vpp - 1, s)) * (tokens * bc * h / l.tsp() + logits);
       // The loss backward's transient buffers, one micro-batch at a time (terms::loss_backward_bytes_per_logit).
-      m.loss_backward = tokens * static_cast<double>(spec.vocab_size) / l.tp * static_cast<double>(1 + mtp) *
-                        terms::loss_backward_bytes_per_logit(training.loss_fused, l.tp);
+      m.loss_backward =
+          tokens * static_cast<double>(spec.vocab_size) / l.tp * static_cast<double>(1 + mtp) * terms::loss_backward_bytes_per_logit(training.loss_fused, l.tp);
     }
     m.param_elements = pn;
     m.expert_param_elements = pe;
