@@ -57,6 +57,46 @@ INSTANTIATE_TEST_SUITE_P(
                       Stated{"examples/mindformers/deepseek-v3-1024.yaml", config::Format::MindFormers, 1024, 4, 16, 1, 1, 512, 4096, 1, "off", "ascend-910b"}),
     [](const auto& p) { return std::string(config::to_string(p.param.format)); });
 
+// A MindFormers ChatGLM2Config (the shape of MindFormers' configs/glm4/finetune_glm4_9b.yaml): the embedding's rows as
+// padded_vocab_size, multi-query attention with 2 KV groups, q/k/v biases only, RMSNorm; context.device_target Ascend
+// prices the 910B unless -H says otherwise. Parameters by hand as in PublishedParams.Glm4_9bChat_9_40B.
+TEST(MindFormers, ChatGlmKeysAndTheAscendTarget) {
+  const std::string yaml = R"(context:
+  device_target: "Ascend"
+parallel_config:
+  data_parallel: 8
+model:
+  model_config:
+    type: ChatGLM2Config
+    num_layers: 40
+    padded_vocab_size: 151552
+    hidden_size: 4096
+    ffn_hidden_size: 13696
+    kv_channels: 128
+    num_attention_heads: 32
+    seq_length: 8192
+    rmsnorm: True
+    add_bias_linear: False
+    add_qkv_bias: True
+    multi_query_attention: True
+    multi_query_group_num: 2
+)";
+  config::Loaded l = config::read_text(yaml, "glm.yaml");
+  EXPECT_EQ(l.format, config::Format::MindFormers);
+  app::EstimateRequest r;
+  config::fill(r, l, nlohmann::json::object());
+  EXPECT_EQ(r.job.hardware, "ascend-910b");
+  EXPECT_EQ(r.job.model_config.at("model_type"), "chatglm");
+  const auto& cat = test::catalog();
+  auto m = model::resolve(model::model_from_json(r.job.model_config, "glm.yaml"), cat.records, cat.profiles);
+  double h = 4096, a = 32, kv = 2, dh = 128, f = 13696, v = 151552;
+  double layer = h * a * dh + (a + 2 * kv) * dh + 2 * h * kv * dh + a * dh * h + 3 * h * f + 2 * h;
+  EXPECT_DOUBLE_EQ(m.params().total, 40 * layer + 2 * v * h + h);
+  app::EstimateRequest gpu;
+  config::fill(gpu, l, nlohmann::json{{"hardware", "h100-sxm"}});
+  EXPECT_EQ(gpu.job.hardware, "h100-sxm");  // the command line wins
+}
+
 // MindFormers' offset rule: 62 placed layers (61 + 1 MTP) on 16 stages, 62 // 16 = 3 plus the offsets
 // [1]*15 + [-1]: [4]*15 + [2], the MTP layer on the last stage, so 1 body layer there.
 TEST(MindFormers, OffsetAndRecomputeArrays) {

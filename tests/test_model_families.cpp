@@ -201,3 +201,35 @@ TEST(ModelFamilies, Ernie45MoeOwnKeysReadAsTheGenericOnes) {
   std::vector<std::string> want = {"dense", "moe", "moe", "dense"};
   EXPECT_EQ(layer_kinds(ended), want);
 }
+
+// THUDM/glm-4-9b-chat on the Hugging Face hub: model size 9.4 B parameters (the hub's figure from the safetensors;
+// "9B" in the name); half of 0.1 B.
+// By hand from its config (modeling_chatglm.py): 40 layers of GQA (32 heads of 128, 2 KV groups) with q, k, v biases,
+// SwiGLU of 13696, two RMSNorms; 151552-row embedding and untied output layer:
+// 40 x (4096 x 4096 + 4608 + 2 x 4096 x 256 + 4096 x 4096 + 3 x 4096 x 13696 + 2 x 4096) + 2 x 151552 x 4096 + 4096
+// = 9.39995 B. sapp must give exactly that.
+TEST(PublishedParams, Glm4_9bChat_9_40B) {
+  auto m = bundled("glm-4-9b-chat");
+  EXPECT_EQ(m.profile.arch, "chatglm");
+  double h = 4096, a = 32, kv = 2, dh = 128, f = 13696, v = 151552, layers = 40;
+  double layer = h * a * dh + (a + 2 * kv) * dh + 2 * h * kv * dh + a * dh * h + 3 * h * f + 2 * h;
+  EXPECT_DOUBLE_EQ(m.params().total, layers * layer + 2 * v * h + h);
+  near_published(m.params().total, 9.40, 0.005, "total");
+}
+
+// ChatGLM's own keys: without multi_query_attention every head has its K and V (multi_query_group_num is then not
+// read); add_bias_linear adds the o and FFN biases (h + 2f + h per layer) and keeps the q, k, v biases on even
+// without add_qkv_bias; rmsnorm: false is LayerNorm, a bias per norm weight.
+TEST(ModelFamilies, ChatGlmKeys) {
+  const std::string base = R"({"model_type":"chatglm","hidden_size":64,"num_layers":2,"num_attention_heads":4,"kv_channels":16,
+      "ffn_hidden_size":128,"padded_vocab_size":1000,"multi_query_group_num":2,)";
+  double h = 64, a = 4, dh = 16, f = 128, v = 1000;
+  double mqa = resolve_json(base + R"("multi_query_attention":true,"add_qkv_bias":true,"add_bias_linear":false,"rmsnorm":true})").params().total;
+  double mha = resolve_json(base + R"("multi_query_attention":false,"add_qkv_bias":true,"add_bias_linear":false,"rmsnorm":true})").params().total;
+  EXPECT_DOUBLE_EQ(mha - mqa, 2 * (2 * h * (a - 2) * dh + 2 * (a - 2) * dh));  // the K and V weights and biases of 2 more groups
+  double linear = resolve_json(base + R"("multi_query_attention":true,"add_qkv_bias":false,"add_bias_linear":true,"rmsnorm":true})").params().total;
+  EXPECT_DOUBLE_EQ(linear - mqa, 2 * (h + 2 * f + h));
+  double layernorm = resolve_json(base + R"("multi_query_attention":true,"add_qkv_bias":true,"add_bias_linear":false,"rmsnorm":false})").params().total;
+  EXPECT_DOUBLE_EQ(layernorm - mqa, 2 * 2 * h);
+  EXPECT_DOUBLE_EQ(mqa, 2 * (h * a * dh + (a + 4) * dh + 2 * h * 2 * dh + a * dh * h + 3 * h * f + 2 * h) + 2 * v * h + h);
+}

@@ -137,7 +137,18 @@ json model_of(Tree& t, const std::string& file, long long& num_layers, long long
   req({"model.model_config.num_heads", "model.model_config.num_attention_heads"}, "num_attention_heads");
   opt({"model.model_config.n_kv_heads", "model.model_config.num_key_value_heads", "model.model_config.num_query_groups"}, "num_key_value_heads");
   opt({"model.model_config.head_dim", "model.model_config.kv_channels"}, "head_dim");
-  m["vocab_size"] = t.whole_of({"model.model_config.vocab_size"}, k).value_or(32000);  // LlamaConfig's default
+  // LlamaConfig's default 32000; ChatGLM2Config states the embedding's rows as padded_vocab_size.
+  m["vocab_size"] = t.whole_of({"model.model_config.vocab_size", "model.model_config.padded_vocab_size"}, k).value_or(32000);
+  // ChatGLM2Config: multi_query_attention with multi_query_group_num KV groups; q, k, v biases (add_qkv_bias), o and
+  // FFN biases (add_bias_linear), RMSNorm or LayerNorm (rmsnorm): the HuggingFace chatglm keys of the same names.
+  if (t.flag("model.model_config.multi_query_attention").value_or(false)) {
+    opt({"model.model_config.multi_query_group_num"}, "num_key_value_heads");
+  } else {
+    t.use("model.model_config.multi_query_group_num");
+  }
+  for (const char* key : {"add_qkv_bias", "add_bias_linear", "rmsnorm"}) {
+    if (auto v = t.flag(std::string("model.model_config.") + key)) m[key] = *v;
+  }
   opt({"model.model_config.max_position_embeddings", "model.model_config.max_position_embedding"}, "max_position_embeddings");
   auto inter = opt({"model.model_config.intermediate_size", "model.model_config.ffn_hidden_size"}, "intermediate_size");
   if (!inter) {
@@ -183,6 +194,8 @@ json model_of(Tree& t, const std::string& file, long long& num_layers, long long
   if (type.empty()) {
     if (m.contains("kv_lora_rank"))
       type = "deepseek_v3";
+    else if (lower.find("chatglm") != std::string::npos)
+      type = "chatglm";
     else if (lower.find("qwen3moe") != std::string::npos)
       type = "qwen3_moe";
     else if (lower.find("qwen3") != std::string::npos)
@@ -270,6 +283,17 @@ Loaded read_mindformers(const json& tree, const std::string& file) {
     std::size_t g = v.find("GB");
     if (g == std::string::npos) fail(at(file, "context.max_device_memory"), "'{}' is not a size like 58GB", v);
     set("memory_limit_gib", std::stod(v.substr(0, g)), "context.max_device_memory");
+  }
+  // The device. MindFormers runs on Ascend (context.device_target); its YAMLs do not name the chip: the 910B of
+  // the Atlas 800T A2 is assumed and said so (an A3's 910C is -H ascend-910c).
+  if (auto target = t.text("context.device_target")) {
+    std::string v = *target;
+    std::transform(v.begin(), v.end(), v.begin(), [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+    if (v == "ascend") {
+      set("hardware", "ascend-910b", "context.device_target: Ascend (priced as the 910B; -H ascend-910c for an A3)");
+    } else if (v != "gpu" && v != "cpu") {
+      fail(at(file, "context.device_target"), "'{}' is not Ascend, GPU or CPU", *target);
+    }
   }
   // The model.
   long long layers = 0;

@@ -215,6 +215,7 @@ BoundKind bind(const ModelSpec& spec, const Profile& profile, const LayerKind& k
       if (name == "o_bias" && spec.attention_out_bias) v = *spec.attention_out_bias ? 1 : 0;
       if (name == "qk_norm_whole" && spec.qk_norm_whole) v = *spec.qk_norm_whole ? 1 : 0;
       if (name == "mlp_bias" && spec.mlp_bias) v = *spec.mlp_bias ? 1 : 0;
+      if (name == "norm_bias" && spec.norm_bias) v = *spec.norm_bias ? 1 : 0;
       if (name == "qk_norm" && spec.qk_norm) v = *spec.qk_norm ? 1 : 0;
       if (name == "out_gate" && spec.attn_output_gate) v = *spec.attn_output_gate ? 1 : 0;
       if (name == "router_bias" && spec.router_bias) v = *spec.router_bias ? 1 : 0;

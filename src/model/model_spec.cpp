@@ -201,9 +201,12 @@ ModelSpec model_from_json(const json& config, const std::string& file) {
   if (m.num_layers == 0) top.required({"num_hidden_layers", "n_layer", "num_layers"}, units::kLayers);
   m.num_heads = pick_count({"num_attention_heads", "n_head", "num_heads"}, units::kHeads).value_or(0);
   if (m.num_heads == 0) top.required({"num_attention_heads", "n_head", "num_heads"}, units::kHeads);
-  m.vocab_size = pick_count({"vocab_size"}, units::kVocab).value_or(0);
-  if (m.vocab_size == 0) top.required({"vocab_size"}, units::kVocab);
+  // ChatGLM states the embedding's rows as padded_vocab_size (newer copies of its config also say vocab_size).
+  m.vocab_size = pick_count({"padded_vocab_size", "vocab_size"}, units::kVocab).value_or(0);
+  if (m.vocab_size == 0) top.required({"vocab_size", "padded_vocab_size"}, units::kVocab);
   m.num_kv_heads = pick_count({"num_key_value_heads", "num_kv_heads", "n_kv_heads"}, units::kHeads);
+  // ChatGLM: multi_query_attention with multi_query_group_num KV groups (without it every head has its own K and V).
+  if (!m.num_kv_heads && src.flag({"multi_query_attention"}).value_or(false)) m.num_kv_heads = src.count({"multi_query_group_num"}, units::kHeads);
   m.head_dim = pick_count({"head_dim", "kv_channels"}, units::kHeadDim);
   m.intermediate_size = pick_count({"intermediate_size", "ffn_hidden_size", "n_inner"}, units::kFfnWidth);
   m.max_position_embeddings = pick_count({"max_position_embeddings", "n_positions", "seq_length"}, units::kPositions);
@@ -306,6 +309,14 @@ ModelSpec model_from_json(const json& config, const std::string& file) {
   // Seed-OSS states the output projection's bias apart (Transformers' configuration_seed_oss.py).
   m.attention_out_bias = src.flag({"attention_out_bias"});
   m.mlp_bias = src.flag({"mlp_bias", "use_bias"});
+  // ChatGLM (modeling_chatglm.py): query_key_value has a bias when add_qkv_bias or add_bias_linear is set; the dense
+  // (o) and FFN projections when add_bias_linear is; rmsnorm: false means LayerNorm with biases.
+  auto add_qkv = src.flag({"add_qkv_bias"});
+  auto add_linear = src.flag({"add_bias_linear"});
+  if (!m.attention_bias && (add_qkv || add_linear)) m.attention_bias = add_qkv.value_or(false) || add_linear.value_or(false);
+  if (!m.attention_out_bias && add_linear) m.attention_out_bias = *add_linear;
+  if (!m.mlp_bias && add_linear) m.mlp_bias = *add_linear;
+  if (auto rms = src.flag({"rmsnorm"})) m.norm_bias = !*rms;
   m.qk_norm = src.flag({"qk_norm", "use_qk_norm", "qk_layernorm"});
   // MiniMax-M2 (Transformers' modeling_minimax_m2.py): qk_norm_type per_layer normalises the whole q and k
   // projections (a*dh and kv*dh weights), per_head one head's width (dh weights each, as Qwen3's).
@@ -399,6 +410,12 @@ const std::set<std::string>& read_keys() {
                                           "n_head",
                                           "num_heads",
                                           "vocab_size",
+                                          "padded_vocab_size",
+                                          "multi_query_attention",
+                                          "multi_query_group_num",
+                                          "add_qkv_bias",
+                                          "add_bias_linear",
+                                          "rmsnorm",
                                           "num_key_value_heads",
                                           "num_kv_heads",
                                           "n_kv_heads",
@@ -504,6 +521,7 @@ const std::set<std::string>& neutral_keys() {
                                           "rms_norm_eps",
                                           "layer_norm_eps",
                                           "layer_norm_epsilon",
+                                          "layernorm_epsilon",
                                           "norm_eps",
                                           "rope_theta",
                                           "rope_scaling",
@@ -557,6 +575,15 @@ const std::set<std::string>& neutral_keys() {
                                           "attention_multiplier",
                                           "residual_multiplier",
                                           "logits_scaling",
+                                          "original_rope",  // ChatGLM: RoPE constants and fused-kernel switches, no weights
+                                          "rope_ratio",
+                                          "post_layer_norm",
+                                          "apply_residual_connection_post_layernorm",
+                                          "apply_query_key_layer_scaling",
+                                          "attention_softmax_in_fp32",
+                                          "bias_dropout_fusion",
+                                          "fp32_residual_connection",
+                                          "classifier_dropout",
                                           "clip_qkv",  // OLMo's optional clamp of q, k, v: an element-wise pass, not priced
                                           "experts_per_token",
                                           "initial_context_length",

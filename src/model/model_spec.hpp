@@ -106,6 +106,7 @@ struct ModelSpec {
   std::optional<bool> attention_bias;       // the q, k, v (and, as the profile says, o) projections' biases
   std::optional<bool> attention_out_bias;   // the o projection's bias, where stated apart (Seed-OSS)
   std::optional<bool> mlp_bias;
+  std::optional<bool> norm_bias;  // LayerNorm (weight and bias) instead of RMSNorm, where stated (ChatGLM's rmsnorm: false)
   std::optional<bool> qk_norm;
   std::optional<bool> qk_norm_whole;  // q/k norms over the whole projection (qk_norm_type per_layer), not per head
   std::optional<bool> attn_output_gate;
