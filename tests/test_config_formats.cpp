@@ -97,6 +97,33 @@ model:
   EXPECT_EQ(gpu.job.hardware, "h100-sxm");  // the command line wins
 }
 
+// MindFormers' legacy MoE (experts in moe_config.expert_num) shards each expert over model_parallel unless
+// moe_config.expert_model_parallel says 1 (transformer.py's FeedForward strategy (ep, 1, mp); llama_layer.py's
+// mp_moe); the mcore models (model_config.num_experts) keep whole experts (expert_tensor_parallel_size unset: 1).
+TEST(MindFormers, ExpertTensorParallelFollowsTheModelParallelOfLegacyMoe) {
+  const std::string head = R"(parallel_config:
+  data_parallel: 2
+  model_parallel: 4
+  expert_parallel: 2
+model:
+  model_config:
+    type: LlamaConfig
+    hidden_size: 256
+    num_layers: 2
+    num_heads: 8
+    intermediate_size: 512
+    vocab_size: 1000
+)";
+  auto etp_of = [](const std::string& yaml) {
+    app::EstimateRequest r;
+    config::fill(r, config::read_text(yaml, "moe.yaml"), nlohmann::json::object());
+    return r.layout.etp;
+  };
+  EXPECT_EQ(etp_of(head + "moe_config:\n  expert_num: 8\n  num_experts_chosen: 2\n"), 4);
+  EXPECT_EQ(etp_of(head + "moe_config:\n  expert_num: 8\n  num_experts_chosen: 2\n  expert_model_parallel: 1\n"), 1);
+  EXPECT_EQ(etp_of(head + "    num_experts: 8\n    num_experts_per_tok: 2\n"), 1);
+}
+
 // MindFormers' offset rule: 62 placed layers (61 + 1 MTP) on 16 stages, 62 // 16 = 3 plus the offsets
 // [1]*15 + [-1]: [4]*15 + [2], the MTP layer on the last stage, so 1 body layer there.
 TEST(MindFormers, OffsetAndRecomputeArrays) {

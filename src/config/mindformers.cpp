@@ -239,7 +239,6 @@ Loaded read_mindformers(const json& tree, const std::string& file) {
   set("pp", pp, pp_key);
   set("cp", cp, "parallel_config.context_parallel");
   set("ep", ep, "parallel_config.expert_parallel");
-  if (auto etp = t.whole("moe_config.expert_model_parallel")) set("etp", *etp, "moe_config.expert_model_parallel");
   if (auto sp = t.flag("parallel_config.use_seq_parallel")) set("sp", *sp && tp > 1, "parallel_config.use_seq_parallel");
   if (cp > 1) {
     std::string algo = t.text("parallel_config.context_parallel_algo").value_or("colossalai_cp");
@@ -301,6 +300,17 @@ Loaded read_mindformers(const json& tree, const std::string& file) {
   bool mtp_in_split = false;
   out.model_config = model_of(t, file, layers, mtp, mtp_in_split);
   set("model", file, "model.model_config");
+  // Experts' tensor parallelism. Legacy MoE (experts in moe_config.expert_num): moe_config.expert_model_parallel
+  // (1 or model_parallel); unset, every expert's weights are sharded over model_parallel as well as over
+  // expert_parallel (strategy (ep, 1, mp) in mindformers/modules/transformer/transformer.py's FeedForward, mp_moe in
+  // models/llama/llama_layer.py). The mcore models (experts in model_config.num_experts) default to 1
+  // (parallel_core's expert_tensor_parallel_size).
+  const json* legacy_experts = t.get("moe_config.expert_num");
+  if (auto etp = t.whole("moe_config.expert_model_parallel")) {
+    set("etp", *etp, "moe_config.expert_model_parallel");
+  } else if (legacy_experts && legacy_experts->is_number_integer() && legacy_experts->get<long long>() > 1 && tp > 1) {
+    set("etp", tp, "moe_config.expert_model_parallel unset: each expert is sharded over model_parallel");
+  }
   // Layer placement.
   bool interleave_on = t.flag("parallel.pipeline_config.pipeline_interleave").value_or(false);
   long long vpp = t.whole("model.model_config.pp_interleave_num").value_or(1);
