@@ -484,6 +484,30 @@ namespace sapp {
 // Ascend runtime variables they export choose the device (16 NPUs per node: A3), --moe-layer-freq -1 means every
 // layer (Python's i % -1 == 0) and --first-k-dense-replace makes the first k dense, --num-layer-list is the uneven
 // stage split.
+// MindSpeed-LLM's Gemma 2 script (examples/mcore/gemma2/pretrain_gemma2_27b_ptd.sh shape): --gelu-tanh makes the MLP
+// gated (mindspeed_llm/core/transformer/mlp.py sets gated_linear_unit), --interleave-sliding-window alternates windowed
+// and full layers: Gemma 2's stack, four norms per layer, tied embeddings. Without the window, --geglu is Gemma's.
+// The gated MLP was read as GPT's two matrices (Gemma-2-27B: 19.4 B instead of 27.2 B).
+TEST(MindSpeedLlm, GatedGeluIsGemma) {
+  const std::string launch =
+      "torchrun pretrain_gpt.py --num-layers 2 --hidden-size 64 --num-attention-heads 4 --kv-channels 32 --group-query-attention "
+      "--num-query-groups 2 --ffn-hidden-size 96 --vocab-size 1000 --disable-bias-linear --normalization RMSNorm ";
+  const auto& cat = test::catalog();
+  auto params = [&](const std::string& extra) {
+    config::Loaded l = config::read_text(launch + extra + "\n", "g.sh", config::Format::Megatron);
+    auto m = model::resolve(model::model_from_json(l.model_config, "g.sh"), cat.records, cat.profiles);
+    return std::pair{l.model_config.at("model_type").get<std::string>(), m.params().total};
+  };
+  double h = 64, a = 4, kv = 2, dh = 32, f = 96, v = 1000;
+  double attention = h * a * dh + 2 * h * kv * dh + a * dh * h;
+  auto [type2, p2] = params("--gelu-tanh --post-norm --interleave-sliding-window 16");
+  EXPECT_EQ(type2, "gemma2");
+  EXPECT_DOUBLE_EQ(p2, 2 * (attention + 3 * h * f + 4 * h) + v * h + h);
+  auto [type1, p1] = params("--geglu");
+  EXPECT_EQ(type1, "gemma");
+  EXPECT_DOUBLE_EQ(p1, 2 * (attention + 3 * h * f + 2 * h) + v * h + h);
+}
+
 TEST(MindSpeedLlm, AscendDeviceMoePatternAndUnevenStages) {
   const std::string head =
       "export HCCL_CONNECT_TIMEOUT=3600\nexport PYTORCH_NPU_ALLOC_CONF=expandable_segments:True\nNPUS_PER_NODE=16\nPER_NODE=$NPUS_PER_NODE\nNNODES=2\n";

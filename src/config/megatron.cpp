@@ -591,7 +591,12 @@ Loaded read_megatron(const std::string& text, const std::string& file) {
     m["hidden_size"] = h;
     m["num_attention_heads"] = heads;
     bool swiglu = a.on("--swiglu");
-    long long ffn = a.whole("--ffn-hidden-size").value_or(swiglu ? (4 * h * 2 / 3) / 64 * 64 : 4 * h);
+    // MindSpeed-LLM's --geglu and --gelu-tanh make the MLP gated (gated_linear_unit, mindspeed_llm/core/transformer/
+    // mlp.py): Gemma's GeGLU; with --interleave-sliding-window (every other layer attends a window) it is Gemma 2's
+    // layer stack (--post-norm: its four norms per layer).
+    bool gated_gelu = a.on("--geglu") || a.on("--gelu-tanh");
+    auto window = a.whole("--interleave-sliding-window");
+    long long ffn = a.whole("--ffn-hidden-size").value_or(swiglu || gated_gelu ? (4 * h * 2 / 3) / 64 * 64 : 4 * h);
     m["intermediate_size"] = ffn;
     if (a.on("--group-query-attention"))
       m["num_key_value_heads"] = a.whole("--num-query-groups").value_or(1);
@@ -671,7 +676,15 @@ Loaded read_megatron(const std::string& text, const std::string& file) {
     }
     if (auto mtp = a.whole("--mtp-num-layers", 0)) m["num_nextn_predict_layers"] = *mtp;
     m["model_type"] = mla ? "deepseek_v3" : moe ? (qk_norm ? "qwen3_moe" : "mixtral") : qk_norm ? "qwen3" : qkv_bias ? "qwen2" : (swiglu ? "llama" : "gpt3");
-    if (!no_bias && (swiglu || mla || moe))
+    if (gated_gelu && !mla && !moe) {
+      m["model_type"] = window ? "gemma2" : "gemma";
+      if (window) m["sliding_window"] = *window;
+      if (!window && a.on("--post-norm")) out.warnings.push_back("--post-norm without --interleave-sliding-window: priced as Gemma's two norms per layer");
+      for (const char* f :
+           {"--post-norm", "--query-pre-attn-scalar", "--attn-logit-softcapping", "--output-logit-softcapping", "--add-rmsnorm-offset", "--input-embeds-norm"})
+        a.used.insert(f);  // scalars and element-wise passes without weights
+    }
+    if (!no_bias && (swiglu || gated_gelu || mla || moe))
       out.warnings.push_back("linear layers keep Megatron's default biases (no --disable-bias-linear); sapp prices the family's biases");
     if (auto drop = a.value("--attention-dropout")) m["attention_dropout"] = std::stod(*drop);
     if (auto drop = a.value("--hidden-dropout")) m["hidden_dropout"] = std::stod(*drop);
