@@ -508,6 +508,32 @@ TEST(MindSpeedLlm, GatedGeluIsGemma) {
   EXPECT_DOUBLE_EQ(p1, 2 * (attention + 3 * h * f + 2 * h) + v * h + h);
 }
 
+// MindSpeed-LLM's Qwen3-Next script (examples/mcore/qwen3_next/pretrain_qwen3_next_80b_16K_A3_ptd.sh, its model flags):
+// the same model as the published config.json (data/models/qwen3-next-80b-a3b.json, whose count is tested against
+// Qwen's 80 B / 3 B), 36 of its 48 layers gated DeltaNet. It was priced as 48 full-attention layers.
+TEST(MindSpeedLlm, Qwen3NextIsTheHybridOfItsConfig) {
+  const std::string script =
+      "torchrun pretrain_gpt.py --num-experts 512 --moe-router-topk 10 --n-shared-experts 1 --shared-expert-gate --moe-ffn-hidden-size 512 "
+      "--moe-layer-freq 1 --qk-layernorm --full-attention-interval 4 --mamba-d-conv 4 --mamba-expand 1 --kv-channels 256 --linear-key-head-dim 128 "
+      "--linear-num-key-heads 16 --linear-num-value-heads 32 --linear-value-head-dim 128 --partial-rotary-factor 0.25 --num-layers 48 "
+      "--hidden-size 2048 --ffn-hidden-size 5120 --num-attention-heads 16 --padded-vocab-size 151936 --untie-embeddings-and-output-weights "
+      "--disable-bias-linear --swiglu --group-query-attention --num-query-groups 2\n";
+  config::Loaded l = config::read_text(script, "next.sh", config::Format::Megatron);
+  EXPECT_EQ(l.model_config.at("model_type"), "qwen3_next");
+  const auto& cat = test::catalog();
+  auto from_script = model::resolve(model::model_from_json(l.model_config, "next.sh"), cat.records, cat.profiles);
+  auto published = test::bundled("qwen3-next-80b-a3b");
+  EXPECT_DOUBLE_EQ(from_script.params().total, published.params().total);
+  EXPECT_DOUBLE_EQ(from_script.params().active, published.params().active);
+  try {
+    (void)config::read_text("torchrun pretrain_gpt.py --num-layers 4 --hidden-size 64 --num-attention-heads 4 --vocab-size 100 --full-attention-interval 4\n",
+                            "half.sh", config::Format::Megatron);
+    ADD_FAILURE() << "a hybrid without its linear attention's dimensions was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("half.sh: --full-attention-interval"), std::string::npos) << e.what();
+  }
+}
+
 TEST(MindSpeedLlm, AscendDeviceMoePatternAndUnevenStages) {
   const std::string head =
       "export HCCL_CONNECT_TIMEOUT=3600\nexport PYTORCH_NPU_ALLOC_CONF=expandable_segments:True\nNPUS_PER_NODE=16\nPER_NODE=$NPUS_PER_NODE\nNNODES=2\n";

@@ -676,6 +676,24 @@ Loaded read_megatron(const std::string& text, const std::string& file) {
     }
     if (auto mtp = a.whole("--mtp-num-layers", 0)) m["num_nextn_predict_layers"] = *mtp;
     m["model_type"] = mla ? "deepseek_v3" : moe ? (qk_norm ? "qwen3_moe" : "mixtral") : qk_norm ? "qwen3" : qkv_bias ? "qwen2" : (swiglu ? "llama" : "gpt3");
+    // MindSpeed-LLM's Qwen3-Next (examples/mcore/qwen3_next): gated DeltaNet layers with every
+    // --full-attention-interval-th layer full attention; the DeltaNet's heads and its --mamba-d-conv kernel are
+    // Transformers' linear_* keys. MoE: qwen3_next; dense: qwen3_5 (the same layers with a dense FFN).
+    if (auto every = a.whole("--full-attention-interval"); every && !mla) {
+      m["model_type"] = moe ? "qwen3_next" : "qwen3_5";
+      m["full_attention_interval"] = *every;
+      for (auto [flag, key] : {std::pair{"--linear-num-key-heads", "linear_num_key_heads"}, std::pair{"--linear-key-head-dim", "linear_key_head_dim"},
+                               std::pair{"--linear-num-value-heads", "linear_num_value_heads"}, std::pair{"--linear-value-head-dim", "linear_value_head_dim"},
+                               std::pair{"--mamba-d-conv", "linear_conv_kernel_dim"}}) {
+        if (auto v = a.whole(flag)) m[key] = *v;
+      }
+      if (!m.contains("linear_num_key_heads") || !m.contains("linear_conv_kernel_dim"))
+        fail(at(file, "--full-attention-interval"),
+             "needs the linear attention's --linear-num-key-heads, --linear-key-head-dim, --linear-num-value-heads, "
+             "--linear-value-head-dim and --mamba-d-conv");
+      for (const char* f : {"--shared-expert-gate", "--mamba-expand", "--mamba-chunk-size", "--partial-rotary-factor", "--use-triton-gdn"})
+        a.used.insert(f);  // Qwen3-Next's shared-expert gate is its family's; the others have no weights
+    }
     if (gated_gelu && !mla && !moe) {
       m["model_type"] = window ? "gemma2" : "gemma";
       if (window) m["sliding_window"] = *window;
