@@ -403,6 +403,26 @@ TEST(TorchtitanFlavours, Llama4AndGptOssMatchTheirHuggingFaceConfigs) {
   EXPECT_NEAR(total_params("--from " + dir + "/oss.toml"), total_params("-m gpt-oss-120b -d 8 -b 8"), 1e6);
 }
 
+// Without EP torchtitan shards the experts over the TP mesh (apply_moe_ep_tp: experts_mesh = tp_mesh, TensorParallel,
+// when ep_mesh is None): expert TP = TP. With EP the file's expert_tensor_parallel_degree holds.
+TEST(TorchtitanFlavours, ExpertsAreTensorParallelWithoutEp) {
+  std::string dir = test::temp_dir();
+  test::write_file(dir + "/tp.toml",
+                   "[model]\nname = \"llama4\"\nflavor = \"17bx16e\"\n[training]\nlocal_batch_size = 1\n[parallelism]\n"
+                   "data_parallel_shard_degree = 2\ntensor_parallel_degree = 4\n");
+  test::write_file(dir + "/ep.toml",
+                   "[model]\nname = \"llama4\"\nflavor = \"17bx16e\"\n[training]\nlocal_batch_size = 1\n[parallelism]\n"
+                   "data_parallel_shard_degree = 2\ntensor_parallel_degree = 4\nexpert_parallel_degree = 2\n"
+                   "expert_tensor_parallel_degree = 1\n");
+  auto etp = [&](const std::string& file) {
+    app::EstimateRequest r;
+    config::fill(r, config::read_file(dir + "/" + file), nlohmann::json::object());
+    return r.layout.etp;
+  };
+  EXPECT_EQ(etp("tp.toml"), 4);
+  EXPECT_EQ(etp("ep.toml"), 1);
+}
+
 // data_parallel_shard_degree = -1 (torchtitan's default: the devices the other degrees leave) takes its degree
 // from --devices: the global batch is local_batch_size x devices / (TP x PP x CP); devices that are not a whole
 // number of such ranks are refused, naming the keys. Sections a newer torchtitan or an experiment adds, outside

@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include "cost/terms.hpp"
 #include "cost/time.hpp"
 #include "helpers.hpp"
 
@@ -292,4 +293,36 @@ TEST(Memory, TheLossBackwardIsPricedAsEachFrameworkComputesIt) {
     auto st = cost::estimate_memory(m, l, t, 1e15).stages[0];
     EXPECT_DOUBLE_EQ(st.loss_backward, 2.0 * 8192 * vocab / tp * bytes) << "fused " << fused << " tp " << tp;
   }
+}
+
+TEST(Memory, TorchtitanPipelineKeepsTheStageGatheredAndSyncsOnce) {
+  // torchtitan under PP (torchtitan/distributed/fsdp.py: reshard_after_forward = not pp_enabled by default) with
+  // torch.distributed.pipelining (stage.py backward_maybe_with_nosync: no gradient sync and no reshard after any
+  // backward but the last): a stage's parameters are gathered once per step and kept in bf16, its gradients
+  // accumulate unsharded in the fp32 reduce dtype, and one reduce-scatter runs at the end. So the DP buffers hold
+  // 2 + 4 bytes per parameter of the stage, and the DP time does not grow with the micro-batches.
+  auto m = test::bundled("llama3-8b");
+  auto hw = test::device("h100-sxm");
+  plan::Training t;
+  t.seq = 4096;
+  cost::terms::apply_profile(cost::terms::framework_profile("torchtitan"), t);
+  plan::Layout l;
+  l.dp = 4;
+  l.pp = 2;
+  l.zero = 3;
+  l.recompute = plan::Recompute::Full;
+  auto dp_time = [&](int micro) {
+    l.micro_batches = micro;
+    t.global_batch = l.dp * micro;
+    return cost::estimate_time(m, l, t, hw).breakdown.dp_comm_s;
+  };
+  l.micro_batches = 8;
+  t.global_batch = 32;
+  auto st = cost::estimate_memory(m, l, t, 1e15).stages[0];
+  EXPECT_DOUBLE_EQ(st.dp_buffer, (2.0 + 4.0) * (st.param_elements + st.expert_param_elements));
+  EXPECT_DOUBLE_EQ(dp_time(8), dp_time(32));
+  // Without PP (or in a framework that reshards per layer) each micro-batch gathers and reduce-scatters again.
+  l.pp = 1;
+  EXPECT_GT(dp_time(32), dp_time(8));
+  EXPECT_LT(cost::estimate_memory(m, l, t, 1e15).stages[0].dp_buffer, st.dp_buffer / 4);
 }

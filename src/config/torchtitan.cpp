@@ -269,6 +269,10 @@ Loaded read_torchtitan(const std::string& text, const std::string& file) {
   if (ep > 1) {
     if (etp != 1 && etp != tp) t.bad("parallelism.expert_tensor_parallel_degree", fmt::format("{} must be 1 or the TP degree {} when EP > 1", etp, tp));
     set("etp", etp, "parallelism.expert_tensor_parallel_degree");
+  } else if (tp > 1 && (model.contains("num_local_experts") || model.contains("n_routed_experts") || model.contains("num_experts"))) {
+    // Without EP torchtitan's apply_moe_ep_tp shards the experts over the TP mesh (TensorParallel: experts_mesh =
+    // tp_mesh when ep_mesh is None).
+    set("etp", tp, "parallelism.tensor_parallel_degree (no EP: the experts are tensor-parallel)");
   }
   if (tp > 1) set("sp", true, "parallelism.tensor_parallel_degree (torchtitan's TP shards the sequence between blocks)");
   if (shard > 0) set("devices", rep * shard * tp * pp * cp, "parallelism (replicate x shard x tensor x pipeline x context degrees)");

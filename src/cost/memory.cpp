@@ -183,8 +183,15 @@ MemoryEstimate estimate_memory(const model::Model& model, const plan::Layout& l,
       double kv_width = spec.kv_exchange_width();
       m.cp_buffer = terms::kCommBufferCopies * (l.cp_algo == plan::CpAlgo::Ring ? tokens * kv_width * bc / l.tp : full_tokens * h * bc / l.tp);
     }
-    if (l.zero >= 2 && dp_shard > 1) m.dp_buffer = training.gradient_bytes() * std::min(terms::kDpBucketElements, pn + pe);         // bucket
-    if (l.zero >= 3 && dp_shard > 1) m.dp_buffer += terms::kCommBufferCopies * training.gathered_param_bytes() * max_layer_params;  // gathered layer + prefetch
+    if (l.zero >= 2 && dp_shard > 1) m.dp_buffer = training.gradient_bytes() * std::min(terms::kDpBucketElements, pn + pe);  // bucket
+    if (l.zero >= 3 && dp_shard > 1) {
+      if (terms::zero3_keeps_stage_gathered(training, l)) {
+        // The whole stage gathered and kept for the step, and its gradients accumulated unsharded.
+        m.dp_buffer = (training.gathered_param_bytes() + training.gradient_bytes() * terms::trainable_fraction(training, h)) * (pn + pe);
+      } else {
+        m.dp_buffer += terms::kCommBufferCopies * training.gathered_param_bytes() * max_layer_params;  // gathered layer + prefetch
+      }
+    }
     m.buffers = std::max({m.tp_buffer, m.ep_buffer, m.cp_buffer}) + m.dp_buffer;
     m.reserve = training.reserve_bytes;
     if (m.total() > est.peak_bytes) {

@@ -59,6 +59,10 @@ std::vector<FrameworkProfile> make_profiles() {
           .grad_bytes = 4,
           .optimizer_bytes = 8,
           .gather_bytes = 2,
+          // torchtitan/distributed/fsdp.py get_fsdp_reshard_after_forward_policy ("default": not pp_enabled) and
+          // torch/distributed/pipelining/stage.py backward_maybe_with_nosync (no gradient sync, no reshard after
+          // any backward but the last).
+          .zero3_gathers_once_with_pp = true,
           .selective_modules = {"torchtitan_op_sac"},
       },
       {
@@ -206,6 +210,7 @@ void apply_profile(const FrameworkProfile& profile, plan::Training& training) {
   training.optimizer_bytes = profile.optimizer_bytes;
   training.fp8_grad_bytes = profile.fp8_grad_bytes;
   training.gather_bytes = profile.gather_bytes;
+  training.zero3_gathers_once_with_pp = profile.zero3_gathers_once_with_pp;
   training.recompute_modules = profile.selective_modules.empty() ? std::vector<std::string>{} : recompute_switches(profile.selective_modules);
 }
 

@@ -106,6 +106,13 @@ inline constexpr double kAllToAllDispatcherHostSeconds = 2.0e-3;
 // hidden second costs kEpCommSms / sm_count seconds of compute (hardware sm_count; 0 = not stated: no cost).
 inline constexpr double kEpCommSms = 20.0;
 
+// Whether ZeRO-3's parameters stay gathered for the whole step and its gradients accumulate unsharded
+// (plan::Training::zero3_gathers_once_with_pp, under PP): one all-gather and one reduce-scatter per step, and the
+// stage's parameters (gather dtype) and gradients (gradient dtype) held whole.
+inline bool zero3_keeps_stage_gathered(const plan::Training& training, const plan::Layout& l) {
+  return training.zero3_gathers_once_with_pp && l.zero >= 3 && l.pp > 1;
+}
+
 // ---- framework runtime profiles -------------------------------------------------------------------------------
 // What a training system overlaps, keeps and reserves, each with its source. `overlap_*` are the fractions of
 // a collective the system's mechanism can hide; the estimator also bounds each by the compute it really runs
@@ -149,8 +156,9 @@ struct FrameworkProfile {
   double param_bytes = 2;
   double grad_bytes = 4;
   double optimizer_bytes = 12;
-  double fp8_grad_bytes = 0;  // under FP8 (0: grad_bytes)
-  double gather_bytes = 0;    // parameters as ZeRO-3 / FSDP gathers them (0: param_bytes)
+  double fp8_grad_bytes = 0;                // under FP8 (0: grad_bytes)
+  double gather_bytes = 0;                  // parameters as ZeRO-3 / FSDP gathers them (0: param_bytes)
+  bool zero3_gathers_once_with_pp = false;  // plan::Training's field of that name
   // What `--recompute selective` recomputes in this system, as named modules (recompute_switches); empty: the op
   // records' default (HyperParallel's selective: the cheap ops).
   std::vector<std::string> selective_modules;

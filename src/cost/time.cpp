@@ -431,7 +431,7 @@ StepTime estimate_time(const model::Model& model, const plan::Layout& l, const p
                                       ring_seconds(hw, edp_link, edp_group, pe * training.gathered_param_bytes() * gathered, 1.0);
     double one_mb = stage_s[static_cast<std::size_t>(st.stage)];
     double exposed = dp_exposed(reduce, gather, one_mb * terms::kBackwardShare, one_mb * terms::kForwardShare, l.pp, l.vpp, overlap.dp);
-    if (l.zero >= 2) {
+    if (l.zero >= 2 && !terms::zero3_keeps_stage_gathered(training, l)) {
       // Sharded gradients cannot accumulate whole: every micro-batch but the last (whose reduce is the one above)
       // reduce-scatters its gradients during its backward (ZeRO 2). ZeRO 3 also gathers the parameters for every
       // forward but the first (gathered above) and for every backward. Expert parameters go over the expert-DP

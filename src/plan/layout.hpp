@@ -82,6 +82,11 @@ struct Training {
   // Bytes per element of the parameters ZeRO-3 / FSDP gathers (0: param_bytes). FSDP2 keeps fp32 shards and
   // gathers them cast to MixedPrecisionPolicy.param_dtype (bf16 in torchtitan and AutoModel).
   double gather_bytes = 0;
+  // ZeRO-3 / FSDP under pipeline parallelism as torch.distributed.pipelining runs FSDP2 with torchtitan's default
+  // reshard policy: a stage's parameters are gathered once per step and kept (reshard_after_forward = not
+  // pp_enabled), its gradients accumulate unsharded in the reduce dtype (set_requires_gradient_sync(False) on every
+  // backward but the last) and are reduce-scattered once. False: gathered and resharded per layer and micro-batch.
+  bool zero3_gathers_once_with_pp = false;
   double compute_bytes = 2;             // activations
   double capacity_factor = 1;           // MoE routed-token factor (1 = dropless, balanced)
   double reserve_bytes = 1073741824.0;  // allocator fragmentation and framework context, per device
