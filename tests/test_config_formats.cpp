@@ -403,6 +403,21 @@ TEST(TorchtitanFlavours, Llama4AndGptOssMatchTheirHuggingFaceConfigs) {
   EXPECT_NEAR(total_params("--from " + dir + "/oss.toml"), total_params("-m gpt-oss-120b -d 8 -b 8"), 1e6);
 }
 
+// The file's stage split has its PP x VPP shape: a --pp (or --vpp) on the command line replaces it with the even split
+// of the new degrees, with a note, instead of failing on the shape.
+TEST(ConfigOverrides, NewPipelineDegreesReplaceTheFilesSplit) {
+  config::Loaded l = config::read_file(source("tests/configs/torchtitan-pp.toml"));
+  ASSERT_TRUE(l.split.has_value());
+  app::EstimateRequest r;
+  auto notes = config::fill(r, l, nlohmann::json{{"pp", 4}, {"devices", 16}});
+  EXPECT_FALSE(r.split.has_value());
+  EXPECT_EQ(r.layout.pp, 4);
+  bool said = false;
+  for (const auto& n : notes) said = said || n.find("overrides the stage split") != std::string::npos;
+  EXPECT_TRUE(said);
+  EXPECT_GT(app::run_estimate(r).time.step_s, 0);
+}
+
 // Without EP torchtitan shards the experts over the TP mesh (apply_moe_ep_tp: experts_mesh = tp_mesh, TensorParallel,
 // when ep_mesh is None): expert TP = TP. With EP the file's expert_tensor_parallel_degree holds.
 TEST(TorchtitanFlavours, ExpertsAreTensorParallelWithoutEp) {
@@ -552,6 +567,27 @@ TEST(MindSpeedLlm, Qwen3NextIsTheHybridOfItsConfig) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("half.sh: --full-attention-interval"), std::string::npos) << e.what();
   }
+}
+
+// GPT-OSS in Megatron-Core's flags (Megatron-LM examples/gptoss/02_train.sh: --softmax-type learnable, --window-size
+// 127,0, --window-attn-skip-freq 2, --quick-geglu) with gpt-oss-120b's dimensions: the same model as its published
+// config.json (data/models/gpt-oss-120b.json: windowed layers 0, 2, 4, ..., 128 keys). It was priced as Mixtral.
+TEST(Megatron, GptOssFlagsAreTheGptOssFamily) {
+  const std::string script =
+      "torchrun pretrain_gpt.py --num-layers 36 --hidden-size 2880 --ffn-hidden-size 2880 --num-attention-heads 64 --group-query-attention "
+      "--num-query-groups 8 --kv-channels 64 --num-experts 128 --moe-router-topk 4 --moe-ffn-hidden-size 2880 --vocab-size 201088 "
+      "--untie-embeddings-and-output-weights --add-qkv-bias --softmax-type learnable --window-size 127,0 --window-attn-skip-freq 2 --quick-geglu "
+      "--glu-linear-offset 1.0 --swiglu\n";
+  config::Loaded l = config::read_text(script, "oss.sh", config::Format::Megatron);
+  ASSERT_EQ(l.model_config.at("model_type"), "gpt_oss");
+  EXPECT_EQ(l.model_config.at("sliding_window"), 128);
+  EXPECT_EQ(l.model_config.at("layer_types").at(0), "sliding_attention");
+  EXPECT_EQ(l.model_config.at("layer_types").at(1), "full_attention");
+  const auto& cat = test::catalog();
+  auto from_flags = model::resolve(model::model_from_json(l.model_config, "oss.sh"), cat.records, cat.profiles);
+  auto published = test::bundled("gpt-oss-120b");
+  EXPECT_DOUBLE_EQ(from_flags.params().total, published.params().total);
+  for (const auto& w : l.warnings) EXPECT_EQ(w.find("--softmax-type"), std::string::npos) << w;  // read, so not "undefined"
 }
 
 TEST(MindSpeedLlm, AscendDeviceMoePatternAndUnevenStages) {

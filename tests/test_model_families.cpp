@@ -233,3 +233,15 @@ TEST(ModelFamilies, ChatGlmKeys) {
   EXPECT_DOUBLE_EQ(layernorm - mqa, 2 * 2 * h);
   EXPECT_DOUBLE_EQ(mqa, 2 * (h * a * dh + (a + 4) * dh + 2 * h * 2 * dh + a * dh * h + 3 * h * f + 2 * h) + 2 * v * h + h);
 }
+
+// A model_type no profile covers: the family of its Transformers class (architectures, CamelCase before "For"
+// snake-cased: Glm4MoeForCausalLM is glm4_moe's); refused, naming both, when that is unknown too.
+TEST(ModelFamilies, UnknownModelTypeFallsBackToItsArchitecture) {
+  auto m = resolve_json(R"({"model_type":"glm4moe_custom","architectures":["Glm4MoeForCausalLM"],"hidden_size":64,"num_hidden_layers":2,
+      "num_attention_heads":4,"num_key_value_heads":2,"head_dim":16,"vocab_size":1000,"intermediate_size":128,"moe_intermediate_size":32,
+      "n_routed_experts":4,"num_experts_per_tok":2,"n_shared_experts":1})");
+  EXPECT_EQ(m.profile.arch, "glm4_moe");
+  expect_refused(R"({"model_type":"nemotron_h","architectures":["NemotronHForCausalLM"],"hidden_size":64,"num_hidden_layers":2,
+      "num_attention_heads":4,"vocab_size":1000,"intermediate_size":128})",
+                 {"synthetic.json", "model_type", "nemotron_h", "NemotronHForCausalLM"});
+}

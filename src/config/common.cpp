@@ -527,11 +527,15 @@ std::vector<std::string> fill_request(Request& request, const Loaded& loaded, co
       overrides.push_back(fmt::format("--model overrides the model {} defines", loaded.file));
       request.job.model_config = json();
     }
-    if ((key == "stage_layers" || key == "stage_recompute") && loaded.split) {
-      overrides.push_back(fmt::format("{} overrides the stage split {} states", app::where_of(app::Source::CommandLine, key), loaded.file));
+    if ((key == "stage_layers" || key == "stage_recompute" || key == "pp" || key == "vpp") && loaded.split) {
+      overrides.push_back(fmt::format("{} overrides the stage split {} states{}", app::where_of(app::Source::CommandLine, key), loaded.file,
+                                      key == "pp" || key == "vpp" ? " (the even split of the degrees given is priced)" : ""));
     }
   }
-  if (command_line.contains("stage_layers") || command_line.contains("stage_recompute")) request.split.reset();
+  // A split has the shape of the file's PP and VPP: new degrees, or a split of its own, replace it.
+  for (const char* key : {"stage_layers", "stage_recompute", "pp", "vpp"}) {
+    if (command_line.contains(key)) request.split.reset();
+  }
   app::apply(request, command_line, app::Source::CommandLine);
   const auto& deferred = loaded.batch_from_devices;
   if (deferred && request.job.training.global_batch == 0 && request.job.devices > 0) {

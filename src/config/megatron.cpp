@@ -382,6 +382,10 @@ Args parse_args(const Shell& sh, const std::string& file) {
   for (const auto& cmd : sh.commands) {
     std::string current;
     for (const auto& w : cmd) {
+      if (w.back() == ')' && w.rfind("--", 0) == 0 && w.find('=') == std::string::npos) {
+        current.clear();  // a `case` pattern of the script's own option parsing (--data-path)), not a flag
+        continue;
+      }
       if (w.rfind("--", 0) == 0 && w.size() > 2) {
         std::string flag = w;
         std::string inline_value;
@@ -619,7 +623,8 @@ Loaded read_megatron(const std::string& text, const std::string& file) {
     } else {
       // Refused when the model is priced from this file: a --model on the command line replaces it (fill()).
       out.model_error = fmt::format(
-          "{}: is not stated, and the vocabulary otherwise comes from the tokenizer ({}), which sapp does not open; state --vocab-size or give sapp --model",
+          "{}: is not stated, and the vocabulary otherwise comes from the tokenizer ({}), which sapp does not open; add --vocab-size to the script, or give "
+          "sapp --model (a bundled model or a config.json)",
           at(file, "--vocab-size"), a.raw("--tokenizer-model").value_or(a.raw("--tokenizer-type").value_or("none named")));
     }
     a.used.insert("--tokenizer-type");
@@ -693,6 +698,30 @@ Loaded read_megatron(const std::string& text, const std::string& file) {
              "--linear-value-head-dim and --mamba-d-conv");
       for (const char* f : {"--shared-expert-gate", "--mamba-expand", "--mamba-chunk-size", "--partial-rotary-factor", "--use-triton-gdn"})
         a.used.insert(f);  // Qwen3-Next's shared-expert gate is its family's; the others have no weights
+    }
+    // GPT-OSS as Megatron-Core states it (examples/gptoss): attention sinks (--softmax-type learnable), a window of
+    // --window-size W,0 (W + 1 keys, Transformers' sliding_window) skipped every --window-attn-skip-freq-th layer
+    // (those attend fully), experts with biases and a clamped SwiGLU (--quick-geglu): the gpt_oss family.
+    if (moe && !mla && a.value("--softmax-type").value_or("") == "learnable") {
+      m["model_type"] = "gpt_oss";
+      long long keys = 0;
+      if (auto w = a.value("--window-size")) {
+        const std::string where = at(file, "--window-size");
+        auto parts = io::split_commas(*w);
+        auto left = parts.empty() ? std::nullopt : whole_number(io::trim(parts.front()));
+        if (!left || *left < 0) fail(where, "'{}' is not a window like 127,0", *w);
+        keys = *left + 1;
+      }
+      long long every = a.whole("--window-attn-skip-freq").value_or(keys > 0 ? 1 : 0);
+      json types = json::array();
+      for (long long i = 0; i < *layers - static_cast<long long>(noop.size()); ++i)
+        types.push_back(keys > 0 && (every <= 0 || (i + 1) % every != 0) ? "sliding_attention" : "full_attention");
+      m["layer_types"] = types;
+      if (keys > 0) m["sliding_window"] = keys;
+      m["attention_bias"] = !no_bias || a.on("--add-qkv-bias");
+      for (const char* f : {"--quick-geglu", "--glu-linear-offset", "--activation-func-clamp-value", "--rope-type", "--yarn-rotary-scaling-factor",
+                            "--yarn-original-max-position-embeddings", "--yarn-beta-fast", "--yarn-beta-slow", "--yarn-mscale", "--yarn-mscale-all-dim"})
+        a.used.insert(f);  // the family's activation, its clamp and RoPE scaling: no weights
     }
     if (gated_gelu && !mla && !moe) {
       m["model_type"] = window ? "gemma2" : "gemma";
@@ -939,13 +968,14 @@ Loaded read_megatron(const std::string& text, const std::string& file) {
   }
   out.split = split;
 
-  // What is left: flags sapp does not read, and flags Megatron-LM core_v0.14.0 does not know.
+  // What is left: flags sapp does not read, and flags Megatron-LM core_v0.14.0 does not know (but those sapp reads:
+  // newer Megatron-LM's, e.g. GPT-OSS's --softmax-type, are not misspellings).
   std::vector<std::string> unknown;
   const auto& known = megatron_flags();
   for (const auto& f : a.order) {
     if (torchrun_flags().count(f)) continue;
     if (!a.used.count(f)) out.unused.push_back(f);
-    if (std::find(known.begin(), known.end(), f) == known.end() && !mindspeed_flags().count(f)) unknown.push_back(f);
+    if (!a.used.count(f) && std::find(known.begin(), known.end(), f) == known.end() && !mindspeed_flags().count(f)) unknown.push_back(f);
   }
   if (!unknown.empty()) {
     out.warnings.push_back(fmt::format("flag(s) neither Megatron-LM core_v0.14.0 nor MindSpeed nor MindSpeed-LLM define: {}", fmt::join(unknown, ", ")));

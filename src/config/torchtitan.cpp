@@ -255,6 +255,7 @@ Loaded read_torchtitan(const std::string& text, const std::string& file) {
   std::string name = t.text("model.name").value_or("llama3");
   std::string flavour = t.text("model.flavor").value_or("debugmodel");
   json model = flavour_model(name, flavour, at(file, "model.flavor"));
+  model["name"] = fmt::format("torchtitan {} {}", name, flavour);  // (a label: "1.7B" is no file name to take a stem of)
   out.model_config = model;
   set("model", fmt::format("torchtitan {} {}", name, flavour), "model.name / model.flavor");
   long long layers = model.at("num_hidden_layers").get<long long>();

@@ -1,6 +1,7 @@
 #include "model/family.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 
 #include "core/error.hpp"
@@ -174,15 +175,32 @@ const Profile& choose_profile(const ModelSpec& spec, const std::vector<Profile>&
   if (spec.model_type.empty()) {
     fail(at(spec.source, "model_type"), "is missing: state the HF model_type or an explicit arch (one of the op profiles)");
   }
-  for (const auto& p : profiles) {
-    if (std::find(p.model_types.begin(), p.model_types.end(), spec.model_type) != p.model_types.end()) return p;
+  auto by_type = [&](const std::string& type) -> const Profile* {
+    for (const auto& p : profiles) {
+      if (std::find(p.model_types.begin(), p.model_types.end(), type) != p.model_types.end()) return &p;
+    }
+    return nullptr;
+  };
+  if (const Profile* p = by_type(spec.model_type)) return *p;
+  // An unknown model_type: the family Transformers' class names (Glm4MoeForCausalLM is glm4_moe's: CamelCase before
+  // "For", snake-cased).
+  for (const auto& a : spec.architectures) {
+    std::string type;
+    const std::string stem = a.substr(0, a.find("For"));
+    for (std::size_t i = 0; i < stem.size(); ++i) {
+      const auto c = static_cast<unsigned char>(stem[i]);
+      if (std::isupper(c) && i > 0 && (std::islower(static_cast<unsigned char>(stem[i - 1])) || std::isdigit(static_cast<unsigned char>(stem[i - 1]))))
+        type += '_';
+      type += static_cast<char>(std::tolower(c));
+    }
+    if (const Profile* p = by_type(type)) return *p;
   }
   std::string list;
   for (const auto& p : profiles) {
     for (const auto& t : p.model_types) list += (list.empty() ? "" : ", ") + t;
   }
-  fail(at(spec.source, "model_type"), "\"{}\" is no known family; known model_types: {} (or state arch, or add a profile under data/op_profiles)",
-       spec.model_type, list);
+  fail(at(spec.source, "model_type"), "\"{}\" is no known family{}; known model_types: {} (or state arch, or add a profile under data/op_profiles)",
+       spec.model_type, spec.architectures.empty() ? "" : fmt::format(" (nor are its architectures {})", fmt::join(spec.architectures, ", ")), list);
 }
 
 namespace {
@@ -429,7 +447,7 @@ Model resolve(const ModelSpec& spec, std::shared_ptr<const OpRecords> shared_rec
     for (Count i = 0; i < spec.num_layers; ++i) body.push_back(moe_layer(spec, i) ? p.moe_kind : p.dense_kind);
   } else {
     std::string kind = p.default_kind.empty() ? p.dense_kind : p.default_kind;
-    if (kind.empty()) fail(p.file, "names no default kind, and the model states no layer_types");
+    if (kind.empty()) fail(at(spec.source, "layer_types"), "is required: family {} ({}) has no layer kind for a config without it", p.arch, p.file);
     if (p.kind(kind)->ffn == FfnFlavour::Moe && !spec.is_moe()) {
       fail(at(spec.source, "num_experts"), "op profile {} prices MoE layers, but the model states no experts", p.arch);
     }

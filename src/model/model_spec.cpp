@@ -179,6 +179,10 @@ ModelSpec model_from_json(const json& config, const std::string& file) {
   Source top{config, file, ""};
   m.model_type = top.text({"model_type"}).value_or("");
   m.arch = top.text({"arch", "sapp_arch"}).value_or("");
+  if (config.contains("architectures") && config.at("architectures").is_array()) {
+    for (const auto& a : config.at("architectures"))
+      if (a.is_string()) m.architectures.push_back(a.get<std::string>());
+  }
   m.name = top.text({"name", "_name_or_path"}).value_or(io::stem(file));
 
   // Composite configs (VL models) keep the language model under text_config in newer Transformers.

@@ -56,10 +56,11 @@ struct VisionSpec {
 };
 
 struct ModelSpec {
-  std::string name;        // bundled name or file stem
-  std::string source;      // file it was read from
-  std::string model_type;  // HF model_type, e.g. "llama"
-  std::string arch;        // op-profile family, resolved from model_type or stated
+  std::string name;                        // bundled name or file stem
+  std::string source;                      // file it was read from
+  std::string model_type;                  // HF model_type, e.g. "llama"
+  std::vector<std::string> architectures;  // HF architectures, e.g. "LlamaForCausalLM" (the family when model_type is unknown)
+  std::string arch;                        // op-profile family, resolved from model_type or stated
 
   Count hidden_size = 0;
   Count num_layers = 0;
