@@ -3,6 +3,7 @@
 // of a search, and the answers given when something does not fit.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 
 #include <nlohmann/json.hpp>
@@ -248,4 +249,19 @@ TEST(Progress, SilentWhenStderrIsNotATerminal) {
   auto r = run_sapp("search --model deepseek-v3 --devices 2048 --global-batch 4096 --top 1");
   EXPECT_EQ(r.status, 0);
   EXPECT_EQ(r.err.find("searching"), std::string::npos) << r.err;
+}
+
+// A PP x VPP that does not divide the layers is priced with sapp's uneven split, and the estimate says so (Megatron-LM
+// refuses such a split unless it is stated); a dividing one, or a stated split, says nothing.
+TEST(Estimate, AnUnevenSplitIsSaid) {
+  auto warnings = [](int pp) {
+    app::EstimateRequest r;
+    app::apply(r, nlohmann::json{{"model", "qwen3-8b"}, {"devices", 8}, {"global_batch", 64}, {"pp", pp}}, app::Source::CommandLine);
+    return app::run_estimate(r).subject.warnings;
+  };
+  auto has = [](const std::vector<std::string>& w) {
+    return std::any_of(w.begin(), w.end(), [](const std::string& s) { return s.find("36 layers do not divide over PP 8") != std::string::npos; });
+  };
+  EXPECT_TRUE(has(warnings(8)));
+  EXPECT_FALSE(has(warnings(4)));
 }

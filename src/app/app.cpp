@@ -6,6 +6,7 @@
 #include <set>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "core/error.hpp"
 #include "core/files.hpp"
@@ -148,6 +149,18 @@ report::EstimateReport run_estimate(const EstimateRequest& request) {
   Priced p = price(x, request.job, r.layout);
   r.memory = p.memory;
   r.time = p.time;
+  const long long chunks = 1LL * r.layout.pp * r.layout.vpp;
+  const long long layers = x.model.body_layers();
+  if (!r.layout.split && chunks > 1 && !request.job.training.pipeline_split_counts_head && layers % chunks != 0) {
+    std::string rows;
+    for (const auto& row : plan::even_split(layers, r.layout.pp, r.layout.vpp).layers)
+      rows += (rows.empty() ? "" : " / ") + fmt::format("{}", fmt::join(row, ","));
+    r.subject.warnings.push_back(
+        fmt::format("{} layers do not divide over PP {} x VPP {}: priced as {} per stage (Megatron-LM refuses an uneven split "
+                    "unless it is stated: --decoder-first/last-pipeline-num-layers or --pipeline-model-parallel-layout; "
+                    "--stage-layers prices another)",
+                    layers, r.layout.pp, r.layout.vpp, rows));
+  }
   if (request.explain) {
     int stage = request.explain_stage.value_or(r.memory.peak_stage);
     if (stage >= r.layout.pp) fail(where_of(request.job.source, "explain_stage"), "stage {} does not exist; PP is {}", stage, r.layout.pp);
