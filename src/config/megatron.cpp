@@ -382,7 +382,7 @@ Args parse_args(const Shell& sh, const std::string& file) {
   for (const auto& cmd : sh.commands) {
     std::string current;
     for (const auto& w : cmd) {
-      if (w.back() == ')' && w.rfind("--", 0) == 0 && w.find('=') == std::string::npos) {
+      if (w.size() > 3 && w.back() == ')' && w.rfind("--", 0) == 0 && w.find('=') == std::string::npos) {
         current.clear();  // a `case` pattern of the script's own option parsing (--data-path)), not a flag
         continue;
       }
