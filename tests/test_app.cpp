@@ -47,6 +47,10 @@ TEST(ExitCodes, UsageIsTwoBadInputIsOne) {
   EXPECT_EQ(run_sapp("estimate --model llama3-8b --global-batch 8").status, 2);  // --devices missing
   EXPECT_EQ(run_sapp("estimate --no-such-option" + kJob).status, 2);
   EXPECT_EQ(run_sapp("estimate" + kJob + " --tp 3").status, 1);  // 32 heads
+  // --emit writes the config to --output; without one it is a usage error, not a silent no-op.
+  auto emit = run_sapp("estimate" + kJob + " --emit megatron");
+  EXPECT_EQ(emit.status, 2);
+  EXPECT_NE(emit.err.find("--emit"), std::string::npos) << emit.err;
 }
 
 TEST(ExitCodes, NothingFitsIsThreeWithTheRejectionsAndTheClosestLayouts) {

@@ -193,6 +193,35 @@ INSTANTIATE_TEST_SUITE_P(Formats, WriteBack,
                                            RoundTrip{"examples/mindformers/deepseek-v3-1024.yaml", config::EmitFormat::MindFormers, "ascend-910b"}),
                          [](const auto& p) { return fmt::format("{}_{}", p.index, config::to_string(config::format_of(p.param.emit))); });
 
+// A plan whose micro-batches differ from the file's: torchtitan's local_batch_size is one forward's batch per DP rank
+// without PP (global_batch_size accumulates the rest), so a plan of 4 micro-batches of 1 reads back as 4 of 1, not
+// as 1 of 4 (which was written, and did not fit). A model none of torchtitan's flavours states is refused, not
+// written as llama3 8B.
+TEST(Torchtitan, EmitKeepsTheMicroBatchAndNeverRenamesTheModel) {
+  config::Loaded l = config::read_file(source("examples/torchtitan/llama3-8b.toml"));
+  app::EstimateRequest r;
+  config::fill(r, l, nlohmann::json{{"global_batch", 32}});
+  report::EstimateReport rep = app::run_estimate(r);
+  ASSERT_EQ(rep.layout.mbs, 1);
+  ASSERT_EQ(rep.layout.micro_batches * rep.layout.dp, 32);
+  config::Plan p;
+  p.layout = rep.layout;
+  p.devices = r.job.devices;
+  p.global_batch = 32;
+  p.seq = r.job.training.seq;
+  p.model = app::load(r.job).model.spec;
+  p.num_layers = p.model->num_layers;
+  for (const config::Loaded* original : std::vector<const config::Loaded*>{&l, nullptr}) {
+    config::Loaded back = config::read_text(config::emit(config::EmitFormat::Torchtitan, p, original, "torchtitan llama3 8B"), "t.toml");
+    app::EstimateRequest r2;
+    config::fill(r2, back, nlohmann::json::object());
+    EXPECT_EQ(r2.layout.mbs, 1);
+    EXPECT_EQ(r2.job.training.global_batch, 32);
+  }
+  p.model = test::bundled("qwen2.5-72b").spec;
+  EXPECT_THROW((void)config::emit(config::EmitFormat::Torchtitan, p, nullptr, "qwen2.5-72b"), Error);
+}
+
 // The Megatron output is a valid argument list for core_v0.14.0: every flag is one its arguments.py defines.
 TEST(Megatron, EmittedFlagsAreMegatronFlags) {
   config::Loaded l = config::read_file(source("tests/configs/megatron-uneven.args"));

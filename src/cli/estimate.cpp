@@ -14,6 +14,7 @@ Command add_estimate(CLI::App& app) {
   add_from(*cmd, *from);
   return [cmd, given, out, from]() {
     app::EstimateRequest request;
+    require_emit_output(*from, out->output);
     fill(request, *from, given->values(*cmd));
     report::EstimateReport r = app::run_estimate(request);
     warn(r.subject.warnings);

@@ -49,6 +49,10 @@ void fill(app::EstimateRequest& request, From& from, const nlohmann::json& value
 void fill(app::SearchRequest& request, From& from, const nlohmann::json& values) { fill_any(request, from, values); }
 void fill(app::PlanRequest& request, From& from, const nlohmann::json& values) { fill_any(request, from, values); }
 
+void require_emit_output(const From& from, const std::string& output) {
+  if (!from.emit.empty() && (output.empty() || output == "-")) throw app::UsageError("--emit writes the config to --output: give -o FILE");
+}
+
 void emit_plan(const From& from, const app::JobRequest& job, const plan::Layout& layout, const std::string& output) {
   if (from.emit.empty()) return;
   config::EmitFormat format = config::parse_emit_format(from.emit, "--emit");

@@ -30,6 +30,8 @@ void fill(app::SearchRequest& request, From& from, const nlohmann::json& values)
 void fill(app::PlanRequest& request, From& from, const nlohmann::json& values);
 
 // Writes the plan as --emit asks: to `output` (stdout for "-"). No-op without --emit.
+// --emit needs --output (the report goes to stdout); a usage error otherwise.
+void require_emit_output(const From& from, const std::string& output);
 void emit_plan(const From& from, const app::JobRequest& job, const plan::Layout& layout, const std::string& output);
 
 }  // namespace sapp::cli

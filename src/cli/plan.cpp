@@ -21,6 +21,7 @@ Command add_plan(CLI::App& app) {
                                 "memory per stage, the balanced timeline) to this file"});
   return [cmd, o]() {
     app::PlanRequest request;
+    require_emit_output(o->from, o->out.output);
     fill(request, o->from, o->values(*cmd));
     request.scatter = !o->html.empty();
     bool progress = o->progress();

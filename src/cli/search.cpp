@@ -31,6 +31,7 @@ Command add_search(CLI::App& app) {
                                 "layout's memory and time) to this file"});
   return [cmd, o]() {
     app::SearchRequest request;
+    require_emit_output(o->from, o->out.output);
     fill(request, o->from, o->values(*cmd));
     request.scatter = !o->html.empty();
     bool progress = o->progress();

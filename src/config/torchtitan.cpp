@@ -424,19 +424,48 @@ Loaded read_torchtitan(const std::string& text, const std::string& file) {
   return out;
 }
 
+namespace {
+
+// The bundled torchtitan flavour with the dimensions of `spec` (torchtitan defines its models in code: a model none
+// of its flavours states cannot be written as a TOML).
+std::optional<std::pair<std::string, std::string>> flavour_of(const model::ModelSpec& spec) {
+  static const json flavours = io::read_tree(io::data_dir() + "/formats/torchtitan-flavors.yaml");
+  auto same = [](const json& m, const char* key, std::optional<long long> v) { return !v || !m.contains(key) || m.at(key).get<long long>() == *v; };
+  for (const auto& [name, entry] : flavours.items()) {
+    if (!entry.is_object() || !entry.contains("flavors")) continue;
+    for (const auto& [flavour, unused] : entry.at("flavors").items()) {
+      const json m = flavour_model(name, flavour, "torchtitan flavour");
+      if (m.at("hidden_size").get<long long>() == spec.hidden_size && m.at("num_hidden_layers").get<long long>() == spec.num_layers &&
+          m.at("num_attention_heads").get<long long>() == spec.num_heads && m.at("vocab_size").get<long long>() == spec.vocab_size &&
+          same(m, "num_key_value_heads", spec.num_kv_heads) && same(m, "intermediate_size", spec.intermediate_size))
+        return std::pair{name, flavour};
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
 std::string emit_torchtitan(const Plan& plan, const Loaded* original, const std::string& model_name) {
   const plan::Layout& l = plan.layout;
   std::string text;
   if (original) {
     text = original->text;
   } else {
-    std::string name = "llama3";
-    std::string flavour = "8B";
+    std::string name;
+    std::string flavour;
     std::size_t sp = model_name.find(' ');
     if (model_name.rfind("torchtitan ", 0) == 0) {
       std::string rest = model_name.substr(sp + 1);
       name = rest.substr(0, rest.find(' '));
       flavour = rest.substr(rest.find(' ') + 1);
+    } else if (auto found = plan.model ? flavour_of(*plan.model) : std::nullopt) {
+      std::tie(name, flavour) = *found;
+    } else {
+      fail("--emit torchtitan",
+           "{} is none of torchtitan's bundled flavours (torchtitan defines its models in code, data/formats/torchtitan-flavors.yaml): "
+           "start from a torchtitan TOML, or write another format",
+           model_name);
     }
     text = fmt::format(
         "# torchtitan (v0.2) job config for {} on {} devices, written by sapp.\n[job]\ndescription = \"{}\"\n\n[model]\nname = \"{}\"\nflavor = \"{}\"\n",
@@ -451,7 +480,10 @@ std::string emit_torchtitan(const Plan& plan, const Loaded* original, const std:
   text = toml_set(text, "parallelism", "context_parallel_degree", std::to_string(l.cp));
   text = toml_set(text, "parallelism", "expert_parallel_degree", std::to_string(l.ep));
   if (l.ep > 1) text = toml_set(text, "parallelism", "expert_tensor_parallel_degree", std::to_string(l.etp));
-  long long local = plan.global_batch / l.dp;
+  // torchtitan's local_batch_size is one forward's batch per DP rank: the micro-batch without PP (global_batch_size
+  // then accumulates the rest), the pipeline's micro-batches together with PP (pipeline_parallel_microbatch_size
+  // each): the reader's rule.
+  long long local = l.pp > 1 ? plan.global_batch / l.dp : l.mbs;
   text = toml_set(text, "training", "local_batch_size", std::to_string(local));
   text = toml_set(text, "training", "global_batch_size", std::to_string(plan.global_batch));
   text = toml_set(text, "training", "seq_len", std::to_string(plan.seq));
