@@ -158,6 +158,7 @@ TEST_P(WriteBack, ReadsBackTheSameLayout) {
   p.seq = r.job.training.seq;
   p.num_layers = x.model.body_layers();
   p.model = x.model.spec;
+  p.model_config = r.job.model_config;  // as emit_plan passes an inline model
   for (const config::Loaded* original : std::vector<const config::Loaded*>{&l, nullptr}) {
     if (original == nullptr && t.emit == config::EmitFormat::Torchtitan) continue;  // a torchtitan model is named by its flavour
     std::string text = config::emit(t.emit, p, original, r.job.model);
@@ -220,6 +221,42 @@ TEST(Torchtitan, EmitKeepsTheMicroBatchAndNeverRenamesTheModel) {
   }
   p.model = test::bundled("qwen2.5-72b").spec;
   EXPECT_THROW((void)config::emit(config::EmitFormat::Torchtitan, p, nullptr, "qwen2.5-72b"), Error);
+}
+
+// HyperParallel's current train YAML has FSDP (ZeRO-3) or replication and no sequence parallelism: a plan that needs
+// either is refused at --emit, naming what to search instead (it was written without them: 62 GiB read back as 95,
+// not fitting), and a search that writes there keeps to what it can state. A named model (bundled, or a config.json)
+// is written by name, so nothing of it is lost (MLA and sliding-window fields were), and its split reads back.
+TEST(HyperParallel, EmitStatesOnlyWhatTheFormatHolds) {
+  config::Plan p;
+  p.layout.dp = 4;
+  p.layout.tp = 2;
+  p.layout.sp = true;
+  p.layout.zero = 3;
+  p.devices = 8;
+  p.global_batch = 8;
+  p.seq = 4096;
+  p.num_layers = 32;
+  try {
+    (void)config::emit(config::EmitFormat::HyperParallel, p, nullptr, "llama3-8b");
+    ADD_FAILURE() << "SP written";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("--sp off"), std::string::npos) << e.what();
+  }
+  auto e = config::expressible(config::EmitFormat::HyperParallel, nullptr);
+  EXPECT_EQ(e.zero, (std::vector<int>{0, 3}));
+  EXPECT_EQ(e.sp, (std::vector<bool>{false}));
+  p.layout.sp = false;
+  p.layout.pp = 2;
+  p.layout.dp = 2;
+  p.layout.micro_batches = 4;
+  p.split = plan::StageSplit{{{15, 17}}, {}, {}};
+  config::Loaded back = config::read_text(config::emit(config::EmitFormat::HyperParallel, p, nullptr, "llama3-8b"), "h.yaml", config::Format::HyperParallel);
+  app::EstimateRequest r;
+  config::fill(r, back, nlohmann::json::object());
+  EXPECT_EQ(r.job.model, "llama3-8b");
+  ASSERT_TRUE(r.split.has_value());
+  EXPECT_EQ(r.split->layers, (plan::ChunkCounts{{15, 17}}));
 }
 
 // The Megatron output is a valid argument list for core_v0.14.0: every flag is one its arguments.py defines.

@@ -1,6 +1,9 @@
 #include "cli/from.hpp"
 
+#include <algorithm>
 #include <cstdio>
+
+#include <fmt/format.h>
 
 #include "app/app.hpp"
 #include "config/config.hpp"
@@ -49,6 +52,23 @@ void fill(app::EstimateRequest& request, From& from, const nlohmann::json& value
 void fill(app::SearchRequest& request, From& from, const nlohmann::json& values) { fill_any(request, from, values); }
 void fill(app::PlanRequest& request, From& from, const nlohmann::json& values) { fill_any(request, from, values); }
 
+void keep_to_emit(const From& from, search::Space& space) {
+  if (from.emit.empty()) return;
+  const config::Expressible e = config::expressible(config::parse_emit_format(from.emit, "--emit"), from.loaded ? &*from.loaded : nullptr);
+  auto keep = [&](auto& dim, const auto& allowed, const char* option) {
+    if (!allowed) return;
+    if (!dim) {
+      dim = allowed;
+    } else {
+      std::erase_if(*dim, [&](const auto& v) { return std::find(allowed->begin(), allowed->end(), v) == allowed->end(); });
+      if (dim->empty()) throw app::UsageError(fmt::format("{}: none of the values given can be written by --emit {} ({})", option, from.emit, e.why));
+    }
+  };
+  keep(space.zero, e.zero, "--zero");
+  keep(space.sp, e.sp, "--sp");
+  if (e.zero || e.sp) std::fprintf(stderr, "sapp: note: --emit %s: the search keeps to what it can write (%s)\n", from.emit.c_str(), e.why.c_str());
+}
+
 void require_emit_output(const From& from, const std::string& output) {
   if (!from.emit.empty() && (output.empty() || output == "-")) throw app::UsageError("--emit writes the config to --output: give -o FILE");
 }
@@ -67,6 +87,8 @@ void emit_plan(const From& from, const app::JobRequest& job, const plan::Layout&
   p.fp8 = job.training.fp8;
   p.memory_limit_gib = job.memory_limit_gib;
   p.model = x.model.spec;
+  // A model a framework config defines inline travels with the plan; a config.json is named by its path.
+  if (!from.loaded || from.loaded->format != config::Format::HuggingFace) p.model_config = job.model_config;
   const config::Loaded* original = from.loaded ? &*from.loaded : nullptr;
   io::write_atomic(output, config::emit(format, p, original, job.model));
 }

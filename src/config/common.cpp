@@ -580,6 +580,17 @@ Format format_of(EmitFormat format) {
   return Format::Sapp;
 }
 
+Expressible expressible(EmitFormat format, const Loaded* original) {
+  if (original != nullptr && original->format != format_of(format)) original = nullptr;  // as emit() takes it
+  switch (format) {
+    case EmitFormat::HyperParallel: return expressible_hyperparallel(original);
+    case EmitFormat::Torchtitan:
+      return {std::vector<int>{0, 2, 3}, std::nullopt,
+              "torchtitan states FSDP (data_parallel_shard_degree: ZeRO-3; fsdp_reshard_after_forward never: ZeRO-2) or replication"};
+    default: return {};
+  }
+}
+
 std::string emit(EmitFormat format, const Plan& plan, const Loaded* original, const std::string& model_name) {
   if (original != nullptr && original->format != format_of(format)) original = nullptr;
   switch (format) {

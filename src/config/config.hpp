@@ -80,11 +80,21 @@ struct Plan {
   bool fp8 = false;
   double memory_limit_gib = 0;
   std::optional<model::ModelSpec> model;  // written out when there is no original file to edit
+  nlohmann::json model_config;            // a model a framework config defined inline (HuggingFace keys); null: named
 };
 
 enum class EmitFormat { Megatron, MindFormers, HyperParallel, Torchtitan };
 EmitFormat parse_emit_format(const std::string& text, const std::string& where);
 Format format_of(EmitFormat format);
+
+// The ZeRO stages and sequence-parallel settings a format can state (a search that writes its plan there keeps to
+// them); none: any. `why` says which keys decide.
+struct Expressible {
+  std::optional<std::vector<int>> zero;
+  std::optional<std::vector<bool>> sp;
+  std::string why;
+};
+Expressible expressible(EmitFormat format, const Loaded* original);
 
 // The plan in the framework's own format. With `original` (a file of that format), the output is that file
 // with only the keys sapp owns changed, comments and every other key kept; without, a minimal file that

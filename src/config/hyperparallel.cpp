@@ -9,6 +9,7 @@
 #include "config/internal.hpp"
 #include "core/error.hpp"
 #include "core/files.hpp"
+#include "model/model_spec.hpp"
 
 namespace sapp::config::detail {
 
@@ -53,7 +54,17 @@ const std::vector<std::pair<std::string, std::string>>& canonical() {
                                                                          {"n_layers", "num_hidden_layers"},
                                                                          {"n_heads", "num_attention_heads"},
                                                                          {"n_kv_heads", "num_key_value_heads"},
-                                                                         {"inter_dim", "intermediate_size"}};
+                                                                         {"inter_dim", "intermediate_size"},
+                                                                         {"sliding_window", "sliding_window"},
+                                                                         {"full_attention_interval", "full_attention_interval"},
+                                                                         {"attention_bias", "attention_bias"},
+                                                                         {"attention_dropout", "attention_dropout"},
+                                                                         {"hidden_dropout", "hidden_dropout"},
+                                                                         {"num_local_experts", "num_experts"},
+                                                                         {"experts_per_token", "num_experts_per_tok"},
+                                                                         {"interleave_moe_layer_step", "interleave_moe_layer_step"},
+                                                                         {"intermediate_size_mlp", "intermediate_size_mlp"},
+                                                                         {"name", "name"}};
   return names;
 }
 
@@ -202,6 +213,13 @@ Loaded read_hyperparallel(const json& tree, const std::string& file) {
   long long layers = model.is_object() && model.contains("num_hidden_layers") && model.at("num_hidden_layers").is_number_integer()
                          ? model.at("num_hidden_layers").get<long long>()
                          : 0;
+  if (layers == 0 && out.values.contains("model") &&
+      (t.get("model.config_overrides.offset") || t.get("model.config_overrides.full_rec") || t.get("model.config_overrides.sel_rec"))) {
+    // A named model (bundled or a config.json) with a stage split: the split's arithmetic needs its layer count.
+    const std::string named = out.values.at("model").get<std::string>();
+    const std::string path = io::exists(named) ? named : io::data_dir() + "/models/" + named + ".json";
+    layers = model::model_from_json(io::read_tree(path), path).num_layers;
+  }
   if (layers > 0) stage_split(t, out, "model.config_overrides", layers, static_cast<int>(pp), static_cast<int>(vpp));
   for (const char* k : {"model.config_path", "model._target_", "model.trust_remote_code", "model.torch_dtype", "model.attn_implementation"}) t.use(k);
   out.unused = t.unused();
@@ -314,33 +332,51 @@ Loaded read_reference_search(const json& tree, const std::string& file) {
   return out;
 }
 
+bool legacy_layout(const Loaded* original) {
+  if (!original) return false;
+  json tree = io::parse_yaml(original->text, original->file);
+  return !(tree.contains("accelerator") || tree.contains("fsdp_config") || tree.contains("training") ||
+           (tree.contains("model") && tree["model"].is_object() && tree["model"].contains("pretrained_model_name_or_path")));
+}
+
+Expressible expressible_hyperparallel(const Loaded* original) {
+  if (legacy_layout(original)) return {};
+  return {std::vector<int>{0, 3}, std::vector<bool>{false},
+          "HyperParallel's train YAML states FSDP (fsdp_config.dp_shard_size: ZeRO-3) or replication, and no sequence parallelism"};
+}
+
 std::string emit_hyperparallel(const Plan& plan, const Loaded* original, const std::string& model_name) {
   const plan::Layout& l = plan.layout;
   std::string text;
-  bool legacy = false;
+  bool legacy = legacy_layout(original);
+  if (!legacy && (l.sp || l.zero == 1 || l.zero == 2)) {
+    fail("--emit hyperparallel",
+         "the plan's {} has no key in HyperParallel's train YAML (fsdp_config.dp_shard_size is ZeRO-3, replication ZeRO 0; "
+         "no sequence parallelism): search with --zero 0,3 --sp off, or write another format",
+         l.sp ? "sequence parallelism" : fmt::format("ZeRO-{}", l.zero));
+  }
   if (original) {
     text = original->text;
-    json tree = io::parse_yaml(text, original->file);
-    legacy = !(tree.contains("accelerator") || tree.contains("fsdp_config") || tree.contains("training") ||
-               (tree.contains("model") && tree["model"].is_object() && tree["model"].contains("pretrained_model_name_or_path")));
+  } else if (plan.model_config.is_null()) {
+    // A bundled model or a config.json: named, as HyperParallel names its model.
+    text = fmt::format("# HyperParallel train YAML for {} on {} devices, written by sapp.\nmodel:\n  pretrained_model_name_or_path: {}\n", model_name,
+                       plan.devices, model_name);
+    text += fmt::format("dataset:\n  data_transform:\n    max_seq_len: {}\n", plan.seq);
   } else {
-    text = fmt::format("# HyperParallel train YAML for {} on {} devices, written by sapp.\nmodel:\n", model_name, plan.devices);
-    if (plan.model) {
-      const model::ModelSpec& m = *plan.model;
-      text += "  config_overrides:\n";
-      text += fmt::format("    model_type: {}\n    num_hidden_layers: {}\n    hidden_size: {}\n    num_attention_heads: {}\n", m.model_type, m.num_layers,
-                          m.hidden_size, m.num_heads);
-      if (m.num_kv_heads) text += fmt::format("    num_key_value_heads: {}\n", *m.num_kv_heads);
-      if (m.head_dim) text += fmt::format("    head_dim: {}\n", *m.head_dim);
-      if (m.intermediate_size) text += fmt::format("    intermediate_size: {}\n", *m.intermediate_size);
-      text += fmt::format("    vocab_size: {}\n    tie_word_embeddings: {}\n", m.vocab_size, m.tie_word_embeddings ? "true" : "false");
-      if (m.qk_norm) text += fmt::format("    qk_norm: {}\n", *m.qk_norm ? "true" : "false");
-      if (m.is_moe()) {
-        text += fmt::format("    num_experts: {}\n    num_experts_per_tok: {}\n    moe_intermediate_size: {}\n", *m.num_experts,
-                            m.experts_per_token.value_or(1), m.routed_expert_width());
+    // A model a framework config defined inline: its keys under config_overrides, as the reader takes them.
+    text = fmt::format("# HyperParallel train YAML for {} on {} devices, written by sapp.\nmodel:\n  config_overrides:\n", model_name, plan.devices);
+    std::vector<std::string> left;
+    for (const auto& [key, value] : plan.model_config.items()) {
+      if (key.rfind('_', 0) == 0) continue;  // _source, _comment
+      bool read = std::any_of(canonical().begin(), canonical().end(), [&](const auto& entry) { return entry.first == key; });
+      if (read) {
+        text += fmt::format("    {}: {}\n", key, value.dump());
+      } else {
+        left.push_back(key);
       }
-    } else {
-      text += fmt::format("  pretrained_model_name_or_path: {}\n", model_name);
+    }
+    if (!left.empty()) {
+      fail("--emit hyperparallel", "the model's {} cannot be stated under model.config_overrides: write another format", fmt::join(left, ", "));
     }
     text += fmt::format("dataset:\n  data_transform:\n    max_seq_len: {}\n", plan.seq);
   }

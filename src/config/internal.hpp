@@ -91,6 +91,7 @@ Loaded read_sapp(const json& tree, const std::string& file);
 std::string emit_megatron(const Plan& plan, const Loaded* original, const std::string& model_name);
 std::string emit_mindformers(const Plan& plan, const Loaded* original, const std::string& model_name);
 std::string emit_hyperparallel(const Plan& plan, const Loaded* original, const std::string& model_name);
+Expressible expressible_hyperparallel(const Loaded* original);
 std::string emit_torchtitan(const Plan& plan, const Loaded* original, const std::string& model_name);
 
 // MindFormers' rules: per [chunk][stage] layers from an offset and the per-stage recompute arrays.
