@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "config/config.hpp"
 #include "core/error.hpp"
 #include "helpers.hpp"
 
@@ -244,4 +245,19 @@ TEST(ModelFamilies, UnknownModelTypeFallsBackToItsArchitecture) {
   expect_refused(R"({"model_type":"nemotron_h","architectures":["NemotronHForCausalLM"],"hidden_size":64,"num_hidden_layers":2,
       "num_attention_heads":4,"vocab_size":1000,"intermediate_size":128})",
                  {"synthetic.json", "model_type", "nemotron_h", "NemotronHForCausalLM"});
+}
+
+// A squared-ReLU MLP (hidden_act relu2, Nemotron's; Megatron's --squared-relu) has no gate: h x f fewer weights per
+// layer than the family's SwiGLU. MindSpeed-LLM's PLM-1.8B (MLA, --squared-relu) had been priced gated: 2.36 B
+// against its 1.8 B.
+TEST(ModelFamilies, SquaredReluIsUngated) {
+  const std::string base = R"({"model_type":"llama","hidden_size":64,"num_hidden_layers":3,"num_attention_heads":4,"vocab_size":1000,
+      "intermediate_size":128,"hidden_act":)";
+  double gated = resolve_json(base + R"("silu"})").params().total;
+  double plain = resolve_json(base + R"("relu2"})").params().total;
+  EXPECT_DOUBLE_EQ(gated - plain, 3 * 64 * 128);
+  sapp::config::Loaded l = sapp::config::read_text(
+      "torchrun pretrain_gpt.py --num-layers 3 --hidden-size 64 --num-attention-heads 4 --vocab-size 1000 --ffn-hidden-size 128 --squared-relu\n", "plm.sh",
+      sapp::config::Format::Megatron);
+  EXPECT_EQ(l.model_config.at("hidden_act"), "relu2");
 }

@@ -733,6 +733,7 @@ Loaded read_megatron(const std::string& text, const std::string& file) {
     }
     if (!no_bias && (swiglu || gated_gelu || mla || moe))
       out.warnings.push_back("linear layers keep Megatron's default biases (no --disable-bias-linear); sapp prices the family's biases");
+    if (a.on("--squared-relu")) m["hidden_act"] = "relu2";  // an ungated MLP (MindSpeed-LLM's PLM, Nemotron)
     if (auto drop = a.value("--attention-dropout")) m["attention_dropout"] = std::stod(*drop);
     if (auto drop = a.value("--hidden-dropout")) m["hidden_dropout"] = std::stod(*drop);
     out.model_config = m;

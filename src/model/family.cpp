@@ -223,6 +223,10 @@ BoundKind bind(const ModelSpec& spec, const Profile& profile, const LayerKind& k
   expr::Env& env = bound.env;
   auto count = [&](const std::string& name, Count v) { set_count(env, sym, name, v); };
   for (const auto& [op, n] : kind.ops) count("n_" + op, n);
+  // A squared-ReLU MLP (Megatron's --squared-relu, Nemotron's hidden_act relu2) has no gate: two matrices, not three.
+  if (!vision && spec.hidden_act && (*spec.hidden_act == "relu2" || *spec.hidden_act == "squared_relu") && kind.ops.count("ffn_mm") &&
+      kind.ops.at("ffn_mm") == 3)
+    count("n_ffn_mm", 2);
 
   for (const auto& name : kFacts) {
     double v = fact(profile, kind, name);
