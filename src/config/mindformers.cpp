@@ -283,16 +283,15 @@ Loaded read_mindformers(const json& tree, const std::string& file) {
     if (g == std::string::npos) fail(at(file, "context.max_device_memory"), "'{}' is not a size like 58GB", v);
     set("memory_limit_gib", std::stod(v.substr(0, g)), "context.max_device_memory");
   }
-  // The device. MindFormers runs on Ascend (context.device_target); its YAMLs do not name the chip: the 910B of
-  // the Atlas 800T A2 is assumed and said so (an A3's 910C is -H ascend-910c).
-  if (auto target = t.text("context.device_target")) {
-    std::string v = *target;
-    std::transform(v.begin(), v.end(), v.begin(), [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
-    if (v == "ascend") {
-      set("hardware", "ascend-910b", "context.device_target: Ascend (priced as the 910B; -H ascend-910c for an A3)");
-    } else if (v != "gpu" && v != "cpu") {
-      fail(at(file, "context.device_target"), "'{}' is not Ascend, GPU or CPU", *target);
-    }
+  // The device: its YAMLs do not name the chip: the 910B of the Atlas 800T A2 is assumed and said so (an A3's 910C
+  // is -H ascend-910c).
+  // MindSpore Transformers runs on Ascend only (its template's own comment on device_target): a YAML that states no
+  // target is an Ascend job too.
+  std::string target = io::lower(t.text("context.device_target").value_or("Ascend"));
+  if (target == "ascend") {
+    set("hardware", "ascend-910b", "context.device_target: Ascend, or unstated (MindFormers runs on Ascend; priced as the 910B, -H ascend-910c for an A3)");
+  } else if (target != "gpu" && target != "cpu") {
+    fail(at(file, "context.device_target"), "'{}' is not Ascend, GPU or CPU", target);
   }
   // The model.
   long long layers = 0;
