@@ -16,6 +16,12 @@ namespace {
 
 std::string source(const std::string& rel) { return std::string(SAPP_SOURCE_DIR) + "/" + rel; }
 
+// The model a config file defines inline (HuggingFace keys), resolved as sapp prices it.
+model::Model inline_model(const nlohmann::json& model_config, const std::string& file) {
+  const auto& cat = test::catalog();
+  return model::resolve(model::model_from_json(model_config, file), cat.records, cat.profiles);
+}
+
 struct Stated {
   std::string file;
   config::Format format;
@@ -87,8 +93,7 @@ model:
   config::fill(r, l, nlohmann::json::object());
   EXPECT_EQ(r.job.hardware, "ascend-910b");
   EXPECT_EQ(r.job.model_config.at("model_type"), "chatglm");
-  const auto& cat = test::catalog();
-  auto m = model::resolve(model::model_from_json(r.job.model_config, "glm.yaml"), cat.records, cat.profiles);
+  auto m = inline_model(r.job.model_config, "glm.yaml");
   double h = 4096, a = 32, kv = 2, dh = 128, f = 13696, v = 151552;
   double layer = h * a * dh + (a + 2 * kv) * dh + 2 * h * kv * dh + a * dh * h + 3 * h * f + 2 * h;
   EXPECT_DOUBLE_EQ(m.params().total, 40 * layer + 2 * v * h + h);
@@ -593,10 +598,9 @@ TEST(MindSpeedLlm, GatedGeluIsGemma) {
   const std::string launch =
       "torchrun pretrain_gpt.py --num-layers 2 --hidden-size 64 --num-attention-heads 4 --kv-channels 32 --group-query-attention "
       "--num-query-groups 2 --ffn-hidden-size 96 --vocab-size 1000 --disable-bias-linear --normalization RMSNorm ";
-  const auto& cat = test::catalog();
   auto params = [&](const std::string& extra) {
     config::Loaded l = config::read_text(launch + extra + "\n", "g.sh", config::Format::Megatron);
-    auto m = model::resolve(model::model_from_json(l.model_config, "g.sh"), cat.records, cat.profiles);
+    auto m = inline_model(l.model_config, "g.sh");
     return std::pair{l.model_config.at("model_type").get<std::string>(), m.params().total};
   };
   double h = 64, a = 4, kv = 2, dh = 32, f = 96, v = 1000;
@@ -621,8 +625,7 @@ TEST(MindSpeedLlm, Qwen3NextIsTheHybridOfItsConfig) {
       "--disable-bias-linear --swiglu --group-query-attention --num-query-groups 2\n";
   config::Loaded l = config::read_text(script, "next.sh", config::Format::Megatron);
   EXPECT_EQ(l.model_config.at("model_type"), "qwen3_next");
-  const auto& cat = test::catalog();
-  auto from_script = model::resolve(model::model_from_json(l.model_config, "next.sh"), cat.records, cat.profiles);
+  auto from_script = inline_model(l.model_config, "next.sh");
   auto published = test::bundled("qwen3-next-80b-a3b");
   EXPECT_DOUBLE_EQ(from_script.params().total, published.params().total);
   EXPECT_DOUBLE_EQ(from_script.params().active, published.params().active);
@@ -649,8 +652,7 @@ TEST(Megatron, GptOssFlagsAreTheGptOssFamily) {
   EXPECT_EQ(l.model_config.at("sliding_window"), 128);
   EXPECT_EQ(l.model_config.at("layer_types").at(0), "sliding_attention");
   EXPECT_EQ(l.model_config.at("layer_types").at(1), "full_attention");
-  const auto& cat = test::catalog();
-  auto from_flags = model::resolve(model::model_from_json(l.model_config, "oss.sh"), cat.records, cat.profiles);
+  auto from_flags = inline_model(l.model_config, "oss.sh");
   auto published = test::bundled("gpt-oss-120b");
   EXPECT_DOUBLE_EQ(from_flags.params().total, published.params().total);
   for (const auto& w : l.warnings) EXPECT_EQ(w.find("--softmax-type"), std::string::npos) << w;  // read, so not "undefined"
