@@ -224,6 +224,9 @@ TEST(Torchtitan, EmitKeepsTheMicroBatchAndNeverRenamesTheModel) {
     EXPECT_EQ(r2.layout.mbs, 1);
     EXPECT_EQ(r2.job.training.global_batch, 32);
   }
+  p.layout.zero = 1;  // torchtitan has FSDP (ZeRO-3 or 2) or replication: a ZeRO-1 plan is refused, not written as FSDP
+  EXPECT_THROW((void)config::emit(config::EmitFormat::Torchtitan, p, &l, "torchtitan llama3 8B"), Error);
+  p.layout.zero = rep.layout.zero;
   p.model = test::bundled("qwen2.5-72b").spec;
   EXPECT_THROW((void)config::emit(config::EmitFormat::Torchtitan, p, nullptr, "qwen2.5-72b"), Error);
 }

@@ -448,6 +448,11 @@ std::optional<std::pair<std::string, std::string>> flavour_of(const model::Model
 
 std::string emit_torchtitan(const Plan& plan, const Loaded* original, const std::string& model_name) {
   const plan::Layout& l = plan.layout;
+  if (l.zero == 1 && l.dp > 1) {
+    fail("--emit torchtitan",
+         "the plan's ZeRO-1 has no torchtitan key (data_parallel_shard_degree is FSDP, ZeRO-3; fsdp_reshard_after_forward "
+         "never ZeRO-2; replication ZeRO 0): search with --zero 0,2,3, or write another format");
+  }
   std::string text;
   if (original) {
     text = original->text;
