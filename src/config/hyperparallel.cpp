@@ -366,7 +366,9 @@ std::string emit_hyperparallel(const Plan& plan, const Loaded* original, const s
     // A model a framework config defined inline: its keys under config_overrides, as the reader takes them.
     text = fmt::format("# HyperParallel train YAML for {} on {} devices, written by sapp.\nmodel:\n  config_overrides:\n", model_name, plan.devices);
     std::vector<std::string> left;
-    for (const auto& [key, value] : plan.model_config.items()) {
+    for (const auto& item : plan.model_config.items()) {
+      const std::string& key = item.key();
+      const json& value = item.value();
       if (key.rfind('_', 0) == 0) continue;  // _source, _comment
       bool read = std::any_of(canonical().begin(), canonical().end(), [&](const auto& entry) { return entry.first == key; });
       if (read) {
