@@ -90,7 +90,9 @@ void emit_plan(const From& from, const app::JobRequest& job, const plan::Layout&
   // A model a framework config defines inline travels with the plan; a config.json is named by its path.
   if (!from.loaded || from.loaded->format != config::Format::HuggingFace) p.model_config = job.model_config;
   const config::Loaded* original = from.loaded ? &*from.loaded : nullptr;
-  io::write_atomic(output, config::emit(format, p, original, job.model));
+  std::vector<std::string> notes;
+  io::write_atomic(output, config::emit(format, p, original, job.model, &notes));
+  for (const auto& n : notes) std::fprintf(stderr, "sapp: warning: --emit %s: %s\n", from.emit.c_str(), n.c_str());
 }
 
 }  // namespace sapp::cli

@@ -591,10 +591,10 @@ Expressible expressible(EmitFormat format, const Loaded* original) {
   }
 }
 
-std::string emit(EmitFormat format, const Plan& plan, const Loaded* original, const std::string& model_name) {
+std::string emit(EmitFormat format, const Plan& plan, const Loaded* original, const std::string& model_name, std::vector<std::string>* notes) {
   if (original != nullptr && original->format != format_of(format)) original = nullptr;
   switch (format) {
-    case EmitFormat::Megatron: return emit_megatron(plan, original, model_name);
+    case EmitFormat::Megatron: return emit_megatron(plan, original, model_name, notes);
     case EmitFormat::MindFormers: return emit_mindformers(plan, original, model_name);
     case EmitFormat::HyperParallel: return emit_hyperparallel(plan, original, model_name);
     case EmitFormat::Torchtitan: return emit_torchtitan(plan, original, model_name);

@@ -99,7 +99,8 @@ Expressible expressible(EmitFormat format, const Loaded* original);
 // The plan in the framework's own format. With `original` (a file of that format), the output is that file
 // with only the keys sapp owns changed, comments and every other key kept; without, a minimal file that
 // names the model as `model_name` states it.
-std::string emit(EmitFormat format, const Plan& plan, const Loaded* original, const std::string& model_name);
+// `notes`, when given, receives what the format cannot state of the plan and how it was written instead.
+std::string emit(EmitFormat format, const Plan& plan, const Loaded* original, const std::string& model_name, std::vector<std::string>* notes = nullptr);
 
 // Megatron-LM flag names (core_v0.14.0 arguments.py), bundled as data with their source.
 const std::vector<std::string>& megatron_flags();

@@ -88,7 +88,7 @@ Loaded read_torchtitan(const std::string& text, const std::string& file);
 Loaded read_sapp(const json& tree, const std::string& file);
 
 // Writers.
-std::string emit_megatron(const Plan& plan, const Loaded* original, const std::string& model_name);
+std::string emit_megatron(const Plan& plan, const Loaded* original, const std::string& model_name, std::vector<std::string>* notes);
 std::string emit_mindformers(const Plan& plan, const Loaded* original, const std::string& model_name);
 std::string emit_hyperparallel(const Plan& plan, const Loaded* original, const std::string& model_name);
 Expressible expressible_hyperparallel(const Loaded* original);

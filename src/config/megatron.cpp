@@ -4,6 +4,7 @@
 // own flags from its arguments.py (docs/configs.md restates what sapp reads).
 #include <algorithm>
 #include <cctype>
+#include <limits>
 #include <map>
 #include <numeric>
 #include <optional>
@@ -12,6 +13,7 @@
 #include <sstream>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "config/internal.hpp"
 #include "core/error.hpp"
@@ -1153,7 +1155,7 @@ std::string layout_string(const plan::StageSplit& split, long long mtp) {
 
 }  // namespace
 
-std::string emit_megatron(const Plan& plan, const Loaded* original, const std::string& model_name) {
+std::string emit_megatron(const Plan& plan, const Loaded* original, const std::string& model_name, std::vector<std::string>* notes) {
   const plan::Layout& l = plan.layout;
   ScriptEditor ed(original ? original->text : std::string());
   if (!original) {
@@ -1281,16 +1283,43 @@ std::string emit_megatron(const Plan& plan, const Loaded* original, const std::s
   ed.remove("--recompute-granularity");
   ed.remove("--recompute-method");
   ed.remove("--recompute-num-layers");
+  auto note = [&](std::string text) {
+    if (notes) notes->push_back(std::move(text));
+  };
   if (plan.split && plan.split->states_recompute()) {
+    // Megatron recomputes the first --recompute-num-layers layers of every chunk (block method): one count for all.
     long long n = 0;
-    for (const auto& row : plan.split->full)
-      for (long long c : row) n = std::max(n, c);
+    long long least = std::numeric_limits<long long>::max();
+    for (const auto& row : plan.split->full) {
+      for (long long c : row) {
+        n = std::max(n, c);
+        least = std::min(least, c);
+      }
+    }
     if (n > 0) {
       ed.set("--recompute-granularity", "full", anchor);
       ed.set("--recompute-method", "block", anchor);
       ed.set("--recompute-num-layers", std::to_string(n), anchor);
     }
-  } else if (l.recompute != plan::Recompute::Off) {
+    if (n != least) {
+      std::string rows;
+      for (const auto& row : plan.split->full) rows += (rows.empty() ? "" : " / ") + fmt::format("{}", fmt::join(row, ","));
+      note(
+          fmt::format("the plan recomputes {} layers per stage (and chunk); Megatron states one count for every chunk "
+                      "(--recompute-num-layers): written as {}, more recompute than planned (slower, and it fits)",
+                      rows, n));
+    }
+    bool selective = false;
+    for (const auto& row : plan.split->selective)
+      for (long long c : row) selective = selective || c > 0;
+    if (selective) note("the plan's selectively recomputed layers have no Megatron flag of their own: written without recompute (more memory than planned)");
+    if (!selective) {
+      for (const char* f : {"--recompute-activation-function", "--recompute-activation-function-num-layers", "--recompute-modules"}) ed.remove(f);
+    }
+  } else if (l.recompute == plan::Recompute::Off) {
+    // Nothing recomputed: MindSpeed's selective switches go too (they were read as selective recompute).
+    for (const char* f : {"--recompute-activation-function", "--recompute-activation-function-num-layers", "--recompute-modules"}) ed.remove(f);
+  } else {
     ed.set("--recompute-granularity", l.recompute == plan::Recompute::Full ? "full" : "selective", anchor);
     if (l.recompute == plan::Recompute::Full) {
       ed.set("--recompute-method", "uniform", anchor);
