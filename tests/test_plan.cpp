@@ -182,3 +182,15 @@ TEST(PlanCommand, AlternatingStacksAreBalancedAPeriodAtATime) {
   EXPECT_FALSE(kept["balanced"].get<bool>());
   EXPECT_NE(kept["status"].get<std::string>().find("a period of 2 layers"), std::string::npos) << kept["status"];
 }
+
+// A balanced plan's row names its degrees, not the split the search started from (a file's uneven split): the
+// balanced layers are listed per stage below it. The label once showed the file's split beside the balanced one.
+TEST(PlanCommand, ABalancedRowIsNotLabelledWithTheFilesSplit) {
+  auto r = test::run_sapp("plan --from " + std::string(SAPP_SOURCE_DIR) + "/tests/configs/megatron-uneven.args --candidates 1 -q");
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto at = r.out.find("balanced plans");
+  ASSERT_NE(at, std::string::npos) << r.out;
+  const std::string rows = r.out.substr(at, r.out.find("stage layers per chunk", at) - at);
+  ASSERT_TRUE(rows.find("proved optimal") != std::string::npos || rows.find("best found") != std::string::npos) << rows;  // balanced
+  EXPECT_EQ(rows.find("layers:"), std::string::npos) << rows;
+}

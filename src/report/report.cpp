@@ -318,17 +318,24 @@ std::string to_table(const PlanReport& r) {
   std::string out = to_table(r.search);
   if (r.plans.empty()) return out;
   out += fmt::format("\nbalanced plans (layers and recompute per stage and chunk; {} layouts, {:.2f} s):\n", r.plans.size(), r.balance_seconds);
+  // A balanced plan's split and recompute are its own (listed per stage below for the best): the label shows the
+  // degrees, not the split the search started from.
+  auto label = [](const Plan& p) {
+    plan::Layout l = p.layout;
+    if (p.balanced) l.split.reset();
+    return l.describe();
+  };
   std::size_t width = 24;
-  for (const auto& p : r.plans) width = std::max(width, p.layout.describe().size());
+  for (const auto& p : r.plans) width = std::max(width, label(p).size());
   width = std::min<std::size_t>(width, 64);
   out += fmt::format("{:>4}  {:<{}} {:>8} {:>8} {:>6}  {}\n", "rank", "layout", width, "step s", "even s", "GiB", "balancer");
   for (std::size_t i = 0; i < r.plans.size(); ++i) {
     const Plan& p = r.plans[i];
-    out += fmt::format("{:>4}  {:<{}} {:>8.3f} {:>8.3f} {:>6}  {}{}\n", i + 1, p.layout.describe(), width, p.step_time_s, p.even_step_time_s,
-                       gib(p.peak_memory_bytes), p.status, p.fits ? "" : " (DOES NOT FIT)");
+    out += fmt::format("{:>4}  {:<{}} {:>8.3f} {:>8.3f} {:>6}  {}{}\n", i + 1, label(p), width, p.step_time_s, p.even_step_time_s, gib(p.peak_memory_bytes),
+                       p.status, p.fits ? "" : " (DOES NOT FIT)");
   }
   const Plan& best = r.plans.front();
-  out += fmt::format("\nbest plan: {}\n{:>5} {:>16} {:>9} {:>12}  {}\n", best.layout.describe(), "stage", "layers per chunk", "peak GiB", "time s (mb)",
+  out += fmt::format("\nbest plan: {}\n{:>5} {:>16} {:>9} {:>12}  {}\n", label(best), "stage", "layers per chunk", "peak GiB", "time s (mb)",
                      "recompute (layers per kind)");
   for (const auto& s : best.stages) {
     // Chunks that all hold the same layers under the same recompute are written once ("20x1", "each: none 1").
