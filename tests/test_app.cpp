@@ -269,3 +269,14 @@ TEST(Estimate, AnUnevenSplitIsSaid) {
   EXPECT_TRUE(has(warnings(8)));
   EXPECT_FALSE(has(warnings(4)));
 }
+
+// A config of a family sapp has no profile for is refused for its family, not for a key that family spells its own
+// way (DBRX states n_layers and d_model; the reader asked for num_hidden_layers).
+TEST(Estimate, AnUnknownFamilyIsNamedBeforeItsKeys) {
+  const std::string dir = test::temp_dir();
+  test::write_file(dir + "/dbrx.json",
+                   R"({"model_type":"dbrx","architectures":["DbrxForCausalLM"],"d_model":6144,"n_heads":48,"n_layers":40,"vocab_size":100352})");
+  auto r = test::run_sapp("estimate -m " + dir + "/dbrx.json -d 64 -b 256");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("\"dbrx\" is no known family"), std::string::npos) << r.err;
+}

@@ -133,7 +133,26 @@ std::shared_ptr<const plan::StageSplit> split_of(const std::optional<plan::Stage
 LoadedJob load(const JobRequest& job) {
   std::string data = io::data_dir();
   LoadedJob x{model::load_catalog(data), {}, hardware::load_hardware(job.hardware, data), 0};
-  model::ModelSpec spec = job.model_config.is_null() ? model::load_model(job.model, data) : model::model_from_json(job.model_config, job.model);
+  model::ModelSpec spec;
+  try {
+    spec = job.model_config.is_null() ? model::load_model(job.model, data) : model::model_from_json(job.model_config, job.model);
+  } catch (const Error&) {
+    // A config of a family sapp has no profile for fails first on a key its family names otherwise (DBRX's
+    // n_layers): the unknown family is what to say.
+    nlohmann::json config = job.model_config;
+    if (config.is_null() && io::exists(job.model)) config = io::read_tree(job.model);
+    if (config.is_object() && config.contains("model_type") && config.at("model_type").is_string() && !config.contains("arch")) {
+      model::ModelSpec probe;
+      probe.source = job.model;
+      probe.model_type = config.at("model_type").get<std::string>();
+      if (config.contains("architectures") && config.at("architectures").is_array()) {
+        for (const auto& a : config.at("architectures"))
+          if (a.is_string()) probe.architectures.push_back(a.get<std::string>());
+      }
+      (void)model::choose_profile(probe, x.catalog.profiles);
+    }
+    throw;
+  }
   x.model = model::resolve(spec, x.catalog.records, x.catalog.profiles);
   x.capacity_bytes = job.memory_limit_gib > 0 ? job.memory_limit_gib * kGiB : x.hardware.memory_bytes;
   return x;
