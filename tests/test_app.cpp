@@ -279,4 +279,7 @@ TEST(Estimate, AnUnknownFamilyIsNamedBeforeItsKeys) {
   auto r = test::run_sapp("estimate -m " + dir + "/dbrx.json -d 64 -b 256");
   EXPECT_EQ(r.status, 1);
   EXPECT_NE(r.err.find("\"dbrx\" is no known family"), std::string::npos) << r.err;
+  auto checked = test::run_sapp("check " + dir + "/dbrx.json");  // `check` says the same
+  EXPECT_EQ(checked.status, 1);
+  EXPECT_NE(checked.err.find("\"dbrx\" is no known family"), std::string::npos) << checked.err;
 }

@@ -141,16 +141,7 @@ LoadedJob load(const JobRequest& job) {
     // n_layers): the unknown family is what to say.
     nlohmann::json config = job.model_config;
     if (config.is_null() && io::exists(job.model)) config = io::read_tree(job.model);
-    if (config.is_object() && config.contains("model_type") && config.at("model_type").is_string() && !config.contains("arch")) {
-      model::ModelSpec probe;
-      probe.source = job.model;
-      probe.model_type = config.at("model_type").get<std::string>();
-      if (config.contains("architectures") && config.at("architectures").is_array()) {
-        for (const auto& a : config.at("architectures"))
-          if (a.is_string()) probe.architectures.push_back(a.get<std::string>());
-      }
-      (void)model::choose_profile(probe, x.catalog.profiles);
-    }
+    model::refuse_unknown_family(config, job.model, x.catalog.profiles);
     throw;
   }
   x.model = model::resolve(spec, x.catalog.records, x.catalog.profiles);

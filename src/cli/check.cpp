@@ -51,7 +51,14 @@ void check_tree(const nlohmann::json& tree, const std::string& file, const std::
     (void)hardware::hardware_from_json(tree, file, io::stem(file));
   } else if (kind == "model") {
     model::Catalog catalog = model::load_catalog(data_dir);
-    (void)model::resolve(model::model_from_json(tree, file), catalog.records, catalog.profiles);
+    model::ModelSpec spec;
+    try {
+      spec = model::model_from_json(tree, file);
+    } catch (const Error&) {
+      model::refuse_unknown_family(tree, file, catalog.profiles);
+      throw;
+    }
+    (void)model::resolve(spec, catalog.records, catalog.profiles);
   } else if (kind == "op-records") {
     (void)model::op_records_from_json(tree, file);
   } else if (kind == "op-profile") {

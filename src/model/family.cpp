@@ -203,6 +203,18 @@ const Profile& choose_profile(const ModelSpec& spec, const std::vector<Profile>&
        spec.model_type, spec.architectures.empty() ? "" : fmt::format(" (nor are its architectures {})", fmt::join(spec.architectures, ", ")), list);
 }
 
+void refuse_unknown_family(const nlohmann::json& config, const std::string& file, const std::vector<Profile>& profiles) {
+  if (!config.is_object() || !config.contains("model_type") || !config.at("model_type").is_string() || config.contains("arch")) return;
+  ModelSpec probe;
+  probe.source = file;
+  probe.model_type = config.at("model_type").get<std::string>();
+  if (config.contains("architectures") && config.at("architectures").is_array()) {
+    for (const auto& a : config.at("architectures"))
+      if (a.is_string()) probe.architectures.push_back(a.get<std::string>());
+  }
+  (void)choose_profile(probe, profiles);
+}
+
 namespace {
 
 double fact(const Profile& p, const LayerKind& k, const std::string& name) {

@@ -131,6 +131,9 @@ struct Model {
 };
 
 const Profile& choose_profile(const ModelSpec& spec, const std::vector<Profile>& profiles);
+// Fails, naming `file`'s model_type and architectures, when `config` states a family no profile covers; returns
+// otherwise. A reader calls it when a config fails on a key: the unknown family (DBRX spells n_layers) is what to say.
+void refuse_unknown_family(const nlohmann::json& config, const std::string& file, const std::vector<Profile>& profiles);
 Model resolve(const ModelSpec& spec, std::shared_ptr<const OpRecords> records, const std::vector<Profile>& profiles);
 
 // Everything read from a data directory once: records and profiles. Owned by the caller; no global cache.
