@@ -593,6 +593,17 @@ Expressible expressible(EmitFormat format, const Loaded* original) {
 
 std::string emit(EmitFormat format, const Plan& plan, const Loaded* original, const std::string& model_name, std::vector<std::string>* notes) {
   if (original != nullptr && original->format != format_of(format)) original = nullptr;
+  // A plan the format cannot state is refused, never written as another (with DP 1 every ZeRO stage is ZeRO 0).
+  const Expressible e = expressible(format, original);
+  const plan::Layout& l = plan.layout;
+  const bool zero_ok = !e.zero || l.dp * l.cp <= 1 || std::find(e.zero->begin(), e.zero->end(), l.zero) != e.zero->end();
+  const bool sp_ok = !e.sp || std::find(e.sp->begin(), e.sp->end(), l.sp) != e.sp->end();
+  if (!zero_ok || !sp_ok) {
+    std::string search = e.zero ? fmt::format("--zero {}", fmt::join(*e.zero, ",")) : "";
+    if (e.sp && e.sp->size() == 1) search += (*e.sp)[0] ? " --sp on" : " --sp off";
+    fail(fmt::format("--emit {}", to_string(format_of(format))), "the plan's {} cannot be written: {}; search with {}, or write another format",
+         !zero_ok ? fmt::format("ZeRO-{}", l.zero) : "sequence parallelism", e.why, search);
+  }
   switch (format) {
     case EmitFormat::Megatron: return emit_megatron(plan, original, model_name, notes);
     case EmitFormat::MindFormers: return emit_mindformers(plan, original, model_name);

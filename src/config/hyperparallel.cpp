@@ -216,9 +216,7 @@ Loaded read_hyperparallel(const json& tree, const std::string& file) {
   if (layers == 0 && out.values.contains("model") &&
       (t.get("model.config_overrides.offset") || t.get("model.config_overrides.full_rec") || t.get("model.config_overrides.sel_rec"))) {
     // A named model (bundled or a config.json) with a stage split: the split's arithmetic needs its layer count.
-    const std::string named = out.values.at("model").get<std::string>();
-    const std::string path = io::exists(named) ? named : io::data_dir() + "/models/" + named + ".json";
-    layers = model::model_from_json(io::read_tree(path), path).num_layers;
+    layers = model::load_model(out.values.at("model").get<std::string>(), io::data_dir()).num_layers;
   }
   if (layers > 0) stage_split(t, out, "model.config_overrides", layers, static_cast<int>(pp), static_cast<int>(vpp));
   for (const char* k : {"model.config_path", "model._target_", "model.trust_remote_code", "model.torch_dtype", "model.attn_implementation"}) t.use(k);
@@ -348,13 +346,7 @@ Expressible expressible_hyperparallel(const Loaded* original) {
 std::string emit_hyperparallel(const Plan& plan, const Loaded* original, const std::string& model_name) {
   const plan::Layout& l = plan.layout;
   std::string text;
-  bool legacy = legacy_layout(original);
-  if (!legacy && (l.sp || l.zero == 1 || l.zero == 2)) {
-    fail("--emit hyperparallel",
-         "the plan's {} has no key in HyperParallel's train YAML (fsdp_config.dp_shard_size is ZeRO-3, replication ZeRO 0; "
-         "no sequence parallelism): search with --zero 0,3 --sp off, or write another format",
-         l.sp ? "sequence parallelism" : fmt::format("ZeRO-{}", l.zero));
-  }
+  bool legacy = legacy_layout(original);  // (what this layout cannot state, emit() has refused)
   if (original) {
     text = original->text;
   } else if (plan.model_config.is_null()) {

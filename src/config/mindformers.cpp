@@ -287,11 +287,12 @@ Loaded read_mindformers(const json& tree, const std::string& file) {
   // is -H ascend-910c).
   // MindSpore Transformers runs on Ascend only (its template's own comment on device_target): a YAML that states no
   // target is an Ascend job too.
-  std::string target = io::lower(t.text("context.device_target").value_or("Ascend"));
+  const std::string stated = t.text("context.device_target").value_or("Ascend");
+  const std::string target = io::lower(stated);
   if (target == "ascend") {
     set("hardware", "ascend-910b", "context.device_target: Ascend, or unstated (MindFormers runs on Ascend; priced as the 910B, -H ascend-910c for an A3)");
   } else if (target != "gpu" && target != "cpu") {
-    fail(at(file, "context.device_target"), "'{}' is not Ascend, GPU or CPU", target);
+    fail(at(file, "context.device_target"), "'{}' is not Ascend, GPU or CPU", stated);
   }
   // The model.
   long long layers = 0;

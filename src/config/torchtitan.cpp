@@ -135,9 +135,15 @@ void routed_experts(json& m, const json& moe, long long shared, const std::strin
   m["num_experts_per_tok"] = moe.at("top_k");
 }
 
+// torchtitan's model flavours, bundled as data (read once).
+const json& bundled_flavours() {
+  static const json flavours = io::read_tree(io::data_dir() + "/formats/torchtitan-flavors.yaml");
+  return flavours;
+}
+
 // The model a flavour defines, as HuggingFace keys.
 json flavour_model(const std::string& name, const std::string& flavour, const std::string& where) {
-  static const json flavours = io::read_tree(io::data_dir() + "/formats/torchtitan-flavors.yaml");
+  const json& flavours = bundled_flavours();
   if (!flavours.contains(name)) {
     std::vector<std::string> known;
     for (const auto& [k, v] : flavours.items()) known.push_back(k);
@@ -429,7 +435,7 @@ namespace {
 // The bundled torchtitan flavour with the dimensions of `spec` (torchtitan defines its models in code: a model none
 // of its flavours states cannot be written as a TOML).
 std::optional<std::pair<std::string, std::string>> flavour_of(const model::ModelSpec& spec) {
-  static const json flavours = io::read_tree(io::data_dir() + "/formats/torchtitan-flavors.yaml");
+  const json& flavours = bundled_flavours();
   auto same = [](const json& m, const char* key, std::optional<long long> v) { return !v || !m.contains(key) || m.at(key).get<long long>() == *v; };
   for (const auto& [name, entry] : flavours.items()) {
     if (!entry.is_object() || !entry.contains("flavors")) continue;
@@ -448,11 +454,6 @@ std::optional<std::pair<std::string, std::string>> flavour_of(const model::Model
 
 std::string emit_torchtitan(const Plan& plan, const Loaded* original, const std::string& model_name) {
   const plan::Layout& l = plan.layout;
-  if (l.zero == 1 && l.dp > 1) {
-    fail("--emit torchtitan",
-         "the plan's ZeRO-1 has no torchtitan key (data_parallel_shard_degree is FSDP, ZeRO-3; fsdp_reshard_after_forward "
-         "never ZeRO-2; replication ZeRO 0): search with --zero 0,2,3, or write another format");
-  }
   std::string text;
   if (original) {
     text = original->text;

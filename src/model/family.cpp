@@ -208,10 +208,7 @@ void refuse_unknown_family(const nlohmann::json& config, const std::string& file
   ModelSpec probe;
   probe.source = file;
   probe.model_type = config.at("model_type").get<std::string>();
-  if (config.contains("architectures") && config.at("architectures").is_array()) {
-    for (const auto& a : config.at("architectures"))
-      if (a.is_string()) probe.architectures.push_back(a.get<std::string>());
-  }
+  probe.architectures = architectures_of(config);
   (void)choose_profile(probe, profiles);
 }
 

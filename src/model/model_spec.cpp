@@ -172,6 +172,15 @@ VisionSpec read_vision(const json& node, const std::string& file, Count llm_hidd
 
 }  // namespace
 
+std::vector<std::string> architectures_of(const json& config) {
+  std::vector<std::string> out;
+  if (config.contains("architectures") && config.at("architectures").is_array()) {
+    for (const auto& a : config.at("architectures"))
+      if (a.is_string()) out.push_back(a.get<std::string>());
+  }
+  return out;
+}
+
 ModelSpec model_from_json(const json& config, const std::string& file) {
   if (!config.is_object()) fail(file, "a model config must be a JSON/YAML mapping, got {}", config.type_name());
   ModelSpec m;
@@ -179,10 +188,7 @@ ModelSpec model_from_json(const json& config, const std::string& file) {
   Source top{config, file, ""};
   m.model_type = top.text({"model_type"}).value_or("");
   m.arch = top.text({"arch", "sapp_arch"}).value_or("");
-  if (config.contains("architectures") && config.at("architectures").is_array()) {
-    for (const auto& a : config.at("architectures"))
-      if (a.is_string()) m.architectures.push_back(a.get<std::string>());
-  }
+  m.architectures = architectures_of(config);
   m.name = top.text({"name", "_name_or_path"}).value_or(io::stem(file));
 
   // Composite configs (VL models) keep the language model under text_config in newer Transformers.

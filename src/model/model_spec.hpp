@@ -142,6 +142,8 @@ ModelSpec read_model_file(const std::string& path);
 // Builds a spec from parsed JSON; `where` is the file name for errors.
 ModelSpec model_from_json(const nlohmann::json& config, const std::string& where);
 // A bundled name (e.g. "llama3-8b") or a path.
+// A HuggingFace config's `architectures` (class names), empty when it states none.
+std::vector<std::string> architectures_of(const nlohmann::json& config);
 ModelSpec load_model(const std::string& name_or_path, const std::string& data_dir);
 std::vector<std::string> bundled_models(const std::string& data_dir);
 
