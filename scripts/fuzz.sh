@@ -28,7 +28,7 @@ while [[ $# -gt 0 ]]; do
     *) targets+=("$1"); shift ;;
   esac
 done
-all=(expr hardware model_json model_yaml op_records op_profile layers measured manual search runs megatron mindformers hyperparallel torchtitan huggingface)
+all=(expr hardware model_json model_yaml op_records op_profile layers measured manual search runs megatron mindformers hyperparallel torchtitan automodel huggingface)
 if [[ ${#targets[@]} -eq 0 ]]; then targets=("${all[@]}"); fi
 
 build=build-fuzz

@@ -55,12 +55,14 @@ TEST_P(Examples, ReadsWhatTheFileStatesAndEstimates) {
 // torchtitan: shard 8, local batch 1, global 8, seq 8192, FSDP (ZeRO-3), selective by op.
 // HyperParallel: tp 8 x pp 2 x dp_shard 2 = 32, GBS 64 = 32 x 1 x 2, seq 4096, FSDP, full.
 // MindFormers: 16 x 4 x 16 = 1024, batch 1 x dp 16 x 32 micro-batches = 512, seq 4096, parallel optimizer; per-stage recompute.
+// AutoModel: dp_size 8, local batch 4 per forward, global 512, seq 4096, FSDP2 (ZeRO-3), activation checkpointing true (full).
 INSTANTIATE_TEST_SUITE_P(
     Formats, Examples,
     ::testing::Values(Stated{"examples/megatron/llama3-70b-h100x64.sh", config::Format::Megatron, 64, 8, 4, 2, 1, 512, 8192, 1, "selective", "h100-sxm"},
                       Stated{"examples/torchtitan/llama3-8b.toml", config::Format::Torchtitan, 8, 1, 1, 1, 1, 8, 8192, 3, "selective", "h100-sxm"},
                       Stated{"examples/hyperparallel/qwen3-32b-train.yaml", config::Format::HyperParallel, 32, 8, 2, 1, 1, 64, 4096, 3, "full", "ascend-910b"},
-                      Stated{"examples/mindformers/deepseek-v3-1024.yaml", config::Format::MindFormers, 1024, 4, 16, 1, 1, 512, 4096, 1, "off", "ascend-910b"}),
+                      Stated{"examples/mindformers/deepseek-v3-1024.yaml", config::Format::MindFormers, 1024, 4, 16, 1, 1, 512, 4096, 1, "off", "ascend-910b"},
+                      Stated{"examples/automodel/qwen3-30b-a3b-h100x8.yaml", config::Format::AutoModel, 8, 1, 1, 1, 4, 512, 4096, 3, "full", "h100-sxm"}),
     [](const auto& p) { return std::string(config::to_string(p.param.format)); });
 
 // A MindFormers ChatGLM2Config (the shape of MindFormers' configs/glm4/finetune_glm4_9b.yaml): the embedding's rows as
@@ -196,7 +198,9 @@ INSTANTIATE_TEST_SUITE_P(Formats, WriteBack,
                                            RoundTrip{"examples/torchtitan/llama3-8b.toml", config::EmitFormat::Torchtitan, "h100-sxm"},
                                            RoundTrip{"tests/configs/torchtitan-pp.toml", config::EmitFormat::Torchtitan, "h100-sxm"},
                                            RoundTrip{"examples/hyperparallel/qwen3-32b-train.yaml", config::EmitFormat::HyperParallel, "ascend-910b"},
-                                           RoundTrip{"examples/mindformers/deepseek-v3-1024.yaml", config::EmitFormat::MindFormers, "ascend-910b"}),
+                                           RoundTrip{"examples/mindformers/deepseek-v3-1024.yaml", config::EmitFormat::MindFormers, "ascend-910b"},
+                                           RoundTrip{"examples/automodel/qwen3-30b-a3b-h100x8.yaml", config::EmitFormat::AutoModel, "h100-sxm"},
+                                           RoundTrip{"tests/configs/automodel-deepseek-v3-pp.yaml", config::EmitFormat::AutoModel, "h100-sxm"}),
                          [](const auto& p) { return fmt::format("{}_{}", p.index, config::to_string(config::format_of(p.param.emit))); });
 
 // A plan whose micro-batches differ from the file's: torchtitan's local_batch_size is one forward's batch per DP rank
@@ -765,4 +769,84 @@ TEST(MindSpeedLlm, AscendDeviceMoePatternAndUnevenStages) {
   refused("--noop-layers 3,3", "--noop-layers");
 }
 
+}  // namespace sapp
+
+namespace sapp {
+namespace {
+
+// NeMo AutoModel, as its recipes resolve a YAML (Automodel 36044ad): 61 layers at layers_per_stage 2 make
+// ceil(61 / 2) = 31 virtual stages, rounded down to 28 over pp_size 4 (7 per rank); generate_hf_model_split gives
+// the first 61 mod 28 = 5 stages 3 layers and the rest 2; stage s sits on rank s mod 4. The pipeline runs
+// local_batch_size / pp_microbatch_size = 4 micro-batches. Unset model.torch_dtype resolves to bf16 and torch.optim
+// keeps Adam's moments in it (docs/guides/mixed-precision-training.mdx): 2 + 2 + 4 bytes; TE's FusedAdam keeps fp32
+// moments (8).
+TEST(AutoModel, ReadsTheLayoutAsItsRecipesResolveIt) {
+  config::Loaded l = config::read_file(source("tests/configs/automodel-deepseek-v3-pp.yaml"));
+  EXPECT_EQ(l.format, config::Format::AutoModel);
+  app::EstimateRequest r;
+  config::fill(r, l, nlohmann::json::object());
+  EXPECT_EQ(r.job.model, "deepseek-v3");
+  EXPECT_EQ(r.job.devices, 256);  // benchmark.num_nodes 32 x 8, with a warning
+  EXPECT_EQ(r.layout.pp, 4);
+  EXPECT_EQ(r.layout.vpp, 7);
+  EXPECT_EQ(r.layout.ep, 64);
+  EXPECT_EQ(r.layout.mbs, 1);
+  EXPECT_EQ(r.layout.zero, 3);
+  ASSERT_TRUE(l.split);
+  plan::ChunkCounts expected(7, std::vector<long long>(4, 2));
+  expected[0] = {3, 3, 3, 3};
+  expected[1][0] = 3;
+  EXPECT_EQ(l.split->layers, expected);
+  EXPECT_EQ(r.job.training.param_bytes, 2);
+  EXPECT_EQ(r.job.training.grad_bytes, 2);
+  EXPECT_EQ(r.job.training.optimizer_bytes, 4);
+  EXPECT_TRUE(r.job.training.ep_dedup_per_node);  // hybridep: DeepEP's node-deduplicated dispatch
+  EXPECT_FALSE(l.warnings.empty());
+
+  const std::string base = R"(step_scheduler:
+  global_batch_size: 64
+  local_batch_size: 2
+distributed:
+  dp_size: 8
+  dp_replicate_size: 2
+  tp_size: 2
+  sequence_parallel: true
+  activation_checkpointing: selective
+model:
+  pretrained_model_name_or_path: meta-llama/Llama-3.1-8B
+  torch_dtype: float32
+dataset:
+  seq_len: 8192
+optimizer:
+  _target_: transformer_engine.pytorch.optimizers.FusedAdam
+)";
+  config::Loaded b = config::read_text(base, "am.yaml");
+  app::EstimateRequest rb;
+  config::fill(rb, b, nlohmann::json::object());
+  EXPECT_EQ(rb.job.model, "llama3-8b");  // a HuggingFace id the bundled file lists
+  EXPECT_EQ(rb.job.devices, 16);
+  EXPECT_TRUE(rb.layout.sp);
+  EXPECT_EQ(rb.layout.optimizer_shard, 4);  // HSDP: sharded within dp_shard 8 / 2
+  EXPECT_EQ(std::string(plan::to_string(rb.layout.recompute)), "selective");
+  EXPECT_EQ(rb.job.training.param_bytes, 4);
+  EXPECT_EQ(rb.job.training.optimizer_bytes, 8);
+  EXPECT_EQ(rb.job.training.global_batch, 64);
+  // AutoModel's own refusals: a global batch that is no multiple of local x dp, a pipeline of fewer micro-batches
+  // than stages; and a strategy it does not have.
+  auto refused = [&](const std::string& from, const std::string& to, const std::string& key) {
+    std::string text = base;
+    text.replace(text.find(from), from.size(), to);
+    try {
+      (void)config::read_text(text, "am.yaml");
+      ADD_FAILURE() << to;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(key), std::string::npos) << e.what();
+    }
+  };
+  refused("global_batch_size: 64", "global_batch_size: 60", "step_scheduler.global_batch_size");
+  refused("tp_size: 2", "tp_size: 1\n  pp_size: 4", "step_scheduler.local_batch_size");
+  refused("dp_size: 8", "dp_size: 8\n  strategy: zero", "distributed.strategy");
+}
+
+}  // namespace
 }  // namespace sapp

@@ -15,12 +15,12 @@ namespace sapp::cli {
 void add_from(CLI::App& cmd, From& from) {
   cmd.add_option("--from", from.file,
                  "a training config to start from: HuggingFace config.json, HyperParallel train YAML, MindFormers YAML, Megatron/MindSpeed "
-                 "arguments or launch script, torchtitan TOML, or a search YAML (detected from the content); options given here override it")
+                 "arguments or launch script, torchtitan TOML, NeMo AutoModel YAML, or a search YAML (detected from the content); options given here override it")
       ->type_name("PATH");
-  cmd.add_option("--from-format", from.format, "force --from's format: huggingface, hyperparallel, mindformers, megatron, torchtitan, search, sapp")
+  cmd.add_option("--from-format", from.format, "force --from's format: huggingface, hyperparallel, mindformers, megatron, torchtitan, automodel, search, sapp")
       ->type_name("NAME");
   cmd.add_option("--emit", from.emit,
-                 "write the plan as a megatron, mindformers, hyperparallel or torchtitan config to --output (the --from file edited in place when it is "
+                 "write the plan as a megatron, mindformers, hyperparallel, torchtitan or automodel config to --output (the --from file edited in place when it is "
                  "of that format)")
       ->type_name("NAME");
 }
@@ -39,11 +39,14 @@ void fill_any(Request& request, From& from, const nlohmann::json& values) {
   if (!from.format.empty()) forced = config::parse_format(from.format, "--from-format");
   from.loaded = config::read_file(from.file, forced);
   const config::Loaded& l = *from.loaded;
+  // Filled before anything is said, so that a file refused there (a model it names that sapp cannot find) is one
+  // error line.
+  const std::vector<std::string> overrides = config::fill(request, l, values);
   std::fprintf(stderr, "sapp: note: %s read as %s\n", l.file.c_str(), config::to_string(l.format));
   std::string unused = config::unused_warning(l);
   if (!unused.empty()) std::fprintf(stderr, "sapp: warning: %s\n", unused.c_str());
   for (const auto& w : l.warnings) std::fprintf(stderr, "sapp: warning: %s: %s\n", l.file.c_str(), w.c_str());
-  for (const auto& o : config::fill(request, l, values)) std::fprintf(stderr, "sapp: note: %s\n", o.c_str());
+  for (const auto& o : overrides) std::fprintf(stderr, "sapp: note: %s\n", o.c_str());
 }
 
 }  // namespace

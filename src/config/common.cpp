@@ -10,6 +10,7 @@
 #include "config/internal.hpp"
 #include "core/error.hpp"
 #include "core/files.hpp"
+#include "model/model_spec.hpp"
 
 namespace sapp::config {
 
@@ -134,6 +135,50 @@ double dtype_bytes(const std::string& name, const std::string& where) {
 void put(Loaded& out, const std::string& key, const json& value, const std::string& from) {
   out.values[key] = value;
   out.origin[key] = from;
+}
+
+std::optional<std::string> bundled_name(const std::string& id, const std::string& where, const std::string& hint, Loaded& out) {
+  std::string base = id.substr(id.find_last_of('/') == std::string::npos ? 0 : id.find_last_of('/') + 1);
+  std::string lower = io::lower(base);
+  if (io::exists(io::data_dir() + "/models/" + lower + ".json")) return lower;
+  if (auto named = model::bundled_model_of_hf_id(id, io::data_dir())) return *named;
+  if (io::exists(id)) return id;
+  if (io::exists(id + "/config.json")) return id + "/config.json";
+  out.model_error = fmt::format("{}: '{}' is neither a bundled model ({} is not one) nor a local config; {}", where, id, lower, hint);
+  return std::nullopt;
+}
+
+namespace {
+// A schedule name without case or underscores: "interleaved_1f1b" and "Interleaved1F1B" alike.
+std::string schedule_key(const std::string& schedule) {
+  std::string s = io::lower(schedule);
+  s.erase(std::remove(s.begin(), s.end(), '_'), s.end());
+  return s;
+}
+}  // namespace
+
+bool torch_v_schedule(const std::string& schedule) {
+  const std::string s = schedule_key(schedule);
+  return s.find("zbv") != std::string::npos || s.find("dualpipev") != std::string::npos || s == "vschedule";
+}
+
+bool torch_multi_stage_schedule(const std::string& schedule) {
+  const std::string s = schedule_key(schedule);
+  return torch_v_schedule(schedule) || s.find("interleaved") != std::string::npos || s.find("looped") != std::string::npos ||
+         s.find("zerobubble") != std::string::npos;
+}
+
+plan::StageSplit looped_split(const std::vector<long long>& per_stage, long long pp, bool v_shape) {
+  plan::StageSplit split;
+  const auto stages = static_cast<long long>(per_stage.size());
+  split.layers.assign(static_cast<std::size_t>(stages / pp), std::vector<long long>(static_cast<std::size_t>(pp), 0));
+  for (long long s = 0; s < stages; ++s) {
+    long long rank = s % pp;
+    const long long chunk = s / pp;
+    if (v_shape && chunk == 1) rank = pp - 1 - (s - pp);
+    split.layers[static_cast<std::size_t>(chunk)][static_cast<std::size_t>(rank)] = per_stage[static_cast<std::size_t>(s)];
+  }
+  return split;
 }
 
 void agree(const std::string& file, const std::string& what, long long a, const std::string& a_from, long long b, const std::string& b_from) {
@@ -345,6 +390,7 @@ const char* to_string(Format format) {
     case Format::MindFormers: return "mindformers";
     case Format::Megatron: return "megatron";
     case Format::Torchtitan: return "torchtitan";
+    case Format::AutoModel: return "automodel";
     case Format::ReferenceSearch: return "search";
     case Format::Sapp: return "sapp";
   }
@@ -358,9 +404,11 @@ Format parse_format(const std::string& text, const std::string& where) {
   if (t == "mindformers") return Format::MindFormers;
   if (t == "megatron" || t == "mindspeed") return Format::Megatron;
   if (t == "torchtitan") return Format::Torchtitan;
+  if (t == "automodel") return Format::AutoModel;
   if (t == "search") return Format::ReferenceSearch;
   if (t == "sapp") return Format::Sapp;
-  fail(where, "'{}' is not a config format; expected huggingface, hyperparallel, mindformers, megatron, mindspeed, torchtitan, search or sapp", text);
+  fail(where, "'{}' is not a config format; expected huggingface, hyperparallel, mindformers, megatron, mindspeed, torchtitan, automodel, search or sapp",
+       text);
 }
 
 namespace {
@@ -371,12 +419,16 @@ Format detect_tree(const json& tree, const std::string& file) {
   if (!tree.is_object()) {
     fail(file,
          "is none of the config formats sapp reads (a mapping was expected, got {}); formats: HuggingFace config, HyperParallel train YAML, "
-         "MindFormers YAML, Megatron/MindSpeed arguments, torchtitan TOML, search YAML",
+         "MindFormers YAML, Megatron/MindSpeed arguments, torchtitan TOML, AutoModel YAML, search YAML",
          tree.type_name());
   }
   if (has(tree, "parallel_config") || has(tree, "recompute_config") || has(tree, "runner_config") ||
       (has(tree, "model") && has(tree.at("model"), "model_config")))
     return Format::MindFormers;
+  // NeMo AutoModel: a `distributed` section of sizes, or the step scheduler its recipes all state.
+  if (has(tree, "step_scheduler") || (has(tree, "distributed") && (has(tree.at("distributed"), "strategy") || has(tree.at("distributed"), "tp_size") ||
+                                                                   has(tree.at("distributed"), "dp_size"))))
+    return Format::AutoModel;
   if (has(tree, "parallelism") || has(tree, "cluster") || has(tree, "constraint") || has(tree, "pp_config") || has(tree, "train_yaml"))
     return Format::ReferenceSearch;
   if (has(tree, "accelerator") || has(tree, "fsdp_config") || has(tree, "training") || (has(tree, "train") && has(tree.at("train"), "accelerator")) ||
@@ -398,7 +450,7 @@ Format detect_tree(const json& tree, const std::string& file) {
   if (all_known) return Format::Sapp;
   fail(file,
        "is none of the config formats sapp reads (its top-level keys: {}); formats: HuggingFace config, HyperParallel train YAML, MindFormers YAML, "
-       "Megatron/MindSpeed arguments, torchtitan TOML, search YAML, sapp's own options; --from-format names one",
+       "Megatron/MindSpeed arguments, torchtitan TOML, AutoModel YAML, search YAML, sapp's own options; --from-format names one",
        fmt::join(keys, ", "));
 }
 
@@ -476,6 +528,7 @@ Loaded read_format(const std::string& text, const std::string& file, Format form
       if (format == Format::MindFormers) out = read_mindformers(tree, file);
       if (format == Format::ReferenceSearch) out = read_reference_search(tree, file);
       if (format == Format::Sapp) out = read_sapp(tree, file);
+      if (format == Format::AutoModel) out = read_automodel(tree, file);
     }
   }
   return out;
@@ -567,7 +620,8 @@ EmitFormat parse_emit_format(const std::string& text, const std::string& where) 
   if (t == "mindformers") return EmitFormat::MindFormers;
   if (t == "hyperparallel") return EmitFormat::HyperParallel;
   if (t == "torchtitan") return EmitFormat::Torchtitan;
-  fail(where, "'{}' is not a format sapp writes; expected megatron, mindformers, hyperparallel or torchtitan", text);
+  if (t == "automodel") return EmitFormat::AutoModel;
+  fail(where, "'{}' is not a format sapp writes; expected megatron, mindformers, hyperparallel, torchtitan or automodel", text);
 }
 
 Format format_of(EmitFormat format) {
@@ -576,6 +630,7 @@ Format format_of(EmitFormat format) {
     case EmitFormat::MindFormers: return Format::MindFormers;
     case EmitFormat::HyperParallel: return Format::HyperParallel;
     case EmitFormat::Torchtitan: return Format::Torchtitan;
+    case EmitFormat::AutoModel: return Format::AutoModel;
   }
   return Format::Sapp;
 }
@@ -584,6 +639,7 @@ Expressible expressible(EmitFormat format, const Loaded* original) {
   if (original != nullptr && original->format != format_of(format)) original = nullptr;  // as emit() takes it
   switch (format) {
     case EmitFormat::HyperParallel: return expressible_hyperparallel(original);
+    case EmitFormat::AutoModel: return expressible_automodel();
     case EmitFormat::Torchtitan:
       return {std::vector<int>{0, 2, 3}, std::nullopt,
               "torchtitan states FSDP (data_parallel_shard_degree: ZeRO-3; fsdp_reshard_after_forward never: ZeRO-2) or replication"};
@@ -609,6 +665,7 @@ std::string emit(EmitFormat format, const Plan& plan, const Loaded* original, co
     case EmitFormat::MindFormers: return emit_mindformers(plan, original, model_name);
     case EmitFormat::HyperParallel: return emit_hyperparallel(plan, original, model_name);
     case EmitFormat::Torchtitan: return emit_torchtitan(plan, original, model_name);
+    case EmitFormat::AutoModel: return emit_automodel(plan, original, model_name, notes);
   }
   return "";
 }

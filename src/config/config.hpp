@@ -2,7 +2,7 @@
 //
 // Formats: a HuggingFace config.json (model only), a HyperParallel train YAML (current and legacy layouts),
 // a MindFormers YAML, Megatron-LM / MindSpeed arguments (a launch script or an arguments file), a torchtitan
-// TOML, the reference planner's search-config YAML, and sapp's own request YAML/JSON. The format is detected
+// TOML, a NeMo AutoModel recipe YAML, the reference planner's search-config YAML, and sapp's own request YAML/JSON. The format is detected
 // from the content (never the file name); each reader fills the same JSON values app::apply takes (the option
 // table's keys), an inline model definition (HuggingFace keys) when the file defines the model, and the
 // uneven stage split. Keys a reader does not use are listed in one warning; contradictions are errors naming
@@ -22,10 +22,10 @@
 
 namespace sapp::config {
 
-enum class Format { HuggingFace, HyperParallel, MindFormers, Megatron, Torchtitan, ReferenceSearch, Sapp };
+enum class Format { HuggingFace, HyperParallel, MindFormers, Megatron, Torchtitan, AutoModel, ReferenceSearch, Sapp };
 
 const char* to_string(Format format);
-// "hf", "huggingface", "hyperparallel", "mindformers", "megatron", "mindspeed", "torchtitan", "search", "sapp".
+// "hf", "huggingface", "hyperparallel", "mindformers", "megatron", "mindspeed", "torchtitan", "automodel", "search", "sapp".
 Format parse_format(const std::string& text, const std::string& where);
 // The format `text` is written in, from its content; refuses (naming `file`) text that is none of them.
 Format detect(const std::string& text, const std::string& file);
@@ -83,7 +83,7 @@ struct Plan {
   nlohmann::json model_config;            // a model a framework config defined inline (HuggingFace keys); null: named
 };
 
-enum class EmitFormat { Megatron, MindFormers, HyperParallel, Torchtitan };
+enum class EmitFormat { Megatron, MindFormers, HyperParallel, Torchtitan, AutoModel };
 EmitFormat parse_emit_format(const std::string& text, const std::string& where);
 Format format_of(EmitFormat format);
 

@@ -86,16 +86,6 @@ json model_fields(Tree& t, const std::vector<std::string>& prefixes) {
   return m;
 }
 
-// A bundled model name from a HuggingFace id: "Qwen/Qwen3-8B" -> "qwen3-8b".
-std::string bundled_name(const std::string& id) {
-  std::string base = id.substr(id.find_last_of('/') == std::string::npos ? 0 : id.find_last_of('/') + 1);
-  std::string lower = io::lower(base);
-  if (io::exists(io::data_dir() + "/models/" + lower + ".json")) return lower;
-  if (io::exists(id)) return id;
-  if (io::exists(id + "/config.json")) return id + "/config.json";
-  fail(id, "is neither a bundled model ({} is not one) nor a local config; state the model's fields under model.config_overrides, or give sapp --model", lower);
-}
-
 void stage_split(Tree& t, Loaded& out, const std::string& prefix, long long layers, int pp, int vpp) {
   const json* offset = t.get(prefix + ".offset");
   const json* full = t.get(prefix + ".full_rec");
@@ -208,7 +198,9 @@ Loaded read_hyperparallel(const json& tree, const std::string& file) {
     set("model", file, "model.config_overrides");
     t.use("model.pretrained_model_name_or_path");  // the fields stated here define the model
   } else if (auto id = t.text("model.pretrained_model_name_or_path")) {
-    set("model", bundled_name(*id), "model.pretrained_model_name_or_path");
+    if (auto name = bundled_name(*id, at(file, "model.pretrained_model_name_or_path"),
+                                 "state the model's fields under model.config_overrides, or give sapp --model", out))
+      set("model", *name, "model.pretrained_model_name_or_path");
   }
   long long layers = model.is_object() && model.contains("num_hidden_layers") && model.at("num_hidden_layers").is_number_integer()
                          ? model.at("num_hidden_layers").get<long long>()

@@ -78,6 +78,19 @@ std::string toml_set(const std::string& text, const std::string& section, const 
 // A JSON value as YAML / TOML flow text.
 std::string flow(const json& value);
 
+// A bundled model name from a HuggingFace id ("Qwen/Qwen3-8B" -> "qwen3-8b"), or the id itself when it is a local
+// config (a file, or a folder holding config.json); none for others, with out.model_error naming `where` and saying
+// `hint` (an error unless the command line names the model).
+std::optional<std::string> bundled_name(const std::string& id, const std::string& where, const std::string& hint, Loaded& out);
+
+// torch.distributed.pipelining schedule names (torchtitan's and AutoModel's pp_schedule): schedules that run
+// several virtual stages per rank, and those of them placed in a V (the second half folded back).
+bool torch_multi_stage_schedule(const std::string& schedule);
+bool torch_v_schedule(const std::string& schedule);
+// Per-[chunk][rank] layers of virtual stages holding `per_stage` layers each, placed as torch's pipelining places
+// them: stage s on rank s mod PP (chunk s / PP); a V schedule folds chunk 1 back (rank PP - 1 - (s - PP)).
+plan::StageSplit looped_split(const std::vector<long long>& per_stage, long long pp, bool v_shape);
+
 // Readers (one per format).
 Loaded read_huggingface(const std::string& text, const std::string& file);
 Loaded read_hyperparallel(const json& tree, const std::string& file);
@@ -85,6 +98,7 @@ Loaded read_reference_search(const json& tree, const std::string& file);
 Loaded read_mindformers(const json& tree, const std::string& file);
 Loaded read_megatron(const std::string& text, const std::string& file);
 Loaded read_torchtitan(const std::string& text, const std::string& file);
+Loaded read_automodel(const json& tree, const std::string& file);
 Loaded read_sapp(const json& tree, const std::string& file);
 
 // Writers.
@@ -93,6 +107,8 @@ std::string emit_mindformers(const Plan& plan, const Loaded* original, const std
 std::string emit_hyperparallel(const Plan& plan, const Loaded* original, const std::string& model_name);
 Expressible expressible_hyperparallel(const Loaded* original);
 std::string emit_torchtitan(const Plan& plan, const Loaded* original, const std::string& model_name);
+std::string emit_automodel(const Plan& plan, const Loaded* original, const std::string& model_name, std::vector<std::string>* notes);
+Expressible expressible_automodel();
 
 // MindFormers' rules: per [chunk][stage] layers from an offset and the per-stage recompute arrays.
 plan::ChunkCounts offset_layers(long long layers, int pp, int vpp, const json& offset, const std::string& where);

@@ -229,17 +229,6 @@ json flavour_model(const std::string& name, const std::string& flavour, const st
   return m;
 }
 
-bool multi_stage(const std::string& schedule) {
-  std::string s = io::lower(schedule);
-  return s.find("interleaved") != std::string::npos || s.find("looped") != std::string::npos || s.find("zbv") != std::string::npos ||
-         s.find("dualpipev") != std::string::npos || s.find("zerobubble") != std::string::npos;
-}
-
-bool v_schedule(const std::string& schedule) {
-  std::string s = io::lower(schedule);
-  return s.find("zbv") != std::string::npos || s.find("dualpipev") != std::string::npos;
-}
-
 }  // namespace
 
 Loaded read_torchtitan(const std::string& text, const std::string& file) {
@@ -331,7 +320,7 @@ Loaded read_torchtitan(const std::string& text, const std::string& file) {
   long long vpp = 1;
   std::optional<plan::StageSplit> split;
   if (pp > 1) {
-    long long stages = pp * (multi_stage(schedule) ? 2 : 1);
+    long long stages = pp * (torch_multi_stage_schedule(schedule) ? 2 : 1);
     if (auto per = t.whole("parallelism.pipeline_parallel_layers_per_stage")) stages = (layers + first_less + last_less + *per - 1) / *per;
     if (const json* parts = t.get("parallelism.module_fqns_per_model_part")) {
       if (!parts->is_array()) t.bad("parallelism.module_fqns_per_model_part", "expected a list of module-name lists");
@@ -364,14 +353,7 @@ Loaded read_torchtitan(const std::string& text, const std::string& file) {
         if (n < 0) t.bad("parallelism.pipeline_parallel_first_stage_less_layers", "leaves a stage with fewer than 0 layers");
       }
     }
-    split.emplace();
-    split->layers.assign(static_cast<std::size_t>(vpp), std::vector<long long>(static_cast<std::size_t>(pp), 0));
-    for (long long s = 0; s < stages; ++s) {
-      long long rank = s % pp;
-      long long chunk = s / pp;
-      if (v_schedule(schedule) && chunk == 1) rank = pp - 1 - (s - pp);
-      split->layers[static_cast<std::size_t>(chunk)][static_cast<std::size_t>(rank)] = per_stage[static_cast<std::size_t>(s)];
-    }
+    split = looped_split(per_stage, pp, torch_v_schedule(schedule));
     if (split->layers == plan::even_split(layers, static_cast<int>(pp), static_cast<int>(vpp)).layers) split.reset();
   } else {
     t.use("parallelism.pipeline_parallel_schedule");

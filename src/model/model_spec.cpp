@@ -506,6 +506,7 @@ const std::set<std::string>& read_keys() {
                                           "text_config",
                                           "vision_config",
                                           "_source",
+                                          "_hf_ids",
                                           "_comment",
                                           "full_attention_interval",
                                           "sliding_window_pattern",
@@ -697,6 +698,19 @@ std::vector<std::string> bundled_models(const std::string& data_dir) {
   std::vector<std::string> names;
   for (const auto& f : io::list_files(data_dir + "/models", ".json")) names.push_back(io::stem(f));
   return names;
+}
+
+std::optional<std::string> bundled_model_of_hf_id(const std::string& id, const std::string& data_dir) {
+  const std::string wanted = io::lower(id);
+  for (const std::string& name : bundled_models(data_dir)) {
+    const nlohmann::json j = io::read_tree(data_dir + "/models/" + name + ".json");
+    const std::string source = j.value("_source", "");
+    if (io::lower(source.substr(0, source.find(' '))) == wanted) return name;
+    for (const auto& other : j.value("_hf_ids", nlohmann::json::array())) {
+      if (other.is_string() && io::lower(other.get<std::string>()) == wanted) return name;
+    }
+  }
+  return std::nullopt;
 }
 
 ModelSpec load_model(const std::string& name_or_path, const std::string& data_dir) {

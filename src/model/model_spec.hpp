@@ -146,5 +146,8 @@ ModelSpec model_from_json(const nlohmann::json& config, const std::string& where
 std::vector<std::string> architectures_of(const nlohmann::json& config);
 ModelSpec load_model(const std::string& name_or_path, const std::string& data_dir);
 std::vector<std::string> bundled_models(const std::string& data_dir);
+// The bundled model a HuggingFace id names ("meta-llama/Llama-3.1-70B" -> "llama3-70b"), matched without case against
+// each bundled file's `_source` (its first word) and `_hf_ids` (ids of the same architecture); none when no file names it.
+std::optional<std::string> bundled_model_of_hf_id(const std::string& id, const std::string& data_dir);
 
 }  // namespace sapp::model

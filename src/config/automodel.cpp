@@ -1,0 +1,320 @@
+// config/automodel: NeMo AutoModel's recipe YAML (its `distributed`, `step_scheduler`, `model` and `dataset`
+// sections) read as AutoModel's recipes resolve it, and a plan written back into one. The rules restated here are
+// AutoModel's (github.com/NVIDIA-NeMo/Automodel, 36044ad): recipes/_dist_utils.py parse_distributed_section (sizes
+// and their defaults, activation_checkpointing true / "full" / "selective"), components/distributed/mesh_utils.py
+// (dp_size null: the devices over TP x CP x PP; the FSDP mesh is dp_shard x CP), training/step_scheduler.py
+// (gradient accumulation = global_batch_size / (local_batch_size x dp_size)), recipes/llm/train_ft.py (under PP
+// the pipeline runs local_batch_size / pp_microbatch_size micro-batches), pipelining/functional.py
+// (calculate_virtual_stages, generate_hf_model_split) and docs/guides/mixed-precision-training.mdx (model.torch_dtype
+// is the resident parameter's dtype; torch.optim keeps its moments in it, TE's FusedAdam in fp32). docs/configs.md.
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "config/internal.hpp"
+#include "core/error.hpp"
+#include "core/files.hpp"
+#include "model/model_spec.hpp"
+
+namespace sapp::config::detail {
+
+namespace {
+
+// The layers each virtual stage holds: the split a list of module names per stage states
+// (distributed.pipeline.module_fqns_per_model_part), or calculate_virtual_stages / generate_hf_model_split's even
+// split (the first stages one more when they do not divide).
+std::vector<long long> virtual_stage_layers(Tree& t, long long layers, long long pp, bool multi) {
+  if (const json* parts = t.get("distributed.pipeline.module_fqns_per_model_part")) {
+    if (!parts->is_array() || parts->empty()) t.bad("distributed.pipeline.module_fqns_per_model_part", "expected a list of module-name lists");
+    std::vector<long long> per_stage;
+    long long total = 0;
+    for (const json& part : *parts) {
+      if (!part.is_array()) t.bad("distributed.pipeline.module_fqns_per_model_part", "expected a list of module-name lists");
+      long long n = 0;
+      for (const json& fqn : part) {
+        if (fqn.is_string() && fqn.get<std::string>().find("layers.") != std::string::npos) ++n;
+      }
+      per_stage.push_back(n);
+      total += n;
+    }
+    if (total != layers)
+      t.bad("distributed.pipeline.module_fqns_per_model_part", fmt::format("names {} layers.N modules, but the model has {} layers", total, layers));
+    return per_stage;
+  }
+  long long stages = pp * (multi ? 2 : 1);
+  if (auto per = t.whole("distributed.pipeline.layers_per_stage")) {
+    stages = (layers + *per - 1) / *per;
+    if (stages % pp != 0) {
+      auto round = t.text("distributed.pipeline.round_virtual_stages_to_pp_multiple");
+      if (!round)
+        t.bad("distributed.pipeline.layers_per_stage",
+              fmt::format("{} layers at {} per stage make {} virtual stages, which do not divide over pp_size {} (AutoModel refuses it too; "
+                          "round_virtual_stages_to_pp_multiple up or down rounds them)",
+                          layers, *per, stages, pp));
+      if (*round == "up")
+        stages += pp - stages % pp;
+      else if (*round == "down")
+        stages -= stages % pp;
+      else
+        t.bad("distributed.pipeline.round_virtual_stages_to_pp_multiple", fmt::format("'{}' is neither up nor down", *round));
+    }
+    if (stages > layers) t.bad("distributed.pipeline.layers_per_stage", fmt::format("{} virtual stages for {} layers", stages, layers));
+  }
+  std::vector<long long> per_stage(static_cast<std::size_t>(stages), layers / stages);
+  for (long long s = 0; s < layers % stages; ++s) ++per_stage[static_cast<std::size_t>(s)];
+  return per_stage;
+}
+
+const char* const kRecipe = "a NeMo AutoModel recipe YAML";
+
+}  // namespace
+
+Loaded read_automodel(const json& tree, const std::string& file) {
+  Tree t{tree, file, {}};
+  Loaded out;
+  auto set = setter(out);
+  set("framework", "automodel", kRecipe);
+
+  // Degrees. AutoModel's DDP and Megatron-FSDP strategies take no TP / PP / EP (mesh_utils.py); FSDP2 takes all.
+  const std::string strategy = io::lower(t.text("distributed.strategy").value_or("fsdp2"));
+  if (strategy != "fsdp2" && strategy != "megatron_fsdp" && strategy != "ddp")
+    t.bad("distributed.strategy", fmt::format("'{}' is none of fsdp2, megatron_fsdp, ddp", strategy));
+  const Degrees d = read_degrees(t, out, {"distributed.tp_size", "distributed.pp_size", "distributed.cp_size", "distributed.ep_size"});
+  set("etp", 1, "distributed.ep_size (AutoModel's experts are not tensor-parallel)");
+  if (t.flag("distributed.sequence_parallel").value_or(false) && d.tp > 1) set("sp", true, "distributed.sequence_parallel");
+  // dp: the data-parallel degree the file states; guessed from the benchmark's nodes otherwise (for warnings only:
+  // --devices may say otherwise).
+  const auto stated_dp = t.whole("distributed.dp_size");
+  auto dp = stated_dp;
+  const long long replicate = t.whole("distributed.dp_replicate_size").value_or(1);
+  const long long model_ranks = d.tp * d.cp * d.pp;
+  if (dp) {
+    if (*dp % replicate != 0) t.bad("distributed.dp_replicate_size", fmt::format("{} does not divide distributed.dp_size {}", replicate, *dp));
+    set("devices", *dp * model_ranks, "distributed.dp_size x tp_size x cp_size x pp_size");
+  } else if (auto nodes = t.whole("benchmark.num_nodes")) {
+    // The recipe leaves the data-parallel degree to the launch (--nproc-per-node); its benchmark section names the nodes.
+    set("devices", *nodes * 8, "benchmark.num_nodes x 8 GPUs per node");
+    out.warnings.push_back(
+        fmt::format("distributed.dp_size is null (the devices AutoModel is launched on decide it): priced on benchmark.num_nodes {} x 8 GPUs per node = {} "
+                    "devices; --devices says otherwise",
+                    *nodes, *nodes * 8));
+    dp = *nodes * 8 / model_ranks;
+  }
+
+  // ZeRO: FSDP2 shards parameters, gradients and optimizer states over dp_shard x CP (ZeRO-3; with
+  // reshard_after_forward false and no PP, the gathered parameters stay until backward: ZeRO-2); DDP replicates.
+  if (strategy == "ddp") {
+    set("zero", 0, "distributed.strategy");
+  } else {
+    const bool keep_gathered = !t.flag("distributed.reshard_after_forward").value_or(true) && d.pp == 1;
+    const long long zero = strategy == "megatron_fsdp" ? t.whole("distributed.zero_dp_strategy", 0).value_or(3) : keep_gathered ? 2 : 3;
+    if (zero > 3) t.bad("distributed.zero_dp_strategy", fmt::format("{} is not a ZeRO stage 0-3", zero));
+    set("zero", zero, strategy == "megatron_fsdp" ? "distributed.zero_dp_strategy" : "distributed.strategy");
+    if (replicate > 1) set("optimizer_shard", (dp ? *dp / replicate : 1) * d.cp, "distributed.dp_replicate_size (HSDP: sharded within dp_shard x CP)");
+  }
+
+  // Recompute: whole decoder blocks (true, "full"), or torchtitan's op-level policy ("selective").
+  if (const json* ac = t.get("distributed.activation_checkpointing")) {
+    std::string mode = ac->is_boolean() ? (ac->get<bool>() ? "full" : "off") : ac->is_string() ? io::lower(ac->get<std::string>()) : "";
+    if (mode == "true" || mode == "on" || mode == "enabled" || mode == "yes") mode = "full";
+    if (mode == "false" || mode == "none" || mode == "disabled" || mode == "no") mode = "off";
+    if (mode != "full" && mode != "off" && mode != "selective")
+      t.bad("distributed.activation_checkpointing", fmt::format("'{}' is none of true, false, full, selective", ac->dump()));
+    set("recompute", mode, "distributed.activation_checkpointing");
+    if (mode == "selective") set("recompute_modules", json::array({"torchtitan_op_sac"}), "distributed.activation_checkpointing");
+  } else {
+    set("recompute", "off", "distributed.activation_checkpointing (absent: off)");
+  }
+
+  // Batch: local_batch_size samples per data-parallel rank per forward (without PP) or per pipeline run (with PP,
+  // in micro-batches of pp_microbatch_size); the global batch accumulates the rest.
+  auto global = t.whole("step_scheduler.global_batch_size");
+  const long long local = t.whole("step_scheduler.local_batch_size").value_or(1);
+  long long mbs = local;
+  if (d.pp > 1) {
+    mbs = t.whole("distributed.pipeline.pp_microbatch_size").value_or(1);
+    if (local % mbs != 0) t.bad("distributed.pipeline.pp_microbatch_size", fmt::format("{} does not divide step_scheduler.local_batch_size {}", mbs, local));
+    if (local / mbs < d.pp)
+      t.bad("step_scheduler.local_batch_size",
+            fmt::format("{} / pp_microbatch_size {} = {} micro-batches, fewer than pp_size {} (AutoModel asserts the same)", local, mbs, local / mbs, d.pp));
+  }
+  set("mbs", mbs, d.pp > 1 ? "distributed.pipeline.pp_microbatch_size" : "step_scheduler.local_batch_size");
+  if (global) {
+    set("global_batch", *global, "step_scheduler.global_batch_size");
+    if (stated_dp && *global % (local * *stated_dp) != 0)
+      t.bad("step_scheduler.global_batch_size",
+            fmt::format("{} is not a multiple of local_batch_size x dp_size = {} x {} (AutoModel refuses it too)", *global, local, *stated_dp));
+    if (dp && d.pp > 1 && *global / (local * *dp) > 1)
+      out.warnings.push_back(
+          fmt::format("step_scheduler: {} accumulation steps of one pipeline run each; sapp prices one pipeline of all {} micro-batches "
+                      "(one fill and drain, not {})",
+                      *global / (local * *dp), *global / (mbs * *dp), *global / (local * *dp)));
+  } else if (stated_dp) {
+    set("global_batch", local * *stated_dp, "step_scheduler.local_batch_size x dp_size");
+  } else {
+    out.batch_from_devices = Loaded::BatchFromDevices{local, model_ranks, "step_scheduler.local_batch_size x dp_size (the devices over TP x CP x PP)"};
+  }
+  std::string seq_from;
+  if (auto seq = t.whole_of({"dataset.seq_len", "dataset.seq_length", "packed_sequence.packed_sequence_size", "dataset.max_length"}, seq_from))
+    set("seq", *seq, seq_from);
+
+  // Model: a HuggingFace id (model.pretrained_model_name_or_path, or model.config's for from_config) resolved to a
+  // bundled model or a local config.
+  std::string id_from;
+  auto id = t.text("model.pretrained_model_name_or_path");
+  id_from = "model.pretrained_model_name_or_path";
+  if (!id) {
+    id = t.text("model.config.pretrained_model_name_or_path");
+    id_from = "model.config.pretrained_model_name_or_path";
+  }
+  if (id) {
+    if (auto name = bundled_name(*id, at(file, id_from), "give sapp --model NAME or a config.json", out)) set("model", *name, id_from);
+  }
+
+  // Bytes: model.torch_dtype is the resident (sharded) parameter's dtype, unset or auto resolving to bf16;
+  // torch.optim keeps Adam's two moments in it, Transformer Engine's FusedAdam in fp32.
+  std::string dtype = t.text("model.torch_dtype").value_or("auto");
+  const double param_bytes = io::lower(dtype) == "auto" ? 2 : dtype_bytes(dtype, at(file, "model.torch_dtype"));
+  const std::string optimizer = t.text("optimizer._target_").value_or("torch.optim.AdamW");
+  const bool te_adam = optimizer.find("transformer_engine") != std::string::npos;
+  set("param_bytes", param_bytes, "model.torch_dtype");
+  set("grad_bytes", param_bytes, "model.torch_dtype (gradients in the parameter's dtype)");
+  set("optimizer_bytes", te_adam ? 8.0 : 2 * param_bytes, "optimizer._target_ and model.torch_dtype");
+
+  // Kernels and precision.
+  if (auto attn = t.text("model.backend.attn")) {
+    set("attention_kernel", *attn == "sdpa" || *attn == "flex" ? "torch_sdpa" : "fused", "model.backend.attn");
+  } else if (auto impl = t.text("model.attn_implementation")) {
+    set("attention_kernel", impl->find("flash") != std::string::npos ? "fused" : "torch_sdpa", "model.attn_implementation");
+  }
+  if (auto dispatcher = t.text("model.backend.dispatcher"))
+    set("moe_dispatcher", *dispatcher == "deepep" || *dispatcher == "hybridep" ? "deepep" : "alltoall", "model.backend.dispatcher");
+  if (auto recipe = t.text("model.backend.te_fp8.recipe")) {
+    set("fp8", true, "model.backend.te_fp8.recipe");
+    out.warnings.push_back(fmt::format("model.backend.te_fp8.recipe {}: the Transformer Engine layers' GEMMs are priced at the device's FP8 rate", *recipe));
+  }
+  if (auto rank = t.whole("peft.dim")) set("lora_rank", *rank, "peft.dim");
+
+  // Pipeline stages (looped placement: virtual stage s on rank s mod PP; the V schedules fold the second half back).
+  long long vpp = 1;
+  if (d.pp > 1) {
+    const std::string schedule = t.text("distributed.pipeline.pp_schedule").value_or("1f1b");
+    if (!out.values.contains("model"))
+      t.bad("distributed.pp_size", "the stage split needs the model's layers: name a model sapp knows under model.pretrained_model_name_or_path");
+    const long long layers = model::load_model(out.values.at("model").get<std::string>(), io::data_dir()).num_layers;
+    std::vector<long long> per_stage = virtual_stage_layers(t, layers, d.pp, torch_multi_stage_schedule(schedule));
+    if (static_cast<long long>(per_stage.size()) % d.pp != 0)
+      t.bad("distributed.pipeline", fmt::format("{} virtual stages do not divide over pp_size {}", per_stage.size(), d.pp));
+    vpp = static_cast<long long>(per_stage.size()) / d.pp;
+    plan::StageSplit split = looped_split(per_stage, d.pp, torch_v_schedule(schedule));
+    if (split.layers != plan::even_split(layers, static_cast<int>(d.pp), static_cast<int>(vpp)).layers) out.split = split;
+  }
+  set("vpp", vpp, "distributed.pipeline.pp_schedule");
+
+  for (const char* k : {"recipe",
+                        "seed",
+                        "benchmark",
+                        "dist_env",
+                        "checkpoint",
+                        "loss_fn",
+                        "dataloader",
+                        "ci",
+                        "rng",
+                        "lr_scheduler",
+                        "optimizer",
+                        "validation_dataset",
+                        "validation_dataloader",
+                        "dataset._target_",
+                        "dataset.num_samples",
+                        "dataset.vocab_size",
+                        "dataset.batch_size",
+                        "model._target_",
+                        "model.config._target_",
+                        "model.trust_remote_code",
+                        "model.backend._target_",
+                        "step_scheduler.max_steps",
+                        "step_scheduler.num_epochs",
+                        "step_scheduler.ckpt_every_steps",
+                        "step_scheduler.val_every_steps",
+                        "step_scheduler.gc_every_steps",
+                        "distributed.pipeline.patch_inner_model",
+                        "distributed.pipeline.patch_causal_lm_model",
+                        "distributed.pipeline.scale_grads_in_schedule",
+                        "peft._target_",
+                        "peft.alpha",
+                        "peft.dropout",
+                        "peft.target_modules"})
+    t.use(k);
+  out.unused = t.unused();
+  return out;
+}
+
+Expressible expressible_automodel() {
+  return {std::vector<int>{2, 3}, std::nullopt,
+          "AutoModel states FSDP2 (ZeRO-3; reshard_after_forward false: ZeRO-2); its DDP strategy takes no TP, PP, CP or EP, so plain replication "
+          "is not written"};
+}
+
+std::string emit_automodel(const Plan& plan, const Loaded* original, const std::string& model_name, std::vector<std::string>* notes) {
+  const plan::Layout& l = plan.layout;
+  if (l.ep > 1 && l.etp > 1)
+    fail("--emit automodel", "the plan's expert tensor parallelism {} cannot be written: AutoModel's experts are not tensor-parallel; search with --etp 1",
+         l.etp);
+  std::string text = original ? original->text
+                              : fmt::format(
+                                    "# NeMo AutoModel recipe for {} on {} devices, written by sapp.\nrecipe: TrainFinetuneRecipeForNextTokenPrediction\n"
+                                    "model:\n  _target_: nemo_automodel.NeMoAutoModelForCausalLM.from_pretrained\n  pretrained_model_name_or_path: {}\n",
+                                    model_name, plan.devices, model_name);
+  YamlEdits edits = {{"distributed.strategy", "fsdp2"},
+                     {"distributed.dp_size", std::to_string(l.dp)},
+                     {"distributed.tp_size", std::to_string(l.tp)},
+                     {"distributed.pp_size", std::to_string(l.pp)},
+                     {"distributed.cp_size", std::to_string(l.cp)},
+                     {"distributed.ep_size", std::to_string(l.ep)},
+                     {"distributed.sequence_parallel", l.sp ? "true" : "false"}};
+  const long long shard = l.optimizer_shard > 0 ? l.optimizer_shard : l.dp * l.cp;
+  edits.emplace_back("distributed.dp_replicate_size", std::to_string(std::max<long long>(1, l.dp * l.cp / shard)));
+  if (l.zero == 2) edits.emplace_back("distributed.reshard_after_forward", "false");
+  std::string mode = plan::to_string(l.recompute);
+  if (plan.split && plan.split->states_recompute()) {
+    long long full = 0;
+    for (const auto& row : plan.split->full)
+      for (long long c : row) full += c;
+    mode = full == 0 ? "off" : "full";
+    if (full > 0 && full < plan.split->total() && notes)
+      notes->push_back(fmt::format("AutoModel checkpoints every decoder layer or none: the plan recomputes {} of {} layers, written as every layer", full,
+                                   plan.split->total()));
+  }
+  edits.emplace_back("distributed.activation_checkpointing", mode == "off" ? "false" : mode == "full" ? "true" : "selective");
+  // local_batch_size: one forward's batch per DP rank without PP; the pipeline's micro-batches together with PP.
+  edits.emplace_back("step_scheduler.global_batch_size", std::to_string(plan.global_batch));
+  edits.emplace_back("step_scheduler.local_batch_size", std::to_string(l.pp > 1 ? plan.global_batch / l.dp : l.mbs));
+  edits.emplace_back("dataset.seq_len", std::to_string(plan.seq));
+  if (l.pp > 1) {
+    edits.emplace_back("distributed.pipeline.pp_schedule", l.vpp > 1 ? "interleaved1f1b" : "1f1b");
+    edits.emplace_back("distributed.pipeline.pp_microbatch_size", std::to_string(l.mbs));
+    // The split as HuggingFace module names per virtual stage (rank r holds stages r, r + PP, ...): it overrides
+    // layers_per_stage.
+    plan::StageSplit split = plan.split ? *plan.split : plan::even_split(plan.num_layers, l.pp, l.vpp);
+    json parts = json::array();
+    long long next = 0;
+    for (std::size_t c = 0; c < split.layers.size(); ++c) {
+      for (std::size_t s = 0; s < split.layers[c].size(); ++s) {
+        json part = json::array();
+        if (c == 0 && s == 0) part.push_back("model.embed_tokens");
+        for (long long i = 0; i < split.layers[c][s]; ++i) part.push_back(fmt::format("model.layers.{}", next++));
+        if (c + 1 == split.layers.size() && s + 1 == split.layers[c].size()) {
+          part.push_back("model.norm");
+          part.push_back("lm_head");
+        }
+        parts.push_back(part);
+      }
+    }
+    edits.emplace_back("distributed.pipeline.module_fqns_per_model_part", flow(parts));
+  }
+  if (plan.fp8 && notes)
+    notes->push_back("FP8 is not written: AutoModel states it per Transformer Engine layer (model.backend.te_fp8.recipe), which the plan does not choose");
+  return yaml_set_all(text, edits);
+}
+
+}  // namespace sapp::config::detail
