@@ -13,15 +13,17 @@
 namespace sapp::cli {
 
 void add_from(CLI::App& cmd, From& from) {
-  cmd.add_option("--from", from.file,
-                 "a training config to start from: HuggingFace config.json, HyperParallel train YAML, MindFormers YAML, Megatron/MindSpeed "
-                 "arguments or launch script, torchtitan TOML, NeMo AutoModel YAML, or a search YAML (detected from the content); options given here override it")
+  cmd.add_option(
+         "--from", from.file,
+         "a training config to start from: HuggingFace config.json, HyperParallel train YAML, MindFormers YAML, Megatron/MindSpeed "
+         "arguments or launch script, torchtitan TOML, NeMo AutoModel YAML, or a search YAML (detected from the content); options given here override it")
       ->type_name("PATH");
   cmd.add_option("--from-format", from.format, "force --from's format: huggingface, hyperparallel, mindformers, megatron, torchtitan, automodel, search, sapp")
       ->type_name("NAME");
-  cmd.add_option("--emit", from.emit,
-                 "write the plan as a megatron, mindformers, hyperparallel, torchtitan or automodel config to --output (the --from file edited in place when it is "
-                 "of that format)")
+  cmd.add_option(
+         "--emit", from.emit,
+         "write the plan as a megatron, mindformers, hyperparallel, torchtitan or automodel config to --output (the --from file edited in place when it is "
+         "of that format)")
       ->type_name("NAME");
 }
 

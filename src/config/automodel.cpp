@@ -8,6 +8,7 @@
 // (calculate_virtual_stages, generate_hf_model_split) and docs/guides/mixed-precision-training.mdx (model.torch_dtype
 // is the resident parameter's dtype; torch.optim keeps its moments in it, TE's FusedAdam in fp32). docs/configs.md.
 #include <algorithm>
+#include <regex>
 
 #include <fmt/format.h>
 
@@ -67,9 +68,29 @@ std::vector<long long> virtual_stage_layers(Tree& t, long long layers, long long
 
 const char* const kRecipe = "a NeMo AutoModel recipe YAML";
 
+// AutoModel's loader turns string values into Python ones (components/config/loader.py translate_value): none /
+// None to null, true / True / false / False to booleans, numerals to numbers; `dp_size: none` is the launch's.
+json translated(const json& node) {
+  if (node.is_object() || node.is_array()) {
+    json out = node;
+    for (auto& child : out) child = translated(child);
+    return out;
+  }
+  if (!node.is_string()) return node;
+  const std::string& v = node.get_ref<const std::string&>();
+  if (v == "none" || v == "None") return nullptr;
+  if (v == "true" || v == "True") return true;
+  if (v == "false" || v == "False") return false;
+  static const std::regex whole(R"([+-]?[0-9]+)"), real(R"([+-]?([0-9]+\.[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?|[+-]?[0-9]+[eE][+-]?[0-9]+)");
+  if (v.size() < 19 && std::regex_match(v, whole)) return std::stoll(v);
+  if (v.size() < 40 && std::regex_match(v, real)) return std::stod(v);
+  return node;
+}
+
 }  // namespace
 
-Loaded read_automodel(const json& tree, const std::string& file) {
+Loaded read_automodel(const json& stated, const std::string& file) {
+  const json tree = translated(stated);
   Tree t{tree, file, {}};
   Loaded out;
   auto set = setter(out);
@@ -82,23 +103,19 @@ Loaded read_automodel(const json& tree, const std::string& file) {
   const Degrees d = read_degrees(t, out, {"distributed.tp_size", "distributed.pp_size", "distributed.cp_size", "distributed.ep_size"});
   set("etp", 1, "distributed.ep_size (AutoModel's experts are not tensor-parallel)");
   if (t.flag("distributed.sequence_parallel").value_or(false) && d.tp > 1) set("sp", true, "distributed.sequence_parallel");
-  // dp: the data-parallel degree the file states; guessed from the benchmark's nodes otherwise (for warnings only:
-  // --devices may say otherwise).
-  const auto stated_dp = t.whole("distributed.dp_size");
-  auto dp = stated_dp;
+  const auto dp = t.whole("distributed.dp_size");
   const long long replicate = t.whole("distributed.dp_replicate_size").value_or(1);
   const long long model_ranks = d.tp * d.cp * d.pp;
   if (dp) {
     if (*dp % replicate != 0) t.bad("distributed.dp_replicate_size", fmt::format("{} does not divide distributed.dp_size {}", replicate, *dp));
     set("devices", *dp * model_ranks, "distributed.dp_size x tp_size x cp_size x pp_size");
-  } else if (auto nodes = t.whole("benchmark.num_nodes")) {
-    // The recipe leaves the data-parallel degree to the launch (--nproc-per-node); its benchmark section names the nodes.
-    set("devices", *nodes * 8, "benchmark.num_nodes x 8 GPUs per node");
-    out.warnings.push_back(
-        fmt::format("distributed.dp_size is null (the devices AutoModel is launched on decide it): priced on benchmark.num_nodes {} x 8 GPUs per node = {} "
-                    "devices; --devices says otherwise",
-                    *nodes, *nodes * 8));
-    dp = *nodes * 8 / model_ranks;
+  } else {
+    // The recipe leaves the data-parallel degree to the launch (torchrun's processes); its benchmark section may
+    // name the nodes, not the GPUs per node (8 on H100 and B200 nodes, 4 on GB200 trays).
+    auto nodes = t.whole("benchmark.num_nodes");
+    out.devices_hint =
+        nodes ? fmt::format("distributed.dp_size is null (the launch decides it) and benchmark.num_nodes {} does not say the GPUs per node", *nodes)
+              : "distributed.dp_size is null (the launch decides it)";
   }
 
   // ZeRO: FSDP2 shards parameters, gradients and optimizer states over dp_shard x CP (ZeRO-3; with
@@ -110,7 +127,11 @@ Loaded read_automodel(const json& tree, const std::string& file) {
     const long long zero = strategy == "megatron_fsdp" ? t.whole("distributed.zero_dp_strategy", 0).value_or(3) : keep_gathered ? 2 : 3;
     if (zero > 3) t.bad("distributed.zero_dp_strategy", fmt::format("{} is not a ZeRO stage 0-3", zero));
     set("zero", zero, strategy == "megatron_fsdp" ? "distributed.zero_dp_strategy" : "distributed.strategy");
-    if (replicate > 1) set("optimizer_shard", (dp ? *dp / replicate : 1) * d.cp, "distributed.dp_replicate_size (HSDP: sharded within dp_shard x CP)");
+    if (replicate > 1 && dp) {
+      set("optimizer_shard", *dp / replicate * d.cp, "distributed.dp_replicate_size (HSDP: sharded within dp_shard x CP)");
+    } else if (replicate > 1) {
+      out.warnings.push_back(fmt::format("distributed.dp_replicate_size {} without dp_size: priced as FSDP over the whole data-parallel group", replicate));
+    }
   }
 
   // Recompute: whole decoder blocks (true, "full"), or torchtitan's op-level policy ("selective").
@@ -141,22 +162,29 @@ Loaded read_automodel(const json& tree, const std::string& file) {
   set("mbs", mbs, d.pp > 1 ? "distributed.pipeline.pp_microbatch_size" : "step_scheduler.local_batch_size");
   if (global) {
     set("global_batch", *global, "step_scheduler.global_batch_size");
-    if (stated_dp && *global % (local * *stated_dp) != 0)
+    if (dp && *global % (local * *dp) != 0)
       t.bad("step_scheduler.global_batch_size",
-            fmt::format("{} is not a multiple of local_batch_size x dp_size = {} x {} (AutoModel refuses it too)", *global, local, *stated_dp));
+            fmt::format("{} is not a multiple of local_batch_size x dp_size = {} x {} (AutoModel refuses it too)", *global, local, *dp));
     if (dp && d.pp > 1 && *global / (local * *dp) > 1)
       out.warnings.push_back(
           fmt::format("step_scheduler: {} accumulation steps of one pipeline run each; sapp prices one pipeline of all {} micro-batches "
                       "(one fill and drain, not {})",
                       *global / (local * *dp), *global / (mbs * *dp), *global / (local * *dp)));
-  } else if (stated_dp) {
-    set("global_batch", local * *stated_dp, "step_scheduler.local_batch_size x dp_size");
+  } else if (dp) {
+    set("global_batch", local * *dp, "step_scheduler.local_batch_size x dp_size");
   } else {
     out.batch_from_devices = Loaded::BatchFromDevices{local, model_ranks, "step_scheduler.local_batch_size x dp_size (the devices over TP x CP x PP)"};
   }
   std::string seq_from;
-  if (auto seq = t.whole_of({"dataset.seq_len", "dataset.seq_length", "packed_sequence.packed_sequence_size", "dataset.max_length"}, seq_from))
+  // packed_sequence_size 0 turns packing off.
+  if (auto packed = t.whole("packed_sequence.packed_sequence_size", 0); packed && *packed > 0)
+    set("seq", *packed, "packed_sequence.packed_sequence_size");
+  else if (auto seq = t.whole_of({"dataset.seq_len", "dataset.seq_length", "dataset.max_length"}, seq_from))
     set("seq", *seq, seq_from);
+  else
+    out.warnings.push_back(
+        "no sequence length stated (dataset.seq_len, packed_sequence.packed_sequence_size): priced at --seq (default 4096 tokens); a fine-tuning "
+        "dataset's batches are padded to their longest sequence, which the file does not say");
 
   // Model: a HuggingFace id (model.pretrained_model_name_or_path, or model.config's for from_config) resolved to a
   // bundled model or a local config.
@@ -167,8 +195,27 @@ Loaded read_automodel(const json& tree, const std::string& file) {
     id = t.text("model.config.pretrained_model_name_or_path");
     id_from = "model.config.pretrained_model_name_or_path";
   }
+  long long inline_layers = 0;
   if (id) {
     if (auto name = bundled_name(*id, at(file, id_from), "give sapp --model NAME or a config.json", out)) set("model", *name, id_from);
+  } else if (const json* config = t.get("model.config"); config && config->is_object() && config->contains("hidden_size")) {
+    // A model defined inline (from_config with a Transformers config class and its fields): HuggingFace keys, the
+    // family named by the class's module (transformers.models.<model_type>.configuration_...).
+    json m = *config;
+    const std::string target = m.value("_target_", "");
+    m.erase("_target_");
+    if (!m.contains("model_type")) {
+      const std::size_t at_models = target.find("models.");
+      if (at_models != std::string::npos) {
+        const std::size_t begin = at_models + 7;
+        m["model_type"] = target.substr(begin, target.find('.', begin) - begin);
+      }
+    }
+    m["_source"] = file;
+    if (m.contains("num_hidden_layers") && m.at("num_hidden_layers").is_number_integer()) inline_layers = m.at("num_hidden_layers").get<long long>();
+    for (const auto& [key, unused] : config->items()) t.use("model.config." + key);
+    out.model_config = m;
+    set("model", file, "model.config");
   }
 
   // Bytes: model.torch_dtype is the resident (sharded) parameter's dtype, unset or auto resolving to bf16;
@@ -201,7 +248,7 @@ Loaded read_automodel(const json& tree, const std::string& file) {
     const std::string schedule = t.text("distributed.pipeline.pp_schedule").value_or("1f1b");
     if (!out.values.contains("model"))
       t.bad("distributed.pp_size", "the stage split needs the model's layers: name a model sapp knows under model.pretrained_model_name_or_path");
-    const long long layers = model::load_model(out.values.at("model").get<std::string>(), io::data_dir()).num_layers;
+    const long long layers = inline_layers > 0 ? inline_layers : model::load_model(out.values.at("model").get<std::string>(), io::data_dir()).num_layers;
     std::vector<long long> per_stage = virtual_stage_layers(t, layers, d.pp, torch_multi_stage_schedule(schedule));
     if (static_cast<long long>(per_stage.size()) % d.pp != 0)
       t.bad("distributed.pipeline", fmt::format("{} virtual stages do not divide over pp_size {}", per_stage.size(), d.pp));

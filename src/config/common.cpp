@@ -590,6 +590,7 @@ std::vector<std::string> fill_request(Request& request, const Loaded& loaded, co
     if (command_line.contains(key)) request.split.reset();
   }
   app::apply(request, command_line, app::Source::CommandLine);
+  if (!loaded.devices_hint.empty() && request.job.devices == 0) fail(loaded.file, "{}: give --devices", loaded.devices_hint);
   const auto& deferred = loaded.batch_from_devices;
   if (deferred && request.job.training.global_batch == 0 && request.job.devices > 0) {
     if (request.job.devices % deferred->model_ranks != 0) {

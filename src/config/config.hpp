@@ -50,6 +50,9 @@ struct Loaded {
     std::string keys;           // what it was read from, for messages
   };
   std::optional<BatchFromDevices> batch_from_devices;
+  // Why the file leaves the device count to its launch (AutoModel's dp_size null): an error naming it unless the
+  // command line gives --devices (fill()).
+  std::string devices_hint;
   // Why the model the file defines cannot be priced (e.g. its vocabulary is the tokenizer's): an error unless the
   // command line names the model (fill()).
   std::string model_error;
