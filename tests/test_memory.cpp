@@ -326,3 +326,38 @@ TEST(Memory, TorchtitanPipelineKeepsTheStageGatheredAndSyncsOnce) {
   EXPECT_GT(dp_time(32), dp_time(8));
   EXPECT_LT(cost::estimate_memory(m, l, t, 1e15).stages[0].dp_buffer, st.dp_buffer / 4);
 }
+
+TEST(Memory, MindSporeParallelOptimizerSlicesWeightsAndKeepsThemGathered) {
+  // MindSpore's parallel optimizer (MindFormers' enable_parallel_optimizer, optimizer_level level1, gradient
+  // accumulation not sharded): "the framework saves the parameters as minimal slices and updates them in the
+  // optimizer" (MindSpore docs, Optimizer Parallel, r2.6.0), so weights and Adam's two fp32 moments (mindformers
+  // core/optim/adamw.py clone_state) are 1/DP each; every weight is all-gathered after its cast to the compute dtype
+  // (mindspore step_parallel.cc) and kept from its forward to its backward: the whole stage in 2 bytes at the peak.
+  // Accumulated gradients (accu_grads, the parameters' dtype) exist only when there is something to accumulate.
+  auto m = test::bundled("llama3-8b");
+  plan::Training t;
+  t.seq = 4096;
+  cost::terms::apply_profile(cost::terms::framework_profile("mindformers"), t);
+  t.param_bytes = 4;  // param_init_type float32
+  t.grad_bytes = 4;
+  plan::Layout l;
+  l.dp = 8;
+  l.zero = 3;
+  l.recompute = plan::Recompute::Full;
+  l.micro_batches = 1;
+  t.global_batch = 8;
+  auto st = cost::estimate_memory(m, l, t, 1e15).stages[0];
+  const double p = st.param_elements;
+  EXPECT_DOUBLE_EQ(st.params, 4.0 * p / 8);
+  EXPECT_DOUBLE_EQ(st.optimizer, 8.0 * p / 8);
+  EXPECT_DOUBLE_EQ(st.grads, 4.0 * p / 8);  // nothing accumulates: only the reduce-scattered slices
+  EXPECT_DOUBLE_EQ(st.dp_buffer, 2.0 * p);  // the gathered weights, kept until their backward
+  // Pipelined (micro-batches accumulate): accu_grads whole in fp32 beside the stage gathered once per step.
+  l.pp = 2;
+  l.micro_batches = 8;
+  t.global_batch = 64;
+  auto piped = cost::estimate_memory(m, l, t, 1e15).stages[0];
+  EXPECT_DOUBLE_EQ(piped.grads, 4.0 * piped.param_elements);
+  EXPECT_DOUBLE_EQ(piped.dp_buffer, 2.0 * piped.param_elements);
+  EXPECT_DOUBLE_EQ(piped.params, 4.0 * piped.param_elements / 8);
+}

@@ -641,6 +641,10 @@ Expressible expressible(EmitFormat format, const Loaded* original) {
   switch (format) {
     case EmitFormat::HyperParallel: return expressible_hyperparallel(original);
     case EmitFormat::AutoModel: return expressible_automodel();
+    case EmitFormat::MindFormers:
+      return {std::vector<int>{0, 3}, std::nullopt,
+              "MindFormers states MindSpore's parallel optimizer (enable_parallel_optimizer: weights and optimizer states sliced over DP, ZeRO-3) or "
+              "none"};
     case EmitFormat::Torchtitan:
       return {std::vector<int>{0, 2, 3}, std::nullopt,
               "torchtitan states FSDP (data_parallel_shard_degree: ZeRO-3; fsdp_reshard_after_forward never: ZeRO-2) or replication"};

@@ -257,9 +257,14 @@ Loaded read_mindformers(const json& tree, const std::string& file) {
       pp > 1 ? "runner_config.batch_size x data_parallel x micro_batch_num x micro_batch_interleave_num"
              : "runner_config.batch_size x data_parallel x gradient_accumulation_steps x micro_batch_interleave_num");
   if (interleave > 1) out.warnings.push_back(fmt::format("micro_batch_interleave_num {} is priced as {} x larger micro-batch counts", interleave, interleave));
-  // Optimizer parallel (MindSpore's parallel optimizer shards optimizer states over DP).
+  // MindSpore's parallel optimizer slices the weights and the optimizer states over DP ("saves the parameters as
+  // minimal slices", MindSpore's Optimizer Parallel page): ZeRO-3 as the mindformers profile prices it
+  // (plan::Training::zero3_gathers_once_per_step). gradient_accumulation_shard (level2) also slices the accumulated
+  // gradients, with a reduce-scatter per micro-batch; every MindFormers YAML sets it False.
   bool op = t.flag("parallel.enable_parallel_optimizer").value_or(false);
-  set("zero", op ? 1 : 0, "parallel.enable_parallel_optimizer");
+  set("zero", op ? 3 : 0, "parallel.enable_parallel_optimizer");
+  if (op && t.flag("parallel.parallel_optimizer_config.gradient_accumulation_shard").value_or(false))
+    out.warnings.push_back("parallel_optimizer_config.gradient_accumulation_shard True is priced as False (accumulated gradients held whole)");
   if (auto shard = t.whole("parallel.parallel_optimizer_config.optimizer_weight_shard_size", -1); shard && *shard > 0) {
     set("optimizer_shard", *shard, "parallel.parallel_optimizer_config.optimizer_weight_shard_size");
   }
@@ -268,7 +273,7 @@ Loaded read_mindformers(const json& tree, const std::string& file) {
   if (auto pit = t.text("model.model_config.param_init_type")) {
     double b = dtype_bytes(*pit, at(file, "model.model_config.param_init_type"));
     set("param_bytes", b, "model.model_config.param_init_type");
-    if (b >= 4) set("optimizer_bytes", 8, "model.model_config.param_init_type (fp32 weights: two Adam moments)");
+    set("grad_bytes", b, "model.model_config.param_init_type (gradients accumulate in the parameters' dtype)");
   }
   if (auto cd = t.text("model.model_config.compute_dtype"))
     set("compute_bytes", dtype_bytes(*cd, at(file, "model.model_config.compute_dtype")), "model.model_config.compute_dtype");
@@ -425,7 +430,7 @@ std::string emit_mindformers(const Plan& plan, const Loaded* original, const std
     text = yaml_set(text, "runner_config.gradient_accumulation_steps", std::to_string(steps));
   }
   text = yaml_set(text, "micro_batch_interleave_num", "1");
-  text = yaml_set(text, "parallel.enable_parallel_optimizer", l.zero >= 1 ? "True" : "False");
+  text = yaml_set(text, "parallel.enable_parallel_optimizer", l.zero >= 3 ? "True" : "False");
   if (l.etp > 1 || (original && original->values.contains("etp"))) text = yaml_set(text, "moe_config.expert_model_parallel", std::to_string(l.etp));
   // Placement: MindFormers' offsets (they sum to num_layers % (pp x interleave)), per chunk when interleaved.
   bool legacy_mtp = false;

@@ -186,8 +186,15 @@ MemoryEstimate estimate_memory(const model::Model& model, const plan::Layout& l,
     if (l.zero >= 2 && dp_shard > 1) m.dp_buffer = training.gradient_bytes() * std::min(terms::kDpBucketElements, pn + pe);  // bucket
     if (l.zero >= 3 && dp_shard > 1) {
       if (terms::zero3_keeps_stage_gathered(training, l)) {
-        // The whole stage gathered and kept for the step, and its gradients accumulated unsharded.
-        m.dp_buffer = (training.gathered_param_bytes() + training.gradient_bytes() * terms::trainable_fraction(training, h)) * (pn + pe);
+        // The whole stage gathered and kept for the step, and its gradients accumulated unsharded: beside the
+        // sharded ones torch keeps (torchtitan), or as MindSpore's only gradient buffer (accu_grads; its sharded
+        // gradients exist only at the step's reduce-scatter).
+        const double accumulated = terms::zero3_accumulates_unsharded(training, l) ? training.gradient_bytes() * trained * (pn + pe) : 0.0;
+        m.dp_buffer = training.gathered_param_bytes() * (pn + pe);
+        if (training.zero3_gathers_once_per_step && accumulated > 0)
+          m.grads = accumulated;
+        else
+          m.dp_buffer += accumulated;
       } else {
         m.dp_buffer += terms::kCommBufferCopies * training.gathered_param_bytes() * max_layer_params;  // gathered layer + prefetch
       }
@@ -218,10 +225,18 @@ std::vector<std::string> explain_stage(const model::Model& model, const plan::La
   // Under LoRA, gradients and optimizer states are held for the trained share only (terms::trainable_fraction).
   const double trained = terms::trainable_fraction(training, static_cast<double>(model.spec.hidden_size));
   const std::string lora = training.lora_rank > 0 ? fmt::format(" x trained {:.4g} [LoRA rank {}: 2 r / h]", trained, training.lora_rank) : "";
-  out.push_back(fmt::format("grads       {:10.3f} GiB = {} B x (Pn{} + Pe{}){}", gib(m.grads), training.gradient_bytes(),
-                            l.zero >= 2 ? fmt::format(" / {}", dp_shard) : "", l.zero >= 2 ? fmt::format(" / {}", edp_shard) : "", lora));
-  out.push_back(fmt::format("optimizer   {:10.3f} GiB = {} B x (Pn{} + Pe{}){}  [fp32 master + 2 Adam moments]", gib(m.optimizer), training.optimizer_bytes,
-                            l.zero >= 1 ? fmt::format(" / {}", dp_shard) : "", l.zero >= 1 ? fmt::format(" / {}", edp_shard) : "", lora));
+  if (training.zero3_gathers_once_per_step && terms::zero3_accumulates_unsharded(training, l) && dp_shard > 1) {
+    out.push_back(fmt::format("grads       {:10.3f} GiB = {} B x (Pn + Pe){}  [accumulated whole over the micro-batches: MindSpore's accu_grads]", gib(m.grads),
+                              training.gradient_bytes(), lora));
+  } else {
+    out.push_back(fmt::format("grads       {:10.3f} GiB = {} B x (Pn{} + Pe{}){}", gib(m.grads), training.gradient_bytes(),
+                              l.zero >= 2 ? fmt::format(" / {}", dp_shard) : "", l.zero >= 2 ? fmt::format(" / {}", edp_shard) : "", lora));
+  }
+  const std::string states = training.optimizer_bytes == 12  ? "fp32 master + 2 Adam moments"
+                             : training.optimizer_bytes == 8 ? "2 fp32 Adam moments, the parameters their own master"
+                                                             : "optimizer states";
+  out.push_back(fmt::format("optimizer   {:10.3f} GiB = {} B x (Pn{} + Pe{}){}  [{}]", gib(m.optimizer), training.optimizer_bytes,
+                            l.zero >= 1 ? fmt::format(" / {}", dp_shard) : "", l.zero >= 1 ? fmt::format(" / {}", edp_shard) : "", lora, states));
   auto flight = plan::in_flight(l, training.interleave_less_memory);
   for (const plan::StageRun& r : plan::stage_runs(model, l, training, stage)) {
     LayerActivation a = layer_activation(model, r.kind, l, training, r.mode);
@@ -238,8 +253,13 @@ std::vector<std::string> explain_stage(const model::Model& model, const plan::La
       gib(m.activations), gib(m.layer_activations), gib(m.recompute_working), gib(m.embedding_activations), gib(m.head_activations), gib(m.loss_backward),
       terms::loss_backward_bytes_per_logit(training.loss_fused, l.tp), terms::loss_backward_name(training.loss_fused, l.tp),
       training.activation_fragmentation));
-  out.push_back(fmt::format("buffers     {:10.3f} GiB = max(TP {:.3f}, EP {:.3f}, CP {:.3f}) + DP {:.3f} GiB  [kCommBufferCopies {} of what each moves]",
-                            gib(m.buffers), gib(m.tp_buffer), gib(m.ep_buffer), gib(m.cp_buffer), gib(m.dp_buffer), terms::kCommBufferCopies));
+  const std::string dp_held =
+      l.zero >= 3 && dp_shard > 1 && terms::zero3_keeps_stage_gathered(training, l)
+          ? fmt::format("; DP: the stage's parameters gathered once per step and kept, {} B each{}", training.gathered_param_bytes(),
+                        !training.zero3_gathers_once_per_step && terms::zero3_accumulates_unsharded(training, l) ? ", and their gradients accumulated whole" : "")
+          : "";
+  out.push_back(fmt::format("buffers     {:10.3f} GiB = max(TP {:.3f}, EP {:.3f}, CP {:.3f}) + DP {:.3f} GiB  [kCommBufferCopies {} of what each moves{}]",
+                            gib(m.buffers), gib(m.tp_buffer), gib(m.ep_buffer), gib(m.cp_buffer), gib(m.dp_buffer), terms::kCommBufferCopies, dp_held));
   if (m.optimizer_step > 0) {
     out.push_back(
         fmt::format("opt. step   {:10.3f} GiB = {} B x (Pn{} + Pe{})  [fp32 copy of the {}-byte gradients; counted instead of activations + buffers {:.3f} "

@@ -80,8 +80,15 @@ std::vector<FrameworkProfile> make_profiles() {
       },
       {
           .name = "mindformers",
-          .source = "MindSpore/MindFormers: fine-grained communication overlap (pipeline_config, enable_parallel_optimizer); fp32 parameters in the optimizer",
+          .source = "MindSpore/MindFormers: fine-grained communication overlap (pipeline_config); the parallel optimizer (enable_parallel_optimizer: "
+                    "ZeRO-3 as MindSpore runs it, plan::Training::zero3_gathers_once_per_step) gathers weights after their cast to the compute dtype "
+                    "(mindspore step_parallel.cc) and accumulates gradients in the parameters' dtype; Adam's two moments in fp32 with no separate master "
+                    "copy (mindformers core/optim/adamw.py clone_state, FP32StateAdamWeightDecay); MindFormers' default param_init_type float16",
           .overlap_tp = 0.5,
+          .grad_bytes = 2,
+          .optimizer_bytes = 8,
+          .gather_bytes = 2,
+          .zero3_gathers_once_per_step = true,
           .selective_modules = {"hyperparallel_selective"},
       },
   };
@@ -211,6 +218,7 @@ void apply_profile(const FrameworkProfile& profile, plan::Training& training) {
   training.fp8_grad_bytes = profile.fp8_grad_bytes;
   training.gather_bytes = profile.gather_bytes;
   training.zero3_gathers_once_with_pp = profile.zero3_gathers_once_with_pp;
+  training.zero3_gathers_once_per_step = profile.zero3_gathers_once_per_step;
   training.recompute_modules = profile.selective_modules.empty() ? std::vector<std::string>{} : recompute_switches(profile.selective_modules);
 }
 

@@ -110,7 +110,13 @@ inline constexpr double kEpCommSms = 20.0;
 // (plan::Training::zero3_gathers_once_with_pp, under PP): one all-gather and one reduce-scatter per step, and the
 // stage's parameters (gather dtype) and gradients (gradient dtype) held whole.
 inline bool zero3_keeps_stage_gathered(const plan::Training& training, const plan::Layout& l) {
-  return training.zero3_gathers_once_with_pp && l.zero >= 3 && l.pp > 1;
+  return l.zero >= 3 && ((training.zero3_gathers_once_with_pp && l.pp > 1) || training.zero3_gathers_once_per_step);
+}
+// Whether those kept-gathered stages also accumulate their gradients unsharded: always under torch pipelining's
+// no-sync backwards; under MindSpore's parallel optimizer only when there is something to accumulate (several
+// micro-batches or accumulation steps).
+inline bool zero3_accumulates_unsharded(const plan::Training& training, const plan::Layout& l) {
+  return zero3_keeps_stage_gathered(training, l) && (!training.zero3_gathers_once_per_step || l.micro_batches > 1);
 }
 
 // ---- framework runtime profiles -------------------------------------------------------------------------------
@@ -158,7 +164,8 @@ struct FrameworkProfile {
   double optimizer_bytes = 12;
   double fp8_grad_bytes = 0;                // under FP8 (0: grad_bytes)
   double gather_bytes = 0;                  // parameters as ZeRO-3 / FSDP gathers them (0: param_bytes)
-  bool zero3_gathers_once_with_pp = false;  // plan::Training's field of that name
+  bool zero3_gathers_once_with_pp = false;   // plan::Training's field of that name
+  bool zero3_gathers_once_per_step = false;  // plan::Training's field of that name
   // What `--recompute selective` recomputes in this system, as named modules (recompute_switches); empty: the op
   // records' default (HyperParallel's selective: the cheap ops).
   std::vector<std::string> selective_modules;

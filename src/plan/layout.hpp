@@ -87,6 +87,14 @@ struct Training {
   // pp_enabled), its gradients accumulate unsharded in the reduce dtype (set_requires_gradient_sync(False) on every
   // backward but the last) and are reduce-scattered once. False: gathered and resharded per layer and micro-batch.
   bool zero3_gathers_once_with_pp = false;
+  // ZeRO-3 as MindSpore's parallel optimizer runs it (optimizer_level level1, MindFormers' enable_parallel_optimizer
+  // with gradient_accumulation_shard False): weights and optimizer states sliced over DP; each weight all-gathered in
+  // the compute dtype once before its first forward use and kept until its backward (under PP every gather waits on
+  // the first micro-batch: held the whole step); gradients reduce-scattered once per step; accumulated gradients
+  // (pipeline micro-batches, accumulation steps) held unsharded in the parameter dtype. Sources: MindSpore's
+  // "Optimizer Parallel" page (docs r2.6.0) and set_auto_parallel_context's optimizer_level; mindspore
+  // ccsrc/frontend/parallel/pass/overlap_opt_shard_in_pipeline.cc.
+  bool zero3_gathers_once_per_step = false;
   double compute_bytes = 2;             // activations
   double capacity_factor = 1;           // MoE routed-token factor (1 = dropless, balanced)
   double reserve_bytes = 1073741824.0;  // allocator fragmentation and framework context, per device
