@@ -141,6 +141,41 @@ model:
   EXPECT_GT(app::run_estimate(zero1).memory.peak_bytes, rep.memory.peak_bytes + 20.0 * 1073741824.0);
 }
 
+// HyperParallel's legacy train YAML hands enable_parallel_optimizer (default true) to MindSpore's parallel optimizer:
+// ZeRO-3 as MindSpore runs it (the reference planner also divides the weights by d), and it writes back as stated.
+TEST(HyperParallel, LegacyParallelOptimizerIsMindSporesAndRoundTrips) {
+  const std::string yaml = R"(train:
+  accelerator:
+    dp_shard: 4
+    tp_degree: 2
+  global_batch_size: 32
+  micro_batch_size: 1
+  gradient_checkpointing: {activation_checkpoint: full}
+model:
+  config_overrides: {hidden_size: 4096, num_hidden_layers: 36, num_attention_heads: 32, num_key_value_heads: 8, intermediate_size: 12288,
+                     vocab_size: 151936, qk_norm: true}
+dataset: {data_transform: {max_seq_len: 4096}}
+)";
+  config::Loaded l = config::read_text(yaml, "legacy.yaml");
+  EXPECT_EQ(l.format, config::Format::HyperParallel);
+  app::EstimateRequest r;
+  config::fill(r, l, nlohmann::json::object());
+  EXPECT_EQ(r.layout.zero, 3);
+  EXPECT_TRUE(r.job.training.zero3_gathers_once_per_step);
+  report::EstimateReport rep = app::run_estimate(r);
+  config::Plan p;
+  p.layout = rep.layout;
+  p.devices = r.job.devices;
+  p.global_batch = 32;
+  p.seq = 4096;
+  p.num_layers = 36;
+  app::EstimateRequest back;
+  config::fill(back, config::read_text(config::emit(config::EmitFormat::HyperParallel, p, &l, "qwen3-8b"), "back.yaml"), nlohmann::json::object());
+  EXPECT_EQ(back.layout.zero, 3);
+  p.layout.zero = 1;  // not a MindSpore option: refused, not written as the parallel optimizer
+  EXPECT_THROW((void)config::emit(config::EmitFormat::HyperParallel, p, &l, "qwen3-8b"), Error);
+}
+
 // MindFormers' legacy MoE (experts in moe_config.expert_num) shards each expert over model_parallel unless
 // moe_config.expert_model_parallel says 1 (transformer.py's FeedForward strategy (ep, 1, mp); llama_layer.py's
 // mp_moe); the mcore models (model_config.num_experts) keep whole experts (expert_tensor_parallel_size unset: 1).

@@ -246,6 +246,54 @@ std::size_t block_end(const std::vector<std::string>& lines, std::size_t from, i
   return end;
 }
 
+// A mapping's entries as block YAML lines at `indent`.
+void block_lines(const json& mapping, int indent, std::vector<std::string>& out) {
+  for (const auto& [key, value] : mapping.items()) {
+    const std::string pad(static_cast<std::size_t>(indent), ' ');
+    if (value.is_object() && !value.empty()) {
+      out.push_back(pad + key + ":");
+      block_lines(value, indent + 2, out);
+    } else {
+      out.push_back(pad + key + ": " + (value.is_object() ? "{}" : flow(value)));
+    }
+  }
+}
+
+// A key (line `found`, its block ending at `sub_end`) whose value is written inline (a flow mapping, possibly over
+// several lines, null, or a scalar where a mapping must go) rewritten as a block mapping one level deeper, so that
+// keys can be set below it. Its anchor and trailing comment stay on the key's line.
+void expand_inline_mapping(std::vector<std::string>& lines, std::size_t found, std::size_t& sub_end, int indent) {
+  std::string& line = lines[found];
+  const std::size_t colon = line.find(':', static_cast<std::size_t>(indent));
+  const std::string rest = line.substr(colon + 1);
+  const std::string comment = trailing_comment(rest);
+  std::string value = rest.substr(0, rest.size() - comment.size());
+  const std::size_t a = value.find_first_not_of(" \t");
+  if (a == std::string::npos) return;  // a block mapping already
+  value = value.substr(a);
+  std::string anchor;
+  if (value[0] == '&') {
+    const std::size_t e = value.find(' ');
+    anchor = " " + value.substr(0, e);
+    value = e == std::string::npos ? "" : value.substr(value.find_first_not_of(' ', e) == std::string::npos ? value.size() : value.find_first_not_of(' ', e));
+    if (value.empty()) return;
+  }
+  if (value[0] == '|' || value[0] == '>' || value[0] == '*') return;  // block scalars and aliases: left as written
+  for (std::size_t i = found + 1; i < sub_end; ++i) value += " " + lines[i].substr(static_cast<std::size_t>(std::max(0, indent_of(lines[i]))));
+  json parsed;
+  try {
+    parsed = io::parse_yaml("v: " + value, "yaml edit").at("v");
+  } catch (const std::exception&) {
+    return;
+  }
+  std::vector<std::string> block;
+  if (parsed.is_object()) block_lines(parsed, indent + 2, block);
+  line = line.substr(0, colon + 1) + anchor + comment;
+  lines.erase(lines.begin() + static_cast<std::ptrdiff_t>(found + 1), lines.begin() + static_cast<std::ptrdiff_t>(sub_end));
+  lines.insert(lines.begin() + static_cast<std::ptrdiff_t>(found + 1), block.begin(), block.end());
+  sub_end = found + 1 + block.size();
+}
+
 }  // namespace
 
 std::string yaml_set(const std::string& text, const std::string& path, const std::string& value) {
@@ -286,6 +334,7 @@ std::string yaml_set(const std::string& text, const std::string& path, const std
       break;
     }
     std::size_t sub_end = block_end(lines, found + 1, child);
+    if (!last) expand_inline_mapping(lines, found, sub_end, child);
     if (last) {
       std::string& line = lines[found];
       std::size_t colon = line.find(':', static_cast<std::size_t>(child));

@@ -135,11 +135,15 @@ Loaded read_hyperparallel(const json& tree, const std::string& file) {
   set("cp", cp, cp_from);
   set("ep", ep, ep_from);
   set("etp", etp, etp_from);
-  // FSDP shards parameters, gradients and optimizer states over dp_shard (ZeRO-3); the legacy layout's
-  // parallel optimizer shards the optimizer states (ZeRO-1).
+  // FSDP shards parameters, gradients and optimizer states over dp_shard (ZeRO-3). The legacy layout hands its
+  // keys to MindSpore's parallel optimizer (enable_parallel_optimizer, optimizer_weight_shard_size,
+  // gradient_accumulation_shard are set_auto_parallel_context's), which slices weights and optimizer states: ZeRO-3 as
+  // MindSpore runs it, in the MindSpore runtime profile (plan::Training::zero3_gathers_once_per_step); the reference
+  // planner prices it alike (its shard_p_os_non_exp = d x cp x t).
   if (legacy) {
     bool op = t.flag("train.accelerator.enable_parallel_optimizer").value_or(true);
-    set("zero", op && dp > 1 ? 1 : 0, "train.accelerator.enable_parallel_optimizer");
+    set("zero", op && dp > 1 ? 3 : 0, "train.accelerator.enable_parallel_optimizer");
+    set("framework", "mindformers", "a HyperParallel legacy YAML (MindSpore's runtime and parallel optimizer)");
     if (auto s = t.whole("train.accelerator.optimizer_weight_shard_size", -1); s && *s > 0)
       set("optimizer_shard", *s, "train.accelerator.optimizer_weight_shard_size");
     bool sp = t.flag("train.accelerator.use_seq_parallel").value_or(t.flag("train.accelerator.sequence_parallel").value_or(false));
@@ -330,7 +334,10 @@ bool legacy_layout(const Loaded* original) {
 }
 
 Expressible expressible_hyperparallel(const Loaded* original) {
-  if (legacy_layout(original)) return {};
+  if (legacy_layout(original))
+    return {std::vector<int>{0, 3}, std::nullopt,
+            "HyperParallel's legacy YAML states MindSpore's parallel optimizer (enable_parallel_optimizer: weights and optimizer states sliced, "
+            "ZeRO-3) or none"};
   return {std::vector<int>{0, 3}, std::vector<bool>{false},
           "HyperParallel's train YAML states FSDP (fsdp_config.dp_shard_size: ZeRO-3) or replication, and no sequence parallelism"};
 }
@@ -378,7 +385,7 @@ std::string emit_hyperparallel(const Plan& plan, const Loaded* original, const s
                                   {"train.accelerator.expert_tensor_parallel_degree", std::to_string(l.etp)},
                                   {"train.accelerator.pp_interleave_num", std::to_string(l.vpp)},
                                   {"train.accelerator.use_seq_parallel", l.sp ? "true" : "false"},
-                                  {"train.accelerator.enable_parallel_optimizer", l.zero >= 1 ? "true" : "false"},
+                                  {"train.accelerator.enable_parallel_optimizer", l.zero >= 3 ? "true" : "false"},
                                   {"train.global_batch_size", std::to_string(plan.global_batch)},
                                   {"train.micro_batch_num", std::to_string(m)},
                                   {"train.micro_batch_size", std::to_string(l.mbs)},

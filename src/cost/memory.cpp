@@ -255,8 +255,9 @@ std::vector<std::string> explain_stage(const model::Model& model, const plan::La
       training.activation_fragmentation));
   const std::string dp_held =
       l.zero >= 3 && dp_shard > 1 && terms::zero3_keeps_stage_gathered(training, l)
-          ? fmt::format("; DP: the stage's parameters gathered once per step and kept, {} B each{}", training.gathered_param_bytes(),
-                        !training.zero3_gathers_once_per_step && terms::zero3_accumulates_unsharded(training, l) ? ", and their gradients accumulated whole" : "")
+          ? fmt::format(
+                "; DP: the stage's parameters gathered once per step and kept, {} B each{}", training.gathered_param_bytes(),
+                !training.zero3_gathers_once_per_step && terms::zero3_accumulates_unsharded(training, l) ? ", and their gradients accumulated whole" : "")
           : "";
   out.push_back(fmt::format("buffers     {:10.3f} GiB = max(TP {:.3f}, EP {:.3f}, CP {:.3f}) + DP {:.3f} GiB  [kCommBufferCopies {} of what each moves{}]",
                             gib(m.buffers), gib(m.tp_buffer), gib(m.ep_buffer), gib(m.cp_buffer), gib(m.dp_buffer), terms::kCommBufferCopies, dp_held));

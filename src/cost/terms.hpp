@@ -162,8 +162,8 @@ struct FrameworkProfile {
   double param_bytes = 2;
   double grad_bytes = 4;
   double optimizer_bytes = 12;
-  double fp8_grad_bytes = 0;                // under FP8 (0: grad_bytes)
-  double gather_bytes = 0;                  // parameters as ZeRO-3 / FSDP gathers them (0: param_bytes)
+  double fp8_grad_bytes = 0;                 // under FP8 (0: grad_bytes)
+  double gather_bytes = 0;                   // parameters as ZeRO-3 / FSDP gathers them (0: param_bytes)
   bool zero3_gathers_once_with_pp = false;   // plan::Training's field of that name
   bool zero3_gathers_once_per_step = false;  // plan::Training's field of that name
   // What `--recompute selective` recomputes in this system, as named modules (recompute_switches); empty: the op
