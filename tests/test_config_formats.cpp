@@ -141,6 +141,33 @@ model:
   EXPECT_GT(app::run_estimate(zero1).memory.peak_bytes, rep.memory.peak_bytes + 20.0 * 1073741824.0);
 }
 
+// MindFormers 1.7 names the model's HuggingFace folder (pretrained_model_dir) and keeps only its own keys in
+// model_config; LoRA fine-tuning configs state pet_config (the base weights frozen).
+TEST(MindFormers, PretrainedModelDirAndLoraPetConfig) {
+  const std::string dir = test::temp_dir();
+  test::write_file(dir + "/config.json", io::read_text(std::string(SAPP_SOURCE_DIR) + "/data/models/qwen3-8b.json"));
+  const std::string yaml = "pretrained_model_dir: \"" + dir + R"("
+parallel_config: {data_parallel: 8}
+model:
+  model_config:
+    qkv_concat: True
+    pet_config: {pet_type: lora, lora_rank: 8, target_modules: '.*wq|.*wv'}
+)";
+  config::Loaded l = config::read_text(yaml, "qwen3.yaml");
+  app::EstimateRequest r;
+  config::fill(r, l, nlohmann::json::object());
+  EXPECT_EQ(r.job.model, dir + "/config.json");
+  EXPECT_EQ(r.job.training.lora_rank, 8);
+  EXPECT_FALSE(l.warnings.empty());  // target_modules priced as every linear layer, said
+  const std::string missing = "pretrained_model_dir: /nowhere/Qwen3-32B\nparallel_config: {data_parallel: 8}\nmodel: {model_config: {qkv_concat: True}}\n";
+  try {
+    (void)config::read_text(missing, "qwen3.yaml");
+    ADD_FAILURE() << "a missing folder read";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("pretrained_model_dir"), std::string::npos) << e.what();
+  }
+}
+
 // HyperParallel's legacy train YAML hands enable_parallel_optimizer (default true) to MindSpore's parallel optimizer:
 // ZeRO-3 as MindSpore runs it (the reference planner also divides the weights by d), and it writes back as stated.
 TEST(HyperParallel, LegacyParallelOptimizerIsMindSporesAndRoundTrips) {

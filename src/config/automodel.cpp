@@ -320,7 +320,7 @@ std::string emit_automodel(const Plan& plan, const Loaded* original, const std::
                      {"distributed.ep_size", std::to_string(l.ep)},
                      {"distributed.sequence_parallel", l.sp ? "true" : "false"}};
   const long long shard = l.optimizer_shard > 0 ? l.optimizer_shard : l.dp * l.cp;
-  edits.emplace_back("distributed.dp_replicate_size", std::to_string(std::max<long long>(1, l.dp * l.cp / shard)));
+  edits.emplace_back("distributed.dp_replicate_size", std::to_string(std::max<long long>(1, static_cast<long long>(l.dp) * l.cp / shard)));
   if (l.zero == 2) edits.emplace_back("distributed.reshard_after_forward", "false");
   std::string mode = plan::to_string(l.recompute);
   if (plan.split && plan.split->states_recompute()) {

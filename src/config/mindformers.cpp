@@ -10,6 +10,7 @@
 #include "config/internal.hpp"
 #include "core/error.hpp"
 #include "core/files.hpp"
+#include "model/model_spec.hpp"
 
 namespace sapp::config::detail {
 
@@ -123,7 +124,11 @@ json model_of(Tree& t, const std::string& file, long long& num_layers, long long
   std::string k;
   auto req = [&](std::initializer_list<const char*> paths, const char* hf) {
     auto v = t.whole_of(paths, k);
-    if (!v) fail(at(file, *paths.begin()), "is required (the model is defined here; also looked for {})", fmt::join(paths, ", "));
+    if (!v) {
+      const std::string type = t.text("model.model_config.type").value_or(t.text("model.arch.type").value_or("unstated"));
+      fail(at(file, *paths.begin()), "is required: sapp prices decoder-only language models from their model_config (type {}; also looked for {})", type,
+           fmt::join(paths, ", "));
+    }
     m[hf] = *v;
     return *v;
   };
@@ -303,8 +308,34 @@ Loaded read_mindformers(const json& tree, const std::string& file) {
   long long layers = 0;
   long long mtp = 0;
   bool mtp_in_split = false;
-  out.model_config = model_of(t, file, layers, mtp, mtp_in_split);
-  set("model", file, "model.model_config");
+  // MindFormers 1.7's configs name the model's HuggingFace folder (pretrained_model_dir) and state only
+  // MindFormers-specific keys in model_config: the folder's config.json defines it.
+  const auto dir = t.text("pretrained_model_dir");
+  if (dir && !t.get("model.model_config.hidden_size")) {
+    const std::string config = *dir + "/config.json";
+    if (!io::exists(config))
+      fail(at(file, "pretrained_model_dir"), "'{}' holds no config.json on this machine: point it at a folder that has the model's config.json", *dir);
+    const model::ModelSpec named = model::load_model(config, io::data_dir());
+    layers = named.num_layers;
+    set("model", config, "pretrained_model_dir");
+    if (const json* given = t.get("model.model_config"); given && given->is_object()) {
+      for (const auto& [key, unused] : given->items()) t.use("model.model_config." + key);
+    }
+  } else {
+    out.model_config = model_of(t, file, layers, mtp, mtp_in_split);
+    set("model", file, "model.model_config");
+  }
+  // Parameter-efficient fine-tuning: LoRA adapters (pet_config), the base weights frozen.
+  if (auto pet = t.text("model.model_config.pet_config.pet_type")) {
+    if (io::lower(*pet) == "lora") {
+      if (auto rank = t.whole("model.model_config.pet_config.lora_rank")) set("lora_rank", *rank, "model.model_config.pet_config.lora_rank");
+      if (auto targets = t.text("model.model_config.pet_config.target_modules"))
+        out.warnings.push_back(
+            fmt::format("pet_config LoRA on target_modules '{}' is priced as adapters on every linear layer (the base weights frozen alike)", *targets));
+    } else {
+      out.warnings.push_back(fmt::format("pet_config pet_type {} is not priced (every weight trains)", *pet));
+    }
+  }
   // Experts' tensor parallelism. Legacy MoE (experts in moe_config.expert_num): moe_config.expert_model_parallel
   // (1 or model_parallel); unset, every expert's weights are sharded over model_parallel as well as over
   // expert_parallel (strategy (ep, 1, mp) in mindformers/modules/transformer/transformer.py's FeedForward, mp_moe in
