@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "app/app.hpp"
+#include "core/files.hpp"
 #include "helpers.hpp"
 #include "pipeline/descriptors.hpp"
 
@@ -29,7 +30,7 @@ class EvenSplit : public testing::TestWithParam<EvenCase> {};
 }  // namespace
 
 // Issue check: for an even split, the balancer's simulator and `estimate` agree on step time and per-stage peak
-// within 2 %.
+// within 2 %, dense and MoE (Mixtral, Qwen3-30B-A3B with interleaving).
 TEST_P(EvenSplit, DescriptorsReproduceTheEstimate) {
   const EvenCase& c = GetParam();
   model::Model m = test::bundled(c.model);
@@ -70,7 +71,9 @@ INSTANTIATE_TEST_SUITE_P(Plan, EvenSplit,
                          testing::Values(EvenCase{"llama3_70b_pp4", "llama3-70b", 64, 128, 8192, 8, 4, 1, plan::Recompute::Off},
                                          EvenCase{"llama3_70b_pp8_full", "llama3-70b", 64, 128, 8192, 8, 8, 1, plan::Recompute::Full},
                                          EvenCase{"llama3_70b_pp4_vpp2", "llama3-70b", 64, 128, 8192, 8, 4, 2, plan::Recompute::Off},
-                                         EvenCase{"llama3_8b_pp2_selective", "llama3-8b", 16, 64, 4096, 2, 2, 1, plan::Recompute::Selective}),
+                                         EvenCase{"llama3_8b_pp2_selective", "llama3-8b", 16, 64, 4096, 2, 2, 1, plan::Recompute::Selective},
+                                         EvenCase{"mixtral_pp4", "mixtral-8x7b", 64, 256, 4096, 2, 4, 1, plan::Recompute::Full},
+                                         EvenCase{"qwen3_30b_pp4_vpp2", "qwen3-30b-a3b", 64, 256, 4096, 1, 4, 2, plan::Recompute::Full}),
                          [](const testing::TestParamInfo<EvenCase>& param) { return std::string(param.param.name); });
 
 TEST(PlanCommand, BalancesReRanksAndIsNoSlowerThanTheSearchsBestEvenSplit) {
@@ -193,4 +196,16 @@ TEST(PlanCommand, ABalancedRowIsNotLabelledWithTheFilesSplit) {
   const std::string rows = r.out.substr(at, r.out.find("stage layers per chunk", at) - at);
   ASSERT_TRUE(rows.find("proved optimal") != std::string::npos || rows.find("best found") != std::string::npos) << rows;  // balanced
   EXPECT_EQ(rows.find("layers:"), std::string::npos) << rows;
+}
+
+// A plan written to a config that states one recompute mode for every layer (AutoModel's activation_checkpointing,
+// torchtitan's mode) balances the layers only: every layer keeps the layout's mode, so the file written is the plan
+// printed (it was balanced with full and no recompute mixed, then written as full everywhere, with a warning).
+TEST(PlanCommand, AConfigWithOneRecomputeModeKeepsItForEveryLayer) {
+  const std::string out = test::temp_dir() + "/plan.yaml";
+  auto r = test::run_sapp(
+      fmt::format("plan --from {}/tests/configs/automodel-deepseek-v3-pp.yaml -H h100-sxm --emit automodel -o {} -q -f json", SAPP_SOURCE_DIR, out));
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.err.find("written as every layer"), std::string::npos) << r.err;
+  EXPECT_NE(io::read_text(out).find("activation_checkpointing: true"), std::string::npos);
 }

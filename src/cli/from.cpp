@@ -57,8 +57,8 @@ void fill(app::EstimateRequest& request, From& from, const nlohmann::json& value
 void fill(app::SearchRequest& request, From& from, const nlohmann::json& values) { fill_any(request, from, values); }
 void fill(app::PlanRequest& request, From& from, const nlohmann::json& values) { fill_any(request, from, values); }
 
-void keep_to_emit(const From& from, search::Space& space) {
-  if (from.emit.empty()) return;
+config::Expressible keep_to_emit(const From& from, search::Space& space) {
+  if (from.emit.empty()) return {};
   const config::Expressible e = config::expressible(config::parse_emit_format(from.emit, "--emit"), from.loaded ? &*from.loaded : nullptr);
   auto keep = [&](auto& dim, const auto& allowed, const char* option) {
     if (!allowed) return;
@@ -71,7 +71,9 @@ void keep_to_emit(const From& from, search::Space& space) {
   };
   keep(space.zero, e.zero, "--zero");
   keep(space.sp, e.sp, "--sp");
-  if (e.zero || e.sp) std::fprintf(stderr, "sapp: note: --emit %s: the search keeps to what it can write (%s)\n", from.emit.c_str(), e.why.c_str());
+  if (e.zero || e.sp || !e.per_layer_recompute)
+    std::fprintf(stderr, "sapp: note: --emit %s: the search keeps to what it can write (%s)\n", from.emit.c_str(), e.why.c_str());
+  return e;
 }
 
 void require_emit_output(const From& from, const std::string& output) {

@@ -696,7 +696,9 @@ Expressible expressible(EmitFormat format, const Loaded* original) {
               "none"};
     case EmitFormat::Torchtitan:
       return {std::vector<int>{0, 2, 3}, std::nullopt,
-              "torchtitan states FSDP (data_parallel_shard_degree: ZeRO-3; fsdp_reshard_after_forward never: ZeRO-2) or replication"};
+              "torchtitan states FSDP (data_parallel_shard_degree: ZeRO-3; fsdp_reshard_after_forward never: ZeRO-2) or replication; its "
+              "activation_checkpoint mode is one for every layer",
+              false};
     default: return {};
   }
 }
