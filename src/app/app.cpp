@@ -235,6 +235,7 @@ report::Plan estimate_plan(const LoadedJob& x, const PlanRequest& request, const
   p.layout = l;
   p.step_time_s = row.candidate.time.step_s;
   p.even_step_time_s = row.candidate.time.step_s;
+  p.estimate_step_time_s = row.candidate.time.step_s;
   p.peak_memory_bytes = row.candidate.peak_memory_bytes;
   p.fits = true;
   p.status = status;
@@ -352,6 +353,10 @@ report::Plan balance_plan(const LoadedJob& x, const PlanRequest& request, const 
   }
   p.framework = arrays;
   p.descriptors = balance::to_layers_json(d);
+  // The same plan as `sapp estimate` prices it (what a user reading the written config back sees).
+  const plan::Layout priced = layout_with_split(p);
+  const cost::MemoryEstimate priced_memory = cost::estimate_memory(x.model, priced, request.job.training, x.capacity_bytes);
+  p.estimate_step_time_s = cost::estimate_time(x.model, priced, request.job.training, x.hardware, priced_memory, request.job.overlap).step_s;
   simulate::SimResult sim = simulate::simulate(problem.schedule, problem.stages, problem.chunks, problem.micro_batches, balance::stage_times(problem, sol.x));
   simulate::SvgOptions svg;
   svg.title = l.describe();

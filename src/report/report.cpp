@@ -300,6 +300,7 @@ json to_json(const PlanReport& r, bool timing) {
            {"layout", layout_json(p.layout)},
            {"step_time_s", p.step_time_s},
            {"even_split_step_time_s", p.even_step_time_s},
+           {"estimate_step_time_s", p.estimate_step_time_s},
            {"peak_memory_bytes", p.peak_memory_bytes},
            {"fits", p.fits},
            {"balanced", p.balanced},
@@ -328,12 +329,13 @@ std::string to_table(const PlanReport& r) {
   std::size_t width = 24;
   for (const auto& p : r.plans) width = std::max(width, label(p).size());
   width = std::min<std::size_t>(width, 64);
-  out += fmt::format("{:>4}  {:<{}} {:>8} {:>8} {:>6}  {}\n", "rank", "layout", width, "step s", "even s", "GiB", "balancer");
+  out += fmt::format("{:>4}  {:<{}} {:>8} {:>8} {:>8} {:>6}  {}\n", "rank", "layout", width, "step s", "estim. s", "even s", "GiB", "balancer");
   for (std::size_t i = 0; i < r.plans.size(); ++i) {
     const Plan& p = r.plans[i];
-    out += fmt::format("{:>4}  {:<{}} {:>8.3f} {:>8.3f} {:>6}  {}{}\n", i + 1, label(p), width, p.step_time_s, p.even_step_time_s, gib(p.peak_memory_bytes),
-                       p.status, p.fits ? "" : " (DOES NOT FIT)");
+    out += fmt::format("{:>4}  {:<{}} {:>8.3f} {:>8.3f} {:>8.3f} {:>6}  {}{}\n", i + 1, label(p), width, p.step_time_s, p.estimate_step_time_s,
+                       p.even_step_time_s, gib(p.peak_memory_bytes), p.status, p.fits ? "" : " (DOES NOT FIT)");
   }
+  out += "(step s: the balanced schedule simulated; estim. s: `sapp estimate` of the same split and recompute; even s: the search's even split)\n";
   const Plan& best = r.plans.front();
   out += fmt::format("\nbest plan: {}\n{:>5} {:>16} {:>9} {:>12}  {}\n", label(best), "stage", "layers per chunk", "peak GiB", "time s (mb)",
                      "recompute (layers per kind)");

@@ -82,6 +82,9 @@ struct Plan {
   plan::Layout layout;
   double step_time_s = 0;
   double even_step_time_s = 0;  // the search's estimate (even split, one recompute mode)
+  // What `sapp estimate` prices this plan's split and recompute at (its closed form); a balanced plan's step_time_s
+  // is the balancer's simulated schedule of the same plan.
+  double estimate_step_time_s = 0;
   double peak_memory_bytes = 0;
   bool fits = true;
   bool balanced = false;
