@@ -208,6 +208,10 @@ void add_job_fields(std::vector<Field<Request>>& f) {
                "activation)",
                false, [](R& r, const json& v, const std::string& w) { r.job.training.recompute_modules = cost::terms::recompute_switches(v, w); },
                [](const R&) { return std::string(); }});
+  f.push_back({"optimizer_comm_recompute", "",
+               "MindSpore's parallel_optimizer_comm_recompute: ZeRO-3's weights gathered again for the backward instead of kept from the forward "
+               "(one layer's held at a time, one more all-gather per micro-batch); the mindformers profile's ZeRO-3 only",
+               true, [](R& r, const json& v, const std::string& w) { r.job.training.zero3_regathers_in_backward = truth(v, w); }, nullptr});
   f.push_back({"lora_rank", "",
                "LoRA fine-tuning: adapter rank on every linear layer (0: every weight trains); frozen weights keep no gradient, no "
                "optimizer state and skip their weight-gradient GEMM",

@@ -268,6 +268,8 @@ Loaded read_mindformers(const json& tree, const std::string& file) {
   // gradients, with a reduce-scatter per micro-batch; every MindFormers YAML sets it False.
   bool op = t.flag("parallel.enable_parallel_optimizer").value_or(false);
   set("zero", op ? 3 : 0, "parallel.enable_parallel_optimizer");
+  if (op && t.flag("recompute_config.parallel_optimizer_comm_recompute").value_or(false))
+    set("optimizer_comm_recompute", true, "recompute_config.parallel_optimizer_comm_recompute");
   if (op && t.flag("parallel.parallel_optimizer_config.gradient_accumulation_shard").value_or(false))
     out.warnings.push_back("parallel_optimizer_config.gradient_accumulation_shard True is priced as False (accumulated gradients held whole)");
   if (auto shard = t.whole("parallel.parallel_optimizer_config.optimizer_weight_shard_size", -1); shard && *shard > 0) {

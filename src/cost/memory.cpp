@@ -171,7 +171,7 @@ MemoryEstimate estimate_memory(const model::Model& model, const plan::Layout& l,
     m.optimizer = training.optimizer_bytes * held(1) * trained;
     m.activations = m.layer_activations + m.recompute_working + m.embedding_activations + m.head_activations + m.loss_backward;
     m.activations *= 1.0 + training.activation_fragmentation;
-    if (training.gradient_bytes() < 4 && training.optimizer_bytes > 0) {
+    if (training.gradient_bytes() < 4 && training.optimizer_bytes > 0 && !training.optimizer_casts_per_parameter) {
       m.optimizer_step = terms::kFp32Bytes * held(1) * trained;
     }
 
@@ -185,19 +185,18 @@ MemoryEstimate estimate_memory(const model::Model& model, const plan::Layout& l,
     }
     if (l.zero >= 2 && dp_shard > 1) m.dp_buffer = training.gradient_bytes() * std::min(terms::kDpBucketElements, pn + pe);  // bucket
     if (l.zero >= 3 && dp_shard > 1) {
+      // Gradients accumulated unsharded: beside the sharded ones torch keeps (torchtitan under PP), or as MindSpore's
+      // only gradient buffer (accu_grads; its sharded gradients exist only at the step's reduce-scatter).
+      const double accumulated = terms::zero3_accumulates_unsharded(training, l) ? training.gradient_bytes() * trained * (pn + pe) : 0.0;
       if (terms::zero3_keeps_stage_gathered(training, l)) {
-        // The whole stage gathered and kept for the step, and its gradients accumulated unsharded: beside the
-        // sharded ones torch keeps (torchtitan), or as MindSpore's only gradient buffer (accu_grads; its sharded
-        // gradients exist only at the step's reduce-scatter).
-        const double accumulated = terms::zero3_accumulates_unsharded(training, l) ? training.gradient_bytes() * trained * (pn + pe) : 0.0;
-        m.dp_buffer = training.gathered_param_bytes() * (pn + pe);
-        if (training.zero3_gathers_once_per_step && accumulated > 0)
-          m.grads = accumulated;
-        else
-          m.dp_buffer += accumulated;
+        m.dp_buffer = training.gathered_param_bytes() * (pn + pe);  // the whole stage gathered and kept for the step
       } else {
         m.dp_buffer += terms::kCommBufferCopies * training.gathered_param_bytes() * max_layer_params;  // gathered layer + prefetch
       }
+      if (training.zero3_gathers_once_per_step && accumulated > 0)
+        m.grads = accumulated;
+      else
+        m.dp_buffer += accumulated;
     }
     m.buffers = std::max({m.tp_buffer, m.ep_buffer, m.cp_buffer}) + m.dp_buffer;
     m.reserve = training.reserve_bytes;

@@ -89,6 +89,7 @@ std::vector<FrameworkProfile> make_profiles() {
           .optimizer_bytes = 8,
           .gather_bytes = 2,
           .zero3_gathers_once_per_step = true,
+          .optimizer_casts_per_parameter = true,
           .selective_modules = {"hyperparallel_selective"},
       },
   };
@@ -219,6 +220,7 @@ void apply_profile(const FrameworkProfile& profile, plan::Training& training) {
   training.gather_bytes = profile.gather_bytes;
   training.zero3_gathers_once_with_pp = profile.zero3_gathers_once_with_pp;
   training.zero3_gathers_once_per_step = profile.zero3_gathers_once_per_step;
+  training.optimizer_casts_per_parameter = profile.optimizer_casts_per_parameter;
   training.recompute_modules = profile.selective_modules.empty() ? std::vector<std::string>{} : recompute_switches(profile.selective_modules);
 }
 

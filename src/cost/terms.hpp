@@ -110,13 +110,14 @@ inline constexpr double kEpCommSms = 20.0;
 // (plan::Training::zero3_gathers_once_with_pp, under PP): one all-gather and one reduce-scatter per step, and the
 // stage's parameters (gather dtype) and gradients (gradient dtype) held whole.
 inline bool zero3_keeps_stage_gathered(const plan::Training& training, const plan::Layout& l) {
-  return l.zero >= 3 && ((training.zero3_gathers_once_with_pp && l.pp > 1) || training.zero3_gathers_once_per_step);
+  return l.zero >= 3 && ((training.zero3_gathers_once_with_pp && l.pp > 1) || (training.zero3_gathers_once_per_step && !training.zero3_regathers_in_backward));
 }
-// Whether those kept-gathered stages also accumulate their gradients unsharded: always under torch pipelining's
-// no-sync backwards; under MindSpore's parallel optimizer only when there is something to accumulate (several
-// micro-batches or accumulation steps).
+// Whether ZeRO-3's gradients accumulate unsharded: under torch pipelining's no-sync backwards (with the stage kept
+// gathered); under MindSpore's parallel optimizer whenever there is something to accumulate (several micro-batches
+// or accumulation steps), kept gathered or not.
 inline bool zero3_accumulates_unsharded(const plan::Training& training, const plan::Layout& l) {
-  return zero3_keeps_stage_gathered(training, l) && (!training.zero3_gathers_once_per_step || l.micro_batches > 1);
+  if (training.zero3_gathers_once_per_step) return l.zero >= 3 && l.micro_batches > 1;
+  return zero3_keeps_stage_gathered(training, l);
 }
 
 // ---- framework runtime profiles -------------------------------------------------------------------------------
@@ -162,10 +163,11 @@ struct FrameworkProfile {
   double param_bytes = 2;
   double grad_bytes = 4;
   double optimizer_bytes = 12;
-  double fp8_grad_bytes = 0;                 // under FP8 (0: grad_bytes)
-  double gather_bytes = 0;                   // parameters as ZeRO-3 / FSDP gathers them (0: param_bytes)
-  bool zero3_gathers_once_with_pp = false;   // plan::Training's field of that name
-  bool zero3_gathers_once_per_step = false;  // plan::Training's field of that name
+  double fp8_grad_bytes = 0;                   // under FP8 (0: grad_bytes)
+  double gather_bytes = 0;                     // parameters as ZeRO-3 / FSDP gathers them (0: param_bytes)
+  bool zero3_gathers_once_with_pp = false;     // plan::Training's field of that name
+  bool zero3_gathers_once_per_step = false;    // plan::Training's field of that name
+  bool optimizer_casts_per_parameter = false;  // plan::Training's field of that name
   // What `--recompute selective` recomputes in this system, as named modules (recompute_switches); empty: the op
   // records' default (HyperParallel's selective: the cheap ops).
   std::vector<std::string> selective_modules;

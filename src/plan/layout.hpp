@@ -95,6 +95,14 @@ struct Training {
   // "Optimizer Parallel" page (docs r2.6.0) and set_auto_parallel_context's optimizer_level; mindspore
   // ccsrc/frontend/parallel/pass/overlap_opt_shard_in_pipeline.cc.
   bool zero3_gathers_once_per_step = false;
+  // MindSpore's parallel_optimizer_comm_recompute (MindFormers' recompute_config; optimizer_level level3): the
+  // gathered weights are released after their forward use and gathered again for the backward: one layer's at a
+  // time, one more all-gather per micro-batch.
+  bool zero3_regathers_in_backward = false;
+  // The optimizer casts each parameter's gradient to fp32 inside its own update (MindFormers' AdamW, mindformers
+  // core/optim/adamw.py _update_run_op, applied parameter by parameter by hyper_map), so no whole fp32 copy of the
+  // half-precision gradients exists at the step (Megatron's distributed optimizer keeps one: false).
+  bool optimizer_casts_per_parameter = false;
   double compute_bytes = 2;             // activations
   double capacity_factor = 1;           // MoE routed-token factor (1 = dropless, balanced)
   double reserve_bytes = 1073741824.0;  // allocator fragmentation and framework context, per device
