@@ -343,22 +343,9 @@ std::string emit_automodel(const Plan& plan, const Loaded* original, const std::
     edits.emplace_back("distributed.pipeline.pp_microbatch_size", std::to_string(l.mbs));
     // The split as HuggingFace module names per virtual stage (rank r holds stages r, r + PP, ...): it overrides
     // layers_per_stage.
-    plan::StageSplit split = plan.split ? *plan.split : plan::even_split(plan.num_layers, l.pp, l.vpp);
-    json parts = json::array();
-    long long next = 0;
-    for (std::size_t c = 0; c < split.layers.size(); ++c) {
-      for (std::size_t s = 0; s < split.layers[c].size(); ++s) {
-        json part = json::array();
-        if (c == 0 && s == 0) part.push_back("model.embed_tokens");
-        for (long long i = 0; i < split.layers[c][s]; ++i) part.push_back(fmt::format("model.layers.{}", next++));
-        if (c + 1 == split.layers.size() && s + 1 == split.layers[c].size()) {
-          part.push_back("model.norm");
-          part.push_back("lm_head");
-        }
-        parts.push_back(part);
-      }
-    }
-    edits.emplace_back("distributed.pipeline.module_fqns_per_model_part", flow(parts));
+    const plan::StageSplit split = plan.split ? *plan.split : plan::even_split(plan.num_layers, l.pp, l.vpp);
+    edits.emplace_back("distributed.pipeline.module_fqns_per_model_part",
+                       flow(module_names_per_stage(split, {"model.embed_tokens", "model.layers.", "model.norm", "lm_head"})));
   }
   if (plan.fp8 && notes)
     notes->push_back("FP8 is not written: AutoModel states it per Transformer Engine layer (model.backend.te_fp8.recipe), which the plan does not choose");

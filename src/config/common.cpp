@@ -181,6 +181,24 @@ plan::StageSplit looped_split(const std::vector<long long>& per_stage, long long
   return split;
 }
 
+json module_names_per_stage(const plan::StageSplit& split, const ModuleNames& names) {
+  json parts = json::array();
+  long long next = 0;
+  for (std::size_t c = 0; c < split.layers.size(); ++c) {
+    for (std::size_t s = 0; s < split.layers[c].size(); ++s) {
+      json part = json::array();
+      if (c == 0 && s == 0) part.push_back(names.embedding);
+      for (long long i = 0; i < split.layers[c][s]; ++i) part.push_back(fmt::format("{}{}", names.layer_prefix, next++));
+      if (c + 1 == split.layers.size() && s + 1 == split.layers[c].size()) {
+        part.push_back(names.norm);
+        part.push_back(names.head);
+      }
+      parts.push_back(part);
+    }
+  }
+  return parts;
+}
+
 void agree(const std::string& file, const std::string& what, long long a, const std::string& a_from, long long b, const std::string& b_from) {
   if (a != b) fail(file, "{} contradict each other: {} = {} but {} = {}", what, a_from, a, b_from, b);
 }

@@ -91,6 +91,14 @@ bool torch_v_schedule(const std::string& schedule);
 // them: stage s on rank s mod PP (chunk s / PP); a V schedule folds chunk 1 back (rank PP - 1 - (s - PP)).
 plan::StageSplit looped_split(const std::vector<long long>& per_stage, long long pp, bool v_shape);
 
+// Module names per virtual stage, chunk-major (rank r holds stages r, r + PP, ...), as torch pipelining splits a
+// model by them (torchtitan's and AutoModel's module_fqns_per_model_part): the embedding first, `layer_prefix`N for
+// each layer, the final norm and the head last.
+struct ModuleNames {
+  std::string embedding, layer_prefix, norm, head;
+};
+json module_names_per_stage(const plan::StageSplit& split, const ModuleNames& names);
+
 // Readers (one per format).
 Loaded read_huggingface(const std::string& text, const std::string& file);
 Loaded read_hyperparallel(const json& tree, const std::string& file);

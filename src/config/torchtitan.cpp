@@ -479,22 +479,8 @@ std::string emit_torchtitan(const Plan& plan, const Loaded* original, const std:
     text = toml_set(text, "parallelism", "pipeline_parallel_schedule", l.vpp > 1 ? "\"Interleaved1F1B\"" : "\"1F1B\"");
     text = toml_set(text, "parallelism", "pipeline_parallel_microbatch_size", std::to_string(l.mbs));
     // The split as module names per virtual stage (chunk-major: rank r holds stages r, r + PP, ...).
-    plan::StageSplit split = plan.split ? *plan.split : plan::even_split(plan.num_layers, l.pp, l.vpp);
-    json parts = json::array();
-    long long next = 0;
-    for (std::size_t c = 0; c < split.layers.size(); ++c) {
-      for (std::size_t s = 0; s < split.layers[c].size(); ++s) {
-        json part = json::array();
-        if (c == 0 && s == 0) part.push_back("tok_embeddings");
-        for (long long i = 0; i < split.layers[c][s]; ++i) part.push_back(fmt::format("layers.{}", next++));
-        if (c + 1 == split.layers.size() && s + 1 == split.layers[c].size()) {
-          part.push_back("norm");
-          part.push_back("output");
-        }
-        parts.push_back(part);
-      }
-    }
-    text = toml_set(text, "parallelism", "module_fqns_per_model_part", flow(parts));
+    const plan::StageSplit split = plan.split ? *plan.split : plan::even_split(plan.num_layers, l.pp, l.vpp);
+    text = toml_set(text, "parallelism", "module_fqns_per_model_part", flow(module_names_per_stage(split, {"tok_embeddings", "layers.", "norm", "output"})));
   }
   std::string mode = plan::to_string(l.recompute);
   bool every = false;
