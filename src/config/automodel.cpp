@@ -105,10 +105,10 @@ Loaded read_automodel(const json& stated, const std::string& file) {
   if (t.flag("distributed.sequence_parallel").value_or(false) && d.tp > 1) set("sp", true, "distributed.sequence_parallel");
   const auto dp = t.whole("distributed.dp_size");
   const long long replicate = t.whole("distributed.dp_replicate_size").value_or(1);
-  const long long model_ranks = d.tp * d.cp * d.pp;
+  const long long model_ranks = t.product("distributed.tp_size", {d.tp, d.cp, d.pp});
   if (dp) {
     if (*dp % replicate != 0) t.bad("distributed.dp_replicate_size", fmt::format("{} does not divide distributed.dp_size {}", replicate, *dp));
-    set("devices", *dp * model_ranks, "distributed.dp_size x tp_size x cp_size x pp_size");
+    set("devices", t.product("distributed.dp_size", {*dp, model_ranks}), "distributed.dp_size x tp_size x cp_size x pp_size");
   } else {
     // The recipe leaves the data-parallel degree to the launch (torchrun's processes); its benchmark section may
     // name the nodes, not the GPUs per node (8 on H100 and B200 nodes, 4 on GB200 trays).
@@ -128,7 +128,7 @@ Loaded read_automodel(const json& stated, const std::string& file) {
     if (zero > 3) t.bad("distributed.zero_dp_strategy", fmt::format("{} is not a ZeRO stage 0-3", zero));
     set("zero", zero, strategy == "megatron_fsdp" ? "distributed.zero_dp_strategy" : "distributed.strategy");
     if (replicate > 1 && dp) {
-      set("optimizer_shard", *dp / replicate * d.cp, "distributed.dp_replicate_size (HSDP: sharded within dp_shard x CP)");
+      set("optimizer_shard", t.product("distributed.cp_size", {*dp / replicate, d.cp}), "distributed.dp_replicate_size (HSDP: sharded within dp_shard x CP)");
     } else if (replicate > 1) {
       out.warnings.push_back(fmt::format("distributed.dp_replicate_size {} without dp_size: priced as FSDP over the whole data-parallel group", replicate));
     }
@@ -162,16 +162,16 @@ Loaded read_automodel(const json& stated, const std::string& file) {
   set("mbs", mbs, d.pp > 1 ? "distributed.pipeline.pp_microbatch_size" : "step_scheduler.local_batch_size");
   if (global) {
     set("global_batch", *global, "step_scheduler.global_batch_size");
-    if (dp && *global % (local * *dp) != 0)
+    if (dp && *global % t.product("step_scheduler.local_batch_size", {local, *dp}) != 0)
       t.bad("step_scheduler.global_batch_size",
             fmt::format("{} is not a multiple of local_batch_size x dp_size = {} x {} (AutoModel refuses it too)", *global, local, *dp));
-    if (dp && d.pp > 1 && *global / (local * *dp) > 1)
+    if (dp && d.pp > 1 && *global / (local * *dp) > 1)  // local x dp checked above
       out.warnings.push_back(
           fmt::format("step_scheduler: {} accumulation steps of one pipeline run each; sapp prices one pipeline of all {} micro-batches "
                       "(one fill and drain, not {})",
                       *global / (local * *dp), *global / (mbs * *dp), *global / (local * *dp)));
   } else if (dp) {
-    set("global_batch", local * *dp, "step_scheduler.local_batch_size x dp_size");
+    set("global_batch", t.product("step_scheduler.local_batch_size", {local, *dp}), "step_scheduler.local_batch_size x dp_size");
   } else {
     out.batch_from_devices = Loaded::BatchFromDevices{local, model_ranks, "step_scheduler.local_batch_size x dp_size (the devices over TP x CP x PP)"};
   }

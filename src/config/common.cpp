@@ -54,6 +54,14 @@ const json* Tree::get(const std::string& path) {
 
 void Tree::bad(const std::string& path, const std::string& what) const { fail(at(file, path), "{}", what); }
 
+long long Tree::product(const std::string& path, std::initializer_list<long long> factors) const {
+  long long out = 1;
+  for (long long f : factors) {
+    if (__builtin_mul_overflow(out, f, &out)) bad(path, fmt::format("the product of the sizes it enters is beyond 64 bits"));
+  }
+  return out;
+}
+
 std::optional<long long> Tree::whole(const std::string& path, long long lowest) {
   const json* v = get(path);
   if (v == nullptr) return std::nullopt;

@@ -32,6 +32,8 @@ struct Tree {
   std::optional<std::string> text(const std::string& path);
   [[nodiscard]] std::vector<std::string> unused() const;
   [[noreturn]] void bad(const std::string& path, const std::string& what) const;
+  // The product of values read from the file, refused (naming `path`) when it leaves 64 bits.
+  long long product(const std::string& path, std::initializer_list<long long> factors) const;
 };
 
 // Bytes of a dtype name (bfloat16, bf16, float16, fp16, float32, fp32); refuses others naming `where`.
