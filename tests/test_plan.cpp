@@ -52,9 +52,7 @@ TEST_P(EvenSplit, DescriptorsReproduceTheEstimate) {
   balance::Descriptors d = balance::describe(m, l, t, hw, overlap);
   ASSERT_TRUE(d.why_not.empty()) << d.why_not;
   balance::Problem p = balance::problem_for(d, l, t, hw.memory_bytes);
-  balance::Rc kind = c.recompute == plan::Recompute::Full        ? balance::Rc::Full
-                     : c.recompute == plan::Recompute::Selective ? balance::Rc::Selective
-                                                                 : balance::Rc::None;
+  balance::Rc kind = balance::rc_of(c.recompute);
   balance::Assignment even = balance::even_split(p, kind);
   ASSERT_FALSE(even.empty());
   balance::Evaluation e = balance::evaluate(p, even);

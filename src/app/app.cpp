@@ -268,11 +268,7 @@ report::Plan balance_plan(const LoadedJob& x, const PlanRequest& request, const 
   if (!d.why_not.empty()) return estimate_plan(x, request, row, "not balanced: " + d.why_not);
   balance::Problem problem = balance::problem_for(d, l, request.job.training, x.capacity_bytes);
   problem.time_limit_s = request.balance_time_limit_s;
-  if (request.uniform_recompute) {
-    problem.kinds = {l.recompute == plan::Recompute::Full        ? balance::Rc::Full
-                     : l.recompute == plan::Recompute::Selective ? balance::Rc::Selective
-                                                                 : balance::Rc::None};
-  }
+  if (request.uniform_recompute) problem.kinds = {balance::rc_of(l.recompute)};
   balance::Solution sol;
   try {
     sol = balance::solve(problem);

@@ -325,9 +325,7 @@ std::string emit_automodel(const Plan& plan, const Loaded* original, const std::
   if (l.zero == 2) edits.emplace_back("distributed.reshard_after_forward", "false");
   std::string mode = plan::to_string(l.recompute);
   if (plan.split && plan.split->states_recompute()) {
-    long long full = 0;
-    for (const auto& row : plan.split->full)
-      for (long long c : row) full += c;
+    const long long full = plan.split->full_total();
     mode = full == 0 ? "off" : "full";
     if (full > 0 && full < plan.split->total() && notes)
       notes->push_back(fmt::format("AutoModel checkpoints every decoder layer or none: the plan recomputes {} of {} layers, written as every layer", full,

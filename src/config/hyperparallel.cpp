@@ -103,14 +103,19 @@ void stage_split(Tree& t, Loaded& out, const std::string& prefix, long long laye
   out.split = split;
 }
 
+// The legacy layout (train.accelerator.*, MindSpore's parallel optimizer): none of the current layout's sections.
+bool legacy_tree(const json& tree) {
+  return !(tree.contains("accelerator") || tree.contains("fsdp_config") || tree.contains("training") ||
+           (tree.contains("model") && tree["model"].is_object() && tree["model"].contains("pretrained_model_name_or_path")));
+}
+
 }  // namespace
 
 Loaded read_hyperparallel(const json& tree, const std::string& file) {
   Tree t{tree, file, {}};
   Loaded out;
   auto set = setter(out);
-  bool legacy = !(tree.contains("accelerator") || tree.contains("fsdp_config") || tree.contains("training") ||
-                  (tree.contains("model") && tree["model"].is_object() && tree["model"].contains("pretrained_model_name_or_path")));
+  const bool legacy = legacy_tree(tree);
   std::string acc = legacy ? "train.accelerator" : "accelerator";
   // A degree under the accelerator section: one key in each layout.
   auto deg = [&](const char* legacy_key, const char* key, std::string& from) {
@@ -328,9 +333,7 @@ Loaded read_reference_search(const json& tree, const std::string& file) {
 
 bool legacy_layout(const Loaded* original) {
   if (!original) return false;
-  json tree = io::parse_yaml(original->text, original->file);
-  return !(tree.contains("accelerator") || tree.contains("fsdp_config") || tree.contains("training") ||
-           (tree.contains("model") && tree["model"].is_object() && tree["model"].contains("pretrained_model_name_or_path")));
+  return legacy_tree(io::parse_yaml(original->text, original->file));
 }
 
 Expressible expressible_hyperparallel(const Loaded* original) {

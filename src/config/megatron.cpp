@@ -1309,9 +1309,7 @@ std::string emit_megatron(const Plan& plan, const Loaded* original, const std::s
                       "(--recompute-num-layers): written as {}, more recompute than planned (slower, and it fits)",
                       rows, n));
     }
-    bool selective = false;
-    for (const auto& row : plan.split->selective)
-      for (long long c : row) selective = selective || c > 0;
+    const bool selective = plan.split->selective_total() > 0;
     if (selective) note("the plan's selectively recomputed layers have no Megatron flag of their own: written without recompute (more memory than planned)");
     if (!selective) {
       for (const char* f : {"--recompute-activation-function", "--recompute-activation-function-num-layers", "--recompute-modules"}) ed.remove(f);

@@ -485,9 +485,7 @@ std::string emit_torchtitan(const Plan& plan, const Loaded* original, const std:
   std::string mode = plan::to_string(l.recompute);
   bool every = false;
   if (plan.split && plan.split->states_recompute()) {
-    long long full = 0;
-    for (const auto& row : plan.split->full)
-      for (long long c : row) full += c;
+    const long long full = plan.split->full_total();
     mode = full == 0 ? "off" : full == plan.split->total() ? "full" : "selective";
     if (mode == "selective") {
       every = true;

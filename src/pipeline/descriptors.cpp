@@ -9,10 +9,6 @@
 
 namespace sapp::balance {
 
-namespace {
-
-constexpr double kMsPerS = 1000.0;
-
 Rc rc_of(plan::Recompute mode) {
   switch (mode) {
     case plan::Recompute::Off: return Rc::None;
@@ -21,6 +17,10 @@ Rc rc_of(plan::Recompute mode) {
   }
   return Rc::None;
 }
+
+namespace {
+
+constexpr double kMsPerS = 1000.0;
 
 // One layer of a kind for one micro-batch: forward and, per recompute mode, backward seconds.
 struct LayerSeconds {

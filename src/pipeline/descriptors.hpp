@@ -23,6 +23,9 @@
 
 namespace sapp::balance {
 
+// The balancer's recompute kind of a layout's recompute mode (off: none).
+Rc rc_of(plan::Recompute mode);
+
 inline constexpr double kBytesPerMb = 1048576.0;
 
 struct Descriptors {

@@ -10,13 +10,19 @@ namespace sapp::plan {
 
 using nlohmann::json;
 
-long long StageSplit::total() const {
+namespace {
+long long sum(const ChunkCounts& counts) {
   long long n = 0;
-  for (const auto& row : layers) {
+  for (const auto& row : counts) {
     for (long long c : row) n += c;
   }
   return n;
 }
+}  // namespace
+
+long long StageSplit::total() const { return sum(layers); }
+long long StageSplit::full_total() const { return sum(full); }
+long long StageSplit::selective_total() const { return sum(selective); }
 
 long long StageSplit::stage_layers(int stage) const {
   long long n = 0;

@@ -29,6 +29,8 @@ struct StageSplit {
   [[nodiscard]] int vpp() const { return static_cast<int>(layers.size()); }
   [[nodiscard]] bool states_recompute() const { return !full.empty() || !selective.empty(); }
   [[nodiscard]] long long total() const;
+  [[nodiscard]] long long full_total() const;             // layers fully recomputed, summed over stages and chunks
+  [[nodiscard]] long long selective_total() const;        // layers selectively recomputed, likewise
   [[nodiscard]] long long stage_layers(int stage) const;  // summed over its chunks
   bool operator==(const StageSplit& other) const = default;
 };
