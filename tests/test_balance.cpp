@@ -80,6 +80,50 @@ TEST(Balance, OptimiserEqualsExhaustiveEnumerationOnSmallCases) {
   }
 }
 
+TEST(Balance, MegatronBlockRecomputeKeepsOneCountForEveryCell) {
+  // Megatron states full recompute as one --recompute-num-layers n for every chunk (block method: each chunk's
+  // first n layers). Under Problem::full_first_layers the optimiser returns only such plans, and on small cases
+  // it finds the exhaustive optimum among them (the enumeration filters every plan by the same rule, and checks
+  // memory by simulation).
+  struct Case {
+    int S, V, m;
+    long long L;
+    double limit;
+  };
+  int feasible = 0;
+  for (const Case& c : std::vector<Case>{{3, 1, 4, 7, 200}, {4, 1, 6, 9, 175}, {2, 2, 4, 7, 290}, {3, 2, 3, 8, 260}}) {
+    for (long long n = 0; n <= 3; ++n) {
+      balance::Problem p;
+      p.layers = layers(c.L, 10, 40, {{Rc::None, 20}, {Rc::Selective, 12}, {Rc::Full, 3}});
+      p.stages = c.S;
+      p.chunks = c.V;
+      p.micro_batches = c.m;
+      p.memory_limit_mb = c.limit;
+      p.schedule = c.V == 1 ? simulate::Schedule::OneF1B : simulate::Schedule::Interleaved;
+      p.kinds = {Rc::None, Rc::Full};
+      p.full_first_layers = n;
+      balance::Solution dp = balance::solve(p);
+      balance::Solution brute = balance::solve_exhaustive(p);
+      SCOPED_TRACE(::testing::Message() << "S=" << c.S << " V=" << c.V << " L=" << c.L << " n=" << n);
+      ASSERT_EQ(dp.feasible, brute.feasible);
+      if (!dp.feasible) continue;
+      ++feasible;
+      EXPECT_NEAR(dp.eval.objective, brute.eval.objective, 1e-9);
+      EXPECT_LE(dp.bound, brute.eval.objective + 1e-9);
+      for (const auto& chunk : dp.x[0]) {
+        for (const auto& cell : chunk) {
+          const long long k = cell[static_cast<std::size_t>(Rc::None)] + cell[static_cast<std::size_t>(Rc::Full)];
+          EXPECT_EQ(cell[static_cast<std::size_t>(Rc::Full)], std::min(k, n));
+          EXPECT_EQ(cell[static_cast<std::size_t>(Rc::Selective)], 0);
+        }
+      }
+    }
+  }
+  // The limits bind: no recompute (n = 0) does not fit every case, a few layers per chunk recomputed does.
+  EXPECT_GE(feasible, 10);
+  EXPECT_LT(feasible, 16);
+}
+
 TEST(Balance, SeveralBodyTypesKeepModelOrder) {
   nlohmann::json j = {
       {"layers_description",

@@ -400,6 +400,39 @@ TEST(Megatron, EmitSaysWhatItCannotStateOfThePlansRecompute) {
   EXPECT_EQ(text.find("--recompute"), std::string::npos) << text;
 }
 
+// What Megatron can state is written without a note: each chunk recomputing min(n, its layers) is
+// --recompute-num-layers n (block method; a chunk of fewer layers recomputes them all), and every layer selective is
+// the selective granularity (it was written as no recompute, with a note).
+TEST(Megatron, EmitWritesABlockCountAndAllSelectiveExactly) {
+  const std::string script =
+      "torchrun pretrain_gpt.py --num-layers 8 --hidden-size 256 --num-attention-heads 8 --vocab-size 1000 --swiglu --seq-length 1024 "
+      "--micro-batch-size 1 --global-batch-size 8 --pipeline-model-parallel-size 2\n";
+  config::Loaded l = config::read_text(script, "m.sh", config::Format::Megatron);
+  config::Plan p;
+  p.layout.pp = 2;
+  p.layout.dp = 1;
+  p.layout.micro_batches = 8;
+  p.devices = 2;
+  p.global_batch = 8;
+  p.seq = 1024;
+  p.num_layers = 8;
+  p.split = plan::StageSplit{{{6, 2}}, {{3, 2}}, {}};  // n = 3: the 2-layer stage recomputes both
+  std::vector<std::string> notes;
+  std::string text = config::emit(config::EmitFormat::Megatron, p, &l, "m", &notes);
+  EXPECT_TRUE(notes.empty()) << notes.front();
+  EXPECT_NE(text.find("--recompute-num-layers 3"), std::string::npos) << text;
+  app::EstimateRequest r;
+  config::fill(r, config::read_text(text, "back.sh", config::Format::Megatron), nlohmann::json::object());
+  ASSERT_TRUE(r.split.has_value());
+  EXPECT_EQ(r.split->layers, (plan::ChunkCounts{{6, 2}}));
+  EXPECT_EQ(r.split->full, (plan::ChunkCounts{{3, 2}}));
+  p.split = plan::StageSplit{{{4, 4}}, {}, {{4, 4}}};
+  notes.clear();
+  text = config::emit(config::EmitFormat::Megatron, p, &l, "m", &notes);
+  EXPECT_TRUE(notes.empty()) << notes.front();
+  EXPECT_NE(text.find("--recompute-granularity selective"), std::string::npos) << text;
+}
+
 // The Megatron output is a valid argument list for core_v0.14.0: every flag is one its arguments.py defines.
 TEST(Megatron, EmittedFlagsAreMegatronFlags) {
   config::Loaded l = config::read_file(source("tests/configs/megatron-uneven.args"));

@@ -4,8 +4,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <set>
 
 #include <fmt/format.h>
+
 #include <nlohmann/json.hpp>
 
 #include "app/app.hpp"
@@ -206,4 +208,35 @@ TEST(PlanCommand, AConfigWithOneRecomputeModeKeepsItForEveryLayer) {
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(r.err.find("written as every layer"), std::string::npos) << r.err;
   EXPECT_NE(io::read_text(out).find("activation_checkpointing: true"), std::string::npos);
+}
+
+// A plan written to a Megatron script keeps to what Megatron states: full recompute as one --recompute-num-layers n
+// for every chunk (block method: each chunk's first n layers). The balancer balances for each n and keeps the best,
+// so the script written is the plan printed: read back by `estimate`, the same step time and peak memory (it had
+// balanced per-stage counts and written the largest, more recompute than planned, with a warning).
+TEST(PlanCommand, AMegatronPlanIsOneBlockRecomputeCountAndReadsBackAsPrinted) {
+  const std::string out = test::temp_dir() + "/plan.sh";
+  const std::string job = "-m llama3-70b -d 32 -b 64 -s 4096 --tp 8 --pp 4 --vpp 1 --mbs 1 --zero 1 --cp 1 --sp on --recompute full --memory-limit-gib 42";
+  auto planned = test::run_sapp(fmt::format("plan {} --emit megatron -o {} -q -f json", job, out));
+  ASSERT_EQ(planned.status, 0) << planned.err;
+  EXPECT_EQ(planned.err.find("more recompute than planned"), std::string::npos) << planned.err;
+  const auto plan = nlohmann::json::parse(planned.out).at("plans").at(0);
+  ASSERT_TRUE(plan.at("balanced").get<bool>());
+  const std::string status = plan.at("status").get<std::string>();
+  EXPECT_NE(status.find("at --recompute-num-layers"), std::string::npos) << status;
+  // Every chunk recomputes min(n, its layers) fully and the rest not at all.
+  std::set<long long> counts;
+  for (const auto& stage : plan.at("stages")) {
+    const auto& kinds = stage.at("recompute").at(0);
+    EXPECT_FALSE(kinds.contains("selective")) << kinds.dump();
+    counts.insert(kinds.value("full", 0LL));
+  }
+  EXPECT_EQ(counts.size(), 1u);  // this plan's chunks all hold more than n layers
+  const std::string script = io::read_text(out);
+  EXPECT_NE(script.find("--recompute-method block"), std::string::npos) << script;
+  auto estimated = test::run_sapp(fmt::format("estimate --from {} -d 32 --memory-limit-gib 42 -f json", out));
+  ASSERT_EQ(estimated.status, 0) << estimated.err;
+  const auto e = nlohmann::json::parse(estimated.out);
+  EXPECT_NEAR(e.at("step_time_s").get<double>(), plan.at("estimate_step_time_s").get<double>(), 1e-6);
+  EXPECT_NEAR(e.at("peak_memory_bytes").get<double>(), plan.at("peak_memory_bytes").get<double>(), 1e-3 * plan.at("peak_memory_bytes").get<double>());
 }

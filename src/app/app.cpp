@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <map>
 #include <set>
 
 #include <fmt/format.h>
@@ -260,6 +261,46 @@ report::Plan estimate_plan(const LoadedJob& x, const PlanRequest& request, const
   return p;
 }
 
+// Megatron's block recompute: one count n of fully recomputed first layers for every chunk. Each n is balanced
+// (Problem::full_first_layers) and the fastest plan kept. Feasibility only grows with n (a fully recomputed layer
+// holds less than one that is not), so the least n that fits is found by bisection; larger n can still balance
+// better (bigger cells fit), so n goes up from there while the step falls. `tried` names the counts solved.
+balance::Solution solve_first_layers(balance::Problem problem, std::string& tried) {
+  const auto started = std::chrono::steady_clock::now();
+  const double budget_s = problem.time_limit_s;
+  std::map<long long, balance::Solution> solved;
+  auto at = [&](long long n) -> const balance::Solution& {
+    auto it = solved.find(n);
+    if (it != solved.end()) return it->second;
+    problem.full_first_layers = n;
+    problem.kinds = n == 0 ? std::vector<balance::Rc>{balance::Rc::None} : std::vector<balance::Rc>{balance::Rc::None, balance::Rc::Full};
+    if (budget_s > 0) problem.time_limit_s = std::max(0.05, budget_s - std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+    return solved.emplace(n, balance::solve(problem)).first->second;
+  };
+  const long long most = problem.layers.bodies.front().count;  // n at or above a chunk's layers recomputes it all
+  long long lo = 0;
+  long long hi = most;
+  if (!at(hi).feasible) return at(hi);
+  while (lo < hi) {
+    long long mid = lo + (hi - lo) / 2;
+    if (at(mid).feasible) {
+      hi = mid;
+    } else {
+      lo = mid + 1;
+    }
+  }
+  long long best = lo;
+  for (long long n = lo + 1; n < most; ++n) {
+    if (!at(n).feasible || at(n).eval.objective >= at(best).eval.objective) break;  // (a time limit can leave n unsolved)
+    best = n;
+  }
+  std::vector<long long> counts;
+  counts.reserve(solved.size());
+  for (const auto& [n, sol] : solved) counts.push_back(n);
+  tried = fmt::format("--recompute-num-layers {} (of {} solved: {})", best, counts.size(), fmt::join(counts, ", "));
+  return solved.at(best);
+}
+
 // Balances one layout's pipeline; falls back to the estimate (with the reason) when it cannot.
 report::Plan balance_plan(const LoadedJob& x, const PlanRequest& request, const report::SearchRow& row) {
   const plan::Layout& l = row.candidate.layout;
@@ -268,10 +309,17 @@ report::Plan balance_plan(const LoadedJob& x, const PlanRequest& request, const 
   if (!d.why_not.empty()) return estimate_plan(x, request, row, "not balanced: " + d.why_not);
   balance::Problem problem = balance::problem_for(d, l, request.job.training, x.capacity_bytes);
   problem.time_limit_s = request.balance_time_limit_s;
-  if (request.uniform_recompute) problem.kinds = {balance::rc_of(l.recompute)};
+  // What the target config can state: one mode for every layer (the layout's), or Megatron's one count of fully
+  // recomputed first layers per chunk (its selective granularity and several layer types: one mode for all).
+  const bool first_layers = request.recompute_stated == plan::RecomputeStated::FirstLayersOfEveryChunk && l.recompute != plan::Recompute::Selective &&
+                            d.layers.bodies.size() == 1 && d.layers.has_memory();
+  if (request.recompute_stated == plan::RecomputeStated::OneModeForAll ||
+      (request.recompute_stated == plan::RecomputeStated::FirstLayersOfEveryChunk && !first_layers))
+    problem.kinds = {balance::rc_of(l.recompute)};
   balance::Solution sol;
+  std::string tried;  // the block-recompute counts solved, when the target is Megatron
   try {
-    sol = balance::solve(problem);
+    sol = first_layers ? solve_first_layers(problem, tried) : balance::solve(problem);
   } catch (const Error& e) {
     // A problem the balancer refuses (e.g. fewer periods of a periodic stack than chunks): this layout stays as
     // estimated, with the reason.
@@ -280,10 +328,10 @@ report::Plan balance_plan(const LoadedJob& x, const PlanRequest& request, const 
   if (!sol.feasible) return estimate_plan(x, request, row, "not balanced: the balancer found no plan within the memory limit (" + sol.method + ")");
   const double balanced_step_s = sol.eval.objective / 1000.0 + d.outside_pipeline_s;
   if (balanced_step_s >= row.candidate.time.step_s) {
-    return estimate_plan(
-        x, request, row,
-        fmt::format("even split kept: the balancer found nothing faster ({:.3f} s, {}{})", balanced_step_s,
-                    sol.optimal ? "proved optimal" : fmt::format("bound gap {:.1f} %", 100.0 * sol.gap), sol.timed_out ? ", time limit reached" : ""));
+    return estimate_plan(x, request, row,
+                         fmt::format("even split kept: the balancer found nothing faster ({:.3f} s, {}{}{})", balanced_step_s,
+                                     sol.optimal ? "proved optimal" : fmt::format("bound gap {:.1f} %", 100.0 * sol.gap), tried.empty() ? "" : " at " + tried,
+                                     sol.timed_out ? ", time limit reached" : ""));
   }
   report::Plan p;
   p.layout = l;
@@ -292,6 +340,7 @@ report::Plan balance_plan(const LoadedJob& x, const PlanRequest& request, const 
   p.step_time_s = balanced_step_s;
   p.fits = sol.eval.fits;
   p.status = sol.optimal ? "proved optimal" : fmt::format("best found, bound gap {:.1f} %", 100.0 * sol.gap);
+  if (!tried.empty()) p.status += " at " + tried;
   for (double mb : sol.eval.stage_memory_mb) p.peak_memory_bytes = std::max(p.peak_memory_bytes, mb * balance::kBytesPerMb);
   const auto S = static_cast<std::size_t>(l.pp);
   const auto V = static_cast<std::size_t>(l.vpp);

@@ -96,9 +96,10 @@ struct PlanRequest : SearchRequest {
   int candidates = 10;                // layouts of the search balanced
   double balance_time_limit_s = 1.5;  // per layout
   std::string emit_layers;            // write the first plan's layer descriptors (layers JSON) to this file
-  // Balance the layers only, every layer keeping its layout's recompute mode: the config the plan is written to
-  // states one mode for every layer (AutoModel's activation_checkpointing, torchtitan's mode).
-  bool uniform_recompute = false;
+  // What the config the plan is written to can state of its recompute: one mode for every layer (AutoModel's
+  // activation_checkpointing, torchtitan's mode: the layers are balanced, every layer keeping its layout's mode), or
+  // Megatron's one count of fully recomputed first layers per chunk (balanced for each count, the best kept).
+  plan::RecomputeStated recompute_stated = plan::RecomputeStated::PerChunkCounts;
 };
 
 // `balance`: layers and recompute per pipeline stage and chunk for a layers JSON (the reference planner's

@@ -300,7 +300,7 @@ Expressible expressible_automodel() {
   return {std::vector<int>{2, 3}, std::nullopt,
           "AutoModel states FSDP2 (ZeRO-3; reshard_after_forward false: ZeRO-2); its DDP strategy takes no TP, PP, CP or EP, so plain replication "
           "is not written; activation_checkpointing is one mode for every layer",
-          false};
+          plan::RecomputeStated::OneModeForAll};
 }
 
 std::string emit_automodel(const Plan& plan, const Loaded* original, const std::string& model_name, std::vector<std::string>* notes) {

@@ -724,7 +724,12 @@ Expressible expressible(EmitFormat format, const Loaded* original) {
       return {std::vector<int>{0, 2, 3}, std::nullopt,
               "torchtitan states FSDP (data_parallel_shard_degree: ZeRO-3; fsdp_reshard_after_forward never: ZeRO-2) or replication; its "
               "activation_checkpoint mode is one for every layer",
-              false};
+              plan::RecomputeStated::OneModeForAll};
+    case EmitFormat::Megatron:
+      return {std::nullopt, std::nullopt,
+              "Megatron states full recompute as one --recompute-num-layers for every chunk (block method: each chunk's first layers) and "
+              "selective recompute for every layer",
+              plan::RecomputeStated::FirstLayersOfEveryChunk};
     default: return {};
   }
 }

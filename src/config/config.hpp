@@ -96,7 +96,7 @@ struct Expressible {
   std::optional<std::vector<int>> zero;
   std::optional<std::vector<bool>> sp;
   std::string why;
-  bool per_layer_recompute = true;  // false: one recompute mode for every layer (a balanced plan keeps the layout's)
+  plan::RecomputeStated recompute = plan::RecomputeStated::PerChunkCounts;  // what a balanced plan may vary
 };
 Expressible expressible(EmitFormat format, const Loaded* original);
 

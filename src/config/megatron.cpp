@@ -1286,22 +1286,28 @@ std::string emit_megatron(const Plan& plan, const Loaded* original, const std::s
   auto note = [&](std::string text) {
     if (notes) notes->push_back(std::move(text));
   };
-  if (plan.split && plan.split->states_recompute()) {
-    // Megatron recomputes the first --recompute-num-layers layers of every chunk (block method): one count for all.
+  const bool all_selective =
+      plan.split && plan.split->states_recompute() && plan.split->full_total() == 0 && plan.split->selective_total() == plan.split->total();
+  if (all_selective) {
+    // Every layer recomputed selectively: Megatron's selective granularity (its --recompute-modules kept).
+    ed.set("--recompute-granularity", "selective", anchor);
+  } else if (plan.split && plan.split->states_recompute()) {
+    // Megatron recomputes the first --recompute-num-layers layers of every chunk (block method): one count for all,
+    // exact when every chunk recomputes min(n, its layers) (sapp plan --emit megatron balances only such plans).
     long long n = 0;
-    long long least = std::numeric_limits<long long>::max();
     for (const auto& row : plan.split->full) {
-      for (long long c : row) {
-        n = std::max(n, c);
-        least = std::min(least, c);
-      }
+      for (long long c : row) n = std::max(n, c);
     }
     if (n > 0) {
       ed.set("--recompute-granularity", "full", anchor);
       ed.set("--recompute-method", "block", anchor);
       ed.set("--recompute-num-layers", std::to_string(n), anchor);
     }
-    if (n != least) {
+    bool exact = true;
+    for (std::size_t v = 0; v < plan.split->full.size(); ++v) {
+      for (std::size_t s = 0; s < plan.split->full[v].size(); ++s) exact = exact && plan.split->full[v][s] == std::min(n, plan.split->layers[v][s]);
+    }
+    if (!exact) {
       std::string rows;
       for (const auto& row : plan.split->full) rows += (rows.empty() ? "" : " / ") + fmt::format("{}", fmt::join(row, ","));
       note(

@@ -43,6 +43,27 @@ bool reserved(const Problem& p, int v, int s) { return (v == 0 && s == 0) || tai
 
 bool cell_expressible(const std::array<long long, kRcKinds>& c) { return c[ix(Rc::Selective)] == 0 || c[ix(Rc::Comm)] == 0; }
 
+// Constraint (6) as the problem states it: MindFormers' keys (cell_expressible), or Megatron's block recompute
+// (Problem::full_first_layers = n: min(n, the cell's layers) full, the rest none).
+bool cell_allowed(const Problem& p, const std::array<long long, kRcKinds>& c) {
+  if (p.full_first_layers < 0) return cell_expressible(c);
+  long long n = 0;
+  for (long long k : c) n += k;
+  const long long full = std::min(n, p.full_first_layers);
+  return c[ix(Rc::Full)] == full && c[ix(Rc::None)] == n - full;
+}
+
+bool cells_allowed(const Problem& p, const Assignment& x) {
+  for (const auto& type : x) {
+    for (const auto& chunk : type) {
+      for (const auto& cell : chunk) {
+        if (!cell_allowed(p, cell)) return false;
+      }
+    }
+  }
+  return true;
+}
+
 // One recompute mix of n layers of one type: its backward time and activation memory.
 struct Mix {
   double cost = 0;
@@ -109,6 +130,22 @@ std::vector<std::vector<Mix>> mix_fronts(const BodyType& b, const std::vector<Rc
     for (auto& f : out) f.erase(f.begin(), f.end() - 1);  // the cheapest in time is last
   }
   return out;
+}
+
+// Megatron's block recompute (Problem::full_first_layers = f): n layers have the one mix min(f, n) full, the rest none.
+std::vector<std::vector<Mix>> block_fronts(const BodyType& b, long long f, long long max_n) {
+  std::vector<std::vector<Mix>> fronts(uz(max_n + 1));
+  for (long long n = 0; n <= max_n; ++n) {
+    Mix m;
+    m.counts[ix(Rc::Full)] = std::min(n, f);
+    m.counts[ix(Rc::None)] = n - m.counts[ix(Rc::Full)];
+    for (Rc r : {Rc::Full, Rc::None}) {
+      m.cost += static_cast<double>(m.counts[ix(r)]) * bwd_of(b, r);
+      m.weight += static_cast<double>(m.counts[ix(r)]) * act_of(b, r);
+    }
+    fronts[uz(n)].push_back(m);
+  }
+  return fronts;
 }
 
 // The least backward one layer of type b can take over the allowed kinds (no memory limit considered).
@@ -249,7 +286,8 @@ Context make_context(const Problem& p) {
     c.total += b.count;
   }
   c.limit = p.memory_limit_mb > 0 ? p.memory_limit_mb : kInf;
-  for (const auto& b : p.layers.bodies) c.fronts.push_back(mix_fronts(b, c.kinds, b.count, p.memory_limit_mb > 0));
+  for (const auto& b : p.layers.bodies)
+    c.fronts.push_back(p.full_first_layers >= 0 ? block_fronts(b, p.full_first_layers, b.count) : mix_fronts(b, c.kinds, b.count, p.memory_limit_mb > 0));
   c.orders = simulate::make_orders(p.schedule, p.stages, p.chunks, p.micro_batches);
   if (p.schedule == simulate::Schedule::OneF1B || p.schedule == simulate::Schedule::Interleaved || p.schedule == simulate::Schedule::InterleavedLessMemory) {
     for (int s = 0; s < p.stages; ++s) {
@@ -656,7 +694,7 @@ bool structurally_valid(const Problem& p, const Assignment& x) {
     }
     if (p.chunk_spread > 0 && p.chunks > 1 && hi > 0 && hi - lo > p.chunk_spread) return false;
   }
-  return true;
+  return p.full_first_layers < 0 || cells_allowed(p, x);
 }
 
 // The best plan so far: its simulated step, then (a tie-break that lets the search cross plateaus of equal
@@ -693,6 +731,18 @@ void offer(Context& c, Incumbent& best, const Assignment& x) {
 // The even splits with one kind per type that are valid plans (every chunk that must hold a layer holds one,
 // the chunk spread kept, the output format can express them), simulated.
 void offer_even_splits(Context& c, Incumbent& best) {
+  if (c.p.full_first_layers >= 0) {
+    // Megatron's block recompute: the even split of the layers, each cell's first layers full.
+    Assignment x = even_split(c.p, Rc::None);
+    for (auto& chunk : x[0]) {
+      for (auto& cell : chunk) {
+        cell[ix(Rc::Full)] = std::min(cell[ix(Rc::None)], c.p.full_first_layers);
+        cell[ix(Rc::None)] -= cell[ix(Rc::Full)];
+      }
+    }
+    if (!x.empty() && structurally_valid(c.p, x)) offer(c, best, x);
+    return;
+  }
   for (Rc r : c.kinds) {
     Assignment x = even_split(c.p, r);
     if (!x.empty() && structurally_valid(c.p, x) && expressible(x)) offer(c, best, x);
@@ -727,7 +777,7 @@ void local_search(Context& c, Incumbent& best, double bound) {
             if (to == from) continue;
             --cell[ix(from)];
             ++cell[ix(to)];
-            bool ok = cell_expressible(cell);
+            bool ok = cell_allowed(p, cell);
             if (ok && accept_fit_only) {
               simulate::StageTimes t = stage_times(p, x);
               ok = fits_memory(c, t, s);
@@ -790,7 +840,7 @@ void local_search(Context& c, Incumbent& best, double bound) {
           if (from[ix(r)] == 0) continue;
           --from[ix(r)];
           ++to[ix(r)];
-          if (cell_expressible(to)) {
+          if (cell_allowed(p, to) && cell_allowed(p, from)) {
             improved = try_x(x);
             if (!improved && sb != sa) {
               // The receiving stage may now need a lighter kind somewhere.
@@ -1133,6 +1183,14 @@ void check_problem(const Problem& p) {
   long long needed = cells - (cells >= 2 ? 2 : 1);
   if (p.layers.body_layers() < needed)
     fail(p.layers.file, "{} body layers cannot give each of the {} chunks (but the head's and tail's) a layer", p.layers.body_layers(), cells);
+  if (p.full_first_layers >= 0) {
+    if (p.layers.bodies.size() != 1)
+      fail("recompute_num_layers", "Megatron's block recompute is balanced for one BODY type; {} has {}", p.layers.file, p.layers.bodies.size());
+    for (Rc r : {Rc::Full, Rc::None}) {
+      if (std::find(p.layers.kinds.begin(), p.layers.kinds.end(), r) == p.layers.kinds.end() && p.layers.has_memory())
+        fail("recompute_num_layers", "block recompute needs the '{}' kind, which {} does not state", to_string(r), p.layers.file);
+    }
+  }
   for (Rc r : p.kinds) {
     if (std::find(p.layers.kinds.begin(), p.layers.kinds.end(), r) == p.layers.kinds.end() && p.layers.has_memory()) {
       fail("--recompute-kinds", "'{}' has no memory in {}; the layers state {}", to_string(r), p.layers.file, [&] {
@@ -1442,7 +1500,7 @@ Solution solve_exhaustive(const Problem& p, long long limit) {
   std::function<void(std::size_t, std::size_t)> assign_mix = [&](std::size_t ci, std::size_t ti) {
     if (ci == plan.size()) {
       if (++examined > limit) fail("--solver", "exhaustive enumeration passed {} assignments; use the dp solver for problems this size", limit);
-      if (!expressible(x)) return;
+      if (!cells_allowed(p, x)) return;
       simulate::StageTimes t = stage_times(p, x);
       simulate::SimResult r = simulate::simulate(p.schedule, S, V, p.micro_batches, t);
       if (p.memory_limit_mb > 0) {

@@ -18,7 +18,9 @@
 //       (plan::in_flight_vectors). This is the simulator's peak memory by construction;
 //   (6) the framework can state the plan: no cell holds both selective-only and comm-only layers of one type
 //       (MindFormers applies select_recompute and select_comm_recompute to the first n layers of a stage, so
-//       a cell's layers are full, then both, then one of the two, then none; see docs/balance.md).
+//       a cell's layers are full, then both, then one of the two, then none; see docs/balance.md); with
+//       Problem::full_first_layers = n (Megatron's block recompute), every cell holds min(n, its layers) full
+//       and the rest none.
 // Objective: the makespan of the schedule's event simulation (simulate::makespan) over the cell times.
 // Solver (a bound and an incumbent, both exact in what they claim):
 //   - lower bound: stage s cannot start before micro-batch 0 has passed the forwards of chunk 0 on stages
@@ -66,8 +68,12 @@ struct Problem {
   double memory_limit_mb = 0;  // 0: no limit
   double constant_mb = 0;
   simulate::Schedule schedule = simulate::Schedule::OneF1B;
-  std::vector<Rc> kinds;    // allowed recompute kinds (subset of layers.kinds; all of them when empty)
-  int chunk_spread = 0;     // 0: no limit
+  std::vector<Rc> kinds;  // allowed recompute kinds (subset of layers.kinds; all of them when empty)
+  int chunk_spread = 0;   // 0: no limit
+  // >= 0: Megatron's block recompute (--recompute-method block --recompute-num-layers n), one count for every
+  // chunk: each cell's first n layers are fully recomputed and the rest not (one BODY type; kinds Full and None
+  // allowed). -1: any mix per cell (constraint (6) only).
+  long long full_first_layers = -1;
   double time_limit_s = 0;  // 0: none
   bool progress = false;    // a progress line on stderr for solves over a second
 };

@@ -35,6 +35,12 @@ struct StageSplit {
   bool operator==(const StageSplit& other) const = default;
 };
 
+// What a framework's config can state of a split's recompute: any counts per chunk (MindFormers' per-stage arrays),
+// one mode for every layer (torchtitan's and AutoModel's activation checkpointing), or full recompute of each
+// chunk's first n layers with one n for all (Megatron's --recompute-method block --recompute-num-layers n; its
+// selective granularity covers every layer).
+enum class RecomputeStated { PerChunkCounts, OneModeForAll, FirstLayersOfEveryChunk };
+
 // The even split for_each_chunk_group makes without a StageSplit (the remainder to chunks 1..r in chunk-major
 // order, chunk 0 holding the embedding), with every layer under `mode` spelt out as counts.
 StageSplit even_split(long long layers, int pp, int vpp);
