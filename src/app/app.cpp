@@ -263,8 +263,9 @@ report::Plan estimate_plan(const LoadedJob& x, const PlanRequest& request, const
 
 // Megatron's block recompute: one count n of fully recomputed first layers for every chunk. Each n is balanced
 // (Problem::full_first_layers) and the fastest plan kept. Feasibility only grows with n (a fully recomputed layer
-// holds less than one that is not), so the least n that fits is found by bisection; larger n can still balance
-// better (bigger cells fit), so n goes up from there while the step falls. `tried` names the counts solved.
+// holds less than one that is not), so the least n that fits is found by bisection (none when no recompute fits);
+// larger n can still balance better (bigger cells fit), so n goes up from there while the step falls. `tried`
+// names the n kept and how many were balanced.
 balance::Solution solve_first_layers(balance::Problem problem, std::string& tried) {
   const auto started = std::chrono::steady_clock::now();
   const double budget_s = problem.time_limit_s;
@@ -280,7 +281,12 @@ balance::Solution solve_first_layers(balance::Problem problem, std::string& trie
   const long long most = problem.layers.bodies.front().count;  // n at or above a chunk's layers recomputes it all
   long long lo = 0;
   long long hi = most;
-  if (!at(hi).feasible) return at(hi);
+  if (!at(0).feasible) {  // no recompute fits: bisect (1, most]
+    lo = 1;
+    if (!at(hi).feasible) return at(hi);
+  } else {
+    hi = 0;
+  }
   while (lo < hi) {
     long long mid = lo + (hi - lo) / 2;
     if (at(mid).feasible) {
@@ -294,10 +300,7 @@ balance::Solution solve_first_layers(balance::Problem problem, std::string& trie
     if (!at(n).feasible || at(n).eval.objective >= at(best).eval.objective) break;  // (a time limit can leave n unsolved)
     best = n;
   }
-  std::vector<long long> counts;
-  counts.reserve(solved.size());
-  for (const auto& [n, sol] : solved) counts.push_back(n);
-  tried = fmt::format("--recompute-num-layers {} (of {} solved: {})", best, counts.size(), fmt::join(counts, ", "));
+  tried = fmt::format("--recompute-num-layers {} ({} counts balanced)", best, solved.size());
   return solved.at(best);
 }
 
