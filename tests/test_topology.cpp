@@ -63,6 +63,15 @@ TEST(Topology, RingsCrossingNodesUseTheNicsOfEveryMemberInANode) {
   EXPECT_NEAR(packed_s / strided_s, (31.0 / 32 / 400e9) / (3.0 / 4 / 8 / 50e9), 0.05);
 }
 
+TEST(Topology, AGB200RackIsOneNVLinkDomainOf72) {
+  // GB200 NVL72 (data/hardware/gb200.yaml, NVIDIA's NVL72 specifications): a ring of 64 GPUs stays on NVLink's
+  // 900 GB/s per direction; on HGX B200 (8 GPUs per NVLink domain) the same ring crosses nodes, 8 NICs of 50 GB/s.
+  auto gb = test::device("gb200");
+  EXPECT_DOUBLE_EQ(gb.ring_link(64, 1).bandwidth, 900e9);
+  EXPECT_LT(test::device("b200").ring_link(64, 1).bandwidth, 900e9);
+  EXPECT_DOUBLE_EQ(gb.peak_flops, 2.5e15);
+}
+
 TEST(Topology, AllToAllSendsEachShareOverItsOwnLevel) {
   // EP 16 over two DGX H100 nodes: 7/16 of a rank's bytes go to node peers over NVLink, 8/16 over its NIC; the
   // NIC share governs. One member per node: 15/16 over the NIC. Within a node: 7/8 over NVLink.
