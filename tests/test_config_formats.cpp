@@ -338,6 +338,32 @@ TEST(Torchtitan, EmitKeepsTheMicroBatchAndNeverRenamesTheModel) {
 // either is refused at --emit, naming what to search instead (it was written without them: 62 GiB read back as 95,
 // not fitting), and a search that writes there keeps to what it can state. A named model (bundled, or a config.json)
 // is written by name, so nothing of it is lost (MLA and sliding-window fields were), and its split reads back.
+// HyperParallel's train YAML runs its fully_shard (the hyperparallel profile): parameters in
+// mix_precision.param_dtype, else the model's torch_dtype, else fp32, as its own planner reads them; gradients and
+// the two Adam states in fp32 with no master copy (8 B, not Megatron's 12); the loss on fp32 logits, unfused.
+TEST(HyperParallel, TrainYamlTakesItsFullyShardProfile) {
+  const std::string base =
+      "model:\n  pretrained_model_name_or_path: x\n  config_overrides: {model_type: llama, num_hidden_layers: 4, hidden_size: 256, "
+      "num_attention_heads: 4, intermediate_size: 512, vocab_size: 1000}\n{}accelerator: {tp_size: 1, pp_size: 1}\n"
+      "fsdp_config:\n  dp_shard_size: 8\n{}training: {global_batch_size: 8, micro_batch_size: 1}\n";
+  auto read = [&](const std::string& model_extra, const std::string& fsdp_extra) {
+    std::string text = base;
+    text.replace(text.find("{}"), 2, model_extra);
+    text.replace(text.find("{}"), 2, fsdp_extra);
+    app::EstimateRequest r;
+    config::fill(r, config::read_text(text, "train.yaml", config::Format::HyperParallel), nlohmann::json::object());
+    return r.job.training;
+  };
+  plan::Training stated = read("", "  mix_precision: {param_dtype: bfloat16}\n");
+  EXPECT_EQ(stated.param_bytes, 2);
+  EXPECT_EQ(stated.grad_bytes, 4);
+  EXPECT_EQ(stated.optimizer_bytes, 8);
+  EXPECT_FALSE(stated.loss_fused);
+  EXPECT_EQ(read("  torch_dtype: bfloat16\n", "").param_bytes, 2);
+  EXPECT_EQ(read("  torch_dtype: auto\n", "").param_bytes, 4);
+  EXPECT_EQ(read("", "").param_bytes, 4);
+}
+
 TEST(HyperParallel, EmitStatesOnlyWhatTheFormatHolds) {
   config::Plan p;
   p.layout.dp = 4;

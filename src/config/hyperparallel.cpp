@@ -154,6 +154,7 @@ Loaded read_hyperparallel(const json& tree, const std::string& file) {
     bool sp = t.flag("train.accelerator.use_seq_parallel").value_or(t.flag("train.accelerator.sequence_parallel").value_or(false));
     if (sp && tp > 1) set("sp", true, "train.accelerator.use_seq_parallel");
   } else {
+    set("framework", "hyperparallel", "a HyperParallel train YAML (its fully_shard and training state)");
     set("zero", shard > 1 ? 3 : 0, "fsdp_config.dp_shard_size");
     if (shard > 1 && rep > 1) set("optimizer_shard", shard, "fsdp_config.dp_shard_size (HSDP: sharded within dp_shard)");
   }
@@ -192,8 +193,13 @@ Loaded read_hyperparallel(const json& tree, const std::string& file) {
       break;
     }
   }
-  if (auto dt = t.text("fsdp_config.mix_precision.param_dtype"))
+  // Parameter bytes as HyperParallel's planner takes them: mix_precision.param_dtype, else the model's torch_dtype
+  // (not "auto"), else fp32 (the hyperparallel profile's).
+  if (auto dt = t.text("fsdp_config.mix_precision.param_dtype")) {
     set("param_bytes", dtype_bytes(*dt, at(file, "fsdp_config.mix_precision.param_dtype")), "fsdp_config.mix_precision.param_dtype");
+  } else if (auto td = t.text("model.torch_dtype"); td && *td != "auto") {
+    set("param_bytes", dtype_bytes(*td, at(file, "model.torch_dtype")), "model.torch_dtype");
+  }
   if (auto mem = t.text("context.max_device_memory")) {
     std::size_t g = mem->find("GB");
     if (g == std::string::npos) fail(at(file, "context.max_device_memory"), "'{}' is not a size like 58GB", *mem);

@@ -79,6 +79,19 @@ std::vector<FrameworkProfile> make_profiles() {
           .selective_modules = {"core_attn"},
       },
       {
+          .name = "hyperparallel",
+          .source = "HyperParallel's train YAML (fsdp_config, accelerator, training): its fully_shard keeps the sharded parameters in their own dtype "
+                    "and all-gathers them in mix_precision.param_dtype, reducing gradients in reduce_dtype (default param_dtype; mindspore-ai/"
+                    "hyper-parallel fdd0a80, hyper_parallel/platform/torch/fully_shard/utils.py MixedPrecisionPolicy, param.py); the reference "
+                    "planner prices its parameters in param_dtype (else torch_dtype, else fp32), gradients and the two Adam states in fp32 with no "
+                    "separate master copy; the loss is Transformers' cross entropy on logits upcast to fp32 (loss_utils.ForCausalLMLoss)",
+          .loss_fused = false,
+          .param_bytes = 4,
+          .grad_bytes = 4,
+          .optimizer_bytes = 8,
+          .selective_modules = {"hyperparallel_selective"},
+      },
+      {
           .name = "mindformers",
           .source = "MindSpore/MindFormers: fine-grained communication overlap (pipeline_config); the parallel optimizer (enable_parallel_optimizer: "
                     "ZeRO-3 as MindSpore runs it, plan::Training::zero3_gathers_once_per_step) gathers weights after their cast to the compute dtype "
