@@ -261,3 +261,31 @@ TEST(ModelFamilies, SquaredReluIsUngated) {
       sapp::config::Format::Megatron);
   EXPECT_EQ(l.model_config.at("hidden_act"), "relu2");
 }
+
+// InternLM2 (arXiv:2403.17297 §2.2, its remote modeling_internlm2.py): Llama's layer with q, k, v fused into wqkv,
+// `bias` on wqkv and wo. By hand, hidden 64, 4 heads of 16, 2 KV heads, FFN 128, 2 layers, vocabulary 1000,
+// untied: embedding and head 2 x 1000 x 64 = 128000; per layer q 64 x 64 + k, v 2 x 64 x 32 + o 64 x 64 + SwiGLU
+// 3 x 64 x 128 + two RMSNorms 2 x 64 = 36992, twice 73984; final norm 64: 202048. With bias: wqkv's 64 + 2 x 32 and
+// wo's 64 per layer, 384 more.
+TEST(ModelFamilies, InternLM2ByHand) {
+  const std::string base = R"({"model_type":"internlm2","architectures":["InternLM2ForCausalLM"],"hidden_size":64,"num_hidden_layers":2,
+      "num_attention_heads":4,"num_key_value_heads":2,"intermediate_size":128,"vocab_size":1000,"tie_word_embeddings":false,
+      "attn_implementation":"eager","bias":)";
+  auto plain = resolve_json(base + "false}");
+  EXPECT_EQ(plain.profile.arch, "internlm2");
+  EXPECT_DOUBLE_EQ(plain.params().total, 202048);
+  EXPECT_DOUBLE_EQ(resolve_json(base + "true}").params().total, 202048 + 384);
+}
+
+// StarCoder2 (Transformers' modeling_starcoder2.py): LayerNorm with bias, an ungated GELU MLP c_fc / c_proj, biases
+// on every linear layer (use_bias). By hand, hidden 64, 4 heads, 2 KV heads, FFN 256, 2 layers, vocabulary 1000,
+// untied: embedding and head 128000; per layer q 4096 + 64, k and v 2 x (2048 + 32), o 4096 + 64, MLP 2 x 64 x 256 +
+// 256 + 64, two LayerNorms 2 x 128: 45824, twice 91648; final LayerNorm 128: 219776. Every layer sliding when
+// sliding_window is stated.
+TEST(ModelFamilies, StarCoder2ByHand) {
+  auto m = resolve_json(R"({"model_type":"starcoder2","hidden_size":64,"num_hidden_layers":2,"num_attention_heads":4,"num_key_value_heads":2,
+      "intermediate_size":256,"vocab_size":1000,"use_bias":true,"sliding_window":16,"hidden_act":"gelu_pytorch_tanh","tie_word_embeddings":false})");
+  EXPECT_EQ(m.profile.arch, "starcoder2");
+  EXPECT_DOUBLE_EQ(m.params().total, 219776);
+  EXPECT_EQ(layer_kinds(m), (std::vector<std::string>{"sliding", "sliding"}));
+}

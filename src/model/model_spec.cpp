@@ -315,9 +315,11 @@ ModelSpec model_from_json(const json& config, const std::string& file) {
   if (!tied) tied = src.flag({"tie_word_embeddings"});
   m.tie_word_embeddings = tied.value_or(false);
   m.tie_word_embeddings_stated = tied.has_value();
-  m.attention_bias = src.flag({"attention_bias", "qkv_bias", "use_bias"});
+  // InternLM2 / InternLM3 (their remote modeling_internlm2.py / modeling_internlm3.py) state one `bias` for the
+  // attention projections (InternLM3: the output projection's, its q, k, v taking qkv_bias).
+  m.attention_bias = src.flag({"attention_bias", "qkv_bias", "use_bias", "bias"});
   // Seed-OSS states the output projection's bias apart (Transformers' configuration_seed_oss.py).
-  m.attention_out_bias = src.flag({"attention_out_bias"});
+  m.attention_out_bias = src.flag({"attention_out_bias", "bias"});
   m.mlp_bias = src.flag({"mlp_bias", "use_bias"});
   // ChatGLM (modeling_chatglm.py): query_key_value has a bias when add_qkv_bias or add_bias_linear is set; the dense
   // (o) and FFN projections when add_bias_linear is; rmsnorm: false means LayerNorm with biases.
@@ -447,6 +449,7 @@ const std::set<std::string>& read_keys() {
                                           "moe_layer_end_index",
                                           "moe_layer_interval",
                                           "use_bias",
+                                          "bias",
                                           "num_experts_per_tok",
                                           "experts_per_token",
                                           "num_experts_per_token",
@@ -528,12 +531,15 @@ const std::set<std::string>& neutral_keys() {
                                           "dtype",
                                           "transformers_version",
                                           "use_cache",
+                                          "attn_implementation",  // Transformers' kernel choice; a run states its own
                                           "initializer_range",
                                           "rms_norm_eps",
                                           "layer_norm_eps",
                                           "layer_norm_epsilon",
                                           "layernorm_epsilon",
                                           "norm_eps",
+                                          "norm_epsilon",
+                                          "embedding_dropout",  // one mask on the embedding's output, not per layer
                                           "rope_theta",
                                           "rope_scaling",
                                           "rope_parameters",
