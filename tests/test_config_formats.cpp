@@ -399,11 +399,14 @@ TEST(HyperParallel, EmitStatesOnlyWhatTheFormatHolds) {
 // Megatron states one recompute count for every chunk: a plan whose stages recompute different counts is written with
 // the most, and said (it read back 9-12 % slower than planned, silently); a plan without recompute also drops
 // MindSpeed's --recompute-activation-function (it was kept and read back as selective).
-TEST(Megatron, EmitSaysWhatItCannotStateOfThePlansRecompute) {
+namespace {
+
+// An 8-layer Megatron script on PP 2 (with `extra` flags) and a plan of its layout, for the recompute write-back.
+std::pair<config::Loaded, config::Plan> megatron_pp2(const std::string& extra) {
   const std::string script =
       "torchrun pretrain_gpt.py --num-layers 8 --hidden-size 256 --num-attention-heads 8 --vocab-size 1000 --swiglu --seq-length 1024 "
-      "--micro-batch-size 1 --global-batch-size 8 --pipeline-model-parallel-size 2 --recompute-activation-function\n";
-  config::Loaded l = config::read_text(script, "m.sh", config::Format::Megatron);
+      "--micro-batch-size 1 --global-batch-size 8 --pipeline-model-parallel-size 2" +
+      extra + "\n";
   config::Plan p;
   p.layout.pp = 2;
   p.layout.dp = 1;
@@ -412,6 +415,13 @@ TEST(Megatron, EmitSaysWhatItCannotStateOfThePlansRecompute) {
   p.global_batch = 8;
   p.seq = 1024;
   p.num_layers = 8;
+  return {config::read_text(script, "m.sh", config::Format::Megatron), p};
+}
+
+}  // namespace
+
+TEST(Megatron, EmitSaysWhatItCannotStateOfThePlansRecompute) {
+  auto [l, p] = megatron_pp2(" --recompute-activation-function");
   p.split = plan::StageSplit{{{4, 4}}, {{2, 0}}, {}};
   std::vector<std::string> notes;
   std::string text = config::emit(config::EmitFormat::Megatron, p, &l, "m", &notes);
@@ -430,18 +440,7 @@ TEST(Megatron, EmitSaysWhatItCannotStateOfThePlansRecompute) {
 // --recompute-num-layers n (block method; a chunk of fewer layers recomputes them all), and every layer selective is
 // the selective granularity (it was written as no recompute, with a note).
 TEST(Megatron, EmitWritesABlockCountAndAllSelectiveExactly) {
-  const std::string script =
-      "torchrun pretrain_gpt.py --num-layers 8 --hidden-size 256 --num-attention-heads 8 --vocab-size 1000 --swiglu --seq-length 1024 "
-      "--micro-batch-size 1 --global-batch-size 8 --pipeline-model-parallel-size 2\n";
-  config::Loaded l = config::read_text(script, "m.sh", config::Format::Megatron);
-  config::Plan p;
-  p.layout.pp = 2;
-  p.layout.dp = 1;
-  p.layout.micro_batches = 8;
-  p.devices = 2;
-  p.global_batch = 8;
-  p.seq = 1024;
-  p.num_layers = 8;
+  auto [l, p] = megatron_pp2("");
   p.split = plan::StageSplit{{{6, 2}}, {{3, 2}}, {}};  // n = 3: the 2-layer stage recomputes both
   std::vector<std::string> notes;
   std::string text = config::emit(config::EmitFormat::Megatron, p, &l, "m", &notes);
