@@ -447,6 +447,40 @@ TEST(BalanceCli, DemoReportsBoundAndGapAndWritesYamlAndSvg) {
   EXPECT_TRUE(std::filesystem::exists(dir + "/demo.svg"));
 }
 
+// `balance --recompute-num-layers` keeps to Megatron's block recompute: a count n (every chunk's first n layers full,
+// the rest none) or auto (each n balanced, the fastest kept); the printed counts are then one n everywhere (a chunk
+// of fewer layers recomputing all of them), and auto is no slower than any single count it could have kept.
+TEST(BalanceCli, MegatronBlockRecomputeCountOrAuto) {
+  const std::string base =
+      "balance --layers " + std::string(SAPP_SOURCE_DIR) + "/data/layers/llama2-70b.json --stages 8 --micro-batches 16 --memory-limit 40000 -f json ";
+  auto step_of = [&](const std::string& n) {
+    auto r = test::run_sapp(base + "--recompute-num-layers " + n);
+    EXPECT_EQ(r.status, 0) << r.err;
+    auto j = nlohmann::json::parse(r.out);
+    const auto& strategy = j["strategy"][0];
+    const auto& offset = strategy["offset"];
+    const auto& full = strategy["recompute"];
+    long long most = 0;
+    for (const auto& c : full) most = std::max(most, c.get<long long>());
+    for (std::size_t s = 0; s < full.size(); ++s) {
+      const long long layers = 10 + offset[s].get<long long>();  // 80 layers on 8 stages: 10 + offset
+      EXPECT_EQ(full[s].get<long long>(), std::min(layers, most)) << r.out;
+    }
+    EXPECT_EQ(strategy["select_recompute"], full);  // nothing selective
+    return j["result"]["simulated_step_time"].get<double>();
+  };
+  const double automatic = step_of("auto");
+  for (const char* n : {"6", "8", "10"}) {
+    auto r = test::run_sapp(base + "--recompute-num-layers " + n);
+    if (r.status == 0) {
+      EXPECT_LE(automatic, step_of(n) + 1e-6) << n;
+    }
+  }
+  auto bad = test::run_sapp(base + "--recompute-num-layers x");
+  EXPECT_NE(bad.status, 0);
+  EXPECT_NE(bad.err.find("recompute-num-layers"), std::string::npos) << bad.err;
+}
+
 TEST(BalanceCli, BundledExamplesRun) {
   std::string src = SAPP_SOURCE_DIR;
   auto d = test::run_sapp("balance decompose --measured " + src + "/examples/measured-peaks.yaml --format json");

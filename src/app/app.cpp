@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <map>
 #include <set>
 
 #include <fmt/format.h>
@@ -261,49 +260,6 @@ report::Plan estimate_plan(const LoadedJob& x, const PlanRequest& request, const
   return p;
 }
 
-// Megatron's block recompute: one count n of fully recomputed first layers for every chunk. Each n is balanced
-// (Problem::full_first_layers) and the fastest plan kept. Feasibility only grows with n (a fully recomputed layer
-// holds less than one that is not), so the least n that fits is found by bisection (none when no recompute fits);
-// larger n can still balance better (bigger cells fit), so n goes up from there while the step falls. `tried`
-// names the n kept and how many were balanced.
-balance::Solution solve_first_layers(balance::Problem problem, std::string& tried) {
-  const auto started = std::chrono::steady_clock::now();
-  const double budget_s = problem.time_limit_s;
-  std::map<long long, balance::Solution> solved;
-  auto at = [&](long long n) -> const balance::Solution& {
-    auto it = solved.find(n);
-    if (it != solved.end()) return it->second;
-    problem.full_first_layers = n;
-    problem.kinds = n == 0 ? std::vector<balance::Rc>{balance::Rc::None} : std::vector<balance::Rc>{balance::Rc::None, balance::Rc::Full};
-    if (budget_s > 0) problem.time_limit_s = std::max(0.05, budget_s - std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
-    return solved.emplace(n, balance::solve(problem)).first->second;
-  };
-  const long long most = problem.layers.bodies.front().count;  // n at or above a chunk's layers recomputes it all
-  long long lo = 0;
-  long long hi = most;
-  if (!at(0).feasible) {  // no recompute fits: bisect (1, most]
-    lo = 1;
-    if (!at(hi).feasible) return at(hi);
-  } else {
-    hi = 0;
-  }
-  while (lo < hi) {
-    long long mid = lo + (hi - lo) / 2;
-    if (at(mid).feasible) {
-      hi = mid;
-    } else {
-      lo = mid + 1;
-    }
-  }
-  long long best = lo;
-  for (long long n = lo + 1; n < most; ++n) {
-    if (!at(n).feasible || at(n).eval.objective >= at(best).eval.objective) break;  // (a time limit can leave n unsolved)
-    best = n;
-  }
-  tried = fmt::format("--recompute-num-layers {} ({} counts balanced)", best, solved.size());
-  return solved.at(best);
-}
-
 // Balances one layout's pipeline; falls back to the estimate (with the reason) when it cannot.
 report::Plan balance_plan(const LoadedJob& x, const PlanRequest& request, const report::SearchRow& row) {
   const plan::Layout& l = row.candidate.layout;
@@ -322,7 +278,14 @@ report::Plan balance_plan(const LoadedJob& x, const PlanRequest& request, const 
   balance::Solution sol;
   std::string tried;  // the block-recompute counts solved, when the target is Megatron
   try {
-    sol = first_layers ? solve_first_layers(problem, tried) : balance::solve(problem);
+    if (first_layers) {
+      long long n = 0;
+      int balanced = 0;
+      sol = balance::solve_block_recompute(problem, &n, &balanced);
+      tried = fmt::format("--recompute-num-layers {} ({} counts balanced)", n, balanced);
+    } else {
+      sol = balance::solve(problem);
+    }
   } catch (const Error& e) {
     // A problem the balancer refuses (e.g. fewer periods of a periodic stack than chunks): this layout stays as
     // estimated, with the reason.

@@ -75,6 +75,22 @@ balance::Problem make_problem(const BalanceRequest& o, balance::LayerSet layers,
                : o.zero_bubble ? simulate::Schedule::ZeroBubble
                : chunks > 1    ? (o.less_memory ? simulate::Schedule::InterleavedLessMemory : simulate::Schedule::Interleaved)
                                : simulate::Schedule::OneF1B;
+  if (!o.recompute_num_layers.empty()) {
+    if (!o.recompute_kinds.empty()) fail(where("recompute_num_layers"), "states the kinds itself (full and none): drop recompute_kinds");
+    if (o.recompute_num_layers != "auto") {
+      long long n = -1;
+      try {
+        std::size_t used = 0;
+        n = std::stoll(o.recompute_num_layers, &used);
+        if (used != o.recompute_num_layers.size()) n = -1;
+      } catch (const std::exception&) {
+        n = -1;
+      }
+      if (n < 0) fail(where("recompute_num_layers"), "'{}' is neither a count of layers (0 or more) nor auto", o.recompute_num_layers);
+      p.full_first_layers = n;
+      p.kinds = n == 0 ? std::vector<Rc>{Rc::None} : std::vector<Rc>{Rc::None, Rc::Full};
+    }
+  }
   if (!o.recompute_kinds.empty()) {
     p.kinds.push_back(Rc::None);
     for (Rc r : kinds_named(o.recompute_kinds, where("recompute_kinds"))) {
@@ -143,7 +159,16 @@ report::BalanceReport run_balance(const BalanceRequest& o) {
   bool have = false;  // r.problem and r.solution hold a solved interleave (the first one, even when it has no plan)
   for (int v : chunk_choices) {
     balance::Problem q = make_problem(o, layers, v);
-    balance::Solution s = o.solver == "enumerate" ? balance::solve_exhaustive(q) : balance::solve(q);
+    balance::Solution s;
+    if (o.recompute_num_layers == "auto") {
+      if (o.solver == "enumerate") fail(where("solver"), "enumerate takes one recompute_num_layers, not auto");
+      long long n = 0;
+      int balanced = 0;
+      s = balance::solve_block_recompute(q, &n, &balanced);
+      s.method += fmt::format("; Megatron block recompute: --recompute-num-layers {} kept of {} counts balanced", n, balanced);
+    } else {
+      s = o.solver == "enumerate" ? balance::solve_exhaustive(q) : balance::solve(q);
+    }
     if (o.interleave_auto) r.tried.emplace_back(v, s);
     bool better = s.feasible && (!r.solution.feasible || s.eval.objective < r.solution.eval.objective - 1e-9);
     if (!have || better) {

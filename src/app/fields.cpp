@@ -128,8 +128,8 @@ void add_job_fields(std::vector<Field<Request>>& f) {
   using R = Request;
   f.push_back({"model", "-m", "bundled model name (e.g. llama3-70b) or a HuggingFace config.json / YAML path (required)", false,
                [](R& r, const json& v, const std::string& w) { r.job.model = text(v, w); }, [](const R&) { return std::string(); }});
-  f.push_back({"hardware", "-H", "bundled device (h100-sxm, h100-96g, a100-80g, h200, b200, gb200, mi300x, ascend-910b, ascend-910c) or a hardware YAML path", false,
-               [](R& r, const json& v, const std::string& w) { r.job.hardware = text(v, w); }, [](const R& r) { return r.job.hardware; }});
+  f.push_back({"hardware", "-H", "bundled device (h100-sxm, h100-96g, a100-80g, h200, b200, gb200, mi300x, ascend-910b, ascend-910c) or a hardware YAML path",
+               false, [](R& r, const json& v, const std::string& w) { r.job.hardware = text(v, w); }, [](const R& r) { return r.job.hardware; }});
   f.push_back({"framework", "",
                fmt::format("training system whose runtime profile applies (overlaps, runtime reserve, fragmentation, loss, parameter / gradient / "
                            "optimizer dtypes): {} (the --overlap-*, --reserve-gib and --*-bytes options given as well win)",
@@ -522,6 +522,14 @@ std::vector<Field<BalanceRequest>> make_balance_fields() {
                [](R& r, const json& v, const std::string& w) { r.zero_bubble = truth(v, w); }, nullptr});
   f.push_back({"recompute_kinds", "", "allowed recompute kinds, e.g. full,selective,comm,both (default: every kind the layers state)", false,
                [](R& r, const json& v, const std::string& w) { r.recompute_kinds = text(v, w); }, [](const R&) { return std::string(); }});
+  f.push_back({"recompute_num_layers", "",
+               "Megatron's block recompute: every chunk's first N layers fully recomputed, the rest not (N, or auto: each N balanced, the fastest "
+               "kept; default: any mix per chunk)",
+               false,
+               [](R& r, const json& v, const std::string& w) {
+                 r.recompute_num_layers = v.is_number_integer() ? std::to_string(whole(v, w, 0, kMaxLayers, "layers")) : text(v, w);
+               },
+               [](const R&) { return std::string(); }});
   f.push_back({"constant_memory", "", "MB added to every stage", false,
                [](R& r, const json& v, const std::string& w) { r.constant_memory_mb = real(v, w, 0, kMaxMemoryLimitGib * 1024, "MB"); },
                [](const R& r) { return show_number(r.constant_memory_mb); }});

@@ -116,6 +116,9 @@ struct BalanceRequest {
   bool zero_bubble = false;
   bool dualpipe_v = false;
   std::string recompute_kinds;  // allowed kinds, comma-separated; empty: every kind the layers state
+  // Megatron's block recompute (--recompute-num-layers): every chunk's first n layers full, the rest none; a count,
+  // or "auto" (each n balanced, the fastest kept); empty: any mix per cell.
+  std::string recompute_num_layers;
   double constant_memory_mb = 0;
   double time_limit_s = 90;
   std::string solver = "dp";

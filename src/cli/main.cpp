@@ -34,7 +34,7 @@ std::string value_name(const std::string& key, const std::string& shown) {
   if (key == "model" || key == "hardware") return "NAME|PATH";
   if (names.count(key)) return "NAME";
   if (key.rfind("overlap_", 0) == 0) return "NUMBER";
-  if (key == "interleave") return "INT|auto";
+  if (key == "interleave" || key == "recompute_num_layers") return "INT|auto";
   if (paths.count(key)) return "PATH";
   if (lists.count(key)) return "LIST";
   if (numbers.count(key)) return "NUMBER";

@@ -1154,6 +1154,48 @@ double work_bound(const Problem& p) {
 
 }  // namespace
 
+Solution solve_block_recompute(Problem p, long long* chosen, int* balanced) {
+  const auto started = Clock::now();
+  const double budget_s = p.time_limit_s;
+  std::map<long long, Solution> solved;
+  auto at = [&](long long n) -> const Solution& {
+    auto it = solved.find(n);
+    if (it != solved.end()) return it->second;
+    p.full_first_layers = n;
+    p.kinds = n == 0 ? std::vector<Rc>{Rc::None} : std::vector<Rc>{Rc::None, Rc::Full};
+    if (budget_s > 0) p.time_limit_s = std::max(0.05, budget_s - std::chrono::duration<double>(Clock::now() - started).count());
+    return solved.emplace(n, solve(p)).first->second;
+  };
+  if (p.layers.bodies.empty()) fail(p.layers.file, "states no BODY layers");
+  const long long most = p.layers.bodies.front().count;  // n at or above a chunk's layers recomputes it all
+  long long lo = 0;
+  long long hi = most;
+  if (!at(0).feasible) {  // no recompute fits: bisect (1, most]
+    lo = 1;
+    if (!at(hi).feasible) lo = hi;
+  } else {
+    hi = 0;
+  }
+  while (lo < hi) {
+    long long mid = lo + (hi - lo) / 2;
+    if (at(mid).feasible) {
+      hi = mid;
+    } else {
+      lo = mid + 1;
+    }
+  }
+  long long best = lo;
+  for (long long n = lo + 1; n < most && at(best).feasible; ++n) {
+    if (!at(n).feasible || at(n).eval.objective >= at(best).eval.objective) break;  // (a time limit can leave n unsolved)
+    best = n;
+  }
+  if (chosen) *chosen = best;
+  if (balanced) *balanced = static_cast<int>(solved.size());
+  Solution out = solved.at(best);
+  out.solve_seconds = std::chrono::duration<double>(Clock::now() - started).count();
+  return out;
+}
+
 bool expressible(const Assignment& x) {
   for (const auto& type : x) {
     for (const auto& chunk : type) {

@@ -108,6 +108,12 @@ void check_problem(const Problem& p);
 Evaluation evaluate(const Problem& p, const Assignment& x);
 simulate::StageTimes stage_times(const Problem& p, const Assignment& x);
 Solution solve(const Problem& p);
+// Megatron's block recompute with the count chosen: each n (Problem::full_first_layers) balanced and the fastest
+// plan kept. Feasibility only grows with n (a fully recomputed layer holds less than one that is not), so the least
+// n that fits is found by bisection (none when no recompute fits); larger n can still balance better (bigger cells
+// fit), so n rises from there while the step falls. The time limit is shared by all the solves. `chosen` receives
+// the n kept, `balanced` how many were solved.
+Solution solve_block_recompute(Problem p, long long* chosen = nullptr, int* balanced = nullptr);
 // Whether the framework's keys can state the assignment (constraint (6)).
 bool expressible(const Assignment& x);
 // Every assignment, for small problems (refuses more than `limit` assignments).
