@@ -1008,6 +1008,14 @@ optimizer:
   config::Loaded lc = config::read_text(launched, "am.yaml");
   app::EstimateRequest rc;
   EXPECT_THROW(config::fill(rc, lc, nlohmann::json::object()), Error);
+  // A benchmark section names nodes: the error gives the device counts of 8-GPU nodes and of 4-GPU GB200 trays.
+  try {
+    app::EstimateRequest rn;
+    config::fill(rn, config::read_text(launched + "benchmark: {num_nodes: 2}\n", "am.yaml"), nlohmann::json::object());
+    ADD_FAILURE() << "no --devices asked for";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("--devices 16 with 8 per H100 / B200 node, 8 with 4 per GB200 tray"), std::string::npos) << e.what();
+  }
   config::fill(rc, lc, nlohmann::json{{"devices", 32}});
   EXPECT_EQ(rc.job.training.global_batch, 2 * 16);  // local 2 x (32 / TP 2)
   // A model defined inline (from_config with a Transformers config class): its family from the class's module.

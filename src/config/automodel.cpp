@@ -113,9 +113,11 @@ Loaded read_automodel(const json& stated, const std::string& file) {
     // The recipe leaves the data-parallel degree to the launch (torchrun's processes); its benchmark section may
     // name the nodes, not the GPUs per node (8 on H100 and B200 nodes, 4 on GB200 trays).
     auto nodes = t.whole("benchmark.num_nodes");
-    out.devices_hint =
-        nodes ? fmt::format("distributed.dp_size is null (the launch decides it) and benchmark.num_nodes {} does not say the GPUs per node", *nodes)
-              : "distributed.dp_size is null (the launch decides it)";
+    out.devices_hint = nodes ? fmt::format(
+                                   "distributed.dp_size is null (the launch decides it) and benchmark.num_nodes {} does not say the GPUs per node "
+                                   "(--devices {} with 8 per H100 / B200 node, {} with 4 per GB200 tray)",
+                                   *nodes, t.product("benchmark.num_nodes", {*nodes, 8}), t.product("benchmark.num_nodes", {*nodes, 4}))
+                             : "distributed.dp_size is null (the launch decides it)";
   }
 
   // ZeRO: FSDP2 shards parameters, gradients and optimizer states over dp_shard x CP (ZeRO-3; with
