@@ -72,5 +72,9 @@ assert bal["result"]["fits"] and bal["result"]["simulated_step_time"] > 0, bal
 assert len(bal["strategy"][0]["offset"]) == 2 and len(bal["strategy"][0]["offset"][0]) == 4, bal["strategy"]
 refused(lambda: sapp.balance(LAYERS, 4294967296, 8), "stages", "above the limit")
 refused(lambda: sapp.balance(LAYERS, 4, 8, interleave="three"), "interleave")
-assert {key for key, _, _ in sapp.fields("balance")} >= {"layers", "stages", "micro_batches", "memory_limit", "interleave", "naive"}
+assert {key for key, _, _ in sapp.fields("balance")} >= {"layers", "stages", "micro_batches", "memory_limit", "interleave", "naive",
+                                                      "recompute_num_layers"}
+# Megatron's block recompute needs the full kind, which the demo's layers do not state; a negative count is refused.
+refused(lambda: sapp.balance(LAYERS, 4, 8, recompute_num_layers="auto"), "recompute_num_layers", "full")
+refused(lambda: sapp.balance(LAYERS, 4, 8, recompute_num_layers=-1), "recompute_num_layers", "below the minimum")
 print("python bindings ok")
