@@ -334,34 +334,96 @@ TEST(Torchtitan, EmitKeepsTheMicroBatchAndNeverRenamesTheModel) {
   EXPECT_THROW((void)config::emit(config::EmitFormat::Torchtitan, p, nullptr, "qwen2.5-72b"), Error);
 }
 
+// torchtitan's loss reads the output projection's logits split by vocabulary over TP (loss_parallel, its default);
+// disable_loss_parallel makes the projection Replicate() them (torchtitan models' parallelize.py: output_layouts
+// Shard(-1) if loss_parallel else Replicate()), whole on every TP rank.
+TEST(Torchtitan, DisableLossParallelGathersTheLogitsWhole) {
+  std::string text = io::read_text(source("tests/configs/torchtitan-pp.toml"));
+  auto whole = [&](const std::string& t) {
+    app::EstimateRequest r;
+    config::fill(r, config::read_text(t, "t.toml", config::Format::Torchtitan), nlohmann::json::object());
+    return r.job.training.logits_whole_over_tp;
+  };
+  EXPECT_FALSE(whole(text));
+  text.replace(text.find("[parallelism]\n"), 14, "[parallelism]\ndisable_loss_parallel = true\n");
+  EXPECT_TRUE(whole(text));
+}
+
 // HyperParallel's current train YAML has FSDP (ZeRO-3) or replication and no sequence parallelism: a plan that needs
 // either is refused at --emit, naming what to search instead (it was written without them: 62 GiB read back as 95,
 // not fitting), and a search that writes there keeps to what it can state. A named model (bundled, or a config.json)
 // is written by name, so nothing of it is lost (MLA and sliding-window fields were), and its split reads back.
-// HyperParallel's train YAML runs its fully_shard (the hyperparallel profile): parameters in
-// mix_precision.param_dtype, else the model's torch_dtype, else fp32, as its own planner reads them; gradients and
-// the two Adam states in fp32 with no master copy (8 B, not Megatron's 12); the loss on fp32 logits, unfused.
-TEST(HyperParallel, TrainYamlTakesItsFullyShardProfile) {
+// HyperParallel's train YAML runs its trainer's fully_shard and AdamW (the hyperparallel profile; mindspore-ai/
+// hyper-parallel fdd0a80 platform/torch/fully_shard/param.py): shards stored in the model's dtype (model_init_dtype,
+// else model.torch_dtype, else fp32) and gathered in mix_precision.param_dtype; gradients kept as stored; two Adam
+// moments zeros_like the gradient; optimizer.fp32_main_params adds an fp32 main copy of a narrower parameter with
+// fp32 moments and main gradients. Bytes per parameter, state by state (the four cases by hand: bf16 model 2+2+4 = 8;
+// fp32 shards gathered in bf16 4+4+8 = 16; fp32 init with fp32 main params 4+4+8 = 16, no second copy; bf16 model
+// with fp32 main params 2+4+(4+8) = 18). The loss reads logits gathered whole over TP unless accelerator.loss_parallel;
+// reshard_after_forward false keeps the gathered parameters (ZeRO-2); selective is the per-op policy.
+TEST(HyperParallel, TrainYamlTakesItsTrainersStateDtypes) {
   const std::string base =
       "model:\n  pretrained_model_name_or_path: x\n  config_overrides: {model_type: llama, num_hidden_layers: 4, hidden_size: 256, "
-      "num_attention_heads: 4, intermediate_size: 512, vocab_size: 1000}\n{}accelerator: {tp_size: 1, pp_size: 1}\n"
-      "fsdp_config:\n  dp_shard_size: 8\n{}training: {global_batch_size: 8, micro_batch_size: 1}\n";
-  auto read = [&](const std::string& model_extra, const std::string& fsdp_extra) {
+      "num_attention_heads: 4, intermediate_size: 512, vocab_size: 1000}\n{}accelerator: {tp_size: 2, pp_size: 1{}}\n"
+      "fsdp_config:\n  dp_shard_size: 4\n{}training: {global_batch_size: 8, micro_batch_size: 1}\n";
+  struct Read {
+    plan::Training training;
+    plan::Layout layout;
+    std::vector<std::string> warnings;
+  };
+  auto read = [&](const std::string& model_extra, const std::string& fsdp_extra, const std::string& top_extra = "", const std::string& accelerator_extra = "") {
     std::string text = base;
     text.replace(text.find("{}"), 2, model_extra);
+    text.replace(text.find("{}"), 2, accelerator_extra);
     text.replace(text.find("{}"), 2, fsdp_extra);
+    text += top_extra;
     app::EstimateRequest r;
-    config::fill(r, config::read_text(text, "train.yaml", config::Format::HyperParallel), nlohmann::json::object());
-    return r.job.training;
+    config::Loaded loaded = config::read_text(text, "train.yaml", config::Format::HyperParallel);
+    config::fill(r, loaded, nlohmann::json::object());
+    return Read{r.job.training, r.layout, loaded.warnings};
   };
-  plan::Training stated = read("", "  mix_precision: {param_dtype: bfloat16}\n");
-  EXPECT_EQ(stated.param_bytes, 2);
-  EXPECT_EQ(stated.grad_bytes, 4);
-  EXPECT_EQ(stated.optimizer_bytes, 8);
-  EXPECT_FALSE(stated.loss_fused);
-  EXPECT_EQ(read("  torch_dtype: bfloat16\n", "").param_bytes, 2);
-  EXPECT_EQ(read("  torch_dtype: auto\n", "").param_bytes, 4);
-  EXPECT_EQ(read("", "").param_bytes, 4);
+  auto state = [](const plan::Training& t) { return std::array<double, 4>{t.param_bytes, t.grad_bytes, t.optimizer_bytes, t.gathered_param_bytes()}; };
+  const std::string bf16_gather = "  mix_precision: {param_dtype: bfloat16}\n";
+  EXPECT_EQ(state(read("  torch_dtype: bfloat16\n", "").training), (std::array<double, 4>{2, 2, 4, 2}));
+  EXPECT_EQ(state(read("", bf16_gather).training), (std::array<double, 4>{4, 4, 8, 2}));
+  EXPECT_EQ(state(read("", bf16_gather, "model_init_dtype: float32\noptimizer: {fp32_main_params: true}\n").training), (std::array<double, 4>{4, 4, 8, 2}));
+  EXPECT_EQ(state(read("  torch_dtype: bfloat16\n", bf16_gather, "optimizer: {fp32_main_params: true}\n").training), (std::array<double, 4>{2, 4, 12, 2}));
+  EXPECT_EQ(state(read("  torch_dtype: float32\n", bf16_gather, "model_init_dtype: bfloat16\n").training), (std::array<double, 4>{2, 2, 4, 2}));
+  EXPECT_EQ(read("  torch_dtype: bfloat16\n", "", "optimizer: {_target_: hyper_parallel.components.optim.Muon}\n").training.optimizer_bytes, 2);
+  Read automatic = read("  torch_dtype: auto\n", "");
+  EXPECT_EQ(automatic.training.param_bytes, 4);
+  ASSERT_EQ(automatic.warnings.size(), 1U);
+  EXPECT_NE(automatic.warnings[0].find("model.torch_dtype"), std::string::npos);
+  Read plain = read("", "");
+  EXPECT_FALSE(plain.training.loss_fused);
+  EXPECT_TRUE(plain.training.logits_whole_over_tp);
+  EXPECT_TRUE(plain.training.optimizer_casts_per_parameter);
+  EXPECT_EQ(plain.training.recompute_modules, cost::terms::recompute_switches({"torchtitan_op_sac"}));
+  EXPECT_EQ(plain.layout.zero, 3);
+  EXPECT_FALSE(read("", "", "", ", loss_parallel: true").training.logits_whole_over_tp);
+  EXPECT_EQ(read("", "  reshard_after_forward: false\n").layout.zero, 2);
+}
+
+// Logits gathered whole over TP (HyperParallel without loss_parallel) hold the whole vocabulary on the last stage:
+// per micro-batch tokens x V x (2 + 4) bytes kept and 8 more in the loss backward, against 1/TP of them split, and
+// the step pays the all-gather. By hand for the example's last stage below: 4096 tokens x 151936 x 14 B = 8.12 GiB
+// whole, 1.02 GiB split over TP 8 (the loss_parallel backward keeps 16 B per local logit: 1.16 GiB).
+TEST(HyperParallel, LogitsGatheredWholeOverTpCostTheirMemoryAndAGather) {
+  auto estimate = [](bool loss_parallel) {
+    app::EstimateRequest r;
+    config::fill(r, config::read_file(source("examples/hyperparallel/qwen3-32b-train.yaml")), nlohmann::json{{"hardware", "ascend-910b"}});
+    r.job.training.logits_whole_over_tp = !loss_parallel;
+    return app::run_estimate(r);
+  };
+  report::EstimateReport whole = estimate(false);
+  report::EstimateReport split = estimate(true);
+  const double logits = 4096.0 * 151936.0;
+  const double gib = 1073741824.0;
+  const auto& w = whole.memory.stages.back();
+  const auto& s = split.memory.stages.back();
+  EXPECT_NEAR((w.head_activations + w.loss_backward) / gib, (logits * 14.0 + 4096.0 * 5120 * 2) / gib, 0.01);
+  EXPECT_NEAR((s.head_activations + s.loss_backward) / gib, (logits / 8 * 6.0 + logits / 8 * 10.0 + 4096.0 * 5120 * 2) / gib, 0.01);
+  EXPECT_GT(whole.time.breakdown.tp_comm_s, split.time.breakdown.tp_comm_s);
 }
 
 TEST(HyperParallel, EmitStatesOnlyWhatTheFormatHolds) {
@@ -381,9 +443,21 @@ TEST(HyperParallel, EmitStatesOnlyWhatTheFormatHolds) {
     EXPECT_NE(std::string(e.what()).find("--sp off"), std::string::npos) << e.what();
   }
   auto e = config::expressible(config::EmitFormat::HyperParallel, nullptr);
-  EXPECT_EQ(e.zero, (std::vector<int>{0, 3}));
+  EXPECT_EQ(e.zero, (std::vector<int>{0, 2, 3}));
   EXPECT_EQ(e.sp, (std::vector<bool>{false}));
   p.layout.sp = false;
+  // ZeRO-2 is FSDP keeping the gathered parameters (reshard_after_forward false), and reads back as ZeRO-2; a
+  // ZeRO-3 plan written over it turns the key back.
+  p.layout.zero = 2;
+  const std::string zero2 = config::emit(config::EmitFormat::HyperParallel, p, nullptr, "llama3-8b");
+  EXPECT_NE(zero2.find("reshard_after_forward: false"), std::string::npos) << zero2;
+  app::EstimateRequest kept;
+  config::Loaded zero2_read = config::read_text(zero2, "h.yaml", config::Format::HyperParallel);
+  config::fill(kept, zero2_read, nlohmann::json::object());
+  EXPECT_EQ(kept.layout.zero, 2);
+  p.layout.zero = 3;
+  const std::string zero3 = config::emit(config::EmitFormat::HyperParallel, p, &zero2_read, "llama3-8b");
+  EXPECT_NE(zero3.find("reshard_after_forward: true"), std::string::npos) << zero3;
   p.layout.pp = 2;
   p.layout.dp = 2;
   p.layout.micro_batches = 4;

@@ -103,6 +103,41 @@ void stage_split(Tree& t, Loaded& out, const std::string& prefix, long long laye
   out.split = split;
 }
 
+// Training-state bytes per parameter as HyperParallel's trainer holds them (the hyperparallel profile's source):
+// the shards in the stored dtype S (model_init_dtype, else model.torch_dtype, else model.param_init_type; fp32 when
+// none is stated, as torch creates parameters), gathered in mix_precision.param_dtype (else S); each reduced
+// gradient kept in S; AdamW's two moments (Muon's one) zeros_like the gradient, in S. optimizer.fp32_main_params
+// adds an fp32 main copy of a narrower parameter and keeps fp32 states and main gradients (the trainer requires
+// reduce_dtype float32 with it).
+void train_state_bytes(Tree& t, Loaded& out) {
+  auto set = setter(out);
+  double stored = 4;
+  std::string stored_from = "fp32: no model_init_dtype, model.torch_dtype or model.param_init_type";
+  for (const char* key : {"model_init_dtype", "model.torch_dtype", "model.param_init_type"}) {
+    auto dt = t.text(key);
+    if (!dt || *dt == "auto") continue;
+    stored = dtype_bytes(*dt, at(t.file, key));
+    stored_from = key;
+    break;
+  }
+  if (auto td = t.text("model.torch_dtype"); td && *td == "auto" && stored_from.rfind("fp32", 0) == 0)
+    out.warnings.push_back(at(t.file, "model.torch_dtype") +
+                           ": auto loads the checkpoint's dtype, which sapp does not open; the parameters are priced as fp32 (state model_init_dtype)");
+  const bool fp32_main = t.flag("optimizer.fp32_main_params").value_or(false);
+  const std::string target = io::lower(t.text("optimizer._target_").value_or(""));
+  const double states = target.find("muon") != std::string::npos ? 1 : 2;
+  set("param_bytes", stored, stored_from);
+  set("grad_bytes", fp32_main ? 4.0 : stored, fp32_main ? "optimizer.fp32_main_params (fp32 main gradients)" : stored_from + " (gradients as stored)");
+  set("optimizer_bytes", states * (fp32_main ? 4.0 : stored) + (fp32_main && stored < 4 ? 4.0 : 0.0),
+      fmt::format("{} state{} {}{}", states, states > 1 ? "s" : "", fp32_main ? "in fp32" : "as the gradient",
+                  fp32_main && stored < 4 ? " + an fp32 main copy (optimizer.fp32_main_params)" : ""));
+  if (auto dt = t.text("fsdp_config.mix_precision.param_dtype")) {
+    double gather = dtype_bytes(*dt, at(t.file, "fsdp_config.mix_precision.param_dtype"));
+    if (gather != stored) set("gather_bytes", gather, "fsdp_config.mix_precision.param_dtype");
+  }
+  t.use("optimizer._target_");
+}
+
 // The legacy layout (train.accelerator.*, MindSpore's parallel optimizer): none of the current layout's sections.
 bool legacy_tree(const json& tree) {
   return !(tree.contains("accelerator") || tree.contains("fsdp_config") || tree.contains("training") ||
@@ -155,7 +190,12 @@ Loaded read_hyperparallel(const json& tree, const std::string& file) {
     if (sp && tp > 1) set("sp", true, "train.accelerator.use_seq_parallel");
   } else {
     set("framework", "hyperparallel", "a HyperParallel train YAML (its fully_shard and training state)");
-    set("zero", shard > 1 ? 3 : 0, "fsdp_config.dp_shard_size");
+    // reshard_after_forward false keeps each unit's gathered parameters from its forward to its backward: the
+    // parameters whole for the step, the gradients and optimizer states sharded (ZeRO-2, as the AutoModel and
+    // torchtitan readers take it).
+    const bool keep_gathered = !t.flag("fsdp_config.reshard_after_forward").value_or(true);
+    set("zero", shard > 1 ? (keep_gathered ? 2 : 3) : 0, keep_gathered ? "fsdp_config.reshard_after_forward" : "fsdp_config.dp_shard_size");
+    if (auto lp = t.flag(acc + ".loss_parallel")) set("loss_parallel", *lp, acc + ".loss_parallel");
     if (shard > 1 && rep > 1) set("optimizer_shard", shard, "fsdp_config.dp_shard_size (HSDP: sharded within dp_shard)");
   }
   long long vpp = legacy ? t.whole("train.accelerator.pp_interleave_num").value_or(1) : t.whole("accelerator.pp_interleave_num").value_or(1);
@@ -193,12 +233,16 @@ Loaded read_hyperparallel(const json& tree, const std::string& file) {
       break;
     }
   }
-  // Parameter bytes as HyperParallel's planner takes them: mix_precision.param_dtype, else the model's torch_dtype
-  // (not "auto"), else fp32 (the hyperparallel profile's).
-  if (auto dt = t.text("fsdp_config.mix_precision.param_dtype")) {
-    set("param_bytes", dtype_bytes(*dt, at(file, "fsdp_config.mix_precision.param_dtype")), "fsdp_config.mix_precision.param_dtype");
-  } else if (auto td = t.text("model.torch_dtype"); td && *td != "auto") {
-    set("param_bytes", dtype_bytes(*td, at(file, "model.torch_dtype")), "model.torch_dtype");
+  if (legacy) {
+    // The legacy layout runs on MindSpore: parameters in param_dtype, else the model's torch_dtype (not "auto"), else
+    // the mindformers profile's.
+    if (auto dt = t.text("fsdp_config.mix_precision.param_dtype")) {
+      set("param_bytes", dtype_bytes(*dt, at(file, "fsdp_config.mix_precision.param_dtype")), "fsdp_config.mix_precision.param_dtype");
+    } else if (auto td = t.text("model.torch_dtype"); td && *td != "auto") {
+      set("param_bytes", dtype_bytes(*td, at(file, "model.torch_dtype")), "model.torch_dtype");
+    }
+  } else {
+    train_state_bytes(t, out);
   }
   if (auto mem = t.text("context.max_device_memory")) {
     std::size_t g = mem->find("GB");
@@ -347,8 +391,9 @@ Expressible expressible_hyperparallel(const Loaded* original) {
     return {std::vector<int>{0, 3}, std::nullopt,
             "HyperParallel's legacy YAML states MindSpore's parallel optimizer (enable_parallel_optimizer: weights and optimizer states sliced, "
             "ZeRO-3) or none"};
-  return {std::vector<int>{0, 3}, std::vector<bool>{false},
-          "HyperParallel's train YAML states FSDP (fsdp_config.dp_shard_size: ZeRO-3) or replication, and no sequence parallelism"};
+  return {std::vector<int>{0, 2, 3}, std::vector<bool>{false},
+          "HyperParallel's train YAML states FSDP (fsdp_config.dp_shard_size: ZeRO-3; reshard_after_forward false: ZeRO-2) or replication, "
+          "and no sequence parallelism"};
 }
 
 std::string emit_hyperparallel(const Plan& plan, const Loaded* original, const std::string& model_name) {
@@ -418,6 +463,8 @@ std::string emit_hyperparallel(const Plan& plan, const Loaded* original, const s
                                   {"training.micro_batch_num", std::to_string(m)},
                                   {"activation_checkpoint.mode", plan::to_string(l.recompute)},
                               });
+    const bool stated_keep = original && original->origin.count("zero") && original->origin.at("zero") == "fsdp_config.reshard_after_forward";
+    if (l.zero == 2 || stated_keep) text = yaml_set(text, "fsdp_config.reshard_after_forward", l.zero == 2 ? "false" : "true");
   }
   if (plan.split) {
     const plan::StageSplit& s = *plan.split;

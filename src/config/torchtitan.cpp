@@ -271,6 +271,8 @@ Loaded read_torchtitan(const std::string& text, const std::string& file) {
     set("etp", tp, "parallelism.tensor_parallel_degree (no EP: the experts are tensor-parallel)");
   }
   if (tp > 1) set("sp", true, "parallelism.tensor_parallel_degree (torchtitan's TP shards the sequence between blocks)");
+  // disable_loss_parallel: the output projection's logits Replicate()d over TP (gathered whole) for the loss.
+  if (auto off = t.flag("parallelism.disable_loss_parallel"); off && *off) set("loss_parallel", false, "parallelism.disable_loss_parallel");
   if (shard > 0) set("devices", rep * shard * tp * pp * cp, "parallelism (replicate x shard x tensor x pipeline x context degrees)");
   std::string reshard = t.text("parallelism.fsdp_reshard_after_forward").value_or("default");
   bool fsdp = shard != 1;

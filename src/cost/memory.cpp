@@ -155,11 +155,11 @@ MemoryEstimate estimate_memory(const model::Model& model, const plan::Layout& l,
       pn += model.head_params / l.tp + model.final_norm_params + model.mtp_extra_params * static_cast<double>(mtp) / l.tp;
       if (spec.tie_word_embeddings && l.pp > 1) pn += model.embedding_params / l.tp;  // the last stage's copy
       // Final norm input, and logits in the compute dtype plus their fp32 upcast for the loss (one per MTP depth too).
-      double logits = tokens * (bc + 4.0) * static_cast<double>(spec.vocab_size) / l.tp * static_cast<double>(1 + mtp);
+      const double vocab_share = static_cast<double>(spec.vocab_size) / terms::logits_split(training, l.tp);
+      double logits = tokens * (bc + 4.0) * vocab_share * static_cast<double>(1 + mtp);
       m.head_activations = static_cast<double>(plan::in_flight_count(l, less, l.vpp - 1, s)) * (tokens * bc * h / l.tsp() + logits);
       // The loss backward's transient buffers, one micro-batch at a time (terms::loss_backward_bytes_per_logit).
-      m.loss_backward =
-          tokens * static_cast<double>(spec.vocab_size) / l.tp * static_cast<double>(1 + mtp) * terms::loss_backward_bytes_per_logit(training.loss_fused, l.tp);
+      m.loss_backward = tokens * vocab_share * static_cast<double>(1 + mtp) * terms::loss_backward_bytes_per_logit(training, l.tp);
     }
     m.param_elements = pn;
     m.expert_param_elements = pe;
@@ -250,8 +250,7 @@ std::vector<std::string> explain_stage(const model::Model& model, const plan::La
       "activations {:10.3f} GiB = (layers {:.3f} + one layer rebuilt in backward {:.3f} + embedding output {:.3f} + final norm and logits {:.3f} + loss "
       "backward {:.3f} GiB [{} B per logit, {}]) x (1 + fragmentation {:.2f})",
       gib(m.activations), gib(m.layer_activations), gib(m.recompute_working), gib(m.embedding_activations), gib(m.head_activations), gib(m.loss_backward),
-      terms::loss_backward_bytes_per_logit(training.loss_fused, l.tp), terms::loss_backward_name(training.loss_fused, l.tp),
-      training.activation_fragmentation));
+      terms::loss_backward_bytes_per_logit(training, l.tp), terms::loss_backward_name(training, l.tp), training.activation_fragmentation));
   const std::string dp_held =
       l.zero >= 3 && dp_shard > 1 && terms::zero3_keeps_stage_gathered(training, l)
           ? fmt::format(

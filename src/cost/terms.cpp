@@ -80,16 +80,22 @@ std::vector<FrameworkProfile> make_profiles() {
       },
       {
           .name = "hyperparallel",
-          .source = "HyperParallel's train YAML (fsdp_config, accelerator, training): its fully_shard keeps the sharded parameters in their own dtype "
-                    "and all-gathers them in mix_precision.param_dtype, reducing gradients in reduce_dtype (default param_dtype; mindspore-ai/"
-                    "hyper-parallel fdd0a80, hyper_parallel/platform/torch/fully_shard/utils.py MixedPrecisionPolicy, param.py); the reference "
-                    "planner prices its parameters in param_dtype (else torch_dtype, else fp32), gradients and the two Adam states in fp32 with no "
-                    "separate master copy; the loss is Transformers' cross entropy on logits upcast to fp32 (loss_utils.ForCausalLMLoss)",
+          .source = "HyperParallel's train YAML and trainer (PyTorch + torch_npu; mindspore-ai/hyper-parallel): its fully_shard keeps the "
+                    "sharded parameters in the model's own dtype (model_init_dtype, else model.torch_dtype; fp32 when neither is stated), "
+                    "all-gathers them in mix_precision.param_dtype and keeps each reduced gradient in the stored dtype (fdd0a80 "
+                    "platform/torch/fully_shard/param.py init_dtype_attrs, apply_reduced_grad); its AdamW keeps two moments zeros_like the "
+                    "gradient and updates in place with torch._fused_adamw_ (no master copy, no whole fp32 gradient copy) unless "
+                    "optimizer.fp32_main_params adds an fp32 main copy with fp32 moments and main gradients; the config readers set those "
+                    "bytes. Without accelerator.loss_parallel the loss is Transformers' ForCausalLMLoss on fp32 logits gathered whole on "
+                    "every TP rank; selective activation checkpointing is a per-op policy in torchtitan's manner (every second matmul "
+                    "output, attention and collectives saved; norms, activations, RoPE and casts recomputed)",
           .loss_fused = false,
+          .logits_whole_over_tp = true,
           .param_bytes = 4,
           .grad_bytes = 4,
           .optimizer_bytes = 8,
-          .selective_modules = {"hyperparallel_selective"},
+          .optimizer_casts_per_parameter = true,
+          .selective_modules = {"torchtitan_op_sac"},
       },
       {
           .name = "mindformers",
@@ -226,6 +232,7 @@ void apply_profile(const FrameworkProfile& profile, plan::Training& training) {
   training.reserve_bytes = profile.runtime_bytes;
   training.activation_fragmentation = profile.fragmentation;
   training.loss_fused = profile.loss_fused;
+  training.logits_whole_over_tp = profile.logits_whole_over_tp;
   training.param_bytes = profile.param_bytes;
   training.grad_bytes = profile.grad_bytes;
   training.optimizer_bytes = profile.optimizer_bytes;

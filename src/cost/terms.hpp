@@ -48,13 +48,20 @@ inline constexpr double kLossBytesPerLogit = 12.0;
 inline constexpr double kLossBackwardBytesPerLogitFused = 0.0;
 inline constexpr double kLossBackwardBytesPerLogitUnfused = 8.0;
 inline constexpr double kLossBackwardBytesPerLogitLossParallel = 10.0;
+// Ranks the logits are split over: TP (the head's vocabulary-parallel output, which every framework's fused or
+// loss_parallel cross entropy reads), or 1 when the head's output is gathered whole on every TP rank for a loss over
+// the full vocabulary (plan::Training::logits_whole_over_tp: HyperParallel without accelerator.loss_parallel, whose
+// trainer then keeps Transformers' ForCausalLMLoss; torchtitan with disable_loss_parallel; ColwiseParallel with
+// output_layouts Replicate()).
+inline double logits_split(const plan::Training& training, int tp) { return training.logits_whole_over_tp ? 1.0 : static_cast<double>(tp); }
 // The loss backward's transient bytes per (local) logit, and the name of that loss for --explain.
-inline double loss_backward_bytes_per_logit(bool fused, int tp) {
-  if (fused) return kLossBackwardBytesPerLogitFused;
-  return tp > 1 ? kLossBackwardBytesPerLogitLossParallel : kLossBackwardBytesPerLogitUnfused;
+inline double loss_backward_bytes_per_logit(const plan::Training& training, int tp) {
+  if (training.loss_fused) return kLossBackwardBytesPerLogitFused;
+  return logits_split(training, tp) > 1 ? kLossBackwardBytesPerLogitLossParallel : kLossBackwardBytesPerLogitUnfused;
 }
-inline const char* loss_backward_name(bool fused, int tp) {
-  if (fused) return "fused cross entropy";
+inline const char* loss_backward_name(const plan::Training& training, int tp) {
+  if (training.loss_fused) return "fused cross entropy";
+  if (tp > 1 && training.logits_whole_over_tp) return "unfused cross entropy on logits gathered whole over TP";
   return tp > 1 ? "torch loss_parallel cross entropy" : "unfused cross entropy";
 }
 // LM head forward FLOPs for `tokens` tokens: 2 t h V, once for the model and once per MTP depth (each MTP depth
@@ -157,7 +164,8 @@ struct FrameworkProfile {
   double runtime_bytes = 1073741824.0;
   // Caching allocator fragmentation, as a fraction of the activations (reserved vs allocated peak).
   double fragmentation = 0.0;
-  bool loss_fused = true;  // Megatron's fused vocab-parallel cross entropy; torch F.cross_entropy is not
+  bool loss_fused = true;             // Megatron's fused vocab-parallel cross entropy; torch F.cross_entropy is not
+  bool logits_whole_over_tp = false;  // plan::Training's field of that name
   // Training-state dtypes, bytes per element (plan::Training's fields of the same names). Megatron's mixed
   // precision: bf16 weights, fp32 main_grad, fp32 master copy + two Adam moments.
   double param_bytes = 2;

@@ -369,10 +369,20 @@ StepTime estimate_time(const model::Model& model, const plan::Layout& l, const p
   });
   // Loss: the logits upcast to fp32, softmax and its gradient read and write about 12 bytes per logit
   // (memory bound), forward and backward, once per MTP depth too.
-  double loss = compute_seconds(hw, model::WorkKind::Memory, terms::loss_bytes(tokens, static_cast<double>(spec.vocab_size), mtp_depths) / l.tp, false);
+  // Logits gathered whole over TP (plan::Training::logits_whole_over_tp): every TP rank runs the loss on the full
+  // vocabulary, after an all-gather of the logits in the compute dtype that the loss waits on (exposed; its backward
+  // keeps the local slice of the gradient, no collective).
+  const double vocab_split = terms::logits_split(training, l.tp);
+  double loss = compute_seconds(hw, model::WorkKind::Memory, terms::loss_bytes(tokens, static_cast<double>(spec.vocab_size), mtp_depths) / vocab_split, false);
   // The head's forward and its backward (2x; a frozen head under LoRA only its input gradient), and the loss.
   const double trained = terms::trainable_fraction(training, h);
   compute[P - 1] += head_fwd * (1.0 + (training.lora_rank > 0 ? terms::frozen_gemm_backward(trained) : 2.0)) + loss;
+  if (vocab_split < l.tp) {
+    double gather = ring_seconds(hw, group_ring_link(hw, l, training.rank_order, 't', l.tp), l.tp,
+                                 tokens * static_cast<double>(spec.vocab_size) * (1.0 + mtp_depths) * bc, 1.0);
+    tpc[P - 1] += gather;
+    tpr[P - 1] += gather;
+  }
   for (std::size_t si = 0; si < P; ++si) {
     // Physical overlap: TP, CP and EP collectives hide only behind compute the stage runs at the same time
     // (forward, backward and recompute of the micro-batch), and they share it: each term may hide behind at most
@@ -539,6 +549,10 @@ std::vector<std::string> explain_stage_terms(const model::Model& model, const pl
         fmt::format("  + LM head {} x 2 t h V (1 + MTP {}) FLOPs / TP (lm_head_forward_flops, backward 2x: 1/kForwardShare) and the loss "
                     "kLossBytesPerLogit = {} B per logit (loss_bytes), in compute",
                     l.mbs, model.mtp_layers(), terms::kLossBytesPerLogit));
+    if (training.logits_whole_over_tp && l.tp > 1)
+      out.push_back(
+          "  + the logits all-gathered over TP for a loss on the whole vocabulary (logits_split: every TP rank runs the loss on all of "
+          "it), in TP, exposed");
   }
   out.push_back(
       fmt::format("  compute {:.3f} + recompute {:.3f} = the window that hides TP/CP/EP (each up to its share of it)", ms(s.compute), ms(s.recompute)));

@@ -125,6 +125,9 @@ struct Training {
   bool shared_expert_overlap = false;
   // The loss: Megatron's fused vocab-parallel cross entropy (true) or an unfused fp32 log-softmax (PyTorch).
   bool loss_fused = true;
+  // The LM head's output gathered whole on every TP rank (an all-gather of the logits in forward) for a loss over
+  // the full vocabulary, instead of kept split by vocabulary (cost::terms::logits_split).
+  bool logits_whole_over_tp = false;
   // Caching-allocator fragmentation, as a fraction of activations (reserved over allocated peak).
   double activation_fragmentation = 0.0;
   // Pipeline split: the embedding, the loss and the MTP layers count as layers of the first and last chunks
