@@ -20,6 +20,9 @@ TEST(PublishedParams, Llama3_8B_8_03B) { near_published(bundled("llama3-8b").par
 TEST(PublishedParams, Llama3_70B_70_6B) { near_published(bundled("llama3-70b").params().total, 70.6, 0.1, "total"); }
 // HuggingFace meta-llama/Llama-3.1-405B: 405.9 B (Llama 3 paper: 405B).
 TEST(PublishedParams, Llama31_405B_405_9B) { near_published(bundled("llama3.1-405b").params().total, 405.9, 0.1, "total"); }
+// Nemotron-4 340B (arXiv:2406.11704, "340B"; NeMo's Nemotron4Config340B): 96 layers of hidden 18432, FFN 73728, 96
+// heads with 8 KV groups, 256k vocabulary, untied.
+TEST(PublishedParams, Nemotron4_340B) { near_published(bundled("nemotron-4-340b").params().total, 340, 5, "total"); }
 // Mistral AI, "Mixtral of experts" (2024): 46.7 B total, 12.9 B active per token (embedding included).
 TEST(PublishedParams, Mixtral8x7B_46_7B_total_12_9B_active) {
   auto p = bundled("mixtral-8x7b").params();

@@ -282,6 +282,16 @@ TEST(ModelFamilies, InternLM2ByHand) {
 // untied: embedding and head 128000; per layer q 4096 + 64, k and v 2 x (2048 + 32), o 4096 + 64, MLP 2 x 64 x 256 +
 // 256 + 64, two LayerNorms 2 x 128: 45824, twice 91648; final LayerNorm 128: 219776. Every layer sliding when
 // sliding_window is stated.
+// Nemotron (NeMo's NemotronConfig; Transformers' modeling_nemotron.py): per layer q 64 x 64, k and v 64 x 32 each (2
+// KV heads of 16), o 64 x 64 = 12288; an ungated squared-ReLU MLP 2 x 64 x 256 = 32768; two LayerNorms with bias
+// 2 x 128; untied embedding and head 2 x 64000; final LayerNorm 128: 2 x 45312 + 128000 + 128 = 218752.
+TEST(ModelFamilies, NemotronByHand) {
+  auto m = resolve_json(R"({"model_type":"nemotron","hidden_size":64,"num_hidden_layers":2,"num_attention_heads":4,"num_key_value_heads":2,
+      "intermediate_size":256,"vocab_size":1000,"hidden_act":"relu2","partial_rotary_factor":0.5,"tie_word_embeddings":false})");
+  EXPECT_EQ(m.profile.arch, "nemotron");
+  EXPECT_DOUBLE_EQ(m.params().total, 218752);
+}
+
 TEST(ModelFamilies, StarCoder2ByHand) {
   auto m = resolve_json(R"({"model_type":"starcoder2","hidden_size":64,"num_hidden_layers":2,"num_attention_heads":4,"num_key_value_heads":2,
       "intermediate_size":256,"vocab_size":1000,"use_bias":true,"sliding_window":16,"hidden_act":"gelu_pytorch_tanh","tie_word_embeddings":false})");

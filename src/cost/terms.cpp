@@ -137,20 +137,20 @@ constexpr std::array<ValidatedPair, 9> kValidated = {{
      "+18.9 % (its published throughput read per 910C chip, two dies)"},
     {"a100-80g", false, true, "Narayanan et al. 2021 Table 1 (fp16, 10 held-out runs, median 6 %)"},
     {"h100-sxm", true, true,
-     "10 held-out FP8 runs in validation/runs.yaml, median 6 %: NeMo 24.12 dense runs within 9 %, Megatron-Bridge 25.11 dense +1.4 % and "
-     "-11.7 %; Megatron-Bridge FP8 MoE runs off by 5-17 %"},
+     "13 held-out FP8 runs in validation/runs.yaml, median 5.7 %: NeMo 24.07 / 24.12 dense runs within 9 % (Nemotron-3 8B / 22B and "
+     "Nemotron-4 340B -6.5, -5.5, -5.8 %), Megatron-Bridge 25.11 dense +5.4 % and -11.7 %; Megatron-Bridge FP8 MoE runs off by 5-21 %"},
     {"h100-sxm", false, false,
      "4 held-out BF16 H100 runs in validation/runs.yaml, median 29 %: GPT-OSS-120B -14 %, AutoModel Qwen3-30B-A3B +60 %, AutoModel "
      "DeepSeek-V3 +45 %, AutoModel Llama3-70B -3.0 %; the BF16 GEMM efficiency is a prior (0.69)"},
     {"b200", true, false,
-     "10 held-out B200 FP8 runs in validation/runs.yaml, median 8.0 %: NeMo 25.02 dense -10 % to +0.4 %, Megatron-Bridge MXFP8 MoE and "
-     "long-context -25 % to +10 %; the FP8 efficiencies were fitted on two Megatron-Bridge 25.11 dense MXFP8 runs"},
-    {"b200", false, false, "one B200 BF16 run (GPT-OSS-120B, -27 %); the BF16 GEMM efficiency is the prior 0.75 times the FP8 fit's 0.79"},
+     "10 held-out B200 FP8 runs in validation/runs.yaml, median 9.2 %: NeMo 25.02 dense -8 % to +1 %, Megatron-Bridge MXFP8 MoE and "
+     "long-context -23 % to +10 %; the FP8 efficiencies were fitted on two Megatron-Bridge 25.11 dense MXFP8 runs"},
+    {"b200", false, false, "one B200 BF16 run (GPT-OSS-120B, -27 %); the BF16 GEMM efficiency is the prior 0.75 times the FP8 fit's 0.798"},
     {"h100-96g", false, true,
      "4 held-out torchtitan BF16 runs at the 500 W power limit (Llama 3.1 8B FSDP8 / FSDP128, eager and compiled, torch SDPA): -5.5 % to "
      "-8.5 %, median 6.5 %, one configuration at two scales; the peak is the H100 NVL's, the lower end of the bracket torchtitan gives"},
     {"h100-96g", true, false,
-     "torchtitan Float8 runs at a 500 W power limit in validation/runs.yaml (7 runs, median 8.8 %): Llama 3.1 8B FSDP +4 % / +7 %, 70B 2D "
+     "torchtitan Float8 runs at a 500 W power limit in validation/runs.yaml (7 runs, median 9.1 %): Llama 3.1 8B FSDP +6 % / +8 %, 70B 2D "
      "+9 %, 8B at 32k to 256k (CP 1 to 8) +12 % to -20 %; torchao's Float8 casts, the CP ring's per-step kernels and the 500 W clock are not "
      "modelled"},
 }};

@@ -70,6 +70,11 @@ inline const char* loss_backward_name(const plan::Training& training, int tp) {
 inline double lm_head_forward_flops(double tokens, double hidden, double vocab, double mtp_depths) {
   return 2.0 * tokens * hidden * vocab * (1.0 + mtp_depths);
 }
+// The LM head's GEMMs run in BF16 under an FP8 recipe: Megatron-Core builds the output layer as
+// tensor_parallel.ColumnParallelLinear, outside Transformer Engine's FP8 autocast (megatron/core/models/gpt/
+// gpt_model.py; an MXFP8 head is opt-in with fp8_output_proj since Megatron-LM 3f6a2ed, May 2026), and torchtitan's
+// Float8 conversion skips the `output` module (torchtitan 9dec370 float8.py, module_filter_fn fqn != "output").
+inline constexpr bool kLmHeadRunsInFp8 = false;
 // Bytes the loss moves (forward and backward) for `tokens` tokens: kLossBytesPerLogit per logit, per MTP depth too.
 inline double loss_bytes(double tokens, double vocab, double mtp_depths) { return tokens * vocab * kLossBytesPerLogit * (1.0 + mtp_depths); }
 // Ring CP: cp-1 steps of K,V forward; backward passes K,V and their gradients: 3 (cp-1) transfers of one K,V block.

@@ -335,7 +335,7 @@ StepTime estimate_time(const model::Model& model, const plan::Layout& l, const p
   std::size_t P = static_cast<std::size_t>(l.pp);
   const double mtp_depths = static_cast<double>(model.mtp_layers());
   double head_fwd = compute_seconds(hw, model::WorkKind::Gemm, terms::lm_head_forward_flops(tokens, h, static_cast<double>(spec.vocab_size), mtp_depths) / l.tp,
-                                    training.fp8, tokens);
+                                    training.fp8 && terms::kLmHeadRunsInFp8, tokens);
   // Per stage, one micro-batch: compute, recompute, exposed TP / CP / EP, and their sum (one allocation: this
   // runs once per searched candidate).
   std::vector<double> per_stage(9 * P, 0.0);
@@ -546,7 +546,8 @@ std::vector<std::string> explain_stage_terms(const model::Model& model, const pl
   }
   if (stage == l.pp - 1) {
     out.push_back(
-        fmt::format("  + LM head {} x 2 t h V (1 + MTP {}) FLOPs / TP (lm_head_forward_flops, backward 2x: 1/kForwardShare) and the loss "
+        fmt::format("  + LM head {} x 2 t h V (1 + MTP {}) FLOPs / TP (lm_head_forward_flops, backward 2x: 1/kForwardShare; in BF16 under FP8: "
+                    "kLmHeadRunsInFp8) and the loss "
                     "kLossBytesPerLogit = {} B per logit (loss_bytes), in compute",
                     l.mbs, model.mtp_layers(), terms::kLossBytesPerLogit));
     if (training.logits_whole_over_tp && l.tp > 1)
