@@ -349,10 +349,6 @@ TEST(Torchtitan, DisableLossParallelGathersTheLogitsWhole) {
   EXPECT_TRUE(whole(text));
 }
 
-// HyperParallel's current train YAML has FSDP (ZeRO-3) or replication and no sequence parallelism: a plan that needs
-// either is refused at --emit, naming what to search instead (it was written without them: 62 GiB read back as 95,
-// not fitting), and a search that writes there keeps to what it can state. A named model (bundled, or a config.json)
-// is written by name, so nothing of it is lost (MLA and sliding-window fields were), and its split reads back.
 // HyperParallel's train YAML runs its trainer's fully_shard and AdamW (the hyperparallel profile; mindspore-ai/
 // hyper-parallel fdd0a80 platform/torch/fully_shard/param.py): shards stored in the model's dtype (model_init_dtype,
 // else model.torch_dtype, else fp32) and gathered in mix_precision.param_dtype; gradients kept as stored; two Adam
@@ -426,25 +422,36 @@ TEST(HyperParallel, LogitsGatheredWholeOverTpCostTheirMemoryAndAGather) {
   EXPECT_GT(whole.time.breakdown.tp_comm_s, split.time.breakdown.tp_comm_s);
 }
 
+// HyperParallel's current train YAML has FSDP (ZeRO-3; ZeRO-2 with reshard_after_forward false) or replication, and
+// sequence parallelism with TP (accelerator.sequence_parallel, the trainer's AcceleratorConfig): a ZeRO-1 plan is
+// refused at --emit, naming what to search instead, and a search that writes there keeps to what it can state. A
+// named model (bundled, or a config.json) is written by name, so nothing of it is lost (MLA and sliding-window fields
+// were), and its split reads back.
 TEST(HyperParallel, EmitStatesOnlyWhatTheFormatHolds) {
   config::Plan p;
   p.layout.dp = 4;
   p.layout.tp = 2;
   p.layout.sp = true;
-  p.layout.zero = 3;
+  p.layout.zero = 1;
   p.devices = 8;
   p.global_batch = 8;
   p.seq = 4096;
   p.num_layers = 32;
   try {
     (void)config::emit(config::EmitFormat::HyperParallel, p, nullptr, "llama3-8b");
-    ADD_FAILURE() << "SP written";
+    ADD_FAILURE() << "ZeRO-1 written";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("--sp off"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("--zero"), std::string::npos) << e.what();
   }
   auto e = config::expressible(config::EmitFormat::HyperParallel, nullptr);
   EXPECT_EQ(e.zero, (std::vector<int>{0, 2, 3}));
-  EXPECT_EQ(e.sp, (std::vector<bool>{false}));
+  EXPECT_EQ(e.sp, (std::vector<bool>{false, true}));
+  p.layout.zero = 3;
+  app::EstimateRequest with_sp;
+  config::fill(with_sp, config::read_text(config::emit(config::EmitFormat::HyperParallel, p, nullptr, "llama3-8b"), "h.yaml", config::Format::HyperParallel),
+               nlohmann::json::object());
+  EXPECT_TRUE(with_sp.layout.sp);
+  EXPECT_EQ(with_sp.layout.tp, 2);
   p.layout.sp = false;
   // ZeRO-2 is FSDP keeping the gathered parameters (reshard_after_forward false), and reads back as ZeRO-2; a
   // ZeRO-3 plan written over it turns the key back.

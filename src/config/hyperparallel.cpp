@@ -196,6 +196,8 @@ Loaded read_hyperparallel(const json& tree, const std::string& file) {
     const bool keep_gathered = !t.flag("fsdp_config.reshard_after_forward").value_or(true);
     set("zero", shard > 1 ? (keep_gathered ? 2 : 3) : 0, keep_gathered ? "fsdp_config.reshard_after_forward" : "fsdp_config.dp_shard_size");
     if (auto lp = t.flag(acc + ".loss_parallel")) set("loss_parallel", *lp, acc + ".loss_parallel");
+    // The trainer's AcceleratorConfig.sequence_parallel (default false): Megatron-style sequence parallelism with TP.
+    if (auto sp = t.flag(acc + ".sequence_parallel")) set("sp", *sp && tp > 1, acc + ".sequence_parallel");
     if (shard > 1 && rep > 1) set("optimizer_shard", shard, "fsdp_config.dp_shard_size (HSDP: sharded within dp_shard)");
   }
   long long vpp = legacy ? t.whole("train.accelerator.pp_interleave_num").value_or(1) : t.whole("accelerator.pp_interleave_num").value_or(1);
@@ -391,9 +393,8 @@ Expressible expressible_hyperparallel(const Loaded* original) {
     return {std::vector<int>{0, 3}, std::nullopt,
             "HyperParallel's legacy YAML states MindSpore's parallel optimizer (enable_parallel_optimizer: weights and optimizer states sliced, "
             "ZeRO-3) or none"};
-  return {std::vector<int>{0, 2, 3}, std::vector<bool>{false},
-          "HyperParallel's train YAML states FSDP (fsdp_config.dp_shard_size: ZeRO-3; reshard_after_forward false: ZeRO-2) or replication, "
-          "and no sequence parallelism"};
+  return {std::vector<int>{0, 2, 3}, std::vector<bool>{false, true},
+          "HyperParallel's train YAML states FSDP (fsdp_config.dp_shard_size: ZeRO-3; reshard_after_forward false: ZeRO-2) or replication"};
 }
 
 std::string emit_hyperparallel(const Plan& plan, const Loaded* original, const std::string& model_name) {
@@ -456,6 +457,7 @@ std::string emit_hyperparallel(const Plan& plan, const Loaded* original, const s
     if (l.dp / shard > 1 || (original && original->origin.count("devices") && original->origin.at("devices").find("dp_replicate") != std::string::npos))
       text = yaml_set(text, "accelerator.dp_replicate_size", std::to_string(l.dp / shard));
     if (l.vpp > 1) text = yaml_set(text, "accelerator.pp_interleave_num", std::to_string(l.vpp));
+    if (l.sp || (original && original->origin.count("sp"))) text = yaml_set(text, "accelerator.sequence_parallel", l.sp ? "true" : "false");
     text = yaml_set_all(text, {
                                   {"fsdp_config.dp_shard_size", std::to_string(shard)},
                                   {"training.global_batch_size", std::to_string(plan.global_batch)},
