@@ -398,6 +398,21 @@ TEST(HyperParallel, TrainYamlTakesItsTrainersStateDtypes) {
   EXPECT_EQ(plain.layout.zero, 3);
   EXPECT_FALSE(read("", "", "", ", loss_parallel: true").training.logits_whole_over_tp);
   EXPECT_EQ(read("", "  reshard_after_forward: false\n").layout.zero, 2);
+  // reshard_after_backward false keeps them from one micro-batch's backward to the next one's forward: ZeRO-2 with
+  // several micro-batches (global batch 8 over DP 4 here), nothing kept with one.
+  EXPECT_EQ(read("", "  reshard_after_backward: false\n").layout.zero, 2);
+  std::string one_micro_batch = base;
+  one_micro_batch.replace(one_micro_batch.find("global_batch_size: 8"), 20, "global_batch_size: 4");
+  for (const char* placeholder : {"", "", "  reshard_after_backward: false\n"}) one_micro_batch.replace(one_micro_batch.find("{}"), 2, placeholder);
+  app::EstimateRequest single;
+  config::fill(single, config::read_text(one_micro_batch, "train.yaml", config::Format::HyperParallel), nlohmann::json::object());
+  EXPECT_EQ(single.layout.zero, 3);
+  // The current trainer's examples state the sequence as dataset.data_transform.seq_len.
+  std::string seq_len = base + "dataset:\n  data_transform: {seq_len: 2048}\n";
+  for (int i = 0; i < 3; ++i) seq_len.replace(seq_len.find("{}"), 2, "");
+  app::EstimateRequest with_seq;
+  config::fill(with_seq, config::read_text(seq_len, "train.yaml", config::Format::HyperParallel), nlohmann::json::object());
+  EXPECT_EQ(with_seq.job.training.seq, 2048);
 }
 
 // Logits gathered whole over TP (HyperParallel without loss_parallel) hold the whole vocabulary on the last stage:

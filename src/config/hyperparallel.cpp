@@ -190,11 +190,20 @@ Loaded read_hyperparallel(const json& tree, const std::string& file) {
     if (sp && tp > 1) set("sp", true, "train.accelerator.use_seq_parallel");
   } else {
     set("framework", "hyperparallel", "a HyperParallel train YAML (its fully_shard and training state)");
-    // reshard_after_forward false keeps each unit's gathered parameters from its forward to its backward: the
-    // parameters whole for the step, the gradients and optimizer states sharded (ZeRO-2, as the AutoModel and
-    // torchtitan readers take it).
-    const bool keep_gathered = !t.flag("fsdp_config.reshard_after_forward").value_or(true);
-    set("zero", shard > 1 ? (keep_gathered ? 2 : 3) : 0, keep_gathered ? "fsdp_config.reshard_after_forward" : "fsdp_config.dp_shard_size");
+    // reshard_after_forward false keeps each unit's gathered parameters from its forward to its backward, and
+    // reshard_after_backward false from its backward to the next micro-batch's forward (the trainer's FSDP2Config,
+    // both true by default): the parameters whole for the step, the gradients and optimizer states sharded (ZeRO-2,
+    // as the AutoModel and torchtitan readers take it). Without a second micro-batch the second keeps nothing.
+    const bool after_forward = !t.flag("fsdp_config.reshard_after_forward").value_or(true);
+    const auto gbs_stated = t.whole("training.global_batch_size");
+    const auto mbs_stated = t.whole("training.micro_batch_size");
+    const bool several = !gbs_stated || *gbs_stated > mbs_stated.value_or(1) * rep * shard;
+    const bool after_backward = !t.flag("fsdp_config.reshard_after_backward").value_or(true) && several;
+    const bool keep_gathered = after_forward || after_backward;
+    set("zero", shard > 1 ? (keep_gathered ? 2 : 3) : 0,
+        after_forward    ? "fsdp_config.reshard_after_forward"
+        : after_backward ? "fsdp_config.reshard_after_backward (with several micro-batches)"
+                         : "fsdp_config.dp_shard_size");
     if (auto lp = t.flag(acc + ".loss_parallel")) set("loss_parallel", *lp, acc + ".loss_parallel");
     // The trainer's AcceleratorConfig.sequence_parallel (default false): Megatron-style sequence parallelism with TP.
     if (auto sp = t.flag(acc + ".sequence_parallel")) set("sp", *sp && tp > 1, acc + ".sequence_parallel");
@@ -229,7 +238,7 @@ Loaded read_hyperparallel(const json& tree, const std::string& file) {
     set("recompute", v, ac);
   }
   // Sequence, precision, memory.
-  for (const char* k : {"dataset.data_transform.max_seq_len", "data.max_seq_len", "model.config_overrides.seq_length"}) {
+  for (const char* k : {"dataset.data_transform.max_seq_len", "dataset.data_transform.seq_len", "data.max_seq_len", "model.config_overrides.seq_length"}) {
     if (auto s = t.whole(k)) {
       set("seq", *s, k);
       break;
@@ -465,8 +474,11 @@ std::string emit_hyperparallel(const Plan& plan, const Loaded* original, const s
                                   {"training.micro_batch_num", std::to_string(m)},
                                   {"activation_checkpoint.mode", plan::to_string(l.recompute)},
                               });
-    const bool stated_keep = original && original->origin.count("zero") && original->origin.at("zero") == "fsdp_config.reshard_after_forward";
+    // ZeRO-2 keeps the gathered parameters (reshard_after_forward false); a ZeRO-3 plan written over a file that kept
+    // them turns both keys back.
+    const bool stated_keep = original && original->origin.count("zero") && original->origin.at("zero").rfind("fsdp_config.reshard_after", 0) == 0;
     if (l.zero == 2 || stated_keep) text = yaml_set(text, "fsdp_config.reshard_after_forward", l.zero == 2 ? "false" : "true");
+    if (l.zero != 2 && stated_keep) text = yaml_set(text, "fsdp_config.reshard_after_backward", "true");
   }
   if (plan.split) {
     const plan::StageSplit& s = *plan.split;
