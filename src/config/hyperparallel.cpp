@@ -238,7 +238,8 @@ Loaded read_hyperparallel(const json& tree, const std::string& file) {
     set("recompute", v, ac);
   }
   // Sequence, precision, memory.
-  for (const char* k : {"dataset.data_transform.max_seq_len", "dataset.data_transform.seq_len", "data.max_seq_len", "model.config_overrides.seq_length"}) {
+  for (const char* k : {"dataset.data_transform.max_seq_len", "dataset.data_transform.seq_len", "dataset.data_config.seq_length", "data.max_seq_len",
+                        "model.config_overrides.seq_length"}) {
     if (auto s = t.whole(k)) {
       set("seq", *s, k);
       break;
