@@ -437,6 +437,66 @@ TEST(HyperParallel, LogitsGatheredWholeOverTpCostTheirMemoryAndAGather) {
   EXPECT_GT(whole.time.breakdown.tp_comm_s, split.time.breakdown.tp_comm_s);
 }
 
+// The current trainer's AcceleratorConfig (mindspore-ai/hyper-parallel trainer/config/parallelism.py at 5421c36):
+// pp_micro_batch_num (global batch = it x micro_batch_size x DP), pp_vpp, pp_layer_split (layers per stage),
+// pp_schedule (gpipe is warned: priced as 1F1B); its TrainingConfig has no micro_batch_num and its resolver refuses
+// unknown fields, so --emit writes the accelerator keys and leaves training.micro_batch_num out.
+TEST(HyperParallel, TheTrainersPipelineKeysReadAndWriteBack) {
+  const std::string text =
+      "model:\n  pretrained_model_name_or_path: x\n  config_overrides: {model_type: llama, num_hidden_layers: 8, hidden_size: 256, "
+      "num_attention_heads: 4, intermediate_size: 512, vocab_size: 1000}\n"
+      "training: {global_batch_size: 8, micro_batch_size: 1}\n"
+      "accelerator: {tp_size: 1, cp_size: 2, ep_size: 1, pp_size: 2, pp_micro_batch_num: 4, pp_schedule: gpipe, pp_vpp: 1, pp_layer_split: [3, 5]}\n"
+      "fsdp_config: {dp_shard_size: 2}\n"
+      "dataloader: {get_batch: {cp_algorithm: ulysses}}\n";
+  config::Loaded loaded = config::read_text(text, "train.yaml", config::Format::HyperParallel);
+  app::EstimateRequest r;
+  config::fill(r, loaded, nlohmann::json::object());
+  EXPECT_EQ(r.job.devices, 8);
+  EXPECT_EQ(r.job.training.global_batch, 8);
+  EXPECT_EQ(app::run_estimate(r).layout.micro_batches, 4);
+  EXPECT_EQ(r.layout.cp_algo, plan::CpAlgo::AllToAll);
+  ASSERT_TRUE(r.split.has_value());
+  EXPECT_EQ(r.split->layers, (plan::ChunkCounts{{3, 5}}));
+  ASSERT_EQ(loaded.warnings.size(), 1U);
+  EXPECT_NE(loaded.warnings[0].find("accelerator.pp_schedule"), std::string::npos) << loaded.warnings[0];
+  std::string inconsistent = text;
+  inconsistent.replace(inconsistent.find("pp_micro_batch_num: 4"), 21, "pp_micro_batch_num: 3");
+  EXPECT_THROW((void)config::read_text(inconsistent, "train.yaml", config::Format::HyperParallel), Error);
+  std::string bad_split = text;
+  bad_split.replace(bad_split.find("[3, 5]"), 6, "[3, 6]");
+  EXPECT_THROW((void)config::read_text(bad_split, "train.yaml", config::Format::HyperParallel), Error);
+
+  config::Plan p;
+  p.layout = r.layout;
+  p.layout.dp = 2;
+  p.layout.pp = 2;
+  p.layout.cp = 2;
+  p.layout.vpp = 1;
+  p.devices = 8;
+  p.global_batch = 8;
+  p.seq = 4096;
+  p.num_layers = 8;
+  p.model_config = loaded.model_config;
+  p.split = plan::StageSplit{{{5, 3}}, {}, {}};
+  const std::string written = config::emit(config::EmitFormat::HyperParallel, p, &loaded, "x");
+  EXPECT_EQ(written.find(" micro_batch_num:"), std::string::npos) << written;  // training has no such field
+  EXPECT_NE(written.find("pp_micro_batch_num: 4"), std::string::npos) << written;
+  EXPECT_NE(written.find("pp_layer_split: [5, 3]"), std::string::npos) << written;
+  app::EstimateRequest back;
+  config::fill(back, config::read_text(written, "train.yaml", config::Format::HyperParallel), nlohmann::json::object());
+  ASSERT_TRUE(back.split.has_value());
+  EXPECT_EQ(back.split->layers, (plan::ChunkCounts{{5, 3}}));
+  EXPECT_EQ(app::run_estimate(back).layout.micro_batches, 4);
+  // A fresh file for an interleaved plan states pp_vpp and pp_micro_batch_num, not the keys the trainer refuses.
+  p.layout.vpp = 2;
+  p.split.reset();
+  const std::string fresh = config::emit(config::EmitFormat::HyperParallel, p, nullptr, "llama3-8b");
+  EXPECT_NE(fresh.find("pp_vpp: 2"), std::string::npos) << fresh;
+  EXPECT_EQ(fresh.find("pp_interleave_num"), std::string::npos) << fresh;
+  EXPECT_EQ(fresh.find(" micro_batch_num:"), std::string::npos) << fresh;
+}
+
 // HyperParallel's current train YAML has FSDP (ZeRO-3; ZeRO-2 with reshard_after_forward false) or replication, and
 // sequence parallelism with TP (accelerator.sequence_parallel, the trainer's AcceleratorConfig): a ZeRO-1 plan is
 // refused at --emit, naming what to search instead, and a search that writes there keeps to what it can state. A

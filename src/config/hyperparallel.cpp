@@ -138,6 +138,21 @@ void train_state_bytes(Tree& t, Loaded& out) {
   t.use("optimizer._target_");
 }
 
+// Whether the file sapp edits states the key path (dotted).
+bool original_states(const Loaded* original, const std::string& path) {
+  if (!original) return false;
+  json node = io::parse_yaml(original->text, original->file);
+  std::size_t start = 0;
+  while (true) {
+    std::size_t dot = path.find('.', start);
+    const std::string key = path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+    if (!node.is_object() || !node.contains(key)) return false;
+    node = node.at(key);
+    if (dot == std::string::npos) return true;
+    start = dot + 1;
+  }
+}
+
 // The legacy layout (train.accelerator.*, MindSpore's parallel optimizer): none of the current layout's sections.
 bool legacy_tree(const json& tree) {
   return !(tree.contains("accelerator") || tree.contains("fsdp_config") || tree.contains("training") ||
@@ -209,25 +224,44 @@ Loaded read_hyperparallel(const json& tree, const std::string& file) {
     if (auto sp = t.flag(acc + ".sequence_parallel")) set("sp", *sp && tp > 1, acc + ".sequence_parallel");
     if (shard > 1 && rep > 1) set("optimizer_shard", shard, "fsdp_config.dp_shard_size (HSDP: sharded within dp_shard)");
   }
-  long long vpp = legacy ? t.whole("train.accelerator.pp_interleave_num").value_or(1) : t.whole("accelerator.pp_interleave_num").value_or(1);
-  set("vpp", vpp, legacy ? "train.accelerator.pp_interleave_num" : "accelerator.pp_interleave_num");
+  // Interleaving: pp_interleave_num (legacy and earlier current layouts) or the trainer's AcceleratorConfig.pp_vpp.
+  std::string vpp_from = acc + ".pp_interleave_num";
+  long long vpp = legacy ? t.whole(vpp_from).value_or(1) : t.whole_of({"accelerator.pp_interleave_num", "accelerator.pp_vpp"}, vpp_from).value_or(1);
+  set("vpp", vpp, vpp_from);
   if (cp > 1) {
-    if (auto algo = t.text(acc + ".context_parallel_algo")) set("cp_algo", *algo == "ulysses_cp" ? "all2all" : "ring", acc + ".context_parallel_algo");
+    if (auto algo = t.text(acc + ".context_parallel_algo")) {
+      set("cp_algo", *algo == "ulysses_cp" ? "all2all" : "ring", acc + ".context_parallel_algo");
+    } else if (auto batch_algo = t.text("dataloader.get_batch.cp_algorithm")) {
+      set("cp_algo", *batch_algo == "ulysses" ? "all2all" : "ring", "dataloader.get_batch.cp_algorithm");
+    }
   }
-  // Batch.
+  if (!legacy) {
+    // AcceleratorConfig.pp_schedule: gpipe or 1f1b (default). GPipe runs every micro-batch's forward before any
+    // backward, holding all of their activations: sapp's schedules are 1F1B's.
+    if (auto schedule = t.text("accelerator.pp_schedule"); schedule && io::lower(*schedule) == "gpipe" && pp > 1)
+      out.warnings.push_back(at(file, "accelerator.pp_schedule") +
+                             ": gpipe is priced as 1F1B (sapp has no GPipe schedule): GPipe holds every micro-batch's activations, so its peak "
+                             "memory is above the estimate");
+  }
+  // Batch. The current trainer's pipeline states its micro-batches as accelerator.pp_micro_batch_num (global batch =
+  // pp_micro_batch_num x micro_batch_size x DP; its TrainingConfig has no micro_batch_num).
   std::string batch = legacy ? "train" : "training";
   auto gbs = t.whole(batch + ".global_batch_size");
   long long mbs = t.whole(batch + ".micro_batch_size").value_or(t.whole("micro_batch_size").value_or(1));
-  auto m = t.whole(batch + ".micro_batch_num", 0);
+  std::string m_from = batch + ".micro_batch_num";
+  auto m = t.whole(m_from, 0);
+  if (!legacy && !m && pp > 1) {
+    m_from = "accelerator.pp_micro_batch_num";
+    m = t.whole(m_from);
+  }
   set("mbs", mbs, batch + ".micro_batch_size");
   if (gbs) {
     set("global_batch", *gbs, batch + ".global_batch_size");
     if (m && *m > 0 && *m * mbs * dp != *gbs) {
-      fail(file, "{}.global_batch_size = {} but {}.micro_batch_num x micro_batch_size x DP = {} x {} x {} = {}", batch, *gbs, batch, *m, mbs, dp,
-           *m * mbs * dp);
+      fail(file, "{}.global_batch_size = {} but {} x micro_batch_size x DP = {} x {} x {} = {}", batch, *gbs, m_from, *m, mbs, dp, *m * mbs * dp);
     }
   } else if (m && *m > 0) {
-    set("global_batch", *m * mbs * dp, batch + ".micro_batch_num x micro_batch_size x DP");
+    set("global_batch", *m * mbs * dp, m_from + " x micro_batch_size x DP");
   }
   // Recompute.
   std::string ac = legacy ? "train.gradient_checkpointing.activation_checkpoint" : "activation_checkpoint.mode";
@@ -238,8 +272,8 @@ Loaded read_hyperparallel(const json& tree, const std::string& file) {
     set("recompute", v, ac);
   }
   // Sequence, precision, memory.
-  for (const char* k : {"dataset.data_transform.max_seq_len", "dataset.data_transform.seq_len", "dataset.data_config.seq_length", "data.max_seq_len",
-                        "model.config_overrides.seq_length"}) {
+  for (const char* k : {"dataset.data_transform.max_seq_len", "dataset.data_transform.seq_len", "dataset.data_config.seq_length", "dataset.seq_len",
+                        "data.max_seq_len", "model.config_overrides.seq_length"}) {
     if (auto s = t.whole(k)) {
       set("seq", *s, k);
       break;
@@ -276,12 +310,31 @@ Loaded read_hyperparallel(const json& tree, const std::string& file) {
   long long layers = model.is_object() && model.contains("num_hidden_layers") && model.at("num_hidden_layers").is_number_integer()
                          ? model.at("num_hidden_layers").get<long long>()
                          : 0;
+  const json* layer_split = legacy ? nullptr : t.get("accelerator.pp_layer_split");
+  if (layer_split && layer_split->is_null()) layer_split = nullptr;
   if (layers == 0 && out.values.contains("model") &&
-      (t.get("model.config_overrides.offset") || t.get("model.config_overrides.full_rec") || t.get("model.config_overrides.sel_rec"))) {
+      (t.get("model.config_overrides.offset") || t.get("model.config_overrides.full_rec") || t.get("model.config_overrides.sel_rec") || layer_split)) {
     // A named model (bundled or a config.json) with a stage split: the split's arithmetic needs its layer count.
     layers = model::load_model(out.values.at("model").get<std::string>(), io::data_dir()).num_layers;
   }
   if (layers > 0) stage_split(t, out, "model.config_overrides", layers, static_cast<int>(pp), static_cast<int>(vpp));
+  if (layer_split && layers > 0) {
+    // AcceleratorConfig.pp_layer_split: the decoder layers of each pipeline stage, first to last.
+    const std::string where = at(file, "accelerator.pp_layer_split");
+    if (out.split) fail(where, "states the stage split that model.config_overrides.offset also states: keep one");
+    if (!layer_split->is_array() || static_cast<long long>(layer_split->size()) != pp || vpp != 1)
+      fail(where, "{} is not a list of {} layer counts, one per pipeline stage (without interleaving)", layer_split->dump(), pp);
+    plan::StageSplit split;
+    split.layers.emplace_back();
+    long long total = 0;
+    for (const json& n : *layer_split) {
+      if (!n.is_number_integer() || n.get<long long>() < 0) fail(where, "{} is not a whole layer count", n.dump());
+      split.layers[0].push_back(n.get<long long>());
+      total += n.get<long long>();
+    }
+    if (total != layers) fail(where, "places {} layers; the model has {}", total, layers);
+    out.split = split;
+  }
   for (const char* k : {"model.config_path", "model._target_", "model.trust_remote_code", "model.torch_dtype", "model.attn_implementation"}) t.use(k);
   out.unused = t.unused();
   return out;
@@ -466,13 +519,21 @@ std::string emit_hyperparallel(const Plan& plan, const Loaded* original, const s
     if (l.etp > 1) text = yaml_set(text, "accelerator.etp_size", std::to_string(l.etp));
     if (l.dp / shard > 1 || (original && original->origin.count("devices") && original->origin.at("devices").find("dp_replicate") != std::string::npos))
       text = yaml_set(text, "accelerator.dp_replicate_size", std::to_string(l.dp / shard));
-    if (l.vpp > 1) text = yaml_set(text, "accelerator.pp_interleave_num", std::to_string(l.vpp));
+    // The trainer's AcceleratorConfig states interleaving as pp_vpp and the pipeline's micro-batches as
+    // pp_micro_batch_num; its TrainingConfig has no micro_batch_num and its resolver refuses unknown fields, so the
+    // older keys are written only where the file already has them.
+    const bool old_vpp = original_states(original, "accelerator.pp_interleave_num");
+    if (l.vpp > 1 || old_vpp || original_states(original, "accelerator.pp_vpp"))
+      text = yaml_set(text, old_vpp ? "accelerator.pp_interleave_num" : "accelerator.pp_vpp", std::to_string(l.vpp));
+    const bool old_m = original_states(original, "training.micro_batch_num");
+    if (old_m) text = yaml_set(text, "training.micro_batch_num", std::to_string(m));
+    if (!old_m && (l.pp > 1 || original_states(original, "accelerator.pp_micro_batch_num")))
+      text = yaml_set(text, "accelerator.pp_micro_batch_num", std::to_string(m));
     if (l.sp || (original && original->origin.count("sp"))) text = yaml_set(text, "accelerator.sequence_parallel", l.sp ? "true" : "false");
     text = yaml_set_all(text, {
                                   {"fsdp_config.dp_shard_size", std::to_string(shard)},
                                   {"training.global_batch_size", std::to_string(plan.global_batch)},
                                   {"training.micro_batch_size", std::to_string(l.mbs)},
-                                  {"training.micro_batch_num", std::to_string(m)},
                                   {"activation_checkpoint.mode", plan::to_string(l.recompute)},
                               });
     // ZeRO-2 keeps the gathered parameters (reshard_after_forward false); a ZeRO-3 plan written over a file that kept
@@ -491,7 +552,11 @@ std::string emit_hyperparallel(const Plan& plan, const Loaded* original, const s
       for (long long c : row) r.push_back(c - base);
       offset.push_back(r);
     }
-    text = yaml_set(text, "model.config_overrides.offset", flow(l.vpp > 1 ? offset : offset[0]));
+    if (!legacy && l.vpp == 1 && original_states(original, "accelerator.pp_layer_split")) {
+      text = yaml_set(text, "accelerator.pp_layer_split", flow(json(s.layers[0])));  // the file's own key for the split
+    } else {
+      text = yaml_set(text, "model.config_overrides.offset", flow(l.vpp > 1 ? offset : offset[0]));
+    }
     if (s.states_recompute()) {
       auto rows = [&](const plan::ChunkCounts& c, bool add_full) {
         json out = json::array();
