@@ -497,6 +497,20 @@ TEST(HyperParallel, TheTrainersPipelineKeysReadAndWriteBack) {
   EXPECT_EQ(fresh.find(" micro_batch_num:"), std::string::npos) << fresh;
 }
 
+// HyperParallel's training-skeleton schema (examples/training_skeleton/train.yaml) states dp_shard_size under
+// accelerator and the batch in step_scheduler (local_batch_size per data-parallel rank and forward).
+TEST(HyperParallel, TheSkeletonSchemaStatesShardAndBatchElsewhere) {
+  const std::string text =
+      "model:\n  pretrained_model_name_or_path: llama3-8b\nstep_scheduler: {local_batch_size: 2, global_batch_size: 16}\n"
+      "training: {seed: 42}\naccelerator: {dp_shard_size: 2, dp_replicate_size: 1, tp_size: 2, cp_size: 1, pp_size: 1, ep_size: 1}\n";
+  app::EstimateRequest r;
+  config::fill(r, config::read_text(text, "train.yaml", config::Format::HyperParallel), nlohmann::json::object());
+  EXPECT_EQ(r.job.devices, 4);
+  EXPECT_EQ(r.layout.zero, 3);
+  EXPECT_EQ(r.layout.mbs, 2);
+  EXPECT_EQ(r.job.training.global_batch, 16);
+}
+
 // HyperParallel's current train YAML has FSDP (ZeRO-3; ZeRO-2 with reshard_after_forward false) or replication, and
 // sequence parallelism with TP (accelerator.sequence_parallel, the trainer's AcceleratorConfig): a ZeRO-1 plan is
 // refused at --emit, naming what to search instead, and a search that writes there keeps to what it can state. A
@@ -758,7 +772,7 @@ INSTANTIATE_TEST_SUITE_P(
         Bad{"hyperparallel_batch",
             "accelerator:\n  tp_size: 2\nfsdp_config:\n  dp_shard_size: 4\ntraining:\n  global_batch_size: 64\n  micro_batch_size: 1\n  micro_batch_num: "
             "4\nmodel:\n  pretrained_model_name_or_path: llama3-8b\n",
-            "training.global_batch_size = 64 but training.micro_batch_num x micro_batch_size x DP = 4 x 1 x 4 = 16"},
+            "training.global_batch_size = 64 but training.micro_batch_num x training.micro_batch_size x DP = 4 x 1 x 4 = 16"},
         Bad{"torchtitan_unknown_key", "[model]\nname = \"llama3\"\nflavor = \"8B\"\n[parallelism]\ntensor_parallel_degre = 2\n",
             "parallelism.tensor_parallel_degre: is not a key torchtitan (v0.2) defines"},
         Bad{"torchtitan_bad_flavour", "[model]\nname = \"llama3\"\nflavor = \"9B\"\n", "'9B' is not a bundled llama3 flavour"},

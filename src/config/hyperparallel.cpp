@@ -181,8 +181,9 @@ Loaded read_hyperparallel(const json& tree, const std::string& file) {
   const std::string replicate = acc + ".dp_replicate", replicate_size = acc + ".dp_replicate_size";
   long long rep = t.whole_of({replicate.c_str(), replicate_size.c_str()}, rep_from).value_or(1);
   if (rep_from.empty()) rep_from = replicate;
+  // dp_shard: fsdp_config.dp_shard_size, or accelerator.dp_shard_size in the training-skeleton schema.
   std::string shard_from = legacy ? "train.accelerator.dp_shard" : "fsdp_config.dp_shard_size";
-  long long shard = t.whole(shard_from).value_or(1);
+  long long shard = legacy ? t.whole(shard_from).value_or(1) : t.whole_of({"fsdp_config.dp_shard_size", "accelerator.dp_shard_size"}, shard_from).value_or(1);
   long long dp = rep * shard;
   set("devices", dp * tp * pp * cp, fmt::format("{} x {} x {} x {} x {}", rep_from, shard_from, tp_from, pp_from, cp_from));
   set("tp", tp, tp_from);
@@ -246,19 +247,27 @@ Loaded read_hyperparallel(const json& tree, const std::string& file) {
   // Batch. The current trainer's pipeline states its micro-batches as accelerator.pp_micro_batch_num (global batch =
   // pp_micro_batch_num x micro_batch_size x DP; its TrainingConfig has no micro_batch_num).
   std::string batch = legacy ? "train" : "training";
-  auto gbs = t.whole(batch + ".global_batch_size");
-  long long mbs = t.whole(batch + ".micro_batch_size").value_or(t.whole("micro_batch_size").value_or(1));
+  std::string gbs_from = batch + ".global_batch_size";
+  std::string mbs_from = batch + ".micro_batch_size";
+  if (!legacy && !t.get(gbs_from) && t.get("step_scheduler.global_batch_size")) {
+    // The training-skeleton schema: step_scheduler.global_batch_size and local_batch_size (samples per
+    // data-parallel rank and forward, as NeMo AutoModel's step scheduler, whose shape it follows).
+    gbs_from = "step_scheduler.global_batch_size";
+    mbs_from = "step_scheduler.local_batch_size";
+  }
+  auto gbs = t.whole(gbs_from);
+  long long mbs = t.whole(mbs_from).value_or(t.whole("micro_batch_size").value_or(1));
   std::string m_from = batch + ".micro_batch_num";
   auto m = t.whole(m_from, 0);
   if (!legacy && !m && pp > 1) {
     m_from = "accelerator.pp_micro_batch_num";
     m = t.whole(m_from);
   }
-  set("mbs", mbs, batch + ".micro_batch_size");
+  set("mbs", mbs, mbs_from);
   if (gbs) {
-    set("global_batch", *gbs, batch + ".global_batch_size");
+    set("global_batch", *gbs, gbs_from);
     if (m && *m > 0 && *m * mbs * dp != *gbs) {
-      fail(file, "{}.global_batch_size = {} but {} x micro_batch_size x DP = {} x {} x {} = {}", batch, *gbs, m_from, *m, mbs, dp, *m * mbs * dp);
+      fail(file, "{} = {} but {} x {} x DP = {} x {} x {} = {}", gbs_from, *gbs, m_from, mbs_from, *m, mbs, dp, *m * mbs * dp);
     }
   } else if (m && *m > 0) {
     set("global_batch", *m * mbs * dp, m_from + " x micro_batch_size x DP");
