@@ -810,6 +810,51 @@ TEST(ReferenceSearch, DimensionsAndConstraint) {
   EXPECT_GT(rep.evaluated, 0);
 }
 
+// The reference planner's own search examples (mindspore-ai/hyper-parallel auto_parallel/examples at 4bc5f7a and
+// 3ae53bc) read and search: device type A2, expert TP 0 (the reference's unset), an MLA model without
+// qk_nope_head_dim (taken as v_head_dim, as its parser takes it), fp32 parameters (param_init_type), capacity factor
+// 1.5, the older names seq_len and moe_inter_dim, and pipeline_schedule 1F1B (no interleaving searched). They are
+// priced in HyperParallel's runtime profile, as the reference prices them.
+TEST(ReferenceSearch, TheReferencesOwnExamplesRead) {
+  const std::string deepseek =
+      "model: {name: deepseek, num_hidden_layers: 61, hidden_size: 7168, intermediate_size: 18432, num_attention_heads: 128,\n"
+      "  num_key_value_heads: 128, vocab_size: 159744, max_position_embeddings: 4096, local_batch_size: 1, kv_lora_rank: 512,\n"
+      "  q_lora_rank: 1536, qk_rope_head_dim: 64, v_head_dim: 128, num_experts: 256, num_experts_per_tok: 8, num_shared_experts: 1,\n"
+      "  moe_intermediate_size: 2048, first_k_dense_replace: 3, mtp_depth: 1, capacity_factor: 1.5, param_init_type: float32,\n"
+      "  compute_dtype: bfloat16, softmax_compute_type: float32, use_flash_attention: true, moe_enabled: true}\n"
+      "cluster: {num_nodes: 64, cards_per_node: 8, device_type: A2, device_memory_gb: 58.0}\n"
+      "parallelism: {tp: [2, 4, 8], pp: [4, 8, 16], cp: 1, ep: [4, 8, 16], etp: 0}\n"
+      "constraint: {global_batch_size: 1024, memory_limit_gb: 58.0}\nrecompute: full\n"
+      "pp_config: {stage_partition_mode: uniform, pipeline_schedule: 1F1B}\n";
+  config::Loaded l = config::read_text(deepseek, "search.yaml", config::Format::ReferenceSearch);
+  app::SearchRequest r;
+  config::fill(r, l, nlohmann::json{{"threads", 1}});
+  EXPECT_EQ(r.job.devices, 512);
+  EXPECT_EQ(r.job.hardware, "ascend-910b");
+  EXPECT_EQ(r.job.training.param_bytes, 4);
+  EXPECT_EQ(r.job.training.optimizer_bytes, 8);
+  EXPECT_DOUBLE_EQ(r.job.training.capacity_factor, 1.5);
+  EXPECT_FALSE(r.job.training.loss_fused);  // the hyperparallel profile
+  EXPECT_EQ(r.space.vpp, (std::vector<int>{1}));
+  EXPECT_TRUE(std::any_of(l.warnings.begin(), l.warnings.end(), [](const std::string& w) { return w.find("qk_nope_head_dim") != std::string::npos; }));
+  report::SearchReport rep = app::run_search(r);
+  ASSERT_FALSE(rep.rows.empty());
+  EXPECT_EQ(rep.rows[0].candidate.layout.vpp, 1);
+
+  const std::string mixtral =
+      "model: {name: mixtral-8x7b-moe, n_layers: 32, dim: 4096, inter_dim: 14336, n_heads: 32, n_kv_heads: 8, vocab_size: 32000,\n"
+      "  seq_len: 32768, local_batch_size: 1, num_experts: 8, num_experts_per_tok: 2, moe_inter_dim: 14336}\n"
+      "cluster: {num_nodes: 8, cards_per_node: 8, device_memory_gb: 64.0, device_type: ascend}\n"
+      "parallelism: {tp: [1, 2, 4, 8], pp: [1, 2, 4], cp: 1, ep: [1, 2, 4, 8], etp: 1}\n"
+      "constraint: {global_batch_size: 256, memory_limit_gb: 60.0}\nrecompute: full\n";
+  config::Loaded m = config::read_text(mixtral, "search.yaml", config::Format::ReferenceSearch);
+  EXPECT_TRUE(m.unused.empty()) << m.unused.front();
+  app::SearchRequest rm;
+  config::fill(rm, m, nlohmann::json{{"threads", 1}});
+  EXPECT_EQ(rm.job.training.seq, 32768);
+  EXPECT_EQ(m.model_config.at("moe_intermediate_size"), 14336);
+}
+
 }  // namespace
 }  // namespace sapp
 

@@ -55,6 +55,7 @@ const std::vector<std::pair<std::string, std::string>>& canonical() {
                                                                          {"n_heads", "num_attention_heads"},
                                                                          {"n_kv_heads", "num_key_value_heads"},
                                                                          {"inter_dim", "intermediate_size"},
+                                                                         {"moe_inter_dim", "moe_intermediate_size"},
                                                                          {"sliding_window", "sliding_window"},
                                                                          {"full_attention_interval", "full_attention_interval"},
                                                                          {"attention_bias", "attention_bias"},
@@ -69,7 +70,7 @@ const std::vector<std::pair<std::string, std::string>>& canonical() {
 }
 
 // Model fields stated under `prefix` (direct keys, then config_overrides winning); empty when none define a model.
-json model_fields(Tree& t, const std::vector<std::string>& prefixes) {
+json model_fields(Tree& t, const std::vector<std::string>& prefixes, std::vector<std::string>* warnings = nullptr) {
   json m = json::object();
   for (const std::string& prefix : prefixes) {
     for (const auto& [name, hf] : canonical()) {
@@ -77,6 +78,14 @@ json model_fields(Tree& t, const std::vector<std::string>& prefixes) {
     }
   }
   if (!m.contains("hidden_size")) return json();
+  if (m.contains("kv_lora_rank") && !m.contains("qk_nope_head_dim") && m.contains("v_head_dim")) {
+    // HyperParallel's planner takes an MLA head's non-rotary width as qk_nope_head_dim, else its head dimension
+    // (v_head_dim when stated): 128 for DeepSeek-V2/V3, whose search examples leave it out.
+    m["qk_nope_head_dim"] = m["v_head_dim"];
+    if (warnings)
+      warnings->push_back(
+          fmt::format("an MLA model without qk_nope_head_dim: taken as v_head_dim {}, as HyperParallel's planner does", m["v_head_dim"].dump()));
+  }
   if (!m.contains("model_type")) {
     m["model_type"] = m.contains("kv_lora_rank")  ? "deepseek_v3"
                       : m.contains("num_experts") ? (m.value("qk_norm", false) ? "qwen3_moe" : "mixtral")
@@ -305,7 +314,7 @@ Loaded read_hyperparallel(const json& tree, const std::string& file) {
     set("memory_limit_gib", std::stod(mem->substr(0, g)), "context.max_device_memory");
   }
   // The model: fields stated here, or a bundled model the HuggingFace id names.
-  json model = model_fields(t, {"model", "model.config_overrides"});
+  json model = model_fields(t, {"model", "model.config_overrides"}, &out.warnings);
   if (!model.is_null()) {
     model["_source"] = file;
     out.model_config = model;
@@ -363,14 +372,24 @@ Loaded read_reference_search(const json& tree, const std::string& file) {
     out.model_config = base.model_config;
     out.split = base.split;
   }
-  json model = model_fields(t, {"model"});
+  // The reference prices its search with HyperParallel's own parser and runtime (Parallelize("hyper_v2", ...)):
+  // the hyperparallel profile, and the model's training-state dtypes as a train YAML states them.
+  if (!out.values.contains("framework")) set("framework", "hyperparallel", "a search YAML (the reference prices it as a HyperParallel train YAML)");
+  train_state_bytes(t, out);
+  if (auto cd = t.text("model.compute_dtype")) set("compute_bytes", dtype_bytes(*cd, at(file, "model.compute_dtype")), "model.compute_dtype");
+  if (const json* cf = t.get("model.capacity_factor"); cf && cf->is_number() && cf->get<double>() > 0)
+    set("capacity_factor", std::max(1.0, cf->get<double>()), "model.capacity_factor");
+  json model = model_fields(t, {"model"}, &out.warnings);
   if (!model.is_null()) {
     model["_source"] = file;
     if (!model.contains("max_position_embeddings")) t.use("model.max_position_embeddings");
+    if (model.contains("intermediate_size")) t.use("model.multiple_of");  // it rounds a derived FFN width only
     out.model_config = model;
     set("model", file, "model");
     if (auto seq = t.whole("model.seq_length"))
       set("seq", *seq, "model.seq_length");
+    else if (auto seq_len = t.whole("model.seq_len"))  // the older examples' name (with n_layers, dim, n_heads)
+      set("seq", *seq_len, "model.seq_len");
     else if (auto pos = t.whole("model.max_position_embeddings"))
       set("seq", *pos, "model.max_position_embeddings");
   }
@@ -379,15 +398,21 @@ Loaded read_reference_search(const json& tree, const std::string& file) {
     set("devices", *nodes * cards, "cluster.num_nodes x cluster.cards_per_node");
   }
   if (auto type = t.text("cluster.device_type")) {
+    // The reference's names: A2 (Atlas 800T A2, the 910B) and A3 (the 910C), or ascend910b / ascend910c /
+    // ascend910_93; a bundled device name otherwise.
     std::string d = io::lower(*type);
-    std::string hw = d == "ascend910c" || d == "ascend910_93" ? "ascend-910c" : d.rfind("ascend", 0) == 0 ? "ascend-910b" : d;
+    std::string hw = d == "a3" || d == "ascend910c" || d == "ascend910_93" ? "ascend-910c" : d == "a2" || d.rfind("ascend", 0) == 0 ? "ascend-910b" : d;
     set("hardware", hw, "cluster.device_type");
   }
   if (auto mem = t.get("cluster.device_memory_gb"); mem && mem->is_number()) set("memory_limit_gib", mem->get<double>(), "cluster.device_memory_gb");
   for (const char* k : {"cluster.intra_node_bandwidth_gbps", "cluster.inter_node_bandwidth_gbps"}) t.use(k);
   // Degrees: an int (fixed), a list (candidates) or auto (searched).
   for (const auto& [key, name] : std::vector<std::pair<std::string, std::string>>{{"tp", "tp"}, {"pp", "pp"}, {"cp", "cp"}, {"ep", "ep"}, {"etp", "etp"}}) {
-    if (const json* v = t.get("parallelism." + key)) set(name, *v, "parallelism." + key);
+    const json* v = t.get("parallelism." + key);
+    // etp 0 is the reference's "unset" (its parser defaults expert TP to 1 for a MoE model and to TP for a dense
+    // one): sapp's default.
+    if (v && key == "etp" && v->is_number_integer() && v->get<long long>() == 0) continue;
+    if (v) set(name, *v, "parallelism." + key);
   }
   if (const json* fsdp = t.get("parallelism.fsdp")) {
     if (fsdp->is_number_integer())
@@ -413,7 +438,11 @@ Loaded read_reference_search(const json& tree, const std::string& file) {
   if (auto mbs = t.get("model.local_batch_size")) set("mbs", *mbs, "model.local_batch_size");
   // pp_config: the degree, interleave and a manual partition.
   if (auto ppd = t.whole("pp_config.pp_degree")) set("pp", *ppd, "pp_config.pp_degree");
-  if (auto v = t.whole("pp_config.pp_interleave_num")) set("vpp", *v, "pp_config.pp_interleave_num");
+  if (auto v = t.whole("pp_config.pp_interleave_num")) {
+    set("vpp", *v, "pp_config.pp_interleave_num");
+  } else if (auto schedule = t.text("pp_config.pipeline_schedule"); schedule && io::lower(*schedule) == "1f1b") {
+    set("vpp", 1, "pp_config.pipeline_schedule 1F1B (not interleaved)");  // as the reference runs it: no VPP searched
+  }
   std::string mode = t.text("pp_config.stage_partition_mode").value_or("uniform");
   if (mode == "manual") {
     const json* parts = t.get("pp_config.stage_partition");
@@ -450,7 +479,10 @@ Loaded read_reference_search(const json& tree, const std::string& file) {
     }
     out.split = split;
   }
-  for (const char* k : {"pp_config.pipeline_schedule", "pp_config.layer_offset_range", "model.name", "model.use_flash_attention"}) t.use(k);
+  for (const char* k : {"pp_config.pipeline_schedule", "pp_config.layer_offset_range", "model.name", "model.use_flash_attention", "model.moe_enabled"})
+    t.use(k);
+  // With flash attention the softmax's dtype keeps no score tensor.
+  if (t.flag("model.use_flash_attention").value_or(true)) t.use("model.softmax_compute_type");
   out.unused = t.unused();
   return out;
 }
