@@ -853,6 +853,17 @@ TEST(ReferenceSearch, TheReferencesOwnExamplesRead) {
   config::fill(rm, m, nlohmann::json{{"threads", 1}});
   EXPECT_EQ(rm.job.training.seq, 32768);
   EXPECT_EQ(m.model_config.at("moe_intermediate_size"), 14336);
+
+  // A search that inherits a train YAML keeps that file's framework and training-state dtypes.
+  const std::string dir = test::temp_dir();
+  test::write_file(dir + "/train.yaml",
+                   "model:\n  pretrained_model_name_or_path: llama3-8b\n  torch_dtype: bfloat16\naccelerator: {tp_size: 1, pp_size: 1}\n"
+                   "fsdp_config: {dp_shard_size: 8}\ntraining: {global_batch_size: 8, micro_batch_size: 1}\n");
+  test::write_file(dir + "/search.yaml", "train_yaml: train.yaml\nparallelism: {tp: [1, 2]}\n");
+  app::SearchRequest inherited;
+  config::fill(inherited, config::read_file(dir + "/search.yaml"), nlohmann::json{{"threads", 1}});
+  EXPECT_EQ(inherited.job.training.param_bytes, 2);
+  EXPECT_EQ(inherited.job.training.optimizer_bytes, 4);
 }
 
 }  // namespace

@@ -374,8 +374,11 @@ Loaded read_reference_search(const json& tree, const std::string& file) {
   }
   // The reference prices its search with HyperParallel's own parser and runtime (Parallelize("hyper_v2", ...)):
   // the hyperparallel profile, and the model's training-state dtypes as a train YAML states them.
-  if (!out.values.contains("framework")) set("framework", "hyperparallel", "a search YAML (the reference prices it as a HyperParallel train YAML)");
-  train_state_bytes(t, out);
+  // (A train_yaml the search inherits from states its own framework and dtypes.)
+  if (!t.get("train_yaml")) {
+    set("framework", "hyperparallel", "a search YAML (the reference prices it as a HyperParallel train YAML)");
+    train_state_bytes(t, out);
+  }
   if (auto cd = t.text("model.compute_dtype")) set("compute_bytes", dtype_bytes(*cd, at(file, "model.compute_dtype")), "model.compute_dtype");
   if (const json* cf = t.get("model.capacity_factor"); cf && cf->is_number() && cf->get<double>() > 0)
     set("capacity_factor", std::max(1.0, cf->get<double>()), "model.capacity_factor");
