@@ -823,7 +823,7 @@ TEST(ReferenceSearch, TheReferencesOwnExamplesRead) {
       "  moe_intermediate_size: 2048, first_k_dense_replace: 3, mtp_depth: 1, capacity_factor: 1.5, param_init_type: float32,\n"
       "  compute_dtype: bfloat16, softmax_compute_type: float32, use_flash_attention: true, moe_enabled: true}\n"
       "cluster: {num_nodes: 64, cards_per_node: 8, device_type: A2, device_memory_gb: 58.0}\n"
-      "parallelism: {tp: [2, 4, 8], pp: [4, 8, 16], cp: 1, ep: [4, 8, 16], etp: 0}\n"
+      "parallelism: {dp: [8, 16, 32], tp: [2, 4, 8], pp: [4, 8, 16], cp: 1, ep: [4, 8, 16], etp: 0, micro_batch_num: [8, 16]}\n"
       "constraint: {global_batch_size: 1024, memory_limit_gb: 58.0}\nrecompute: full\n"
       "pp_config: {stage_partition_mode: uniform, pipeline_schedule: 1F1B}\n";
   config::Loaded l = config::read_text(deepseek, "search.yaml", config::Format::ReferenceSearch);
@@ -836,10 +836,13 @@ TEST(ReferenceSearch, TheReferencesOwnExamplesRead) {
   EXPECT_DOUBLE_EQ(r.job.training.capacity_factor, 1.5);
   EXPECT_FALSE(r.job.training.loss_fused);  // the hyperparallel profile
   EXPECT_EQ(r.space.vpp, (std::vector<int>{1}));
+  EXPECT_EQ(r.space.dp, (std::vector<int>{8, 16, 32}));  // a filter, as the reference post-filters its results
+  EXPECT_FALSE(r.space.micro_batches.has_value());       // its micro_batch_num leaves accumulation over: not sapp's count
   EXPECT_TRUE(std::any_of(l.warnings.begin(), l.warnings.end(), [](const std::string& w) { return w.find("qk_nope_head_dim") != std::string::npos; }));
   report::SearchReport rep = app::run_search(r);
   ASSERT_FALSE(rep.rows.empty());
   EXPECT_EQ(rep.rows[0].candidate.layout.vpp, 1);
+  for (const auto& row : rep.rows) EXPECT_TRUE(row.candidate.layout.dp == 8 || row.candidate.layout.dp == 16 || row.candidate.layout.dp == 32);
 
   const std::string mixtral =
       "model: {name: mixtral-8x7b-moe, n_layers: 32, dim: 4096, inter_dim: 14336, n_heads: 32, n_kv_heads: 8, vocab_size: 32000,\n"

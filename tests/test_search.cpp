@@ -55,6 +55,28 @@ TEST(Search, AutoEqualsTheExplicitFullLists) {
   EXPECT_TRUE(same_ranking(a, b));
 }
 
+// DP and the micro-batch count follow from the devices, the batch and the other degrees; stated lists keep only the
+// candidates among them, and the rows kept are exactly the unfiltered rows that satisfy the lists.
+TEST(Search, DataParallelAndMicroBatchListsFilter) {
+  auto m = test::bundled("llama3-8b");
+  plan::Training t = training(64, 4096);
+  search::Space all;
+  search::Space some;
+  some.dp = std::vector<int>{2, 4};
+  some.micro_batches = std::vector<int>{8};
+  auto a = run(m, all, t, 16);
+  auto b = run(m, some, t, 16);
+  ASSERT_FALSE(b.ranked.empty());
+  std::vector<std::string> expected;
+  for (const auto& c : a.ranked)
+    if ((c.layout.dp == 2 || c.layout.dp == 4) && c.layout.micro_batches == 8) expected.push_back(c.layout.describe());
+  std::vector<std::string> kept;
+  for (const auto& c : b.ranked) kept.push_back(c.layout.describe());
+  EXPECT_EQ(kept, std::vector<std::string>(expected.begin(), expected.begin() + static_cast<long>(std::min(expected.size(), kept.size()))));
+  EXPECT_GT(b.rejected.at("dp not listed"), 0);
+  EXPECT_GT(b.rejected.at("micro-batch count not listed"), 0);
+}
+
 TEST(Search, ResultsAreIdenticalForAnyThreadCount) {
   auto m = test::bundled("mixtral-8x7b");
   plan::Training t = training(256, 4096);

@@ -341,6 +341,11 @@ std::vector<Field<SearchRequest>> make_search_fields() {
                [](R& r, const json& v, const std::string& w) { r.space.vpp = dimension(v, w); }, [](const R& r) { return show_dim(r.space.vpp); }});
   f.push_back({"mbs", "", "micro-batch sizes (auto: powers of two up to 8)", false,
                [](R& r, const json& v, const std::string& w) { r.space.mbs = dimension(v, w); }, [](const R& r) { return show_dim(r.space.mbs); }});
+  f.push_back({"dp", "", "data parallel degrees to keep (auto: whatever the devices and the other degrees leave)", false,
+               [](R& r, const json& v, const std::string& w) { r.space.dp = dimension(v, w); }, [](const R& r) { return show_dim(r.space.dp); }});
+  f.push_back({"micro_batches", "", "micro-batch counts per step to keep (auto: whatever the global batch, DP and micro-batch size leave)", false,
+               [](R& r, const json& v, const std::string& w) { r.space.micro_batches = dimension(v, w); },
+               [](const R& r) { return show_dim(r.space.micro_batches); }});
   f.push_back({"zero", "", "ZeRO stages 0-3", false, [](R& r, const json& v, const std::string& w) { r.space.zero = dimension(v, w, 0, 3); },
                [](const R& r) { return show_dim(r.space.zero); }});
   f.push_back({"sp", "", "sequence parallelism: on, off or auto", false,

@@ -428,9 +428,36 @@ Loaded read_reference_search(const json& tree, const std::string& file) {
       set("zero", zs, "parallelism.fsdp");
     }
   }
-  for (const char* k : {"parallelism.dp", "parallelism.micro_batch_num", "pp_config.micro_batch_num"}) {
+  // DP follows from the devices and the other degrees; the reference keeps only its results among the candidates
+  // stated (its post-filter): DP = dp (replicate) x fsdp (shard), every pair.
+  auto candidates = [&](const char* key) {
+    std::vector<long long> listed;
+    const json* v = t.get(key);
+    if (!v || (v->is_string() && v->get<std::string>() == "auto")) return listed;
+    for (const json& x : v->is_array() ? *v : json::array({*v})) {
+      if (!x.is_number_integer() || x.get<long long>() < 1) t.bad(key, fmt::format("{} is not a whole degree or count of 1 or more", x.dump()));
+      listed.push_back(x.get<long long>());
+    }
+    return listed;
+  };
+  std::vector<long long> dps = candidates("parallelism.dp");
+  std::vector<long long> shards = candidates("parallelism.fsdp");
+  if (!dps.empty() || !shards.empty()) {
+    if (dps.empty()) dps = {1};
+    if (shards.empty()) shards = {1};
+    json products = json::array();
+    for (long long d : dps)
+      for (long long f : shards) products.push_back(d * f);
+    set("dp", products, shards.size() > 1 || shards[0] > 1 ? "parallelism.dp x parallelism.fsdp" : "parallelism.dp");
+  }
+  // Its micro_batch_num is the pipeline's count with any accumulation left over (it only asks that the global batch
+  // divide by it), not sapp's micro-batches per step (global batch / (DP x micro-batch size)): not a filter.
+  for (const char* k : {"parallelism.micro_batch_num", "pp_config.micro_batch_num"}) {
     if (t.get(k))
-      out.warnings.push_back(fmt::format("{}: sapp derives DP and the micro-batch count from the devices, the global batch and the other degrees", k));
+      out.warnings.push_back(
+          fmt::format("{}: sapp takes the micro-batches per step as global batch / (DP x micro-batch size), every one in the "
+                      "pipeline; the stated counts are not used",
+                      k));
   }
   if (auto gbs = t.whole("constraint.global_batch_size")) set("global_batch", *gbs, "constraint.global_batch_size");
   if (auto lim = t.get("constraint.memory_limit_gb"); lim && lim->is_number()) {

@@ -147,6 +147,10 @@ std::vector<plan::Layout> enumerate_blocks(const model::Model& model, const Spac
           continue;
         }
         int dp = static_cast<int>(rest / pp);
+        if (space.dp && std::find(space.dp->begin(), space.dp->end(), dp) == space.dp->end()) {
+          ++skipped["dp not listed"];
+          continue;
+        }
         std::vector<int> ep_auto = {1};
         std::vector<int> etp_auto = {1};
         if (spec.is_moe()) {
@@ -174,6 +178,10 @@ std::vector<plan::Layout> enumerate_blocks(const model::Model& model, const Spac
                 if (mbs < 1) continue;
                 long long per = 1LL * dp * mbs;
                 long long m = training.global_batch % per == 0 ? training.global_batch / per : 0;
+                if (space.micro_batches && std::find(space.micro_batches->begin(), space.micro_batches->end(), m) == space.micro_batches->end()) {
+                  ++skipped["micro-batch count not listed"];
+                  continue;
+                }
                 plan::Layout l;
                 l.tp = tp;
                 l.cp = cp;

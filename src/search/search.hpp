@@ -26,6 +26,9 @@ using Dim = std::optional<std::vector<int>>;
 
 struct Space {
   Dim tp, pp, cp, ep, etp, vpp, mbs, zero;
+  // Candidates the data-parallel degree and the micro-batch count must be among (null: any). Both follow from the
+  // devices, the batch and the other degrees; a list only filters (the reference planner's post-filter).
+  Dim dp, micro_batches;
   std::optional<std::vector<bool>> sp;
   std::optional<std::vector<plan::CpAlgo>> cp_algo;
   std::vector<plan::Recompute> recompute = {plan::Recompute::Off, plan::Recompute::Selective, plan::Recompute::Full};
