@@ -511,6 +511,27 @@ TEST(HyperParallel, TheSkeletonSchemaStatesShardAndBatchElsewhere) {
   EXPECT_EQ(r.job.training.global_batch, 16);
 }
 
+// A legacy `train:` layout whose train.backend is torch runs HyperParallel's PyTorch trainer (examples such as
+// qwen3_5_35b_a3b_base/train.yaml): its fully_shard over dp_shard in the hyperparallel profile, gathering in
+// train.mixed_precision.param_dtype; without the backend the legacy layout stays MindSpore's.
+TEST(HyperParallel, ALegacyLayoutOnTheTorchBackendIsFullyShard) {
+  const std::string text =
+      "model: {name: qwen3_5_moe, weights_path: /w}\ndata: {max_seq_len: 4096}\n"
+      "train:\n  global_batch_size: 8\n  micro_batch_size: 1\n  backend: torch\n  accelerator: {dp_shard: 4}\n"
+      "  mixed_precision: {enabled: true, param_dtype: bfloat16}\n  gradient_checkpointing: {activation_checkpoint: none}\n";
+  app::EstimateRequest r;
+  config::fill(r, config::read_text(text, "train.yaml", config::Format::HyperParallel), nlohmann::json{{"model", "qwen3-30b-a3b"}});
+  EXPECT_EQ(r.layout.zero, 3);
+  EXPECT_FALSE(r.job.training.zero3_gathers_once_per_step);  // not MindSpore's parallel optimizer
+  EXPECT_EQ(r.job.training.gathered_param_bytes(), 2);
+  EXPECT_EQ(r.job.training.optimizer_bytes, 8);
+  std::string mindspore = text;
+  mindspore.replace(mindspore.find("  backend: torch\n"), 17, "");
+  app::EstimateRequest m;
+  config::fill(m, config::read_text(mindspore, "train.yaml", config::Format::HyperParallel), nlohmann::json{{"model", "qwen3-30b-a3b"}});
+  EXPECT_TRUE(m.job.training.zero3_gathers_once_per_step);
+}
+
 // HyperParallel's current train YAML has FSDP (ZeRO-3; ZeRO-2 with reshard_after_forward false) or replication, and
 // sequence parallelism with TP (accelerator.sequence_parallel, the trainer's AcceleratorConfig): a ZeRO-1 plan is
 // refused at --emit, naming what to search instead, and a search that writes there keeps to what it can state. A

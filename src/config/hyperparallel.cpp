@@ -205,7 +205,17 @@ Loaded read_hyperparallel(const json& tree, const std::string& file) {
   // gradient_accumulation_shard are set_auto_parallel_context's), which slices weights and optimizer states: ZeRO-3 as
   // MindSpore runs it, in the MindSpore runtime profile (plan::Training::zero3_gathers_once_per_step); the reference
   // planner prices it alike (its shard_p_os_non_exp = d x cp x t).
-  if (legacy) {
+  // A legacy layout whose train.backend is torch runs HyperParallel's PyTorch trainer (its fully_shard over
+  // dp_shard: the hyperparallel profile, as the current layout); otherwise MindSpore.
+  const bool legacy_torch = legacy && io::lower(t.text("train.backend").value_or("")) == "torch";
+  if (legacy_torch) {
+    set("framework", "hyperparallel", "train.backend torch (HyperParallel's PyTorch trainer and its fully_shard)");
+    set("zero", shard > 1 ? 3 : 0, "train.accelerator.dp_shard");
+    if (auto dt = t.text("train.mixed_precision.param_dtype"); dt && t.flag("train.mixed_precision.enabled").value_or(true))
+      set("gather_bytes", dtype_bytes(*dt, at(file, "train.mixed_precision.param_dtype")), "train.mixed_precision.param_dtype");
+    bool sp = t.flag("train.accelerator.sequence_parallel").value_or(false);
+    if (sp && tp > 1) set("sp", true, "train.accelerator.sequence_parallel");
+  } else if (legacy) {
     bool op = t.flag("train.accelerator.enable_parallel_optimizer").value_or(true);
     set("zero", op && dp > 1 ? 3 : 0, "train.accelerator.enable_parallel_optimizer");
     set("framework", "mindformers", "a HyperParallel legacy YAML (MindSpore's runtime and parallel optimizer)");
@@ -297,7 +307,7 @@ Loaded read_hyperparallel(const json& tree, const std::string& file) {
       break;
     }
   }
-  if (legacy) {
+  if (legacy && !legacy_torch) {
     // The legacy layout runs on MindSpore: parameters in param_dtype, else the model's torch_dtype (not "auto"), else
     // the mindformers profile's.
     if (auto dt = t.text("fsdp_config.mix_precision.param_dtype")) {
