@@ -876,6 +876,12 @@ TEST(ReferenceSearch, TheReferencesOwnExamplesRead) {
   app::SearchRequest rm;
   config::fill(rm, m, nlohmann::json{{"threads", 1}});
   EXPECT_EQ(rm.job.training.seq, 32768);
+  EXPECT_TRUE(rm.job.training.flash_attention);
+  std::string eager = mixtral;
+  eager.replace(eager.find("seq_len: 32768"), 14, "seq_len: 4096, use_flash_attention: false");
+  app::SearchRequest re;
+  config::fill(re, config::read_text(eager, "search.yaml", config::Format::ReferenceSearch), nlohmann::json{{"threads", 1}});
+  EXPECT_FALSE(re.job.training.flash_attention);
   EXPECT_EQ(m.model_config.at("moe_intermediate_size"), 14336);
 
   // A search that inherits a train YAML keeps that file's framework and training-state dtypes.

@@ -519,10 +519,13 @@ Loaded read_reference_search(const json& tree, const std::string& file) {
     }
     out.split = split;
   }
-  for (const char* k : {"pp_config.pipeline_schedule", "pp_config.layer_offset_range", "model.name", "model.use_flash_attention", "model.moe_enabled"})
-    t.use(k);
-  // With flash attention the softmax's dtype keeps no score tensor.
-  if (t.flag("model.use_flash_attention").value_or(true)) t.use("model.softmax_compute_type");
+  for (const char* k : {"pp_config.pipeline_schedule", "pp_config.layer_offset_range", "model.name", "model.moe_enabled"}) t.use(k);
+  // Without flash attention the s x s scores are kept; with it the softmax's dtype keeps no score tensor.
+  if (t.flag("model.use_flash_attention").value_or(true)) {
+    t.use("model.softmax_compute_type");
+  } else {
+    set("no_flash_attention", true, "model.use_flash_attention");
+  }
   out.unused = t.unused();
   return out;
 }
