@@ -447,7 +447,7 @@ TEST(HyperParallel, TheTrainersPipelineKeysReadAndWriteBack) {
       "num_attention_heads: 4, intermediate_size: 512, vocab_size: 1000}\n"
       "training: {global_batch_size: 8, micro_batch_size: 1}\n"
       "accelerator: {tp_size: 1, cp_size: 2, ep_size: 1, pp_size: 2, pp_micro_batch_num: 4, pp_schedule: gpipe, pp_vpp: 1, pp_layer_split: [3, 5]}\n"
-      "fsdp_config: {dp_shard_size: 2}\n"
+      "fsdp_config: {dp_shard_size: 4}\n"
       "dataloader: {get_batch: {cp_algorithm: ulysses}}\n";
   config::Loaded loaded = config::read_text(text, "train.yaml", config::Format::HyperParallel);
   app::EstimateRequest r;
@@ -495,6 +495,30 @@ TEST(HyperParallel, TheTrainersPipelineKeysReadAndWriteBack) {
   EXPECT_NE(fresh.find("pp_vpp: 2"), std::string::npos) << fresh;
   EXPECT_EQ(fresh.find("pp_interleave_num"), std::string::npos) << fresh;
   EXPECT_EQ(fresh.find(" micro_batch_num:"), std::string::npos) << fresh;
+}
+
+// The trainer's mesh folds CP into the FSDP dimensions (hyper_parallel/distributed/mesh.py build_meshs:
+// dp_replicate x dp_shard = DP x CP; world = that x TP x PP): TP 2, CP 2 and dp_shard 4 run on 8 devices with DP 2
+// (examples/training_demo/train_parallel_online.yaml: "8 devices with TP=2, CP=2"), sharded over those 4. TP 2,
+// CP 4 and dp_shard 2 (qwen3_moe_tp_ep_cp/train_tp2_ep2_cp4_hybrid.yaml, "world=8, TP=2, CP=4 => DP=1") leave
+// dp_replicate to the world size: --devices 8 gives DP 1 with the parameters sharded over 2 and replicated over 2.
+TEST(HyperParallel, TheMeshFoldsContextParallelIntoTheShards) {
+  auto fill = [](const std::string& acc, const std::string& shard, const nlohmann::json& cli) {
+    const std::string text = "model:\n  pretrained_model_name_or_path: llama3-8b\naccelerator: {" + acc + "}\nfsdp_config: {dp_shard_size: " + shard +
+                             "}\ntraining: {global_batch_size: 8, micro_batch_size: 1}\n";
+    app::EstimateRequest r;
+    config::fill(r, config::read_text(text, "train.yaml", config::Format::HyperParallel), cli);
+    return r;
+  };
+  app::EstimateRequest online = fill("tp_size: 2, cp_size: 2", "4", nlohmann::json::object());
+  EXPECT_EQ(online.job.devices, 8);
+  EXPECT_EQ(app::run_estimate(online).layout.dp, 2);
+  EXPECT_EQ(online.layout.optimizer_shard, 0);                                               // the whole DP x CP group
+  EXPECT_THROW((void)fill("tp_size: 2, cp_size: 4", "2", nlohmann::json::object()), Error);  // asks for --devices
+  app::EstimateRequest hybrid = fill("tp_size: 2, cp_size: 4", "2", nlohmann::json{{"devices", 8}});
+  report::EstimateReport rep = app::run_estimate(hybrid);
+  EXPECT_EQ(rep.layout.dp, 1);
+  EXPECT_EQ(rep.layout.zero_group(), 2);
 }
 
 // HyperParallel's training-skeleton schema (examples/training_skeleton/train.yaml) states dp_shard_size under

@@ -194,7 +194,20 @@ Loaded read_hyperparallel(const json& tree, const std::string& file) {
   std::string shard_from = legacy ? "train.accelerator.dp_shard" : "fsdp_config.dp_shard_size";
   long long shard = legacy ? t.whole(shard_from).value_or(1) : t.whole_of({"fsdp_config.dp_shard_size", "accelerator.dp_shard_size"}, shard_from).value_or(1);
   long long dp = rep * shard;
-  set("devices", dp * tp * pp * cp, fmt::format("{} x {} x {} x {} x {}", rep_from, shard_from, tp_from, pp_from, cp_from));
+  if (legacy) {
+    set("devices", dp * tp * pp * cp, fmt::format("{} x {} x {} x {} x {}", rep_from, shard_from, tp_from, pp_from, cp_from));
+  } else if (dp % cp == 0) {
+    // The trainer's mesh folds CP into the FSDP dimensions: dp_replicate x dp_shard = DP x CP, world = that x TP x PP
+    // (hyper_parallel/distributed/mesh.py build_meshs; dp_replicate defaults to DP x CP / dp_shard from the world).
+    dp /= cp;
+    set("devices", rep * shard * tp * pp, fmt::format("{} x {} x {} x {}", rep_from, shard_from, tp_from, pp_from));
+  } else {
+    out.devices_hint = fmt::format(
+        "{}: {} x {} = {} is not a multiple of {} {} (the trainer's mesh has dp_replicate x dp_shard = DP x CP, "
+        "dp_replicate following from the world size)",
+        t.file, rep_from, shard_from, rep * shard, cp_from, cp);
+    dp = 0;  // from the devices the command line gives
+  }
   set("tp", tp, tp_from);
   set("pp", pp, pp_from);
   set("cp", cp, cp_from);
@@ -232,7 +245,7 @@ Loaded read_hyperparallel(const json& tree, const std::string& file) {
     const bool after_forward = !t.flag("fsdp_config.reshard_after_forward").value_or(true);
     const auto gbs_stated = t.whole("training.global_batch_size");
     const auto mbs_stated = t.whole("training.micro_batch_size");
-    const bool several = !gbs_stated || *gbs_stated > mbs_stated.value_or(1) * rep * shard;
+    const bool several = !gbs_stated || dp == 0 || *gbs_stated > mbs_stated.value_or(1) * dp;
     const bool after_backward = !t.flag("fsdp_config.reshard_after_backward").value_or(true) && several;
     const bool keep_gathered = after_forward || after_backward;
     set("zero", shard > 1 ? (keep_gathered ? 2 : 3) : 0,
@@ -242,7 +255,9 @@ Loaded read_hyperparallel(const json& tree, const std::string& file) {
     if (auto lp = t.flag(acc + ".loss_parallel")) set("loss_parallel", *lp, acc + ".loss_parallel");
     // The trainer's AcceleratorConfig.sequence_parallel (default false): Megatron-style sequence parallelism with TP.
     if (auto sp = t.flag(acc + ".sequence_parallel")) set("sp", *sp && tp > 1, acc + ".sequence_parallel");
-    if (shard > 1 && rep > 1) set("optimizer_shard", shard, "fsdp_config.dp_shard_size (HSDP: sharded within dp_shard)");
+    // FSDP shards over dp_shard only, replicating over dp_replicate (HSDP): the ZeRO group is dp_shard whenever it
+    // is narrower than DP x CP.
+    if (shard > 1 && (rep > 1 || dp == 0)) set("optimizer_shard", shard, "fsdp_config.dp_shard_size (FSDP shards over dp_shard)");
   }
   // Interleaving: pp_interleave_num (legacy and earlier current layouts) or the trainer's AcceleratorConfig.pp_vpp.
   std::string vpp_from = acc + ".pp_interleave_num";
@@ -285,10 +300,10 @@ Loaded read_hyperparallel(const json& tree, const std::string& file) {
   set("mbs", mbs, mbs_from);
   if (gbs) {
     set("global_batch", *gbs, gbs_from);
-    if (m && *m > 0 && *m * mbs * dp != *gbs) {
+    if (m && *m > 0 && dp > 0 && *m * mbs * dp != *gbs) {
       fail(file, "{} = {} but {} x {} x DP = {} x {} x {} = {}", gbs_from, *gbs, m_from, mbs_from, *m, mbs, dp, *m * mbs * dp);
     }
-  } else if (m && *m > 0) {
+  } else if (m && *m > 0 && dp > 0) {
     set("global_batch", *m * mbs * dp, m_from + " x micro_batch_size x DP");
   }
   // Recompute.
@@ -595,14 +610,16 @@ std::string emit_hyperparallel(const Plan& plan, const Loaded* original, const s
                               });
   } else {
     // FSDP: dp_shard shards parameters, gradients and optimizer states (ZeRO-3); dp_replicate replicates.
-    long long shard = l.zero >= 1 ? (l.optimizer_shard > 0 ? l.optimizer_shard : l.dp) : 1;
+    // The trainer's mesh: dp_replicate x dp_shard = DP x CP.
+    const long long dp_cp = 1LL * l.dp * l.cp;
+    long long shard = l.zero >= 1 ? (l.optimizer_shard > 0 ? l.optimizer_shard : dp_cp) : 1;
     text = yaml_set(text, "accelerator.tp_size", std::to_string(l.tp));
     text = yaml_set(text, "accelerator.pp_size", std::to_string(l.pp));
     text = yaml_set(text, "accelerator.cp_size", std::to_string(l.cp));
     text = yaml_set(text, "accelerator.ep_size", std::to_string(l.ep));
     if (l.etp > 1) text = yaml_set(text, "accelerator.etp_size", std::to_string(l.etp));
-    if (l.dp / shard > 1 || (original && original->origin.count("devices") && original->origin.at("devices").find("dp_replicate") != std::string::npos))
-      text = yaml_set(text, "accelerator.dp_replicate_size", std::to_string(l.dp / shard));
+    if (dp_cp / shard > 1 || (original && original->origin.count("devices") && original->origin.at("devices").find("dp_replicate") != std::string::npos))
+      text = yaml_set(text, "accelerator.dp_replicate_size", std::to_string(dp_cp / shard));
     // The trainer's AcceleratorConfig states interleaving as pp_vpp and the pipeline's micro-batches as
     // pp_micro_batch_num; its TrainingConfig has no micro_batch_num and its resolver refuses unknown fields, so the
     // older keys are written only where the file already has them.
