@@ -521,6 +521,112 @@ TEST(HyperParallel, TheMeshFoldsContextParallelIntoTheShards) {
   EXPECT_EQ(rep.layout.zero_group(), 2);
 }
 
+// A named model with some of its fields stated (model.config_overrides.num_hidden_layers: a cropped model, as the
+// trainer's examples shorten a model for a smoke run) is that model with those fields laid over it; the name may be
+// model.config_path or model.name, underscores for dashes; a file naming no model says which keys would.
+TEST(HyperParallel, ANamedModelTakesTheFieldsStatedOverIt) {
+  const std::string text =
+      "model:\n  pretrained_model_name_or_path: meta-llama/Llama-3.1-8B\n  config_overrides: {num_hidden_layers: 4}\n"
+      "accelerator: {tp_size: 2}\nfsdp_config: {dp_shard_size: 4}\ntraining: {global_batch_size: 8, micro_batch_size: 1}\n";
+  app::EstimateRequest r;
+  config::fill(r, config::read_text(text, "train.yaml", config::Format::HyperParallel), nlohmann::json::object());
+  ASSERT_TRUE(r.job.model_config.is_object());
+  EXPECT_EQ(r.job.model_config.at("num_hidden_layers"), 4);
+  EXPECT_EQ(r.job.model_config.at("hidden_size"), 4096);  // Llama 3.1 8B's config.json
+  EXPECT_EQ(r.job.model_config.at("vocab_size"), 128256);
+  // By hand: 4 x (2 x 4096^2 + 2 x 4096 x 1024 + 3 x 4096 x 14336 + 2 x 4096) + 2 x 128256 x 4096 = 1.9231e9.
+  EXPECT_NEAR(app::run_estimate(r).subject.params.total, 1.9231e9, 1e6);
+  EXPECT_EQ(r.job.devices, 8);
+
+  const std::string underscored =
+      "model: {config_path: qwen3_30b_a3b}\naccelerator: {ep_size: 8}\nfsdp_config: {dp_shard_size: 8}\n"
+      "training: {global_batch_size: 8, micro_batch_size: 1}\n";
+  app::EstimateRequest q;
+  config::fill(q, config::read_text(underscored, "train.yaml", config::Format::HyperParallel), nlohmann::json::object());
+  EXPECT_EQ(q.job.model, "qwen3-30b-a3b");
+
+  const std::string nameless = "model: {_target_: x.Y}\nfsdp_config: {dp_shard_size: 8}\ntraining: {global_batch_size: 8}\n";
+  app::EstimateRequest n;
+  try {
+    config::fill(n, config::read_text(nameless, "nameless.yaml", config::Format::HyperParallel), nlohmann::json::object());
+    ADD_FAILURE() << "a file naming no model was accepted";
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("nameless.yaml"), std::string::npos) << what;
+    EXPECT_NE(what.find("model.pretrained_model_name_or_path"), std::string::npos) << what;
+  }
+  EXPECT_NO_THROW(config::fill(n, config::read_text(nameless, "nameless.yaml", config::Format::HyperParallel), nlohmann::json{{"model", "llama3-8b"}}));
+}
+
+// Where the file leaves the world size to the launch: dp_shard -1 (the ranks the others leave), or a dp_shard x TP
+// that cannot hold EP x expert TP with dp_replicate unstated (it then follows from the world size). Both ask for
+// --devices, naming the keys; with it, DP follows.
+TEST(HyperParallel, AWorldSizeLeftToTheLaunchAsksForDevices) {
+  auto fill = [](const std::string& text, const nlohmann::json& cli) {
+    app::EstimateRequest r;
+    config::fill(r, config::read_text(text, "train.yaml", config::Format::HyperParallel), cli);
+    return r;
+  };
+  const std::string auto_shard =
+      "model: {pretrained_model_name_or_path: llama3-8b}\ntrain:\n  accelerator: {tp_degree: 2, dp_shard: -1}\n  global_batch_size: 16\n"
+      "  micro_batch_size: 1\n";
+  try {
+    (void)fill(auto_shard, nlohmann::json::object());
+    ADD_FAILURE() << "dp_shard -1 without --devices was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("train.accelerator.dp_shard -1"), std::string::npos) << e.what();
+  }
+  app::EstimateRequest shard = fill(auto_shard, nlohmann::json{{"devices", 16}});
+  EXPECT_EQ(app::run_estimate(shard).layout.dp, 8);
+  EXPECT_EQ(shard.layout.zero, 3);  // MindSpore's parallel optimizer over the ranks the world leaves
+  EXPECT_THROW((void)config::read_text("model: {pretrained_model_name_or_path: llama3-8b}\ntrain: {accelerator: {dp_shard: 0}}\n", "train.yaml",
+                                       config::Format::HyperParallel),
+               Error);
+
+  const std::string experts =
+      "model: {pretrained_model_name_or_path: qwen3-30b-a3b}\naccelerator: {ep_size: 8}\nfsdp_config: {dp_shard_size: 1}\n"
+      "training: {global_batch_size: 8, micro_batch_size: 1}\n";
+  try {
+    (void)fill(experts, nlohmann::json::object());
+    ADD_FAILURE() << "EP 8 on one device was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("accelerator.ep_size"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("--devices"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(app::run_estimate(fill(experts, nlohmann::json{{"devices", 8}})).layout.dp, 8);
+}
+
+// The three-tier examples state the legacy layout's degrees by their short names (train.accelerator.tp, pp, ...) and
+// the pipeline's micro-batches as train.accelerator.pp_micro_batch_num; --emit writes back the keys the file uses.
+TEST(HyperParallel, TheLegacyShortDegreeNamesReadAndWriteBack) {
+  const std::string text =
+      "model: {pretrained_model_name_or_path: llama3-8b}\ntrain:\n  backend: torch\n  accelerator: {tp: 2, pp: 2, dp_shard: 2, pp_micro_batch_num: 4}\n"
+      "  global_batch_size: 8\n  micro_batch_size: 1\n";
+  config::Loaded loaded = config::read_text(text, "train.yaml", config::Format::HyperParallel);
+  app::EstimateRequest r;
+  config::fill(r, loaded, nlohmann::json::object());
+  EXPECT_EQ(r.job.devices, 8);
+  EXPECT_EQ(r.layout.tp, 2);
+  EXPECT_EQ(r.layout.pp, 2);
+  EXPECT_EQ(app::run_estimate(r).layout.micro_batches, 4);
+  config::Plan p;
+  p.layout = r.layout;
+  p.layout.dp = 1;
+  p.layout.tp = 4;
+  p.layout.zero = 0;
+  p.devices = 8;
+  p.global_batch = 8;
+  p.seq = 4096;
+  p.num_layers = 32;
+  const std::string written = config::emit(config::EmitFormat::HyperParallel, p, &loaded, "llama3-8b");
+  EXPECT_EQ(written.find("tp_degree"), std::string::npos) << written;
+  EXPECT_EQ(written.find("micro_batch_num: 8"), written.find("pp_micro_batch_num: 8") + 3) << written;
+  app::EstimateRequest back;
+  config::fill(back, config::read_text(written, "train.yaml", config::Format::HyperParallel), nlohmann::json::object());
+  EXPECT_EQ(back.layout.tp, 4);
+  EXPECT_EQ(back.job.devices, 8);
+}
+
 // HyperParallel's training-skeleton schema (examples/training_skeleton/train.yaml) states dp_shard_size under
 // accelerator and the batch in step_scheduler (local_batch_size per data-parallel rank and forward).
 TEST(HyperParallel, TheSkeletonSchemaStatesShardAndBatchElsewhere) {
@@ -533,6 +639,24 @@ TEST(HyperParallel, TheSkeletonSchemaStatesShardAndBatchElsewhere) {
   EXPECT_EQ(r.layout.zero, 3);
   EXPECT_EQ(r.layout.mbs, 2);
   EXPECT_EQ(r.job.training.global_batch, 16);
+  // It shares AutoModel's step_scheduler but has its own accelerator section: detected as HyperParallel.
+  EXPECT_EQ(config::read_text(text, "train.yaml").format, config::Format::HyperParallel);
+}
+
+// A search YAML's list or auto handed to estimate names the key and says which command searches.
+TEST(ReferenceSearch, ASearchSpaceGivenToEstimateSaysToSearch) {
+  const std::string text =
+      "cluster: {num_nodes: 2, cards_per_node: 8, device_type: A2}\nmodel: {hidden_size: 4096, num_hidden_layers: 32, num_attention_heads: 32, "
+      "intermediate_size: 14336, vocab_size: 128256, seq_length: 4096}\nparallelism: {tp: 2, pp: [1, 2]}\nconstraint: {global_batch_size: 64}\n";
+  app::EstimateRequest r;
+  try {
+    config::fill(r, config::read_text(text, "search.yaml"), nlohmann::json::object());
+    ADD_FAILURE() << "a list was priced as one layout";
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("search.yaml: parallelism.pp"), std::string::npos) << what;
+    EXPECT_NE(what.find("sapp search --from search.yaml"), std::string::npos) << what;
+  }
 }
 
 // A legacy `train:` layout whose train.backend is torch runs HyperParallel's PyTorch trainer (examples such as

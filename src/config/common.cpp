@@ -4,6 +4,7 @@
 #include <cmath>
 #include <regex>
 #include <sstream>
+#include <type_traits>
 
 #include <fmt/format.h>
 
@@ -149,6 +150,9 @@ std::optional<std::string> bundled_name(const std::string& id, const std::string
   std::string base = id.substr(id.find_last_of('/') == std::string::npos ? 0 : id.find_last_of('/') + 1);
   std::string lower = io::lower(base);
   if (io::exists(io::data_dir() + "/models/" + lower + ".json")) return lower;
+  std::string dashed = lower;  // qwen3_30b_a3b names qwen3-30b-a3b
+  std::replace(dashed.begin(), dashed.end(), '_', '-');
+  if (io::exists(io::data_dir() + "/models/" + dashed + ".json")) return dashed;
   if (auto named = model::bundled_model_of_hf_id(id, io::data_dir())) return *named;
   if (io::exists(id)) return id;
   if (io::exists(id + "/config.json")) return id + "/config.json";
@@ -500,6 +504,8 @@ Format detect_tree(const json& tree, const std::string& file) {
   if (has(tree, "parallel_config") || has(tree, "recompute_config") || has(tree, "runner_config") ||
       (has(tree, "model") && has(tree.at("model"), "model_config")))
     return Format::MindFormers;
+  // HyperParallel's training-skeleton schema shares AutoModel's step scheduler, with its own accelerator section.
+  if (has(tree, "step_scheduler") && has(tree, "accelerator") && !has(tree, "distributed")) return Format::HyperParallel;
   // NeMo AutoModel: a `distributed` section of sizes, or the step scheduler its recipes all state.
   if (has(tree, "step_scheduler") || (has(tree, "distributed") && (has(tree.at("distributed"), "strategy") || has(tree.at("distributed"), "tp_size") ||
                                                                    has(tree.at("distributed"), "dp_size"))))
@@ -633,9 +639,14 @@ std::vector<std::string> fill_request(Request& request, const Loaded& loaded, co
       auto it = loaded.origin.find(key);
       std::string prefix = at(loaded.file, key) + ": ";
       std::string message = e.what();
-      if (it != loaded.origin.end() && it->second != key && message.rfind(prefix, 0) == 0) {
-        throw Error(at(loaded.file, it->second) + ": " + message.substr(prefix.size()));
+      const std::string where = it != loaded.origin.end() ? at(loaded.file, it->second) : at(loaded.file, key);
+      if constexpr (std::is_same_v<Request, app::EstimateRequest>) {
+        // A search space (a search YAML's list or auto) where estimate prices one layout.
+        if (value.is_array() || (value.is_string() && io::lower(value.template get<std::string>()) == "auto"))
+          throw Error(fmt::format("{}: {} is a search space; sapp estimate prices one layout: run sapp search --from {} (or state one value)", where,
+                                  value.dump(), loaded.file));
       }
+      if (it != loaded.origin.end() && it->second != key && message.rfind(prefix, 0) == 0) throw Error(where + ": " + message.substr(prefix.size()));
       throw;
     }
   }

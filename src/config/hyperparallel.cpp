@@ -69,14 +69,20 @@ const std::vector<std::pair<std::string, std::string>>& canonical() {
   return names;
 }
 
-// Model fields stated under `prefix` (direct keys, then config_overrides winning); empty when none define a model.
-json model_fields(Tree& t, const std::vector<std::string>& prefixes, std::vector<std::string>* warnings = nullptr) {
+// Model fields stated under the prefixes (later ones winning), as HuggingFace keys; an empty object when none is.
+json stated_model_fields(Tree& t, const std::vector<std::string>& prefixes) {
   json m = json::object();
   for (const std::string& prefix : prefixes) {
     for (const auto& [name, hf] : canonical()) {
       if (const json* v = t.get(prefix + "." + name)) m[hf] = *v;
     }
   }
+  return m;
+}
+
+// Model fields stated under `prefix` (direct keys, then config_overrides winning); empty when none define a model.
+json model_fields(Tree& t, const std::vector<std::string>& prefixes, std::vector<std::string>* warnings = nullptr) {
+  json m = stated_model_fields(t, prefixes);
   if (!m.contains("hidden_size")) return json();
   if (m.contains("kv_lora_rank") && !m.contains("qk_nope_head_dim") && m.contains("v_head_dim")) {
     // HyperParallel's planner takes an MLA head's non-rotary width as qk_nope_head_dim, else its head dimension
@@ -162,8 +168,10 @@ bool original_states(const Loaded* original, const std::string& path) {
   }
 }
 
-// The legacy layout (train.accelerator.*, MindSpore's parallel optimizer): none of the current layout's sections.
+// The legacy layout (train.accelerator.*, MindSpore's parallel optimizer or the torch backend): a train.accelerator section
+// without a top-level one, or none of the current layout's sections.
 bool legacy_tree(const json& tree) {
+  if (tree.contains("train") && tree["train"].is_object() && tree["train"].contains("accelerator") && !tree.contains("accelerator")) return true;
   return !(tree.contains("accelerator") || tree.contains("fsdp_config") || tree.contains("training") ||
            (tree.contains("model") && tree["model"].is_object() && tree["model"].contains("pretrained_model_name_or_path")));
 }
@@ -176,26 +184,51 @@ Loaded read_hyperparallel(const json& tree, const std::string& file) {
   auto set = setter(out);
   const bool legacy = legacy_tree(tree);
   std::string acc = legacy ? "train.accelerator" : "accelerator";
-  // A degree under the accelerator section: one key in each layout.
-  auto deg = [&](const char* legacy_key, const char* key, std::string& from) {
-    from = acc + "." + (legacy ? legacy_key : key);
-    return t.whole(from).value_or(1);
+  // A degree under the accelerator section: one key in the current layout; in the legacy layout its long name or
+  // the short one (tp, pp, cp, ep, etp) of the three-tier examples.
+  auto deg = [&](const char* legacy_key, const char* short_key, const char* key, std::string& from) {
+    if (!legacy) {
+      from = acc + "." + key;
+      return t.whole(from).value_or(1);
+    }
+    const std::string long_name = acc + "." + legacy_key, short_name = acc + "." + short_key;
+    auto v = t.whole_of({long_name.c_str(), short_name.c_str()}, from);
+    if (from.empty()) from = long_name;
+    return v.value_or(1);
   };
   std::string tp_from, pp_from, cp_from, ep_from, etp_from, rep_from;
-  long long tp = deg("tp_degree", "tp_size", tp_from);
-  long long pp = deg("pipeline_parallel_degree", "pp_size", pp_from);
-  long long cp = deg("context_parallel_degree", "cp_size", cp_from);
-  long long ep = deg("expert_parallel_degree", "ep_size", ep_from);
-  long long etp = deg("expert_tensor_parallel_degree", "etp_size", etp_from);
+  long long tp = deg("tp_degree", "tp", "tp_size", tp_from);
+  long long pp = deg("pipeline_parallel_degree", "pp", "pp_size", pp_from);
+  long long cp = deg("context_parallel_degree", "cp", "cp_size", cp_from);
+  long long ep = deg("expert_parallel_degree", "ep", "ep_size", ep_from);
+  long long etp = deg("expert_tensor_parallel_degree", "etp", "etp_size", etp_from);
   const std::string replicate = acc + ".dp_replicate", replicate_size = acc + ".dp_replicate_size";
   long long rep = t.whole_of({replicate.c_str(), replicate_size.c_str()}, rep_from).value_or(1);
-  if (rep_from.empty()) rep_from = replicate;
-  // dp_shard: fsdp_config.dp_shard_size, or accelerator.dp_shard_size in the training-skeleton schema.
+  const bool rep_stated = !rep_from.empty();
+  if (!rep_stated) rep_from = replicate;
+  // dp_shard: fsdp_config.dp_shard_size, or accelerator.dp_shard_size in the training-skeleton schema; -1 takes the
+  // data-parallel ranks the world size leaves.
   std::string shard_from = legacy ? "train.accelerator.dp_shard" : "fsdp_config.dp_shard_size";
-  long long shard = legacy ? t.whole(shard_from).value_or(1) : t.whole_of({"fsdp_config.dp_shard_size", "accelerator.dp_shard_size"}, shard_from).value_or(1);
+  long long shard =
+      legacy ? t.whole(shard_from, -1).value_or(1) : t.whole_of({"fsdp_config.dp_shard_size", "accelerator.dp_shard_size"}, shard_from, -1).value_or(1);
+  if (shard == 0) t.bad(shard_from, "0 is not a shard degree (1 or more, or -1 for what the world size leaves)");
+  const bool shard_from_world = shard == -1;
+  if (shard_from_world && rep > 1)
+    t.bad(shard_from, fmt::format("-1 with {} {}: the shard group then follows from the world size; state dp_shard as a number", rep_from, rep));
   long long dp = rep * shard;
-  if (legacy) {
+  if (shard_from_world) {
+    out.devices_hint = fmt::format("{} -1 takes the data-parallel ranks the world size leaves", shard_from);
+    dp = 0;  // from the devices the command line gives
+  } else if (legacy) {
     set("devices", dp * tp * pp * cp, fmt::format("{} x {} x {} x {} x {}", rep_from, shard_from, tp_from, pp_from, cp_from));
+  } else if (!rep_stated && (dp * tp) % (ep * etp) != 0) {
+    // Experts are carved out of DP x CP x TP: a file whose dp_shard x TP cannot hold them runs on more devices, the
+    // replicas (dp_replicate, unstated) following from the world size.
+    out.devices_hint = fmt::format(
+        "{} x {} = {} cannot hold {} x {} = {} (experts are carved out of DP x CP x TP); {} is unstated and "
+        "follows from the world size",
+        shard_from, tp_from, dp * tp, ep_from, etp_from, ep * etp, rep_from);
+    dp = 0;
   } else if (dp % cp == 0) {
     // The trainer's mesh folds CP into the FSDP dimensions: dp_replicate x dp_shard = DP x CP, world = that x TP x PP
     // (hyper_parallel/distributed/mesh.py build_meshs; dp_replicate defaults to DP x CP / dp_shard from the world).
@@ -203,9 +236,9 @@ Loaded read_hyperparallel(const json& tree, const std::string& file) {
     set("devices", rep * shard * tp * pp, fmt::format("{} x {} x {} x {}", rep_from, shard_from, tp_from, pp_from));
   } else {
     out.devices_hint = fmt::format(
-        "{}: {} x {} = {} is not a multiple of {} {} (the trainer's mesh has dp_replicate x dp_shard = DP x CP, "
+        "{} x {} = {} is not a multiple of {} {} (the trainer's mesh has dp_replicate x dp_shard = DP x CP, "
         "dp_replicate following from the world size)",
-        t.file, rep_from, shard_from, rep * shard, cp_from, cp);
+        rep_from, shard_from, rep * shard, cp_from, cp);
     dp = 0;  // from the devices the command line gives
   }
   set("tp", tp, tp_from);
@@ -223,14 +256,14 @@ Loaded read_hyperparallel(const json& tree, const std::string& file) {
   const bool legacy_torch = legacy && io::lower(t.text("train.backend").value_or("")) == "torch";
   if (legacy_torch) {
     set("framework", "hyperparallel", "train.backend torch (HyperParallel's PyTorch trainer and its fully_shard)");
-    set("zero", shard > 1 ? 3 : 0, "train.accelerator.dp_shard");
+    set("zero", shard > 1 || shard_from_world ? 3 : 0, "train.accelerator.dp_shard");
     if (auto dt = t.text("train.mixed_precision.param_dtype"); dt && t.flag("train.mixed_precision.enabled").value_or(true))
       set("gather_bytes", dtype_bytes(*dt, at(file, "train.mixed_precision.param_dtype")), "train.mixed_precision.param_dtype");
     bool sp = t.flag("train.accelerator.sequence_parallel").value_or(false);
     if (sp && tp > 1) set("sp", true, "train.accelerator.sequence_parallel");
   } else if (legacy) {
     bool op = t.flag("train.accelerator.enable_parallel_optimizer").value_or(true);
-    set("zero", op && dp > 1 ? 3 : 0, "train.accelerator.enable_parallel_optimizer");
+    set("zero", op && (dp > 1 || shard_from_world) ? 3 : 0, "train.accelerator.enable_parallel_optimizer");
     set("framework", "mindformers", "a HyperParallel legacy YAML (MindSpore's runtime and parallel optimizer)");
     if (auto s = t.whole("train.accelerator.optimizer_weight_shard_size", -1); s && *s > 0)
       set("optimizer_shard", *s, "train.accelerator.optimizer_weight_shard_size");
@@ -248,7 +281,7 @@ Loaded read_hyperparallel(const json& tree, const std::string& file) {
     const bool several = !gbs_stated || dp == 0 || *gbs_stated > mbs_stated.value_or(1) * dp;
     const bool after_backward = !t.flag("fsdp_config.reshard_after_backward").value_or(true) && several;
     const bool keep_gathered = after_forward || after_backward;
-    set("zero", shard > 1 ? (keep_gathered ? 2 : 3) : 0,
+    set("zero", shard > 1 || shard_from_world ? (keep_gathered ? 2 : 3) : 0,
         after_forward    ? "fsdp_config.reshard_after_forward"
         : after_backward ? "fsdp_config.reshard_after_backward (with several micro-batches)"
                          : "fsdp_config.dp_shard_size");
@@ -293,8 +326,8 @@ Loaded read_hyperparallel(const json& tree, const std::string& file) {
   long long mbs = t.whole(mbs_from).value_or(t.whole("micro_batch_size").value_or(1));
   std::string m_from = batch + ".micro_batch_num";
   auto m = t.whole(m_from, 0);
-  if (!legacy && !m && pp > 1) {
-    m_from = "accelerator.pp_micro_batch_num";
+  if (!m && pp > 1) {
+    m_from = acc + ".pp_micro_batch_num";
     m = t.whole(m_from);
   }
   set("mbs", mbs, mbs_from);
@@ -338,17 +371,48 @@ Loaded read_hyperparallel(const json& tree, const std::string& file) {
     if (g == std::string::npos) fail(at(file, "context.max_device_memory"), "'{}' is not a size like 58GB", *mem);
     set("memory_limit_gib", std::stod(mem->substr(0, g)), "context.max_device_memory");
   }
-  // The model: fields stated here, or a bundled model the HuggingFace id names.
+  // The model: fields stated here, or a model the file names (a bundled model, a HuggingFace id or a config.json
+  // path) with the fields stated here laid over it (e.g. model.config_overrides.num_hidden_layers cropping it).
   json model = model_fields(t, {"model", "model.config_overrides"}, &out.warnings);
+  std::string id_from;
+  std::optional<std::string> id;
+  for (const char* k : {"model.pretrained_model_name_or_path", "model.config_path", "model.name"}) {
+    if ((id = t.text(k))) {
+      id_from = k;
+      break;
+    }
+  }
   if (!model.is_null()) {
     model["_source"] = file;
     out.model_config = model;
     set("model", file, "model.config_overrides");
-    t.use("model.pretrained_model_name_or_path");  // the fields stated here define the model
-  } else if (auto id = t.text("model.pretrained_model_name_or_path")) {
-    if (auto name = bundled_name(*id, at(file, "model.pretrained_model_name_or_path"),
-                                 "state the model's fields under model.config_overrides, or give sapp --model", out))
-      set("model", *name, "model.pretrained_model_name_or_path");
+    // the fields stated here define the model
+    for (const char* k : {"model.pretrained_model_name_or_path", "model.config_path", "model.name"}) t.use(k);
+  } else if (id) {
+    if (auto name = bundled_name(*id, at(file, id_from), "state the model's fields under model.config_overrides, or give sapp --model", out)) {
+      json overrides = stated_model_fields(t, {"model", "model.config_overrides"});
+      overrides.erase("name");
+      if (overrides.empty()) {
+        set("model", *name, id_from);
+      } else {
+        json base = io::read_tree(io::exists(*name) ? *name : io::data_dir() + "/models/" + *name + ".json");
+        std::vector<std::string> keys;
+        for (const auto& [key, value] : overrides.items()) {
+          base[key] = value;
+          keys.push_back(key);
+        }
+        base["_source"] = fmt::format("{} ({} with {} from {})", file, *name, fmt::join(keys, ", "), file);
+        base.erase("_hf_ids");
+        out.model_config = base;
+        model = base;
+        set("model", file, fmt::format("{} with {}", id_from, fmt::join(keys, ", ")));
+      }
+    }
+  } else if (!out.values.contains("model")) {
+    out.model_error = fmt::format(
+        "{}: names no model: state model.pretrained_model_name_or_path (a bundled model or a HuggingFace id), model.config_path (a "
+        "config.json) or the model's fields under model.config_overrides; or give --model",
+        file);
   }
   long long layers = model.is_object() && model.contains("num_hidden_layers") && model.at("num_hidden_layers").is_number_integer()
                          ? model.at("num_hidden_layers").get<long long>()
@@ -378,7 +442,7 @@ Loaded read_hyperparallel(const json& tree, const std::string& file) {
     if (total != layers) fail(where, "places {} layers; the model has {}", total, layers);
     out.split = split;
   }
-  for (const char* k : {"model.config_path", "model._target_", "model.trust_remote_code", "model.torch_dtype", "model.attn_implementation"}) t.use(k);
+  for (const char* k : {"model._target_", "model.trust_remote_code", "model.torch_dtype", "model.attn_implementation"}) t.use(k);
   out.unused = t.unused();
   return out;
 }
@@ -592,19 +656,21 @@ std::string emit_hyperparallel(const Plan& plan, const Loaded* original, const s
   }
   long long m = plan.global_batch / (1LL * l.dp * l.mbs);
   if (legacy) {
+    // The key the file states a value under (the three-tier examples' short names, tp, pp, ...), else `path`.
+    auto key = [&](const char* path, const char* stated) { return original_states(original, stated) && !original_states(original, path) ? stated : path; };
     text = yaml_set_all(text, {
                                   {"train.accelerator.dp_replicate", std::to_string(l.zero >= 1 ? 1 : l.dp)},
                                   {"train.accelerator.dp_shard", std::to_string(l.zero >= 1 ? l.dp : 1)},
-                                  {"train.accelerator.tp_degree", std::to_string(l.tp)},
-                                  {"train.accelerator.pipeline_parallel_degree", std::to_string(l.pp)},
-                                  {"train.accelerator.context_parallel_degree", std::to_string(l.cp)},
-                                  {"train.accelerator.expert_parallel_degree", std::to_string(l.ep)},
-                                  {"train.accelerator.expert_tensor_parallel_degree", std::to_string(l.etp)},
+                                  {key("train.accelerator.tp_degree", "train.accelerator.tp"), std::to_string(l.tp)},
+                                  {key("train.accelerator.pipeline_parallel_degree", "train.accelerator.pp"), std::to_string(l.pp)},
+                                  {key("train.accelerator.context_parallel_degree", "train.accelerator.cp"), std::to_string(l.cp)},
+                                  {key("train.accelerator.expert_parallel_degree", "train.accelerator.ep"), std::to_string(l.ep)},
+                                  {key("train.accelerator.expert_tensor_parallel_degree", "train.accelerator.etp"), std::to_string(l.etp)},
                                   {"train.accelerator.pp_interleave_num", std::to_string(l.vpp)},
                                   {"train.accelerator.use_seq_parallel", l.sp ? "true" : "false"},
                                   {"train.accelerator.enable_parallel_optimizer", l.zero >= 3 ? "true" : "false"},
                                   {"train.global_batch_size", std::to_string(plan.global_batch)},
-                                  {"train.micro_batch_num", std::to_string(m)},
+                                  {key("train.micro_batch_num", "train.accelerator.pp_micro_batch_num"), std::to_string(m)},
                                   {"train.micro_batch_size", std::to_string(l.mbs)},
                                   {"train.gradient_checkpointing.activation_checkpoint", plan::to_string(l.recompute)},
                               });
@@ -618,8 +684,10 @@ std::string emit_hyperparallel(const Plan& plan, const Loaded* original, const s
     text = yaml_set(text, "accelerator.cp_size", std::to_string(l.cp));
     text = yaml_set(text, "accelerator.ep_size", std::to_string(l.ep));
     if (l.etp > 1) text = yaml_set(text, "accelerator.etp_size", std::to_string(l.etp));
-    if (dp_cp / shard > 1 || (original && original->origin.count("devices") && original->origin.at("devices").find("dp_replicate") != std::string::npos))
-      text = yaml_set(text, "accelerator.dp_replicate_size", std::to_string(dp_cp / shard));
+    // dp_replicate (unstated: it follows from the world size) is written where the file states it or replicas exist.
+    const bool replicate_stated = original_states(original, "accelerator.dp_replicate");
+    if (dp_cp / shard > 1 || replicate_stated || original_states(original, "accelerator.dp_replicate_size"))
+      text = yaml_set(text, replicate_stated ? "accelerator.dp_replicate" : "accelerator.dp_replicate_size", std::to_string(dp_cp / shard));
     // The trainer's AcceleratorConfig states interleaving as pp_vpp and the pipeline's micro-batches as
     // pp_micro_batch_num; its TrainingConfig has no micro_batch_num and its resolver refuses unknown fields, so the
     // older keys are written only where the file already has them.
@@ -632,7 +700,10 @@ std::string emit_hyperparallel(const Plan& plan, const Loaded* original, const s
       text = yaml_set(text, "accelerator.pp_micro_batch_num", std::to_string(m));
     if (l.sp || (original && original->origin.count("sp"))) text = yaml_set(text, "accelerator.sequence_parallel", l.sp ? "true" : "false");
     text = yaml_set_all(text, {
-                                  {"fsdp_config.dp_shard_size", std::to_string(shard)},
+                                  {original_states(original, "accelerator.dp_shard_size") && !original_states(original, "fsdp_config.dp_shard_size")
+                                       ? "accelerator.dp_shard_size"
+                                       : "fsdp_config.dp_shard_size",
+                                   std::to_string(shard)},
                                   {"training.global_batch_size", std::to_string(plan.global_batch)},
                                   {"training.micro_batch_size", std::to_string(l.mbs)},
                                   {"activation_checkpoint.mode", plan::to_string(l.recompute)},
