@@ -632,13 +632,15 @@ TEST(HyperParallel, TheLegacyShortDegreeNamesReadAndWriteBack) {
 TEST(HyperParallel, TheSkeletonSchemaStatesShardAndBatchElsewhere) {
   const std::string text =
       "model:\n  pretrained_model_name_or_path: llama3-8b\nstep_scheduler: {local_batch_size: 2, global_batch_size: 16}\n"
-      "training: {seed: 42}\naccelerator: {dp_shard_size: 2, dp_replicate_size: 1, tp_size: 2, cp_size: 1, pp_size: 1, ep_size: 1}\n";
+      "training: {seed: 42}\naccelerator: {dp_shard_size: 2, dp_replicate_size: 1, tp_size: 2, cp_size: 1, pp_size: 1, ep_size: 1}\n"
+      "data_transform: {seq_len: 2048}\n";
   app::EstimateRequest r;
   config::fill(r, config::read_text(text, "train.yaml", config::Format::HyperParallel), nlohmann::json::object());
   EXPECT_EQ(r.job.devices, 4);
   EXPECT_EQ(r.layout.zero, 3);
   EXPECT_EQ(r.layout.mbs, 2);
   EXPECT_EQ(r.job.training.global_batch, 16);
+  EXPECT_EQ(r.job.training.seq, 2048);
   // It shares AutoModel's step_scheduler but has its own accelerator section: detected as HyperParallel.
   EXPECT_EQ(config::read_text(text, "train.yaml").format, config::Format::HyperParallel);
 }

@@ -349,7 +349,7 @@ Loaded read_hyperparallel(const json& tree, const std::string& file) {
   }
   // Sequence, precision, memory.
   for (const char* k : {"dataset.data_transform.max_seq_len", "dataset.data_transform.seq_len", "dataset.data_config.seq_length", "dataset.seq_len",
-                        "data.max_seq_len", "model.config_overrides.seq_length"}) {
+                        "data.max_seq_len", "data_transform.seq_len", "data_transform.max_seq_len", "model.config_overrides.seq_length"}) {
     if (auto s = t.whole(k)) {
       set("seq", *s, k);
       break;
