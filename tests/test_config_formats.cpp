@@ -645,6 +645,28 @@ TEST(HyperParallel, TheSkeletonSchemaStatesShardAndBatchElsewhere) {
   EXPECT_EQ(config::read_text(text, "train.yaml").format, config::Format::HyperParallel);
 }
 
+// FSDP reduces the gradients in mix_precision.reduce_dtype, unset: in the dtype the backward produced them, the
+// gathered one (hyper_parallel/core/fully_shard/hsdp_grad_hook.py casts only when it is set). fp32 shards gathered in
+// bf16 send bf16 gradients: the reduce-scatter moves half the bytes, the all-gathers (bf16, before the forward and
+// again before the backward: ZeRO-3) the same, so with nothing overlapped the DP time is 2 + 2 x 2 against 4 + 2 x 2
+// units of ring traffic.
+TEST(HyperParallel, GradientsAreReducedInTheReduceDtype) {
+  auto dp_seconds = [](const std::string& reduce) {
+    const std::string text =
+        "model: {pretrained_model_name_or_path: llama3-8b}\nmodel_init_dtype: float32\nfsdp_config:\n  dp_shard_size: 8\n"
+        "  mix_precision: {param_dtype: bfloat16" +
+        reduce + "}\ntraining: {global_batch_size: 8, micro_batch_size: 1}\n";
+    app::EstimateRequest r;
+    config::fill(r, config::read_text(text, "train.yaml", config::Format::HyperParallel), nlohmann::json{{"overlap_dp", 0}});
+    return std::make_pair(r.job.training.reduced_gradient_bytes(), app::run_estimate(r).time.breakdown.dp_comm_s);
+  };
+  const auto [bf16_bytes, bf16_s] = dp_seconds("");
+  const auto [fp32_bytes, fp32_s] = dp_seconds(", reduce_dtype: float32");
+  EXPECT_EQ(bf16_bytes, 2);
+  EXPECT_EQ(fp32_bytes, 4);
+  EXPECT_NEAR(fp32_s / bf16_s, 8.0 / 6.0, 0.02);
+}
+
 // A search YAML's list or auto handed to estimate names the key and says which command searches.
 TEST(ReferenceSearch, ASearchSpaceGivenToEstimateSaysToSearch) {
   const std::string text =

@@ -190,6 +190,9 @@ void add_job_fields(std::vector<Field<Request>>& f) {
   f.push_back({"gather_bytes", "", "bytes per parameter element as ZeRO-3 / FSDP all-gathers it (0: --param-bytes)", false,
                [](R& r, const json& v, const std::string& w) { r.job.training.gather_bytes = real(v, w, 0, 8, "bytes"); },
                [](const R& r) { return show_number(r.job.training.gather_bytes); }});
+  f.push_back({"reduce_bytes", "", "bytes per gradient element as the data-parallel reduce sends it (0: as kept, --grad-bytes)", false,
+               [](R& r, const json& v, const std::string& w) { r.job.training.reduce_bytes = real(v, w, 0, 8, "bytes"); },
+               [](const R& r) { return show_number(r.job.training.reduce_bytes); }});
   f.push_back({"loss_parallel", "",
                "the loss reads the logits split by vocabulary over TP (true: Megatron, torchtitan's default) or gathered whole on every TP "
                "rank (false: HyperParallel without accelerator.loss_parallel)",
@@ -485,8 +488,9 @@ void apply_with_config(Request& request, const std::vector<Field<Request>>& fiel
 }  // namespace
 
 json stated_under_framework(const json& earlier, const json& later) {
-  static const std::set<std::string> governed = {"reserve_gib",       "param_bytes", "grad_bytes", "optimizer_bytes", "gather_bytes", "loss_parallel",
-                                                 "recompute_modules", "overlap_tp",  "overlap_dp", "overlap_ep",      "overlap_cp",   "overlap_pp"};
+  static const std::set<std::string> governed = {"reserve_gib",  "param_bytes",   "grad_bytes",        "optimizer_bytes", "gather_bytes",
+                                                 "reduce_bytes", "loss_parallel", "recompute_modules", "overlap_tp",      "overlap_dp",
+                                                 "overlap_ep",   "overlap_cp",    "overlap_pp"};
   json out = json::object();
   if (!earlier.is_object() || !later.is_object() || !later.contains("framework")) return out;
   for (const auto& key : governed) {

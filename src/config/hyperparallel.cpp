@@ -146,10 +146,18 @@ void train_state_bytes(Tree& t, Loaded& out) {
   set("optimizer_bytes", states * (fp32_main ? 4.0 : stored) + (fp32_main && stored < 4 ? 4.0 : 0.0),
       fmt::format("{} state{} {}{}", states, states > 1 ? "s" : "", fp32_main ? "in fp32" : "as the gradient",
                   fp32_main && stored < 4 ? " + an fp32 main copy (optimizer.fp32_main_params)" : ""));
+  double gather = stored;
   if (auto dt = t.text("fsdp_config.mix_precision.param_dtype")) {
-    double gather = dtype_bytes(*dt, at(t.file, "fsdp_config.mix_precision.param_dtype"));
+    gather = dtype_bytes(*dt, at(t.file, "fsdp_config.mix_precision.param_dtype"));
     if (gather != stored) set("gather_bytes", gather, "fsdp_config.mix_precision.param_dtype");
   }
+  // The gradients are reduced in mix_precision.reduce_dtype, unset: as the backward produced them, in the gathered
+  // dtype (hyper_parallel/core/fully_shard/hsdp_grad_hook.py at fdd0a80 casts only when it is set, as FSDP2's
+  // MixedPrecisionPolicy), and kept as stored.
+  const std::string reduce_key = "fsdp_config.mix_precision.reduce_dtype";
+  const double reduce = t.text(reduce_key) ? dtype_bytes(*t.text(reduce_key), at(t.file, reduce_key)) : gather;
+  if (reduce != (fp32_main ? 4.0 : stored))
+    set("reduce_bytes", reduce, t.text(reduce_key) ? reduce_key : "fsdp_config.mix_precision.param_dtype (reduce_dtype unset)");
   t.use("optimizer._target_");
 }
 

@@ -433,8 +433,8 @@ StepTime estimate_time(const model::Model& model, const plan::Layout& l, const p
     // all-gather (ZeRO >= 1) before the next forward.
     double passes = l.zero == 0 ? 2.0 : 1.0;
     // Under LoRA only the adapters have gradients and updated weights to gather (ZeRO 3 still gathers every weight).
-    double reduce = ring_seconds(hw, dp_link, dp_group, pn * training.gradient_bytes() * trained, passes) +
-                    ring_seconds(hw, edp_link, edp_group, pe * training.gradient_bytes() * trained, passes);
+    double reduce = ring_seconds(hw, dp_link, dp_group, pn * training.reduced_gradient_bytes() * trained, passes) +
+                    ring_seconds(hw, edp_link, edp_group, pe * training.reduced_gradient_bytes() * trained, passes);
     const double gathered = l.zero == 3 ? 1.0 : trained;
     double gather = l.zero == 0 ? 0.0
                                 : ring_seconds(hw, dp_link, dp_group, pn * training.gathered_param_bytes() * gathered, 1.0) +

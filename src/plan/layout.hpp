@@ -82,6 +82,10 @@ struct Training {
   // Bytes per element of the parameters ZeRO-3 / FSDP gathers (0: param_bytes). FSDP2 keeps fp32 shards and
   // gathers them cast to MixedPrecisionPolicy.param_dtype (bf16 in torchtitan and AutoModel).
   double gather_bytes = 0;
+  // Bytes per gradient element as the data-parallel reduce sends it (0: gradient_bytes()). FSDP2's
+  // MixedPrecisionPolicy.reduce_dtype, which defaults to its param_dtype: HyperParallel's fp32 shards gathered in
+  // bf16 reduce their gradients in bf16 and keep them in fp32.
+  double reduce_bytes = 0;
   // ZeRO-3 / FSDP under pipeline parallelism as torch.distributed.pipelining runs FSDP2 with torchtitan's default
   // reshard policy: a stage's parameters are gathered once per step and kept (reshard_after_forward = not
   // pp_enabled), its gradients accumulate unsharded in the reduce dtype (set_requires_gradient_sync(False) on every
@@ -143,6 +147,8 @@ struct Training {
   [[nodiscard]] double gradient_bytes() const { return fp8 && fp8_grad_bytes > 0 ? fp8_grad_bytes : grad_bytes; }
   // Bytes per gathered parameter element: gather_bytes when stated, else param_bytes.
   [[nodiscard]] double gathered_param_bytes() const { return gather_bytes > 0 ? gather_bytes : param_bytes; }
+  // Bytes per gradient element the data-parallel reduce sends: reduce_bytes when stated, else gradient_bytes().
+  [[nodiscard]] double reduced_gradient_bytes() const { return reduce_bytes > 0 ? reduce_bytes : gradient_bytes(); }
 };
 
 // Reads a rank order like "tp-cp-dp-pp" (a permutation of tp, cp, dp and pp, innermost first).
