@@ -349,6 +349,109 @@ TEST(Torchtitan, DisableLossParallelGathersTheLogitsWhole) {
   EXPECT_TRUE(whole(text));
 }
 
+// torchtitan v0.2's converters are registered as quantize.linear.float8 / quantize.grouped_mm.float8 (and .mx)
+// (torchtitan/components/quantization/float8.py and mx.py at v0.2.2): each prices FP8 like v0.1's float8, an
+// unregistered name is refused as torchtitan refuses it, and --emit writes the v0.2 names (the experts' too).
+TEST(Torchtitan, ConvertersByTheirRegisteredNames) {
+  auto fp8 = [](const std::string& converters) {
+    app::EstimateRequest r;
+    const std::string text = "[model]\nname = \"llama3\"\nflavor = \"8B\"\nconverters = " + converters +
+                             "\n[training]\nseq_len = 8192\n[parallelism]\ndata_parallel_shard_degree = 8\n";
+    config::fill(r, config::read_text(text, "t.toml", config::Format::Torchtitan), nlohmann::json::object());
+    return r.job.training.fp8;
+  };
+  EXPECT_TRUE(fp8("[\"quantize.linear.float8\"]"));
+  EXPECT_TRUE(fp8("[\"float8\"]"));
+  EXPECT_TRUE(fp8("[\"quantize.linear.mx\"]"));
+  EXPECT_FALSE(fp8("[]"));
+  EXPECT_THROW((void)fp8("[\"flaot8\"]"), Error);
+  config::Plan p;
+  p.layout.dp = 8;
+  p.layout.zero = 3;
+  p.devices = 8;
+  p.global_batch = 8;
+  p.seq = 8192;
+  p.fp8 = true;
+  p.model = test::bundled("llama3-8b").spec;
+  p.num_layers = p.model->num_layers;
+  const std::string written = config::emit(config::EmitFormat::Torchtitan, p, nullptr, "torchtitan llama3 8B");
+  EXPECT_NE(written.find("converters = [\"quantize.linear.float8\"]"), std::string::npos) << written;
+  EXPECT_TRUE(fp8(written.substr(written.find("converters = ") + 13, written.find(']', written.find("converters = ")) - written.find("converters = ") - 12)));
+}
+
+// The fsdp mesh is dp_shard x cp (torchtitan parallel_dims.py: "when cp is used, FSDP is also applied"): CP 2 with
+// data_parallel_shard_degree 1 and replicas shards over the 2 CP ranks; with data_parallel_shard_degree -1 the shard
+// group follows from the devices (64 / (replicate 4 x TP 8) = 2). training.dtype bfloat16 keeps the parameters,
+// gradients and Adam moments in bf16 with no fp32 copy (job_config.py Training.dtype): 2 + 2 + 4 bytes. Without
+// seq_len torchtitan trains at its default 2048 (Training.seq_len).
+TEST(Torchtitan, ShardGroupsDtypesAndDefaultsAsTorchtitanRunsThem) {
+  auto fill = [](const std::string& parallelism, const std::string& training, const nlohmann::json& cli) {
+    app::EstimateRequest r;
+    const std::string text = "[model]\nname = \"llama3\"\nflavor = \"8B\"\n[training]\nlocal_batch_size = 1\n" + training + "[parallelism]\n" + parallelism;
+    config::fill(r, config::read_text(text, "t.toml", config::Format::Torchtitan), cli);
+    return r;
+  };
+  app::EstimateRequest cp =
+      fill("data_parallel_replicate_degree = 32\ndata_parallel_shard_degree = 1\ncontext_parallel_degree = 2\n", "seq_len = 8192\n", nlohmann::json::object());
+  EXPECT_EQ(cp.layout.zero, 3);
+  EXPECT_EQ(cp.layout.optimizer_shard, 2);
+  app::EstimateRequest hsdp = fill("data_parallel_replicate_degree = 4\ndata_parallel_shard_degree = -1\ntensor_parallel_degree = 8\n", "seq_len = 8192\n",
+                                   nlohmann::json{{"devices", 64}});
+  EXPECT_EQ(hsdp.layout.optimizer_shard, 2);
+  EXPECT_EQ(app::run_estimate(hsdp).layout.dp, 8);
+  app::EstimateRequest bf16 = fill("data_parallel_shard_degree = 8\n", "dtype = \"bfloat16\"\n", nlohmann::json::object());
+  EXPECT_EQ(bf16.job.training.param_bytes + bf16.job.training.grad_bytes + bf16.job.training.optimizer_bytes, 8);
+  EXPECT_EQ(bf16.job.training.seq, 2048);
+  EXPECT_THROW((void)fill("data_parallel_shard_degree = 8\nfsdp_reshard_after_forward = \"sometimes\"\n", "", nlohmann::json::object()), Error);
+  EXPECT_THROW(
+      (void)fill("data_parallel_shard_degree = 4\ncontext_parallel_degree = 2\ncontext_parallel_rotate_method = \"ring\"\n", "", nlohmann::json::object()),
+      Error);
+}
+
+// Pipeline schedules are torch's get_schedule_class names (an unknown one raises there); a single-stage schedule
+// with more than one stage per rank is refused as torchtitan refuses it; GPipe is warned (priced as 1F1B); several
+// gradient-accumulation steps under PP are several pipelines in torchtitan's train_step, warned.
+TEST(Torchtitan, PipelineSchedulesAsTorchNamesThem) {
+  auto read = [](const std::string& parallelism, long long global) {
+    const std::string text = "[model]\nname = \"llama3\"\nflavor = \"8B\"\n[training]\nlocal_batch_size = 8\nglobal_batch_size = " + std::to_string(global) +
+                             "\n[parallelism]\ndata_parallel_shard_degree = 16\npipeline_parallel_degree = 4\n" + parallelism;
+    return config::read_text(text, "t.toml", config::Format::Torchtitan);
+  };
+  EXPECT_THROW((void)read("pipeline_parallel_schedule = \"Bogus1F1B\"\n", 128), Error);
+  EXPECT_THROW((void)read("pipeline_parallel_schedule = \"1F1B\"\npipeline_parallel_layers_per_stage = 4\n", 128), Error);
+  auto mentions = [](const config::Loaded& l, const std::string& what) {
+    return std::any_of(l.warnings.begin(), l.warnings.end(), [&](const std::string& w) { return w.find(what) != std::string::npos; });
+  };
+  EXPECT_TRUE(mentions(read("pipeline_parallel_schedule = \"GPipe\"\n", 128), "GPipe"));
+  EXPECT_FALSE(mentions(read("pipeline_parallel_schedule = \"interleaved1f1b\"\n", 128), "pipelines per step"));
+  EXPECT_TRUE(mentions(read("", 512), "4 pipelines per step"));
+}
+
+// torchtitan's DDP takes no other dimension ("DDP has not supported > 1D parallelism", parallelize.py apply_ddp) and
+// CP implies FSDP: a replicated plan beside TP is refused at --emit, and CP's all-to-all is written as
+// context_parallel_rotate_method alltoall, read back as such.
+TEST(Torchtitan, EmitWritesOnlyWhatTorchtitanRuns) {
+  config::Plan p;
+  p.layout.dp = 4;
+  p.layout.tp = 2;
+  p.layout.zero = 0;
+  p.devices = 8;
+  p.global_batch = 8;
+  p.seq = 8192;
+  p.model = test::bundled("llama3-8b").spec;
+  p.num_layers = p.model->num_layers;
+  EXPECT_THROW((void)config::emit(config::EmitFormat::Torchtitan, p, nullptr, "torchtitan llama3 8B"), Error);
+  p.layout.zero = 3;
+  p.layout.dp = 2;
+  p.layout.cp = 2;
+  p.layout.cp_algo = plan::CpAlgo::AllToAll;
+  const std::string written = config::emit(config::EmitFormat::Torchtitan, p, nullptr, "torchtitan llama3 8B");
+  app::EstimateRequest back;
+  config::fill(back, config::read_text(written, "t.toml"), nlohmann::json::object());
+  EXPECT_EQ(back.layout.cp_algo, plan::CpAlgo::AllToAll) << written;
+  EXPECT_EQ(back.layout.cp, 2);
+}
+
 // HyperParallel's train YAML runs its trainer's fully_shard and AdamW (the hyperparallel profile; mindspore-ai/
 // hyper-parallel fdd0a80 platform/torch/fully_shard/param.py): shards stored in the model's dtype (model_init_dtype,
 // else model.torch_dtype, else fp32) and gathered in mix_precision.param_dtype; gradients kept as stored; two Adam

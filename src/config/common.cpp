@@ -660,7 +660,8 @@ std::vector<std::string> fill_request(Request& request, const Loaded& loaded, co
   std::vector<std::string> overrides;
   for (const auto& [key, value] : command_line.items()) {
     auto it = loaded.origin.find(key);
-    if (it != loaded.origin.end())
+    const bool same = loaded.values.contains(key) && loaded.values.at(key) == value;  // nothing overridden
+    if (it != loaded.origin.end() && !same)
       overrides.push_back(fmt::format("{} overrides {}: {}", app::where_of(app::Source::CommandLine, key), loaded.file, it->second));
     if (key == "model" && !loaded.model_config.is_null()) {
       overrides.push_back(fmt::format("--model overrides the model {} defines", loaded.file));
@@ -684,6 +685,16 @@ std::vector<std::string> fill_request(Request& request, const Loaded& loaded, co
            request.job.devices, deferred->model_ranks, loaded.file, deferred->keys);
     }
     request.job.training.global_batch = deferred->per_rank * (request.job.devices / deferred->model_ranks);
+  }
+  const auto& shard = loaded.shard_from_devices;
+  if (shard && request.job.devices > 0 && !command_line.contains("optimizer_shard")) {
+    if (request.job.devices % shard->model_ranks != 0) {
+      fail(app::where_of(app::Source::CommandLine, "devices"), "{} devices are not a whole number of {} devices ({}: {})", request.job.devices,
+           shard->model_ranks, loaded.file, shard->keys);
+    }
+    json group = json::object();
+    group["optimizer_shard"] = request.job.devices / shard->model_ranks * shard->cp;
+    app::apply(request, group, app::Source::File, loaded.file);
   }
   // A --framework on the command line keeps the dtypes, modules and overlaps the file states.
   json again = app::stated_under_framework(loaded.values, command_line);
@@ -732,9 +743,10 @@ Expressible expressible(EmitFormat format, const Loaded* original) {
               "MindFormers states MindSpore's parallel optimizer (enable_parallel_optimizer: weights and optimizer states sliced over DP, ZeRO-3) or "
               "none"};
     case EmitFormat::Torchtitan:
-      return {std::vector<int>{0, 2, 3}, std::nullopt,
-              "torchtitan states FSDP (data_parallel_shard_degree: ZeRO-3; fsdp_reshard_after_forward never: ZeRO-2) or replication; its "
-              "activation_checkpoint mode is one for every layer",
+      return {std::vector<int>{2, 3}, std::nullopt,
+              "torchtitan states FSDP (data_parallel_shard_degree: ZeRO-3; fsdp_reshard_after_forward never: ZeRO-2); its DDP (replication "
+              "alone) takes no TP, PP, CP or EP (\"DDP has not supported > 1D parallelism\") and CP implies FSDP, so replication is not "
+              "written; its activation_checkpoint mode is one for every layer",
               plan::RecomputeStated::OneModeForAll};
     case EmitFormat::Megatron:
       return {std::nullopt, std::nullopt,
@@ -762,7 +774,7 @@ std::string emit(EmitFormat format, const Plan& plan, const Loaded* original, co
     case EmitFormat::Megatron: return emit_megatron(plan, original, model_name, notes);
     case EmitFormat::MindFormers: return emit_mindformers(plan, original, model_name);
     case EmitFormat::HyperParallel: return emit_hyperparallel(plan, original, model_name);
-    case EmitFormat::Torchtitan: return emit_torchtitan(plan, original, model_name);
+    case EmitFormat::Torchtitan: return emit_torchtitan(plan, original, model_name, notes);
     case EmitFormat::AutoModel: return emit_automodel(plan, original, model_name, notes);
   }
   return "";

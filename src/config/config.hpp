@@ -50,6 +50,15 @@ struct Loaded {
     std::string keys;           // what it was read from, for messages
   };
   std::optional<BatchFromDevices> batch_from_devices;
+  // An HSDP shard group the file leaves to the device count (torchtitan's data_parallel_shard_degree = -1 with
+  // replicas): shard = devices / model_ranks, the ZeRO group shard x cp, once the devices are known (fill()).
+  struct ShardFromDevices {
+    long long replicate = 1;
+    long long model_ranks = 1;  // replicate x TP x PP x CP
+    long long cp = 1;
+    std::string keys;
+  };
+  std::optional<ShardFromDevices> shard_from_devices;
   // Why the file leaves the device count to its launch (AutoModel's dp_size null): an error naming it unless the
   // command line gives --devices (fill()).
   std::string devices_hint;

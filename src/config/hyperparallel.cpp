@@ -136,8 +136,8 @@ void train_state_bytes(Tree& t, Loaded& out) {
     break;
   }
   if (auto td = t.text("model.torch_dtype"); td && *td == "auto" && stored_from.rfind("fp32", 0) == 0)
-    out.warnings.push_back(at(t.file, "model.torch_dtype") +
-                           ": auto loads the checkpoint's dtype, which sapp does not open; the parameters are priced as fp32 (state model_init_dtype)");
+    out.warnings.push_back(
+        "model.torch_dtype: auto loads the checkpoint's dtype, which sapp does not open; the parameters are priced as fp32 (state model_init_dtype)");
   const bool fp32_main = t.flag("optimizer.fp32_main_params").value_or(false);
   const std::string target = io::lower(t.text("optimizer._target_").value_or(""));
   const double states = target.find("muon") != std::string::npos ? 1 : 2;
@@ -315,9 +315,9 @@ Loaded read_hyperparallel(const json& tree, const std::string& file) {
     // AcceleratorConfig.pp_schedule: gpipe or 1f1b (default). GPipe runs every micro-batch's forward before any
     // backward, holding all of their activations: sapp's schedules are 1F1B's.
     if (auto schedule = t.text("accelerator.pp_schedule"); schedule && io::lower(*schedule) == "gpipe" && pp > 1)
-      out.warnings.push_back(at(file, "accelerator.pp_schedule") +
-                             ": gpipe is priced as 1F1B (sapp has no GPipe schedule): GPipe holds every micro-batch's activations, so its peak "
-                             "memory is above the estimate");
+      out.warnings.push_back(
+          "accelerator.pp_schedule: gpipe is priced as 1F1B (sapp has no GPipe schedule): GPipe holds every micro-batch's activations, so its peak "
+          "memory is above the estimate");
   }
   // Batch. The current trainer's pipeline states its micro-batches as accelerator.pp_micro_batch_num (global batch =
   // pp_micro_batch_num x micro_batch_size x DP; its TrainingConfig has no micro_batch_num).

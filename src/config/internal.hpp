@@ -116,7 +116,7 @@ std::string emit_megatron(const Plan& plan, const Loaded* original, const std::s
 std::string emit_mindformers(const Plan& plan, const Loaded* original, const std::string& model_name);
 std::string emit_hyperparallel(const Plan& plan, const Loaded* original, const std::string& model_name);
 Expressible expressible_hyperparallel(const Loaded* original);
-std::string emit_torchtitan(const Plan& plan, const Loaded* original, const std::string& model_name);
+std::string emit_torchtitan(const Plan& plan, const Loaded* original, const std::string& model_name, std::vector<std::string>* notes);
 std::string emit_automodel(const Plan& plan, const Loaded* original, const std::string& model_name, std::vector<std::string>* notes);
 Expressible expressible_automodel();
 

@@ -274,12 +274,29 @@ Loaded read_torchtitan(const std::string& text, const std::string& file) {
   // disable_loss_parallel: the output projection's logits Replicate()d over TP (gathered whole) for the loss.
   if (auto off = t.flag("parallelism.disable_loss_parallel"); off && *off) set("loss_parallel", false, "parallelism.disable_loss_parallel");
   if (shard > 0) set("devices", rep * shard * tp * pp * cp, "parallelism (replicate x shard x tensor x pipeline x context degrees)");
+  // fsdp_reshard_after_forward (parallelize.py apply_fsdp): never keeps the gathered parameters (ZeRO-2); default
+  // reshards unless pipelining (then a stage's parameters are gathered once per step: the torchtitan profile);
+  // always reshards after every forward; anything else torchtitan refuses.
   std::string reshard = t.text("parallelism.fsdp_reshard_after_forward").value_or("default");
-  bool fsdp = shard != 1;
-  set("zero", fsdp ? (reshard == "never" ? 2 : 3) : 0, "parallelism.data_parallel_shard_degree");
-  if (fsdp && rep > 1 && shard > 1) set("optimizer_shard", shard * cp, "parallelism.data_parallel_shard_degree (HSDP)");
+  if (reshard != "default" && reshard != "always" && reshard != "never")
+    t.bad("parallelism.fsdp_reshard_after_forward", fmt::format("'{}' is not default, always or never", reshard));
+  if (reshard == "always" && pp > 1)
+    out.warnings.push_back(
+        "parallelism.fsdp_reshard_after_forward: always under PP re-gathers each stage's parameters per micro-batch; priced as the default (gathered once per "
+        "step): "
+        "the DP traffic is above the estimate and the memory below");
+  // The fsdp mesh is dp_shard x cp ("when cp is used, FSDP is also applied", parallel_dims.py): FSDP whenever either
+  // is above 1; with replicas (HSDP) its shard group is dp_shard x cp.
+  const bool fsdp = shard != 1 || cp > 1;
+  set("zero", fsdp ? (reshard == "never" ? 2 : 3) : 0,
+      cp > 1 && shard == 1 ? "parallelism.context_parallel_degree (FSDP over CP)" : "parallelism.data_parallel_shard_degree");
+  if (fsdp && rep > 1 && shard > 0) set("optimizer_shard", shard * cp, "parallelism.data_parallel_shard_degree x context_parallel_degree (HSDP)");
+  if (fsdp && rep > 1 && shard < 0)
+    out.shard_from_devices =
+        Loaded::ShardFromDevices{rep, rep * tp * pp * cp, cp, "parallelism.data_parallel_shard_degree -1 with data_parallel_replicate_degree (HSDP)"};
   if (cp > 1) {
     std::string rot = t.text("parallelism.context_parallel_rotate_method").value_or("allgather");
+    if (rot != "allgather" && rot != "alltoall") t.bad("parallelism.context_parallel_rotate_method", fmt::format("'{}' is not allgather or alltoall", rot));
     set("cp_algo", rot == "alltoall" ? "all2all" : "ring", "parallelism.context_parallel_rotate_method");
   }
 
@@ -299,24 +316,79 @@ Loaded read_torchtitan(const std::string& text, const std::string& file) {
     out.batch_from_devices = Loaded::BatchFromDevices{local * rep, rep * tp * pp * cp,
                                                       "training.local_batch_size x parallelism.data_parallel_shard_degree -1 (the devices over TP x PP x CP)"};
   }
-  if (auto seq = t.whole("training.seq_len")) set("seq", *seq, "training.seq_len");
+  if (auto seq = t.whole("training.seq_len"))
+    set("seq", *seq, "training.seq_len");
+  else
+    set("seq", 2048, "torchtitan's default training.seq_len (job_config.py Training.seq_len)");
   // torchtitan's runtime profile: FSDP2 keeps fp32 sharded parameters, gradients and Adam moments whatever it
   // computes in; mixed_precision_param is the dtype of the gathered copy, which sapp prices in bf16.
   set("framework", "torchtitan", "a torchtitan TOML");
   std::string param = t.text("training.mixed_precision_param").value_or("bfloat16");
   if (dtype_bytes(param, at(file, "training.mixed_precision_param")) != 2)
     out.warnings.push_back(fmt::format("training.mixed_precision_param {}: the gathered parameters and the compute are priced in bf16", param));
-  if (const json* conv = t.get("model.converters"); conv && conv->is_array()) {
+  // training.dtype bfloat16 "puts all parameters, gradients, and optimizer states in bfloat16, without an extra copy
+  // of fp32 weights" (job_config.py Training.dtype): 2 + 2 + 2 x 2 bytes; the reduce in mixed_precision_reduce.
+  if (auto dt = t.text("training.dtype"); dt && dtype_bytes(*dt, at(file, "training.dtype")) == 2) {
+    set("param_bytes", 2, "training.dtype");
+    set("grad_bytes", 2, "training.dtype");
+    set("optimizer_bytes", 4, "training.dtype (two Adam moments in bf16, no fp32 copy)");
+  }
+  if (auto reduce = t.text("training.mixed_precision_reduce"); reduce && dtype_bytes(*reduce, at(file, "training.mixed_precision_reduce")) == 2)
+    set("reduce_bytes", 2, "training.mixed_precision_reduce");
+  if (t.flag("training.enable_cpu_offload").value_or(false))
+    out.warnings.push_back(
+        "training.enable_cpu_offload: FSDP's CPU offload keeps the parameters, gradients and optimizer states in host memory; not priced: the device memory is "
+        "below the estimate and the step (host transfers, a CPU optimizer step) above it");
+  // Converters (registered names, components/quantization: v0.2's quantize.*, v0.1's float8 and mx); torchtitan
+  // refuses a name it has not registered. The Float8 / MX linear converters swap nn.Linear modules, which the
+  // grouped experts are not: their FP8 is quantize.grouped_mm.*. sapp's FP8 is one switch for every GEMM.
+  if (const json* conv = t.get("model.converters")) {
+    if (!conv->is_array()) t.bad("model.converters", fmt::format("{} is not a list of converter names", conv->dump()));
+    bool linear = false, grouped = false, mx = false;
     for (const auto& c : *conv) {
-      if (c == "float8")
-        set("fp8", true, "model.converters");
-      else if (c == "mx")
-        out.warnings.push_back("model.converters mx (MXFP8) is priced at the device's FP8 rate");
+      const std::string converter = c.is_string() ? c.get<std::string>() : c.dump();
+      if (converter == "float8" || converter == "quantize.linear.float8" || converter == "mx" || converter == "quantize.linear.mx") {
+        linear = true;
+      } else if (converter == "quantize.grouped_mm.float8" || converter == "quantize.grouped_mm.mx") {
+        grouped = true;
+      } else {
+        t.bad("model.converters", fmt::format("'{}' is not a converter torchtitan registers (quantize.linear.float8, quantize.linear.mx, "
+                                              "quantize.grouped_mm.float8, quantize.grouped_mm.mx; v0.1: float8, mx)",
+                                              converter));
+      }
+      mx = mx || converter.find("mx") != std::string::npos;
     }
+    const bool experts = model.contains("num_local_experts") || model.contains("n_routed_experts") || model.contains("num_experts");
+    if (linear) set("fp8", true, "model.converters");
+    if (mx) out.warnings.push_back("model.converters: MXFP8 is priced at the device's FP8 rate");
+    if (linear && experts && !grouped)
+      out.warnings.push_back("model.converters: the routed experts run in BF16 (no quantize.grouped_mm converter) but are priced in FP8 with the rest");
+    if (grouped && !linear) out.warnings.push_back("model.converters: only the routed experts' grouped GEMMs run in FP8; priced in BF16 throughout");
   }
 
+  // torchtitan runs one pipeline per gradient-accumulation step (train.py train_step: pp_schedule.step per
+  // accumulation micro-batch), each over local_batch_size / pipeline_parallel_microbatch_size micro-batches.
+  if (pp > 1 && global && *global > 0 && shard > 0 && *global > local * rep * shard)
+    out.warnings.push_back(
+        fmt::format("{}: {} / (training.local_batch_size {} x DP {}) = {} pipelines per step: each fills and drains its own; "
+                    "priced as one pipeline of all the micro-batches, so the bubble is below what torchtitan runs",
+                    "training.global_batch_size", *global, local, rep * shard, *global / (local * rep * shard)));
   // Stages: virtual stages per rank and the split (generate_llm_fqn_per_model_part).
   std::string schedule = t.text("parallelism.pipeline_parallel_schedule").value_or("1F1B");
+  if (pp > 1) {
+    // torch.distributed.pipelining's get_schedule_class names (case-insensitive); any other name raises there.
+    static const std::vector<std::string> schedules = {
+        "1F1B",          "Interleaved1F1B", "GPipe", "LoopedBFS", "InterleavedZeroBubble", "PipelineScheduleSingle", "PipelineScheduleMulti",
+        "ZBVZeroBubble", "DualPipeV"};
+    const bool known = std::any_of(schedules.begin(), schedules.end(), [&](const std::string& n) { return io::lower(n) == io::lower(schedule); });
+    if (!known)
+      t.bad("parallelism.pipeline_parallel_schedule", fmt::format("'{}' is not a torch pipeline schedule ({})", schedule, fmt::join(schedules, ", ")));
+    if (io::lower(schedule) == "gpipe")
+      out.warnings.push_back(
+          "parallelism.pipeline_parallel_schedule: GPipe is priced as 1F1B (sapp has no GPipe schedule): GPipe holds every micro-batch's activations, so its "
+          "peak memory "
+          "is above the estimate");
+  }
   long long first_less = t.whole("parallelism.pipeline_parallel_first_stage_less_layers", 0).value_or(1);
   long long last_less = t.whole("parallelism.pipeline_parallel_last_stage_less_layers", 0).value_or(1);
   long long vpp = 1;
@@ -330,6 +402,11 @@ Loaded read_torchtitan(const std::string& text, const std::string& file) {
     }
     if (stages % pp != 0) t.bad("parallelism.pipeline_parallel_schedule", fmt::format("{} virtual stages do not divide over PP {}", stages, pp));
     vpp = stages / pp;
+    if (vpp != 1 && !torch_multi_stage_schedule(schedule) && io::lower(schedule) != "pipelineschedulemulti")
+      t.bad("parallelism.pipeline_parallel_schedule",
+            fmt::format("{} is a single-stage schedule but the split gives {} stages per rank (torchtitan: \"Single stage schedule requires exactly "
+                        "1 stage per rank\")",
+                        schedule, vpp));
     std::vector<long long> per_stage(static_cast<std::size_t>(stages), 0);
     if (const json* parts = t.get("parallelism.module_fqns_per_model_part")) {
       long long total = 0;
@@ -436,7 +513,7 @@ std::optional<std::pair<std::string, std::string>> flavour_of(const model::Model
 
 }  // namespace
 
-std::string emit_torchtitan(const Plan& plan, const Loaded* original, const std::string& model_name) {
+std::string emit_torchtitan(const Plan& plan, const Loaded* original, const std::string& model_name, std::vector<std::string>* notes) {
   const plan::Layout& l = plan.layout;
   std::string text;
   if (original) {
@@ -461,6 +538,13 @@ std::string emit_torchtitan(const Plan& plan, const Loaded* original, const std:
         "# torchtitan (v0.2) job config for {} on {} devices, written by sapp.\n[job]\ndescription = \"{}\"\n\n[model]\nname = \"{}\"\nflavor = \"{}\"\n",
         model_name, plan.devices, model_name, name, flavour);
   }
+  if (l.zero == 0 && l.dp > 1 && (l.tp > 1 || l.pp > 1 || l.cp > 1 || l.ep > 1))
+    fail("--emit torchtitan",
+         "the plan replicates over DP {} without sharding (ZeRO 0) beside TP {} PP {} CP {} EP {}: torchtitan's DDP takes no other "
+         "dimension (\"DDP has not supported > 1D parallelism\"); price it with --zero 2 or 3",
+         l.dp, l.tp, l.pp, l.cp, l.ep);
+  if (l.zero == 0 && l.cp > 1)
+    fail("--emit torchtitan", "the plan keeps CP {} without sharding (ZeRO 0): torchtitan applies FSDP over CP; price it with --zero 2 or 3", l.cp);
   long long shard = l.zero >= 1 ? (l.optimizer_shard > 0 ? l.optimizer_shard / l.cp : l.dp) : 1;
   text = toml_set(text, "parallelism", "data_parallel_replicate_degree", std::to_string(l.dp / shard));
   text = toml_set(text, "parallelism", "data_parallel_shard_degree", std::to_string(shard));
@@ -470,6 +554,7 @@ std::string emit_torchtitan(const Plan& plan, const Loaded* original, const std:
   text = toml_set(text, "parallelism", "context_parallel_degree", std::to_string(l.cp));
   text = toml_set(text, "parallelism", "expert_parallel_degree", std::to_string(l.ep));
   if (l.ep > 1) text = toml_set(text, "parallelism", "expert_tensor_parallel_degree", std::to_string(l.etp));
+  if (l.cp > 1) text = toml_set(text, "parallelism", "context_parallel_rotate_method", l.cp_algo == plan::CpAlgo::AllToAll ? "\"alltoall\"" : "\"allgather\"");
   // torchtitan's local_batch_size is one forward's batch per DP rank: the micro-batch without PP (global_batch_size
   // then accumulates the rest), the pipeline's micro-batches together with PP (pipeline_parallel_microbatch_size
   // each): the reader's rule.
@@ -491,12 +576,27 @@ std::string emit_torchtitan(const Plan& plan, const Loaded* original, const std:
     mode = full == 0 ? "off" : full == plan.split->total() ? "full" : "selective";
     if (mode == "selective") {
       every = true;
-      text = toml_set(text, "activation_checkpoint", "selective_ac_option", fmt::format("\"{}\"", std::max<long long>(2, plan.split->total() / full)));
+      const long long every_n = std::max<long long>(2, plan.split->total() / full);
+      text = toml_set(text, "activation_checkpoint", "selective_ac_option", fmt::format("\"{}\"", every_n));
+      if (notes)
+        notes->push_back(
+            fmt::format("torchtitan checkpoints every N-th block a rank builds (selective_ac_option N): the plan's {} of {} fully recomputed "
+                        "layers per stage are written as every {}th block; read back, its peak and step differ",
+                        full, plan.split->total(), every_n));
     }
   }
   text = toml_set(text, "activation_checkpoint", "mode", mode == "off" ? "\"none\"" : fmt::format("\"{}\"", mode));
   if (mode == "selective" && !every) text = toml_set(text, "activation_checkpoint", "selective_ac_option", "\"op\"");
-  if (plan.fp8) text = toml_set(text, "model", "converters", "[\"float8\"]");
+  if (plan.fp8) {
+    // v0.2's registered names (the linear layers, and the routed experts' grouped GEMMs), or v0.1's where the file
+    // states it.
+    const bool v01 = original && original->text.find("\"float8\"") != std::string::npos;
+    const bool experts = plan.model && plan.model->is_moe();
+    text = toml_set(text, "model", "converters",
+                    v01       ? "[\"float8\"]"
+                    : experts ? "[\"quantize.linear.float8\", \"quantize.grouped_mm.float8\"]"
+                              : "[\"quantize.linear.float8\"]");
+  }
   return text;
 }
 
