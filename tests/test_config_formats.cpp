@@ -1239,6 +1239,33 @@ TEST(TorchtitanFlavours, ExpertsAreTensorParallelWithoutEp) {
 // number of such ranks are refused, naming the keys. Sections a newer torchtitan or an experiment adds, outside
 // what changes the estimate, are listed in a warning and not read; a misspelt key where it would change the
 // estimate is still refused (BadInputCorpus torchtitan_unknown_key).
+// torchtitan's flex / varlen flavours are their base flavours with another attention kernel and block-causal masks
+// (models/llama3/__init__.py at v0.2.2: 8B_flex is 8B with attn_type flex): the same model, warned; the iRoPE ones
+// (llama4 17bx16e_irope) add chunked attention on three layers of four (every_n_layers_nope 4,
+// fixed_attn_block_size 8192), so at a sequence of 32768 their attention costs less than the base flavour's.
+TEST(TorchtitanFlavours, AttentionVariantsAreTheirBaseFlavours) {
+  auto read = [](const std::string& name, const std::string& flavour) {
+    return config::read_text("[model]\nname = \"" + name + "\"\nflavor = \"" + flavour + "\"\n[training]\nseq_len = 32768\n", "t.toml",
+                             config::Format::Torchtitan);
+  };
+  config::Loaded flex = read("llama3", "8B_flex");
+  config::Loaded base = read("llama3", "8B");
+  nlohmann::json flex_model = flex.model_config, base_model = base.model_config;
+  flex_model.erase("_source");
+  flex_model.erase("name");
+  base_model.erase("_source");
+  base_model.erase("name");
+  EXPECT_EQ(flex_model, base_model);
+  ASSERT_FALSE(flex.warnings.empty());
+  EXPECT_NE(flex.warnings.front().find("block-causal"), std::string::npos) << flex.warnings.front();
+  auto step = [](const config::Loaded& l) {
+    app::EstimateRequest r;
+    config::fill(r, l, nlohmann::json{{"devices", 64}, {"hardware", "h100-sxm"}, {"tp", 8}});
+    return app::run_estimate(r).time.breakdown.compute_s;
+  };
+  EXPECT_LT(step(read("llama4", "17bx16e_irope")), step(read("llama4", "17bx16e")));
+}
+
 TEST(TorchtitanFlavours, ShardDegreeFromTheDevicesAndUnknownSectionsWarn) {
   std::string dir = test::temp_dir();
   test::write_file(dir + "/t.toml",

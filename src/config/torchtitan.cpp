@@ -150,13 +150,18 @@ json flavour_model(const std::string& name, const std::string& flavour, const st
     fail(where, "model '{}' has no bundled flavours; bundled: {}", name, fmt::join(known, ", "));
   }
   const json& fl = flavours.at(name).at("flavors");
-  if (!fl.contains(flavour)) {
+  const json variants = flavours.at(name).value("variants", json::object());
+  if (!fl.contains(flavour) && !variants.contains(flavour)) {
     std::vector<std::string> known;
     for (const auto& [k, v] : fl.items()) known.push_back(k);
+    for (const auto& [k, v] : variants.items()) known.push_back(k);
     fail(where, "'{}' is not a bundled {} flavour; bundled: {}", flavour, name, fmt::join(known, ", "));
   }
-  const json& e = fl.at(flavour).at("effective");
-  const json d = fl.at(flavour).value("derived", json::object());
+  // A variant: its base flavour with the fields it changes (attention kinds and iRoPE's).
+  const json& entry = fl.contains(flavour) ? fl.at(flavour) : fl.at(variants.at(flavour).at("base").get<std::string>());
+  json e = entry.at("effective");
+  if (variants.contains(flavour)) e.update(variants.at(flavour).value("effective", json::object()));
+  const json d = entry.value("derived", json::object());
   json m = json::object();
   m["_source"] = fmt::format("torchtitan v0.2.2 {} flavour {} ({})", name, flavour, flavours.at(name).value("source", ""));
   m["hidden_size"] = e.at("dim");
@@ -250,6 +255,11 @@ Loaded read_torchtitan(const std::string& text, const std::string& file) {
   std::string name = t.text("model.name").value_or("llama3");
   std::string flavour = t.text("model.flavor").value_or("debugmodel");
   json model = flavour_model(name, flavour, at(file, "model.flavor"));
+  if (bundled_flavours().at(name).value("variants", json::object()).contains(flavour))
+    out.warnings.push_back(
+        fmt::format("model.flavor {}: flex / varlen attention with block-causal masks (packed documents attend within themselves) "
+                    "is priced as causal attention over the whole sequence, the most it can cost",
+                    flavour));
   model["name"] = fmt::format("torchtitan {} {}", name, flavour);  // (a label: "1.7B" is no file name to take a stem of)
   out.model_config = model;
   set("model", fmt::format("torchtitan {} {}", name, flavour), "model.name / model.flavor");
