@@ -379,6 +379,21 @@ TEST(Torchtitan, ConvertersByTheirRegisteredNames) {
   EXPECT_TRUE(fp8(written.substr(written.find("converters = ") + 13, written.find(']', written.find("converters = ")) - written.find("converters = ") - 12)));
 }
 
+// v0.2.2's [debug] section (seed, deterministic, moe_force_load_balance: job_config.py Debug) is its own, not an
+// unknown one; v0.1's training.compile is read as a v0.1 key; a model name without flavours is named as model.name.
+TEST(Torchtitan, SchemaOfTheReleasesItReads) {
+  const std::string text = "[model]\nname = \"llama3\"\nflavor = \"8B\"\n[training]\ncompile = true\n[debug]\nseed = 42\n";
+  const config::Loaded l = config::read_text(text, "t.toml", config::Format::Torchtitan);
+  EXPECT_TRUE(l.warnings.empty()) << l.warnings.front();
+  EXPECT_TRUE(l.unused.empty()) << l.unused.front();
+  try {
+    (void)config::read_text("[model]\nname = \"deepseek_v2\"\n", "t.toml", config::Format::Torchtitan);
+    ADD_FAILURE() << "an unbundled model was read";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("t.toml: model.name: 'deepseek_v2'"), std::string::npos) << e.what();
+  }
+}
+
 // The fsdp mesh is dp_shard x cp (torchtitan parallel_dims.py: "when cp is used, FSDP is also applied"): CP 2 with
 // data_parallel_shard_degree 1 and replicas shards over the 2 CP ranks; with data_parallel_shard_degree -1 the shard
 // group follows from the devices (64 / (replicate 4 x TP 8) = 2). training.dtype bfloat16 keeps the parameters,

@@ -47,7 +47,7 @@ const std::map<std::string, std::set<std::string>>& schema() {
       {"lr_scheduler", {"warmup_steps", "total_steps", "decay_ratio", "decay_type", "min_lr_factor"}},
       {"training",
        {"dataset", "dataset_path", "local_batch_size", "global_batch_size", "seq_len", "max_norm", "steps", "enable_cpu_offload", "dtype",
-        "mixed_precision_param", "mixed_precision_reduce", "gc_freq", "gc_debug", "seed", "deterministic", "batch_size"}},
+        "mixed_precision_param", "mixed_precision_reduce", "gc_freq", "gc_debug", "seed", "deterministic", "batch_size", "compile"}},
       {"training.dataloader", {"num_workers", "persistent_workers", "pin_memory", "prefetch_factor"}},
       {"parallelism",
        {"data_parallel_replicate_degree",
@@ -87,6 +87,7 @@ const std::map<std::string, std::set<std::string>>& schema() {
       {"quantize.grouped_mm", {}},
       {"quantize.grouped_mm.float8", {"fqns"}},
       {"quantize.grouped_mm.mx", {"recipe_name", "fqns"}},
+      {"debug", {"seed", "deterministic", "deterministic_warn_only", "moe_force_load_balance"}},
       {"comm", {"init_timeout_seconds", "train_timeout_seconds", "trace_buf_size", "save_traces_folder", "save_traces_file_prefix", "mode"}},
       {"memory_estimation", {"enable", "disable_fake_mode"}},
       {"fault_tolerance", {"enable", "process_group", "process_group_timeout_ms", "replica_id", "group_size", "min_replica_size", "semi_sync_method"}},
@@ -254,6 +255,11 @@ Loaded read_torchtitan(const std::string& text, const std::string& file) {
   auto set = setter(out);
   std::string name = t.text("model.name").value_or("llama3");
   std::string flavour = t.text("model.flavor").value_or("debugmodel");
+  if (!bundled_flavours().contains(name)) {
+    std::vector<std::string> known;
+    for (const auto& [k, v] : bundled_flavours().items()) known.push_back(k);
+    fail(at(file, "model.name"), "'{}' has no bundled flavours (torchtitan defines its models in code); bundled: {}", name, fmt::join(known, ", "));
+  }
   json model = flavour_model(name, flavour, at(file, "model.flavor"));
   if (bundled_flavours().at(name).value("variants", json::object()).contains(flavour))
     out.warnings.push_back(
@@ -487,9 +493,26 @@ Loaded read_torchtitan(const std::string& text, const std::string& file) {
     t.bad("activation_checkpoint.mode", fmt::format("'{}' is not selective, full, memory_budget or none", mode));
   }
   out.split = split;
-  for (const char* k : {"job", "profiling", "metrics", "optimizer", "lr_scheduler", "checkpoint", "comm", "validation", "training.dataset",
-                        "training.dataset_path", "training.steps", "training.max_norm", "training.dataloader", "model.hf_assets_path", "model.tokenizer_path",
-                        "compile", "training.gc_freq", "training.seed"})
+  for (const char* k : {"job",
+                        "profiling",
+                        "metrics",
+                        "optimizer",
+                        "lr_scheduler",
+                        "checkpoint",
+                        "comm",
+                        "validation",
+                        "training.dataset",
+                        "training.dataset_path",
+                        "training.steps",
+                        "training.max_norm",
+                        "training.dataloader",
+                        "model.hf_assets_path",
+                        "model.tokenizer_path",
+                        "compile",
+                        "training.gc_freq",
+                        "training.seed",
+                        "training.compile",
+                        "debug"})
     t.use(k);
   // Keys of sections or names v0.2.2 does not define are already listed in their own warning: not twice.
   for (const std::string& key : t.unused()) {
