@@ -9,6 +9,7 @@
 #include "config/config.hpp"
 #include "core/error.hpp"
 #include "core/files.hpp"
+#include "cost/terms.hpp"
 #include "helpers.hpp"
 
 namespace sapp {
@@ -968,6 +969,31 @@ TEST(Megatron, EmittedFlagsAreMegatronFlags) {
 }
 
 // Megatron's first/last-stage counts: 30 layers, PP 4, first 6, last 6: the middle stages hold (30 - 12) / 2 = 9.
+// The overlap a script switches on is priced: --tp-comm-overlap hides the TP collectives as the NeMo and
+// Megatron-Bridge recipes' tp_comm_overlap does (cost::terms::kUserbuffersTpOverlap), and the EP all-to-all hides
+// behind another micro-batch's compute with Megatron-Core's --overlap-moe-expert-parallel-comm or MindSpeed's
+// --moe-fb-overlap (kOverlappedEpAllToAll); without EP there is nothing to hide. The flags are no longer "unused".
+TEST(Megatron, OverlapFlagsThatTheScriptStates) {
+  const std::string moe =
+      "torchrun pretrain_gpt.py --num-layers 4 --hidden-size 1024 --num-attention-heads 16 --seq-length 2048 --micro-batch-size 1 "
+      "--global-batch-size 16 --vocab-size 32000 --num-experts 8 --moe-router-topk 2 --tensor-model-parallel-size 2 ";
+  auto read = [&](const std::string& flags) {
+    config::Loaded l = config::read_text(moe + flags + "\n", "run.sh", config::Format::Megatron);
+    app::EstimateRequest r;
+    config::fill(r, l, nlohmann::json{{"devices", 8}});
+    return std::make_pair(r.job.overlap, l.unused);
+  };
+  const auto [plain, plain_unused] = read("--expert-model-parallel-size 4");
+  const auto [tp, tp_unused] = read("--expert-model-parallel-size 4 --tp-comm-overlap --overlap-grad-reduce");
+  EXPECT_LT(plain.tp, cost::terms::kUserbuffersTpOverlap);
+  EXPECT_EQ(tp.tp, cost::terms::kUserbuffersTpOverlap);
+  EXPECT_TRUE(tp_unused.empty()) << tp_unused.front();
+  EXPECT_EQ(plain.ep, 0);
+  EXPECT_EQ(read("--expert-model-parallel-size 4 --moe-fb-overlap").first.ep, cost::terms::kOverlappedEpAllToAll);
+  EXPECT_EQ(read("--expert-model-parallel-size 4 --overlap-moe-expert-parallel-comm").first.ep, cost::terms::kOverlappedEpAllToAll);
+  EXPECT_EQ(read("--moe-fb-overlap").first.ep, 0);  // EP 1: no all-to-all
+}
+
 TEST(Megatron, FirstAndLastStageLayers) {
   config::Loaded l = config::read_file(source("tests/configs/megatron-uneven.args"));
   ASSERT_TRUE(l.split);

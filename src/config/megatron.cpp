@@ -18,6 +18,7 @@
 #include "config/internal.hpp"
 #include "core/error.hpp"
 #include "core/files.hpp"
+#include "cost/terms.hpp"
 
 namespace sapp::config::detail {
 
@@ -570,6 +571,19 @@ Loaded read_megatron(const std::string& text, const std::string& file) {
     set("etp", 1, "--moe-tp-extend-ep");
   }
   if (a.on("--sequence-parallel") && tp > 1) set("sp", true, "--sequence-parallel");
+  // Communication overlap the script switches on: --tp-comm-overlap (Transformer Engine's userbuffers), and the EP
+  // all-to-all hidden behind another micro-batch's compute by Megatron-Core's --overlap-moe-expert-parallel-comm or
+  // MindSpeed's --moe-fb-overlap (mindspeed/features_manager/moe/fb_overlap.py). --overlap-grad-reduce and
+  // --overlap-param-gather are the profile's DP overlap.
+  if (a.on("--tp-comm-overlap") && tp > 1) set("overlap_tp", cost::terms::kUserbuffersTpOverlap, "--tp-comm-overlap");
+  for (const char* flag : {"--overlap-moe-expert-parallel-comm", "--moe-fb-overlap"}) {
+    if (a.on(flag) && moe && ep > 1) {
+      set("overlap_ep", cost::terms::kOverlappedEpAllToAll, flag);
+      break;
+    }
+  }
+  a.on("--overlap-grad-reduce");
+  a.on("--overlap-param-gather");
 
   // Model.
   std::optional<long long> layers = a.whole("--num-layers");

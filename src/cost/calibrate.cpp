@@ -33,7 +33,7 @@ void read_run_settings(const nlohmann::json& row, const std::string& file, const
     if (dispatcher != "alltoall" && dispatcher != "deepep") rd.bad("dispatcher", "alltoall or deepep");
     training.ep_dedup_per_node = dispatcher == "deepep";
   }
-  if (rd.boolean_or("ep_overlap", false)) overlap.ep = 1.0;
+  if (rd.boolean_or("ep_overlap", false)) overlap.ep = terms::kOverlappedEpAllToAll;
   training.pipeline_split_counts_head = rd.boolean_or("pipeline_split_counts_head", false);
 }
 

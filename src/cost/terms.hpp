@@ -117,6 +117,15 @@ inline constexpr double kAllToAllDispatcherHostSeconds = 2.0e-3;
 // stream is priced alike. While hidden, the compute runs on (sm_count - kEpCommSms) of the device's SMs, so each
 // hidden second costs kEpCommSms / sm_count seconds of compute (hardware sm_count; 0 = not stated: no cost).
 inline constexpr double kEpCommSms = 20.0;
+// Share of the TP all-gathers and reduce-scatters hidden under the GEMMs with Megatron's --tp-comm-overlap
+// (Transformer Engine's userbuffers pipeline each collective in chunks against the GEMM it feeds; the first and last
+// chunk stay exposed): the NeMo and Megatron-Bridge profiles, whose recipes set tp_comm_overlap, and a script that
+// states the flag. A documented approximation, not fitted.
+inline constexpr double kUserbuffersTpOverlap = 0.9;
+// Share of the EP all-to-all hidden when the framework overlaps it with another micro-batch's compute
+// (Megatron-Core's --overlap-moe-expert-parallel-comm, MindSpeed's --moe-fb-overlap, DeepSeek's dual-batch
+// overlap): all of it, each hidden second still costing kEpCommSms of the SMs.
+inline constexpr double kOverlappedEpAllToAll = 1.0;
 
 // Whether ZeRO-3's parameters stay gathered for the whole step and its gradients accumulate unsharded
 // (plan::Training::zero3_gathers_once_with_pp, under PP): one all-gather and one reduce-scatter per step, and the
