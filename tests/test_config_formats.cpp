@@ -443,6 +443,36 @@ TEST(Torchtitan, PipelineSchedulesAsTorchNamesThem) {
   EXPECT_TRUE(mentions(read("", 512), "4 pipelines per step"));
 }
 
+// Async TP hides the TP collectives behind their GEMMs as userbuffers do; Float8 FSDP all-gathers the converted
+// weights in one byte (quantize.linear.float8.enable_fsdp_float8_all_gather, the 405B preset's settings).
+TEST(Torchtitan, AsyncTpAndFloat8AllGather) {
+  const std::string text =
+      "[model]\nname = \"llama3\"\nflavor = \"8B\"\nconverters = [\"quantize.linear.float8\"]\n[quantize.linear.float8]\n"
+      "enable_fsdp_float8_all_gather = true\n[training]\nseq_len = 8192\n[parallelism]\ndata_parallel_shard_degree = 4\ntensor_parallel_degree = 2\n"
+      "enable_async_tensor_parallel = true\n";
+  app::EstimateRequest r;
+  config::fill(r, config::read_text(text, "t.toml", config::Format::Torchtitan), nlohmann::json::object());
+  EXPECT_EQ(r.job.overlap.tp, cost::terms::kUserbuffersTpOverlap);
+  EXPECT_EQ(r.job.training.gathered_param_bytes(), 1);
+}
+
+// torchtitan's TP always shards the sequence between blocks: a search that writes a torchtitan TOML ranks only SP
+// layouts when TP > 1 (a TP layout without SP is one torchtitan cannot run).
+TEST(Torchtitan, SearchForTorchtitanKeepsToSequenceParallelTp) {
+  const std::string dir = test::temp_dir();
+  auto r = test::run_sapp("search --from " + source("examples/torchtitan/llama3-8b.toml") + " -d 16 --tp 1,2,4 --pp 1 --cp 1 -k 20 --emit torchtitan -o " +
+                          dir + "/s.toml -f json");
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto candidates = nlohmann::json::parse(r.out).at("candidates");
+  int with_tp = 0;
+  for (const auto& c : candidates) {
+    if (c.at("layout").at("tp").get<int>() == 1) continue;
+    ++with_tp;
+    EXPECT_TRUE(c.at("layout").at("sp").get<bool>()) << c.at("layout").dump();
+  }
+  EXPECT_GT(with_tp, 0);
+}
+
 // torchtitan's DDP takes no other dimension ("DDP has not supported > 1D parallelism", parallelize.py apply_ddp) and
 // CP implies FSDP: a replicated plan beside TP is refused at --emit, and CP's all-to-all is written as
 // context_parallel_rotate_method alltoall, read back as such.
@@ -450,6 +480,7 @@ TEST(Torchtitan, EmitWritesOnlyWhatTorchtitanRuns) {
   config::Plan p;
   p.layout.dp = 4;
   p.layout.tp = 2;
+  p.layout.sp = true;
   p.layout.zero = 0;
   p.devices = 8;
   p.global_batch = 8;

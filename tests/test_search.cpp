@@ -160,11 +160,6 @@ TEST(Search, EveryRejectionReasonFires) {
   probes.push_back({"ffn100", 8, 8, 4096, sp({8}, {1}, {1}), "tp/ffn"});
   probes.push_back({"lin3", 2, 2, 4096, sp({2}, {1}, {1}), "tp/linear heads"});  // 3 linear key heads over TP 2
   probes.push_back({"vis6", 4, 4, 4096, sp({4}, {1}, {1}), "tp/vision heads"});  // 6 vision heads over TP 4
-  {
-    auto s = sp({1}, {1}, {1});
-    s.sp = std::vector<bool>{true};
-    probes.push_back({"llama3-8b", 8, 8, 4096, s, "sp without tp"});
-  }
   probes.push_back({"llama3-8b", 8, 8, 1000, sp({1}, {1}, {8}), "seq/cp"});
   {
     auto s = sp({2}, {1}, {4});
@@ -235,10 +230,14 @@ TEST(Search, EveryRejectionReasonFires) {
     auto r = run(m, p.space, training(p.gbs, p.seq), p.devices);
     EXPECT_GT(r.rejected[p.reason], 0) << p.reason << " did not fire for " << p.model;
   }
-  // The two rules a search cannot reach (it derives DP from the devices and never generates a degree below 1),
-  // checked on layouts directly.
+  // The three rules a search cannot reach (it derives DP from the devices, never generates a degree below 1, and
+  // prices TP 1 without SP, the same layout, even under --sp true), checked on layouts directly.
   auto m = test::bundled("llama3-8b");
   plan::Layout l;
+  l.sp = true;
+  l.dp = 8;
+  EXPECT_EQ(plan::check_layout(m, l, training(8, 4096), 8).front().rule, "sp without tp");
+  l.sp = false;
   l.dp = 3;
   EXPECT_EQ(plan::check_layout(m, l, training(3, 4096), 8).front().rule, "device count");
   l.mbs = 0;

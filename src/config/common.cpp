@@ -743,10 +743,10 @@ Expressible expressible(EmitFormat format, const Loaded* original) {
               "MindFormers states MindSpore's parallel optimizer (enable_parallel_optimizer: weights and optimizer states sliced over DP, ZeRO-3) or "
               "none"};
     case EmitFormat::Torchtitan:
-      return {std::vector<int>{2, 3}, std::nullopt,
-              "torchtitan states FSDP (data_parallel_shard_degree: ZeRO-3; fsdp_reshard_after_forward never: ZeRO-2); its DDP (replication "
-              "alone) takes no TP, PP, CP or EP (\"DDP has not supported > 1D parallelism\") and CP implies FSDP, so replication is not "
-              "written; its activation_checkpoint mode is one for every layer",
+      return {std::vector<int>{0, 2, 3}, std::vector<bool>{true},
+              "torchtitan's TP shards the sequence between blocks (SP); it states FSDP (data_parallel_shard_degree: ZeRO-3; "
+              "fsdp_reshard_after_forward never: ZeRO-2) or DDP, which takes no TP, PP, CP or EP (\"DDP has not supported > 1D parallelism\"; "
+              "such a plan is refused at --emit: search with --zero 2,3); its activation_checkpoint mode is one for every layer",
               plan::RecomputeStated::OneModeForAll};
     case EmitFormat::Megatron:
       return {std::nullopt, std::nullopt,
@@ -763,7 +763,7 @@ std::string emit(EmitFormat format, const Plan& plan, const Loaded* original, co
   const Expressible e = expressible(format, original);
   const plan::Layout& l = plan.layout;
   const bool zero_ok = !e.zero || l.dp * l.cp <= 1 || std::find(e.zero->begin(), e.zero->end(), l.zero) != e.zero->end();
-  const bool sp_ok = !e.sp || std::find(e.sp->begin(), e.sp->end(), l.sp) != e.sp->end();
+  const bool sp_ok = !e.sp || l.tp <= 1 || std::find(e.sp->begin(), e.sp->end(), l.sp) != e.sp->end();
   if (!zero_ok || !sp_ok) {
     std::string search = e.zero ? fmt::format("--zero {}", fmt::join(*e.zero, ",")) : "";
     if (e.sp && e.sp->size() == 1) search += (*e.sp)[0] ? " --sp on" : " --sp off";

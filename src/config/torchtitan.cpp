@@ -11,6 +11,7 @@
 #include "config/internal.hpp"
 #include "core/error.hpp"
 #include "core/files.hpp"
+#include "cost/terms.hpp"
 
 namespace sapp::config::detail {
 
@@ -287,6 +288,10 @@ Loaded read_torchtitan(const std::string& text, const std::string& file) {
     set("etp", tp, "parallelism.tensor_parallel_degree (no EP: the experts are tensor-parallel)");
   }
   if (tp > 1) set("sp", true, "parallelism.tensor_parallel_degree (torchtitan's TP shards the sequence between blocks)");
+  // Async TP (torch's micro-pipelined collective matmuls over SymmetricMemory) hides the TP all-gathers and
+  // reduce-scatters behind their GEMMs in chunks, as Transformer Engine's userbuffers do.
+  if (t.flag("parallelism.enable_async_tensor_parallel").value_or(false) && tp > 1)
+    set("overlap_tp", cost::terms::kUserbuffersTpOverlap, "parallelism.enable_async_tensor_parallel");
   // disable_loss_parallel: the output projection's logits Replicate()d over TP (gathered whole) for the loss.
   if (auto off = t.flag("parallelism.disable_loss_parallel"); off && *off) set("loss_parallel", false, "parallelism.disable_loss_parallel");
   if (shard > 0) set("devices", rep * shard * tp * pp * cp, "parallelism (replicate x shard x tensor x pipeline x context degrees)");
@@ -351,6 +356,10 @@ Loaded read_torchtitan(const std::string& text, const std::string& file) {
   }
   if (auto reduce = t.text("training.mixed_precision_reduce"); reduce && dtype_bytes(*reduce, at(file, "training.mixed_precision_reduce")) == 2)
     set("reduce_bytes", 2, "training.mixed_precision_reduce");
+  if (t.flag("optimizer.early_step_in_backward").value_or(false))
+    out.warnings.push_back(
+        "optimizer.early_step_in_backward: each parameter steps as soon as its gradient is ready and frees it; not priced: the gradient memory is "
+        "below the estimate");
   if (t.flag("training.enable_cpu_offload").value_or(false))
     out.warnings.push_back(
         "training.enable_cpu_offload: FSDP's CPU offload keeps the parameters, gradients and optimizer states in host memory; not priced: the device memory is "
@@ -376,6 +385,12 @@ Loaded read_torchtitan(const std::string& text, const std::string& file) {
     }
     const bool experts = model.contains("num_local_experts") || model.contains("n_routed_experts") || model.contains("num_experts");
     if (linear) set("fp8", true, "model.converters");
+    // Float8 all-gather: FSDP gathers the converted linears' weights in float8 (one byte; the norms and embeddings,
+    // a small share, stay bf16).
+    for (const char* section : {"quantize.linear.float8", "float8"}) {
+      const std::string key = std::string(section) + ".enable_fsdp_float8_all_gather";
+      if (linear && t.flag(key).value_or(false)) set("gather_bytes", 1, key);
+    }
     if (mx) out.warnings.push_back("model.converters: MXFP8 is priced at the device's FP8 rate");
     if (linear && experts && !grouped)
       out.warnings.push_back("model.converters: the routed experts run in BF16 (no quantize.grouped_mm converter) but are priced in FP8 with the rest");

@@ -211,7 +211,8 @@ void for_each_variant(const plan::Layout& block, const Space& space, Visit&& vis
   plan::Layout l = block;
   for (int zero : space.zero ? *space.zero : std::vector<int>{0, 1, 2, 3}) {
     l.zero = zero;
-    std::vector<bool> sps = space.sp ? *space.sp : (block.tp > 1 ? std::vector<bool>{false, true} : std::vector<bool>{false});
+    // SP shards along the TP group: with TP 1 only "without" is a layout (an --sp true keeps it too).
+    std::vector<bool> sps = block.tp == 1 ? std::vector<bool>{false} : (space.sp ? *space.sp : std::vector<bool>{false, true});
     for (bool sp : sps) {
       l.sp = sp;
       std::vector<plan::CpAlgo> algos = space.cp_algo ? *space.cp_algo
