@@ -169,6 +169,30 @@ model:
   }
 }
 
+// MindFormers lays the YAML's model_config over the config.json (models/build_config.py merge_model_config:
+// hf_dict.update(config_dict)): num_hidden_layers 16 over Qwen3-8B's 36 is a 16-layer model. The mcore models keep
+// their weights in params_dtype (parallel_core/model_parallel_config.py, default float32; param_init_type is its other
+// name): 4 bytes unstated under use_legacy False, as stated otherwise.
+TEST(MindFormers, ModelConfigOverTheConfigJsonAndMcoreParamsDtype) {
+  const std::string dir = test::temp_dir();
+  test::write_file(dir + "/config.json", io::read_text(std::string(SAPP_SOURCE_DIR) + "/data/models/qwen3-8b.json"));
+  auto fill = [&](const std::string& extra) {
+    const std::string yaml = "use_legacy: False\npretrained_model_dir: \"" + dir + "\"\nparallel_config: {data_parallel: 8}\nmodel:\n  model_config:\n" + extra;
+    app::EstimateRequest r;
+    config::fill(r, config::read_text(yaml, "qwen3.yaml"), nlohmann::json::object());
+    return r;
+  };
+  app::EstimateRequest cropped = fill("    num_hidden_layers: 16\n");
+  ASSERT_TRUE(cropped.job.model_config.is_object());
+  EXPECT_EQ(cropped.job.model_config.at("num_hidden_layers"), 16);
+  EXPECT_EQ(cropped.job.model_config.at("hidden_size"), 4096);  // Qwen3-8B's config.json
+  EXPECT_EQ(cropped.job.training.param_bytes, 4);               // mcore default params_dtype float32
+  EXPECT_EQ(cropped.job.training.grad_bytes, 4);
+  app::EstimateRequest bf16 = fill("    qkv_concat: True\n    params_dtype: bfloat16\n");
+  EXPECT_EQ(bf16.job.model, dir + "/config.json");  // nothing of the json restated: named, not copied
+  EXPECT_EQ(bf16.job.training.param_bytes, 2);
+}
+
 // HyperParallel's legacy train YAML hands enable_parallel_optimizer (default true) to MindSpore's parallel optimizer:
 // ZeRO-3 as MindSpore runs it (the reference planner also divides the weights by d), and it writes back as stated.
 TEST(HyperParallel, LegacyParallelOptimizerIsMindSporesAndRoundTrips) {

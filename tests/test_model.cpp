@@ -361,3 +361,19 @@ TEST(PublishedParams, Glm45Air_106B_total_12B_active) {
   near_published(p.active - p.embedding - p.head, 12, 1, "active without embedding and head");
   near_published(p.total + p.embedding + p.head, 110, 1, "checkpoint (MTP layer with its own embedding and head)");
 }
+
+// n_group / topk_group 0 means no group-limited routing and q_lora_rank 0 no query compression (MindFormers'
+// DeepSeek configs state 0 for them): read as unset, not refused as zero counts; a positive group count is still
+// checked against the experts.
+TEST(ModelSpec, ZeroRoutingGroupsMeanNone) {
+  auto config = [](int groups) {
+    return nlohmann::json::parse(R"({"model_type":"deepseek_v3","hidden_size":256,"num_hidden_layers":2,"num_attention_heads":4,"vocab_size":1000,
+      "intermediate_size":512,"moe_intermediate_size":64,"n_routed_experts":8,"num_experts_per_tok":2,"n_shared_experts":1,"first_k_dense_replace":1,
+      "kv_lora_rank":64,"q_lora_rank":0,"qk_nope_head_dim":32,"qk_rope_head_dim":16,"v_head_dim":32,"topk_group":0,"n_group":)" +
+                                 std::to_string(groups) + "}");
+  };
+  EXPECT_FALSE(sapp::model::model_from_json(config(0), "ds").routing_groups.has_value());
+  EXPECT_FALSE(sapp::model::model_from_json(config(0), "ds").q_lora_rank.has_value());
+  EXPECT_EQ(sapp::model::model_from_json(config(4), "ds").routing_groups.value_or(0), 4);
+  EXPECT_THROW((void)sapp::model::model_from_json(config(3), "ds"), sapp::Error);  // 3 groups do not divide 8 experts
+}

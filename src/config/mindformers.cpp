@@ -277,10 +277,19 @@ Loaded read_mindformers(const json& tree, const std::string& file) {
   }
   // Sequence and precision.
   if (auto seq = t.whole("model.model_config.seq_length")) set("seq", *seq, "model.model_config.seq_length");
-  if (auto pit = t.text("model.model_config.param_init_type")) {
-    double b = dtype_bytes(*pit, at(file, "model.model_config.param_init_type"));
-    set("param_bytes", b, "model.model_config.param_init_type");
-    set("grad_bytes", b, "model.model_config.param_init_type (gradients accumulate in the parameters' dtype)");
+  // The weights' dtype: param_init_type, or the mcore models' params_dtype (parallel_core/model_parallel_config.py
+  // params_dtype, default float32; transformer_config_utils.py maps both names to it). A legacy model unstated keeps
+  // the mindformers profile's (float16, its default param_init_type).
+  std::string pit_from;
+  for (const char* key : {"model.model_config.param_init_type", "model.model_config.params_dtype"}) {
+    if (t.get(key) && pit_from.empty()) pit_from = key;
+  }
+  const bool mcore = !t.flag("use_legacy").value_or(true);
+  if (!pit_from.empty() || mcore) {
+    const double b = pit_from.empty() ? 4.0 : dtype_bytes(*t.text(pit_from), at(file, pit_from));
+    const std::string from = pit_from.empty() ? "use_legacy False (the mcore models' default params_dtype float32)" : pit_from;
+    set("param_bytes", b, from);
+    set("grad_bytes", b, from + " (gradients accumulate in the parameters' dtype)");
   }
   if (auto cd = t.text("model.model_config.compute_dtype"))
     set("compute_bytes", dtype_bytes(*cd, at(file, "model.model_config.compute_dtype")), "model.model_config.compute_dtype");
@@ -312,17 +321,39 @@ Loaded read_mindformers(const json& tree, const std::string& file) {
   bool mtp_in_split = false;
   // MindFormers 1.7's configs name the model's HuggingFace folder (pretrained_model_dir) and state only
   // MindFormers-specific keys in model_config: the folder's config.json defines it.
+  // MindFormers lays the YAML's model_config over the config.json (models/build_config.py merge_model_config:
+  // hf_dict.update(config_dict)): a key of the config.json, or one of the HuggingFace keys the json may leave out,
+  // stated in the YAML wins.
   const auto dir = t.text("pretrained_model_dir");
-  if (dir && !t.get("model.model_config.hidden_size")) {
+  const bool has_json = dir && io::exists(*dir + "/config.json");
+  if (dir && !has_json && !t.get("model.model_config.hidden_size"))
+    fail(at(file, "pretrained_model_dir"), "'{}' holds no config.json on this machine: point it at a folder that has the model's config.json, or give --model",
+         *dir);
+  if (has_json) {
     const std::string config = *dir + "/config.json";
-    if (!io::exists(config))
-      fail(at(file, "pretrained_model_dir"), "'{}' holds no config.json on this machine: point it at a folder that has the model's config.json", *dir);
-    const model::ModelSpec named = model::load_model(config, io::data_dir());
-    layers = named.num_layers;
-    set("model", config, "pretrained_model_dir");
+    json merged = io::read_tree(config);
+    std::vector<std::string> laid;
     if (const json* given = t.get("model.model_config"); given && given->is_object()) {
-      for (const auto& [key, unused] : given->items()) t.use("model.model_config." + key);
+      static const std::set<std::string> also = {"num_experts",        "n_routed_experts",      "num_experts_per_tok",      "moe_intermediate_size",
+                                                 "n_shared_experts",   "first_k_dense_replace", "num_nextn_predict_layers", "head_dim",
+                                                 "num_key_value_heads"};
+      for (const auto& [key, value] : given->items()) {
+        t.use("model.model_config." + key);
+        if (merged.contains(key) ? merged.at(key) != value : also.count(key) > 0) {
+          merged[key] = value;
+          laid.push_back(key);
+        }
+      }
     }
+    if (laid.empty()) {
+      set("model", config, "pretrained_model_dir");
+    } else {
+      merged["_source"] = fmt::format("{} with {} from {}", config, fmt::join(laid, ", "), file);
+      out.model_config = merged;
+      set("model", file, fmt::format("pretrained_model_dir with model.model_config.{}", fmt::join(laid, ", model.model_config.")));
+    }
+    layers = model::load_model(config, io::data_dir()).num_layers;
+    if (merged.contains("num_hidden_layers") && merged.at("num_hidden_layers").is_number_integer()) layers = merged.at("num_hidden_layers").get<long long>();
   } else {
     out.model_config = model_of(t, file, layers, mtp, mtp_in_split);
     set("model", file, "model.model_config");

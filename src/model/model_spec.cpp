@@ -230,8 +230,15 @@ ModelSpec model_from_json(const json& config, const std::string& file) {
   // moe_k, moe_num_shared_experts (of the routed width), and the MoE layers as moe_layer_start_index <= i <=
   // moe_layer_end_index with (i + 1) % moe_layer_interval == 0.
   m.first_k_dense = src.count({"first_k_dense_replace", "moe_layer_start_index"}, units::kLayerIndex);
-  m.routing_groups = src.count({"n_group", "moe_router_num_groups"}, units::kExperts);
-  m.routing_group_limit = src.count({"topk_group", "moe_router_group_topk"}, units::kExperts);
+  // A count whose 0 means "none" (MindFormers' and torchtitan's DeepSeek configs state 0 for no group-limited routing
+  // and no query compression): unset, not refused as a zero count.
+  auto count_or_none = [&](std::initializer_list<const char*> keys, const units::Quantity& q) -> std::optional<Count> {
+    std::string key;
+    if (const json* v = src.first(keys, key); v && v->is_number_integer() && v->get<Count>() == 0) return std::nullopt;
+    return src.count(keys, q);
+  };
+  m.routing_groups = count_or_none({"n_group", "moe_router_num_groups"}, units::kExperts);
+  m.routing_group_limit = count_or_none({"topk_group", "moe_router_group_topk"}, units::kExperts);
   if (text_node->contains("mlp_only_layers")) {
     const json& list = text_node->at("mlp_only_layers");
     if (!list.is_array()) fail(at(file, src.path("mlp_only_layers")), "expected a list of layer indices, got {}", list.dump());
@@ -267,7 +274,7 @@ ModelSpec model_from_json(const json& config, const std::string& file) {
     m.moe_layer_step.reset();
   }
 
-  m.q_lora_rank = src.count({"q_lora_rank"}, units::kRank);
+  m.q_lora_rank = count_or_none({"q_lora_rank"}, units::kRank);  // null or 0: queries projected directly (DeepSeek-V2-Lite)
   m.kv_lora_rank = src.count({"kv_lora_rank"}, units::kRank);
   m.qk_rope_head_dim = src.count({"qk_rope_head_dim"}, units::kHeadDim);
   m.qk_nope_head_dim = src.count({"qk_nope_head_dim"}, units::kHeadDim);
