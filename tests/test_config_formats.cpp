@@ -255,6 +255,60 @@ model:
   EXPECT_EQ(etp_of(head + "    num_experts: 8\n    num_experts_per_tok: 2\n"), 1);
 }
 
+// More of MindFormers' MoE and CP switches, as its code runs them: TeleChat2's ep_extend_tp multiplies EP by
+// model_parallel with whole experts (research/telechat2/telechat_transformer.py), written back as stated; use_gmm
+// selects the dropless MoEV3 (no capacity factor); use_ring_attention selects ring CP; parallel_optimizer_comm_recompute
+// holds for the ZeRO-3 a search or --zero 3 prices even where the file's optimizer is off.
+TEST(MindFormers, MoeAndCpSwitchesAsItsCodeRunsThem) {
+  const std::string head = R"(parallel_config:
+  data_parallel: 2
+  model_parallel: 4
+  expert_parallel: 2
+  context_parallel: 2
+parallel:
+  enable_parallel_optimizer: False
+recompute_config:
+  parallel_optimizer_comm_recompute: True
+model:
+  model_config:
+    type: LlamaConfig
+    hidden_size: 256
+    num_layers: 2
+    num_heads: 8
+    intermediate_size: 512
+    vocab_size: 1000
+    seq_length: 4096
+    use_ring_attention: True
+moe_config:
+  expert_num: 8
+  num_experts_chosen: 2
+  capacity_factor: 1.5
+)";
+  auto read = [](const std::string& yaml) {
+    config::Loaded l = config::read_text(yaml, "moe.yaml");
+    app::EstimateRequest r;
+    config::fill(r, l, nlohmann::json::object());
+    return std::make_pair(l, r);
+  };
+  const auto [extended_file, extended] = read(head + "  ep_extend_tp: True\n  use_gmm: True\n");
+  EXPECT_EQ(extended.layout.ep, 8);
+  EXPECT_EQ(extended.layout.etp, 1);
+  EXPECT_EQ(extended.job.training.capacity_factor, 1);  // dropless
+  EXPECT_EQ(extended.layout.cp_algo, plan::CpAlgo::Ring);
+  EXPECT_TRUE(extended.job.training.zero3_regathers_in_backward);
+  EXPECT_EQ(read(head).second.job.training.capacity_factor, 1.5);
+  config::Plan p;
+  p.layout = extended.layout;
+  p.devices = 16;
+  p.global_batch = 2;
+  p.seq = 4096;
+  p.num_layers = 2;
+  p.model_config = extended_file.model_config;
+  const std::string written = config::emit(config::EmitFormat::MindFormers, p, &extended_file, "moe");
+  EXPECT_NE(written.find("expert_parallel: 2"), std::string::npos) << written;
+  EXPECT_EQ(read(written).second.layout.ep, 8);
+}
+
 // MindFormers' offset rule: 62 placed layers (61 + 1 MTP) on 16 stages, 62 // 16 = 3 plus the offsets
 // [1]*15 + [-1]: [4]*15 + [2], the MTP layer on the last stage, so 1 body layer there.
 TEST(MindFormers, OffsetAndRecomputeArrays) {

@@ -245,7 +245,11 @@ Loaded read_mindformers(const json& tree, const std::string& file) {
   set("cp", cp, "parallel_config.context_parallel");
   set("ep", ep, "parallel_config.expert_parallel");
   if (auto sp = t.flag("parallel_config.use_seq_parallel")) set("sp", *sp && tp > 1, "parallel_config.use_seq_parallel");
-  if (cp > 1) {
+  if (cp > 1 && t.flag("model.model_config.use_ring_attention").value_or(false)) {
+    // The legacy models' ring attention (models/llama/llama.py: config.use_ring_attention selects it).
+    set("cp_algo", "ring", "model.model_config.use_ring_attention");
+    t.use("parallel_config.context_parallel_algo");
+  } else if (cp > 1) {
     std::string algo = t.text("parallel_config.context_parallel_algo").value_or("colossalai_cp");
     set("cp_algo", algo == "ulysses_cp" ? "all2all" : "ring", "parallel_config.context_parallel_algo");
     if (algo == "hybrid_cp") out.warnings.push_back("context_parallel_algo hybrid_cp is priced as ring CP");
@@ -268,7 +272,9 @@ Loaded read_mindformers(const json& tree, const std::string& file) {
   // gradients, with a reduce-scatter per micro-batch; every MindFormers YAML sets it False.
   bool op = t.flag("parallel.enable_parallel_optimizer").value_or(false);
   set("zero", op ? 3 : 0, "parallel.enable_parallel_optimizer");
-  if (op && t.flag("recompute_config.parallel_optimizer_comm_recompute").value_or(false))
+  // It applies whenever the parallel optimizer runs: stated with the optimizer off, it is still what a ZeRO-3
+  // candidate of a search (or --zero 3) runs, and what --emit leaves switched on.
+  if (t.flag("recompute_config.parallel_optimizer_comm_recompute").value_or(false))
     set("optimizer_comm_recompute", true, "recompute_config.parallel_optimizer_comm_recompute");
   if (op && t.flag("parallel.parallel_optimizer_config.gradient_accumulation_shard").value_or(false))
     out.warnings.push_back("parallel_optimizer_config.gradient_accumulation_shard True is priced as False (accumulated gradients held whole)");
@@ -294,8 +300,11 @@ Loaded read_mindformers(const json& tree, const std::string& file) {
   if (auto cd = t.text("model.model_config.compute_dtype"))
     set("compute_bytes", dtype_bytes(*cd, at(file, "model.model_config.compute_dtype")), "model.model_config.compute_dtype");
   if (auto flash = t.flag("model.model_config.use_flash_attention")) set("no_flash_attention", !*flash, "model.model_config.use_flash_attention");
-  if (auto cf = t.get("moe_config.capacity_factor"); cf && cf->is_number()) {
-    // Dropless (<= 0) and capacity factors are both priced; MindFormers' default is 1.1.
+  // Dropless (<= 0) and capacity factors are both priced; MindFormers' default is 1.1. The legacy models'
+  // use_gmm selects MoEV3 (modules/transformer/moev3.py), grouped matmuls without a capacity: dropless.
+  if (t.flag("moe_config.use_gmm").value_or(false)) {
+    t.use("moe_config.capacity_factor");
+  } else if (auto cf = t.get("moe_config.capacity_factor"); cf && cf->is_number()) {
     if (cf->get<double>() > 0) set("capacity_factor", cf->get<double>(), "moe_config.capacity_factor");
   }
   if (auto mem = t.text("context.max_device_memory")) {
@@ -375,7 +384,12 @@ Loaded read_mindformers(const json& tree, const std::string& file) {
   // models/llama/llama_layer.py). The mcore models (experts in model_config.num_experts) default to 1
   // (parallel_core's expert_tensor_parallel_size).
   const json* legacy_experts = t.get("moe_config.expert_num");
-  if (auto etp = t.whole("moe_config.expert_model_parallel")) {
+  if (t.flag("moe_config.ep_extend_tp").value_or(false) && tp > 1) {
+    // TeleChat2's ep_extend_tp (research/telechat2/telechat_transformer.py): the experts' strategy multiplies
+    // expert_parallel by model_parallel and keeps each expert whole (expert TP 1), as MindSpeed's --moe-tp-extend-ep.
+    set("ep", ep * tp, "parallel_config.expert_parallel x model_parallel (moe_config.ep_extend_tp)");
+    set("etp", 1, "moe_config.ep_extend_tp");
+  } else if (auto etp = t.whole("moe_config.expert_model_parallel")) {
     set("etp", *etp, "moe_config.expert_model_parallel");
   } else if (legacy_experts && legacy_experts->is_number_integer() && legacy_experts->get<long long>() > 1 && tp > 1) {
     set("etp", tp, "moe_config.expert_model_parallel unset: each expert is sharded over model_parallel");
@@ -476,12 +490,17 @@ std::string emit_mindformers(const Plan& plan, const Loaded* original, const std
     }
   }
   long long steps = plan.global_batch / (1LL * l.dp * l.mbs);
+  // A file with ep_extend_tp states EP / TP (the experts' strategy multiplies it back): kept where the plan's EP is
+  // such a multiple with whole experts, switched off otherwise.
+  const bool extend = original && original->origin.count("etp") && original->origin.at("etp") == "moe_config.ep_extend_tp";
+  const bool keep_extend = extend && l.tp > 1 && l.etp == 1 && l.ep % l.tp == 0;
+  if (extend && !keep_extend) text = yaml_set(text, "moe_config.ep_extend_tp", "False");
   text = yaml_set_all(text, {
                                 {"parallel_config.data_parallel", std::to_string(l.dp)},
                                 {"parallel_config.model_parallel", std::to_string(l.tp)},
                                 {"parallel_config.pipeline_stage", std::to_string(l.pp)},
                                 {"parallel_config.context_parallel", std::to_string(l.cp)},
-                                {"parallel_config.expert_parallel", std::to_string(l.ep)},
+                                {"parallel_config.expert_parallel", std::to_string(keep_extend ? l.ep / l.tp : l.ep)},
                                 {"parallel_config.use_seq_parallel", l.sp ? "True" : "False"},
                             });
   if (l.cp > 1) text = yaml_set(text, "parallel_config.context_parallel_algo", l.cp_algo == plan::CpAlgo::AllToAll ? "\"ulysses_cp\"" : "\"colossalai_cp\"");
@@ -495,7 +514,8 @@ std::string emit_mindformers(const Plan& plan, const Loaded* original, const std
   }
   text = yaml_set(text, "micro_batch_interleave_num", "1");
   text = yaml_set(text, "parallel.enable_parallel_optimizer", l.zero >= 3 ? "True" : "False");
-  if (l.etp > 1 || (original && original->values.contains("etp"))) text = yaml_set(text, "moe_config.expert_model_parallel", std::to_string(l.etp));
+  if (!keep_extend && (l.etp > 1 || (original && original->values.contains("etp"))))
+    text = yaml_set(text, "moe_config.expert_model_parallel", std::to_string(l.etp));
   // Placement: MindFormers' offsets (they sum to num_layers % (pp x interleave)), per chunk when interleaved.
   bool legacy_mtp = false;
   long long mtp = plan.model ? plan.model->mtp_depth.value_or(0) : 0;
