@@ -160,13 +160,21 @@ model:
   EXPECT_EQ(r.job.model, dir + "/config.json");
   EXPECT_EQ(r.job.training.lora_rank, 8);
   EXPECT_FALSE(l.warnings.empty());  // target_modules priced as every linear layer, said
+  // A folder that is not here (every official fine-tune YAML ships a placeholder): refused naming the key and
+  // --model, which then names the model.
   const std::string missing = "pretrained_model_dir: /nowhere/Qwen3-32B\nparallel_config: {data_parallel: 8}\nmodel: {model_config: {qkv_concat: True}}\n";
+  const config::Loaded placeholder = config::read_text(missing, "qwen3.yaml");
+  app::EstimateRequest unnamed;
   try {
-    (void)config::read_text(missing, "qwen3.yaml");
+    config::fill(unnamed, placeholder, nlohmann::json::object());
     ADD_FAILURE() << "a missing folder read";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("pretrained_model_dir"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("--model"), std::string::npos) << e.what();
   }
+  app::EstimateRequest named;
+  config::fill(named, placeholder, nlohmann::json{{"model", "qwen3-8b"}});
+  EXPECT_EQ(named.job.model, "qwen3-8b");
 }
 
 // MindFormers lays the YAML's model_config over the config.json (models/build_config.py merge_model_config:

@@ -335,10 +335,14 @@ Loaded read_mindformers(const json& tree, const std::string& file) {
   // stated in the YAML wins.
   const auto dir = t.text("pretrained_model_dir");
   const bool has_json = dir && io::exists(*dir + "/config.json");
-  if (dir && !has_json && !t.get("model.model_config.hidden_size"))
-    fail(at(file, "pretrained_model_dir"), "'{}' holds no config.json on this machine: point it at a folder that has the model's config.json, or give --model",
-         *dir);
-  if (has_json) {
+  if (dir && !has_json && !t.get("model.model_config.hidden_size")) {
+    // (Every official fine-tune YAML ships a placeholder here.) --model names the model instead.
+    out.model_error = fmt::format("{}: '{}' holds no config.json on this machine: point it at a folder that has the model's config.json, or give --model",
+                                  at(file, "pretrained_model_dir"), *dir);
+    if (const json* given = t.get("model.model_config"); given && given->is_object()) {
+      for (const auto& [key, unused] : given->items()) t.use("model.model_config." + key);
+    }
+  } else if (has_json) {
     const std::string config = *dir + "/config.json";
     json merged = io::read_tree(config);
     std::vector<std::string> laid;
@@ -404,13 +408,23 @@ Loaded read_mindformers(const json& tree, const std::string& file) {
   if (scheduler != "1f1b") out.warnings.push_back(fmt::format("pipeline_scheduler {} is priced as (interleaved) 1F1B", scheduler));
   long long placed = layers + (mtp_in_split ? mtp : 0);
   const json* offset = t.get("model.model_config.offset");
-  plan::ChunkCounts split_layers =
-      offset_layers(placed, static_cast<int>(pp), static_cast<int>(vpp), offset ? *offset : json(), at(file, "model.model_config.offset"));
   const json* full = t.get("recompute_config.recompute");
   if (!full) full = t.get("parallel_config.recompute");
   const json* sel = t.get("recompute_config.select_recompute");
   const json* comm = t.get("recompute_config.select_comm_recompute");
   auto per_layer = [](const json* v) { return v != nullptr && (v->is_array() && !(!v->empty() && v->front().is_string())); };
+  if (layers == 0 && (offset || per_layer(full) || per_layer(sel))) {
+    // The model is --model's (pretrained_model_dir has no config.json here): per-stage counts of a model whose layer
+    // count the file does not give cannot be checked; the even split of --model's layers is priced.
+    out.warnings.push_back(
+        "model_config.offset and per-stage recompute lists are not read without the model's config.json: the even split of "
+        "--model's layers is priced, without those lists' recompute");
+    offset = nullptr;
+    if (per_layer(full)) full = nullptr;
+    if (per_layer(sel)) sel = nullptr;
+  }
+  plan::ChunkCounts split_layers =
+      offset_layers(placed, static_cast<int>(pp), static_cast<int>(vpp), offset ? *offset : json(), at(file, "model.model_config.offset"));
   bool uneven = plan::even_split(placed, static_cast<int>(pp), static_cast<int>(vpp)).layers != split_layers || mtp_in_split;
   plan::StageSplit split;
   split.layers = split_layers;
