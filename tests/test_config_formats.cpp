@@ -317,6 +317,61 @@ moe_config:
   EXPECT_EQ(read(written).second.layout.ep, 8);
 }
 
+// --emit mindformers leaves what the plan does not change as the file states it: a selective plan keeps the file's
+// select_recompute op patterns (True would mean MindFormers' default patterns), TP 1 keeps use_seq_parallel, a
+// non-interleaved plan keeps pipeline_interleave True (it also switches seqpipe); a select_comm_recompute list of the
+// file's 8 stages is switched off for a 4-stage plan (MindFormers' LayerSetting would index past its stages).
+TEST(MindFormers, EmitLeavesWhatThePlanDoesNotChange) {
+  const std::string yaml = R"(parallel_config:
+  data_parallel: 1
+  model_parallel: 1
+  pipeline_stage: 8
+  micro_batch_num: 8
+  use_seq_parallel: True
+parallel:
+  pipeline_config:
+    pipeline_interleave: True
+    pipeline_scheduler: seqpipe
+recompute_config:
+  recompute: False
+  select_recompute:
+    'feed_forward\.mul': True
+    'feed_forward\.reshape': True
+  select_comm_recompute: [1, 1, 1, 1, 1, 1, 1, 1]
+model:
+  model_config:
+    type: LlamaConfig
+    hidden_size: 256
+    num_layers: 8
+    num_heads: 8
+    intermediate_size: 512
+    vocab_size: 1000
+    seq_length: 4096
+)";
+  const config::Loaded l = config::read_text(yaml, "llama.yaml");
+  app::EstimateRequest r;
+  config::fill(r, l, nlohmann::json::object());
+  ASSERT_EQ(r.layout.recompute, plan::Recompute::Selective);
+  config::Plan p;
+  p.layout = r.layout;
+  p.layout.pp = 4;
+  p.layout.dp = 2;
+  p.devices = 8;
+  p.global_batch = 8;
+  p.seq = 4096;
+  p.num_layers = 8;
+  p.model_config = l.model_config;
+  const std::string written = config::emit(config::EmitFormat::MindFormers, p, &l, "llama");
+  EXPECT_NE(written.find("'feed_forward\\.reshape': True"), std::string::npos) << written;
+  EXPECT_NE(written.find("use_seq_parallel: True"), std::string::npos) << written;
+  EXPECT_NE(written.find("pipeline_interleave: True"), std::string::npos) << written;
+  EXPECT_NE(written.find("select_comm_recompute: False"), std::string::npos) << written;
+  app::EstimateRequest back;
+  config::fill(back, config::read_text(written, "back.yaml"), nlohmann::json::object());
+  EXPECT_EQ(back.layout.pp, 4);
+  EXPECT_EQ(back.layout.recompute, plan::Recompute::Selective);
+}
+
 // MindFormers' offset rule: 62 placed layers (61 + 1 MTP) on 16 stages, 62 // 16 = 3 plus the offsets
 // [1]*15 + [-1]: [4]*15 + [2], the MTP layer on the last stage, so 1 body layer there.
 TEST(MindFormers, OffsetAndRecomputeArrays) {
