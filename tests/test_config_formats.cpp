@@ -317,6 +317,22 @@ moe_config:
   EXPECT_EQ(read(written).second.layout.ep, 8);
 }
 
+// micro_batch_interleave_num 2 runs two slices side by side in each micro-batch (MindFormers' MicroBatchInterleaved):
+// a micro-batch of batch_size x 2, micro_batch_num of them, the global batch unchanged.
+TEST(MindFormers, MicroBatchInterleaveIsALargerMicroBatch) {
+  const std::string yaml = R"(parallel_config: {data_parallel: 2, model_parallel: 2, pipeline_stage: 2, micro_batch_num: 4}
+runner_config: {batch_size: 1}
+micro_batch_interleave_num: 2
+model:
+  model_config: {type: LlamaConfig, hidden_size: 256, num_layers: 4, num_heads: 8, intermediate_size: 512, vocab_size: 1000, seq_length: 4096}
+)";
+  app::EstimateRequest r;
+  config::fill(r, config::read_text(yaml, "llama.yaml"), nlohmann::json::object());
+  EXPECT_EQ(r.layout.mbs, 2);
+  EXPECT_EQ(r.job.training.global_batch, 16);  // 1 x 2 (data_parallel) x 4 (micro_batch_num) x 2
+  EXPECT_EQ(app::run_estimate(r).layout.micro_batches, 4);
+}
+
 // --emit mindformers leaves what the plan does not change as the file states it: a selective plan keeps the file's
 // select_recompute op patterns (True would mean MindFormers' default patterns), TP 1 keeps use_seq_parallel, a
 // non-interleaved plan keeps pipeline_interleave True (it also switches seqpipe); a select_comm_recompute list of the

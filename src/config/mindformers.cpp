@@ -260,12 +260,19 @@ Loaded read_mindformers(const json& tree, const std::string& file) {
   long long mbs = t.whole("runner_config.batch_size").value_or(1);
   long long interleave = t.whole("micro_batch_interleave_num").value_or(1);
   long long accumulation = t.whole("runner_config.gradient_accumulation_steps").value_or(1);
-  set("mbs", mbs, "runner_config.batch_size");
+  // micro_batch_interleave_num n: MindFormers wraps the network in MicroBatchInterleaved (trainer/base_trainer.py),
+  // which runs n slices of batch_size x n samples side by side in one forward and backward (to hide the TP
+  // collectives): a micro-batch of batch_size x n, micro_batch_num of them (no more accumulation steps).
+  set("mbs", mbs * interleave, interleave > 1 ? "runner_config.batch_size x micro_batch_interleave_num" : "runner_config.batch_size");
   long long steps = pp > 1 ? m : accumulation;
   set("global_batch", mbs * dp * steps * interleave,
       pp > 1 ? "runner_config.batch_size x data_parallel x micro_batch_num x micro_batch_interleave_num"
              : "runner_config.batch_size x data_parallel x gradient_accumulation_steps x micro_batch_interleave_num");
-  if (interleave > 1) out.warnings.push_back(fmt::format("micro_batch_interleave_num {} is priced as {} x larger micro-batch counts", interleave, interleave));
+  if (interleave > 1)
+    out.warnings.push_back(
+        fmt::format("micro_batch_interleave_num {}: priced as micro-batches of batch_size x {} (its slices run side by side); the TP "
+                    "communication the interleaving hides is not priced",
+                    interleave, interleave));
   // MindSpore's parallel optimizer slices the weights and the optimizer states over DP ("saves the parameters as
   // minimal slices", MindSpore's Optimizer Parallel page): ZeRO-3 as the mindformers profile prices it
   // (plan::Training::zero3_gathers_once_per_step). gradient_accumulation_shard (level2) also slices the accumulated
