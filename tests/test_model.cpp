@@ -376,4 +376,10 @@ TEST(ModelSpec, ZeroRoutingGroupsMeanNone) {
   EXPECT_FALSE(sapp::model::model_from_json(config(0), "ds").q_lora_rank.has_value());
   EXPECT_EQ(sapp::model::model_from_json(config(4), "ds").routing_groups.value_or(0), 4);
   EXPECT_THROW((void)sapp::model::model_from_json(config(3), "ds"), sapp::Error);  // 3 groups do not divide 8 experts
+  // TeleChat3 trains as DeepSeek-V3's structure (data/op_profiles/deepseek.yaml states why): the same family.
+  nlohmann::json telechat3 = config(0);
+  telechat3["model_type"] = "telechat3";
+  const auto resolved =
+      sapp::model::resolve(sapp::model::model_from_json(telechat3, "telechat3"), sapp::test::catalog().records, sapp::test::catalog().profiles);
+  EXPECT_EQ(resolved.spec.arch, "deepseek");
 }
