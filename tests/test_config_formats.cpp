@@ -1495,6 +1495,29 @@ TEST(TorchtitanFlavours, AttentionVariantsAreTheirBaseFlavours) {
   EXPECT_LT(step(read("llama4", "17bx16e_irope")), step(read("llama4", "17bx16e")));
 }
 
+// The transformers_modeling_backend experiment trains the HuggingFace model its [hf_transformers] section names
+// (experiments/transformers_modeling_backend/configs/full.toml at v0.2.2): a bundled model by its id; an id sapp
+// does not bundle is refused naming that key (its layer count shapes the split, so --model cannot stand in).
+TEST(TorchtitanFlavours, TheTransformersBackendNamesAHuggingFaceModel) {
+  const std::string text =
+      "[model]\nname = \"transformers_modeling_backend\"\nflavor = \"full\"\n[hf_transformers]\nmodel = \"ID\"\n"
+      "[training]\nseq_len = 4096\n[parallelism]\ndata_parallel_shard_degree = 8\n";
+  auto with_id = [&](const std::string& id) {
+    std::string t = text;
+    t.replace(t.find("ID"), 2, id);
+    return config::read_text(t, "full.toml", config::Format::Torchtitan);
+  };
+  const config::Loaded qwen = with_id("Qwen/Qwen3-8B");
+  EXPECT_EQ(qwen.values.at("model"), "qwen3-8b");
+  EXPECT_TRUE(qwen.warnings.empty()) << qwen.warnings.front();  // [hf_transformers] is read, not "not defined"
+  try {
+    (void)with_id("Qwen/Qwen3-4B-Instruct-2507");
+    ADD_FAILURE() << "an unbundled id was read";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("full.toml: hf_transformers.model"), std::string::npos) << e.what();
+  }
+}
+
 TEST(TorchtitanFlavours, ShardDegreeFromTheDevicesAndUnknownSectionsWarn) {
   std::string dir = test::temp_dir();
   test::write_file(dir + "/t.toml",

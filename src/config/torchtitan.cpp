@@ -249,6 +249,10 @@ Loaded read_torchtitan(const std::string& text, const std::string& file) {
   check_schema(tree, "", file, unknown);
   Tree t{tree, file, {}};
   Loaded out;
+  // The transformers_modeling_backend experiment trains a HuggingFace model named in [hf_transformers] model
+  // (experiments/transformers_modeling_backend/configs/full.toml at v0.2.2), with the standard parallelism keys.
+  const bool hf_backend = t.text("model.name").value_or("") == "transformers_modeling_backend";
+  if (hf_backend) std::erase(unknown, std::string("[hf_transformers]"));
   if (!unknown.empty()) {
     out.warnings.push_back(fmt::format("{} section(s) or key(s) torchtitan v0.2.2 does not define (a newer torchtitan's, or an experiment's), not read: {}",
                                        unknown.size(), fmt::join(unknown, ", ")));
@@ -256,21 +260,33 @@ Loaded read_torchtitan(const std::string& text, const std::string& file) {
   auto set = setter(out);
   std::string name = t.text("model.name").value_or("llama3");
   std::string flavour = t.text("model.flavor").value_or("debugmodel");
-  if (!bundled_flavours().contains(name)) {
+  if (!bundled_flavours().contains(name) && !hf_backend) {
     std::vector<std::string> known;
     for (const auto& [k, v] : bundled_flavours().items()) known.push_back(k);
     fail(at(file, "model.name"), "'{}' has no bundled flavours (torchtitan defines its models in code); bundled: {}", name, fmt::join(known, ", "));
   }
-  json model = flavour_model(name, flavour, at(file, "model.flavor"));
-  if (bundled_flavours().at(name).value("variants", json::object()).contains(flavour))
-    out.warnings.push_back(
-        fmt::format("model.flavor {}: flex / varlen attention with block-causal masks (packed documents attend within themselves) "
-                    "is priced as causal attention over the whole sequence, the most it can cost",
-                    flavour));
-  model["name"] = fmt::format("torchtitan {} {}", name, flavour);  // (a label: "1.7B" is no file name to take a stem of)
-  out.model_config = model;
-  set("model", fmt::format("torchtitan {} {}", name, flavour), "model.name / model.flavor");
-  long long layers = model.at("num_hidden_layers").get<long long>();
+  json model = json::object();
+  if (hf_backend) {
+    // A bundled model (or a local config.json) the id names: its layer count shapes the stage split and the
+    // every-N-th-block checkpointing read below, so --model cannot stand in for it.
+    const std::string id = t.text("hf_transformers.model").value_or("");
+    const auto named = bundled_name(id, at(file, "hf_transformers.model"),
+                                    "point it at a local folder holding the model's config.json (a HuggingFace id sapp bundles, or a path)", out);
+    if (!named) throw Error(out.model_error);
+    model = io::read_tree(io::exists(*named) ? *named : io::data_dir() + "/models/" + *named + ".json");
+    set("model", *named, "hf_transformers.model");
+  } else {
+    model = flavour_model(name, flavour, at(file, "model.flavor"));
+    if (bundled_flavours().at(name).value("variants", json::object()).contains(flavour))
+      out.warnings.push_back(
+          fmt::format("model.flavor {}: flex / varlen attention with block-causal masks (packed documents attend within themselves) "
+                      "is priced as causal attention over the whole sequence, the most it can cost",
+                      flavour));
+    model["name"] = fmt::format("torchtitan {} {}", name, flavour);  // (a label: "1.7B" is no file name to take a stem of)
+    out.model_config = model;
+    set("model", fmt::format("torchtitan {} {}", name, flavour), "model.name / model.flavor");
+  }
+  const long long layers = model.at("num_hidden_layers").get<long long>();
 
   long long rep = t.whole("parallelism.data_parallel_replicate_degree").value_or(1);
   long long shard = t.whole("parallelism.data_parallel_shard_degree", -1).value_or(-1);
