@@ -17,6 +17,17 @@ namespace {
 
 std::string source(const std::string& rel) { return std::string(SAPP_SOURCE_DIR) + "/" + rel; }
 
+// A plan of `layout` on `devices` devices with its global batch, sequence and body layers (the rest as a test sets it).
+config::Plan plan_of(const plan::Layout& layout, long long devices, long long global_batch, long long seq, long long layers) {
+  config::Plan p;
+  p.layout = layout;
+  p.devices = devices;
+  p.global_batch = global_batch;
+  p.seq = seq;
+  p.num_layers = layers;
+  return p;
+}
+
 // The model a config file defines inline (HuggingFace keys), resolved as sapp prices it.
 model::Model inline_model(const nlohmann::json& model_config, const std::string& file) {
   const auto& cat = test::catalog();
@@ -305,12 +316,7 @@ moe_config:
   EXPECT_EQ(extended.layout.cp_algo, plan::CpAlgo::Ring);
   EXPECT_TRUE(extended.job.training.zero3_regathers_in_backward);
   EXPECT_EQ(read(head).second.job.training.capacity_factor, 1.5);
-  config::Plan p;
-  p.layout = extended.layout;
-  p.devices = 16;
-  p.global_batch = 2;
-  p.seq = 4096;
-  p.num_layers = 2;
+  config::Plan p = plan_of(extended.layout, 16, 2, 4096, 2);
   p.model_config = extended_file.model_config;
   const std::string written = config::emit(config::EmitFormat::MindFormers, p, &extended_file, "moe");
   EXPECT_NE(written.find("expert_parallel: 2"), std::string::npos) << written;
@@ -368,14 +374,9 @@ model:
   app::EstimateRequest r;
   config::fill(r, l, nlohmann::json::object());
   ASSERT_EQ(r.layout.recompute, plan::Recompute::Selective);
-  config::Plan p;
-  p.layout = r.layout;
+  config::Plan p = plan_of(r.layout, 8, 8, 4096, 8);
   p.layout.pp = 4;
   p.layout.dp = 2;
-  p.devices = 8;
-  p.global_batch = 8;
-  p.seq = 4096;
-  p.num_layers = 8;
   p.model_config = l.model_config;
   const std::string written = config::emit(config::EmitFormat::MindFormers, p, &l, "llama");
   EXPECT_NE(written.find("'feed_forward\\.reshape': True"), std::string::npos) << written;
@@ -523,15 +524,11 @@ TEST(Torchtitan, ConvertersByTheirRegisteredNames) {
   EXPECT_TRUE(fp8("[\"quantize.linear.mx\"]"));
   EXPECT_FALSE(fp8("[]"));
   EXPECT_THROW((void)fp8("[\"flaot8\"]"), Error);
-  config::Plan p;
+  config::Plan p = plan_of(plan::Layout{}, 8, 8, 8192, 32);
   p.layout.dp = 8;
   p.layout.zero = 3;
-  p.devices = 8;
-  p.global_batch = 8;
-  p.seq = 8192;
   p.fp8 = true;
   p.model = test::bundled("llama3-8b").spec;
-  p.num_layers = p.model->num_layers;
   const std::string written = config::emit(config::EmitFormat::Torchtitan, p, nullptr, "torchtitan llama3 8B");
   EXPECT_NE(written.find("converters = [\"quantize.linear.float8\"]"), std::string::npos) << written;
   EXPECT_TRUE(fp8(written.substr(written.find("converters = ") + 13, written.find(']', written.find("converters = ")) - written.find("converters = ") - 12)));
@@ -634,16 +631,12 @@ TEST(Torchtitan, SearchForTorchtitanKeepsToSequenceParallelTp) {
 // CP implies FSDP: a replicated plan beside TP is refused at --emit, and CP's all-to-all is written as
 // context_parallel_rotate_method alltoall, read back as such.
 TEST(Torchtitan, EmitWritesOnlyWhatTorchtitanRuns) {
-  config::Plan p;
+  config::Plan p = plan_of(plan::Layout{}, 8, 8, 8192, 32);
   p.layout.dp = 4;
   p.layout.tp = 2;
   p.layout.sp = true;
   p.layout.zero = 0;
-  p.devices = 8;
-  p.global_batch = 8;
-  p.seq = 8192;
   p.model = test::bundled("llama3-8b").spec;
-  p.num_layers = p.model->num_layers;
   EXPECT_THROW((void)config::emit(config::EmitFormat::Torchtitan, p, nullptr, "torchtitan llama3 8B"), Error);
   p.layout.zero = 3;
   p.layout.dp = 2;
@@ -916,15 +909,10 @@ TEST(HyperParallel, TheLegacyShortDegreeNamesReadAndWriteBack) {
   EXPECT_EQ(r.layout.tp, 2);
   EXPECT_EQ(r.layout.pp, 2);
   EXPECT_EQ(app::run_estimate(r).layout.micro_batches, 4);
-  config::Plan p;
-  p.layout = r.layout;
+  config::Plan p = plan_of(r.layout, 8, 8, 4096, 32);
   p.layout.dp = 1;
   p.layout.tp = 4;
   p.layout.zero = 0;
-  p.devices = 8;
-  p.global_batch = 8;
-  p.seq = 4096;
-  p.num_layers = 32;
   const std::string written = config::emit(config::EmitFormat::HyperParallel, p, &loaded, "llama3-8b");
   EXPECT_EQ(written.find("tp_degree"), std::string::npos) << written;
   EXPECT_EQ(written.find("micro_batch_num: 8"), written.find("pp_micro_batch_num: 8") + 3) << written;
