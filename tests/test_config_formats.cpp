@@ -1168,6 +1168,10 @@ TEST(Megatron, OverlapFlagsThatTheScriptStates) {
   EXPECT_EQ(read("--expert-model-parallel-size 4 --moe-fb-overlap").first.ep, cost::terms::kOverlappedEpAllToAll);
   EXPECT_EQ(read("--expert-model-parallel-size 4 --overlap-moe-expert-parallel-comm").first.ep, cost::terms::kOverlappedEpAllToAll);
   EXPECT_EQ(read("--moe-fb-overlap").first.ep, 0);  // EP 1: no all-to-all
+  // Without --overlap-grad-reduce or --overlap-param-gather (both off in Megatron-LM's arguments.py) the DP
+  // collectives are exposed; either keeps the profile's overlap.
+  EXPECT_EQ(plain.dp, 0);
+  EXPECT_GT(tp.dp, 0);
 }
 
 TEST(Megatron, FirstAndLastStageLayers) {

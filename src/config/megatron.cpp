@@ -573,8 +573,7 @@ Loaded read_megatron(const std::string& text, const std::string& file) {
   if (a.on("--sequence-parallel") && tp > 1) set("sp", true, "--sequence-parallel");
   // Communication overlap the script switches on: --tp-comm-overlap (Transformer Engine's userbuffers), and the EP
   // all-to-all hidden behind another micro-batch's compute by Megatron-Core's --overlap-moe-expert-parallel-comm or
-  // MindSpeed's --moe-fb-overlap (mindspeed/features_manager/moe/fb_overlap.py). --overlap-grad-reduce and
-  // --overlap-param-gather are the profile's DP overlap.
+  // MindSpeed's --moe-fb-overlap (mindspeed/features_manager/moe/fb_overlap.py).
   if (a.on("--tp-comm-overlap") && tp > 1) set("overlap_tp", cost::terms::kUserbuffersTpOverlap, "--tp-comm-overlap");
   for (const char* flag : {"--overlap-moe-expert-parallel-comm", "--moe-fb-overlap"}) {
     if (a.on(flag) && moe && ep > 1) {
@@ -582,8 +581,12 @@ Loaded read_megatron(const std::string& text, const std::string& file) {
       break;
     }
   }
-  a.on("--overlap-grad-reduce");
-  a.on("--overlap-param-gather");
+  // Megatron-LM overlaps neither the gradient reduce nor the distributed optimizer's parameter gather unless asked
+  // (arguments.py: --overlap-grad-reduce, --overlap-param-gather, both off by default): a script stating neither has
+  // its DP collectives exposed.
+  const bool grad_overlap = a.on("--overlap-grad-reduce");
+  const bool gather_overlap = a.on("--overlap-param-gather");
+  if (!grad_overlap && !gather_overlap) set("overlap_dp", 0.0, "no --overlap-grad-reduce / --overlap-param-gather");
 
   // Model.
   std::optional<long long> layers = a.whole("--num-layers");
