@@ -17,6 +17,13 @@ namespace {
 
 std::string source(const std::string& rel) { return std::string(SAPP_SOURCE_DIR) + "/" + rel; }
 
+// The request a config's text fills, nothing given on the command line (format detected when not given).
+app::EstimateRequest filled(const std::string& text, const std::string& file, std::optional<config::Format> format = std::nullopt) {
+  app::EstimateRequest r;
+  config::fill(r, config::read_text(text, file, format), nlohmann::json::object());
+  return r;
+}
+
 // A plan of `layout` on `devices` devices with its global batch, sequence and body layers (the rest as a test sets it).
 config::Plan plan_of(const plan::Layout& layout, long long devices, long long global_batch, long long seq, long long layers) {
   config::Plan p;
@@ -139,8 +146,7 @@ model:
     param_init_type: "float32"
     use_flash_attention: True
 )";
-  app::EstimateRequest r;
-  config::fill(r, config::read_text(yaml, "llama2-7b.yaml"), nlohmann::json::object());
+  const app::EstimateRequest r = filled(yaml, "llama2-7b.yaml");
   EXPECT_EQ(r.layout.zero, 3);
   EXPECT_TRUE(r.job.training.zero3_gathers_once_per_step);  // the mindformers profile
   report::EstimateReport rep = app::run_estimate(r);
@@ -240,8 +246,7 @@ dataset: {data_transform: {max_seq_len: 4096}}
   p.global_batch = 32;
   p.seq = 4096;
   p.num_layers = 36;
-  app::EstimateRequest back;
-  config::fill(back, config::read_text(config::emit(config::EmitFormat::HyperParallel, p, &l, "qwen3-8b"), "back.yaml"), nlohmann::json::object());
+  const app::EstimateRequest back = filled(config::emit(config::EmitFormat::HyperParallel, p, &l, "qwen3-8b"), "back.yaml");
   EXPECT_EQ(back.layout.zero, 3);
   p.layout.zero = 1;  // not a MindSpore option: refused, not written as the parallel optimizer
   EXPECT_THROW((void)config::emit(config::EmitFormat::HyperParallel, p, &l, "qwen3-8b"), Error);
@@ -332,8 +337,7 @@ micro_batch_interleave_num: 2
 model:
   model_config: {type: LlamaConfig, hidden_size: 256, num_layers: 4, num_heads: 8, intermediate_size: 512, vocab_size: 1000, seq_length: 4096}
 )";
-  app::EstimateRequest r;
-  config::fill(r, config::read_text(yaml, "llama.yaml"), nlohmann::json::object());
+  const app::EstimateRequest r = filled(yaml, "llama.yaml");
   EXPECT_EQ(r.layout.mbs, 2);
   EXPECT_EQ(r.job.training.global_batch, 16);  // 1 x 2 (data_parallel) x 4 (micro_batch_num) x 2
   EXPECT_EQ(app::run_estimate(r).layout.micro_batches, 4);
@@ -383,8 +387,7 @@ model:
   EXPECT_NE(written.find("use_seq_parallel: True"), std::string::npos) << written;
   EXPECT_NE(written.find("pipeline_interleave: True"), std::string::npos) << written;
   EXPECT_NE(written.find("select_comm_recompute: False"), std::string::npos) << written;
-  app::EstimateRequest back;
-  config::fill(back, config::read_text(written, "back.yaml"), nlohmann::json::object());
+  const app::EstimateRequest back = filled(written, "back.yaml");
   EXPECT_EQ(back.layout.pp, 4);
   EXPECT_EQ(back.layout.recompute, plan::Recompute::Selective);
 }
@@ -604,8 +607,7 @@ TEST(Torchtitan, AsyncTpAndFloat8AllGather) {
       "[model]\nname = \"llama3\"\nflavor = \"8B\"\nconverters = [\"quantize.linear.float8\"]\n[quantize.linear.float8]\n"
       "enable_fsdp_float8_all_gather = true\n[training]\nseq_len = 8192\n[parallelism]\ndata_parallel_shard_degree = 4\ntensor_parallel_degree = 2\n"
       "enable_async_tensor_parallel = true\n";
-  app::EstimateRequest r;
-  config::fill(r, config::read_text(text, "t.toml", config::Format::Torchtitan), nlohmann::json::object());
+  const app::EstimateRequest r = filled(text, "t.toml", config::Format::Torchtitan);
   EXPECT_EQ(r.job.overlap.tp, cost::terms::kUserbuffersTpOverlap);
   EXPECT_EQ(r.job.training.gathered_param_bytes(), 1);
 }
@@ -643,8 +645,7 @@ TEST(Torchtitan, EmitWritesOnlyWhatTorchtitanRuns) {
   p.layout.cp = 2;
   p.layout.cp_algo = plan::CpAlgo::AllToAll;
   const std::string written = config::emit(config::EmitFormat::Torchtitan, p, nullptr, "torchtitan llama3 8B");
-  app::EstimateRequest back;
-  config::fill(back, config::read_text(written, "t.toml"), nlohmann::json::object());
+  const app::EstimateRequest back = filled(written, "t.toml");
   EXPECT_EQ(back.layout.cp_algo, plan::CpAlgo::AllToAll) << written;
   EXPECT_EQ(back.layout.cp, 2);
 }
@@ -704,14 +705,12 @@ TEST(HyperParallel, TrainYamlTakesItsTrainersStateDtypes) {
   std::string one_micro_batch = base;
   one_micro_batch.replace(one_micro_batch.find("global_batch_size: 8"), 20, "global_batch_size: 4");
   for (const char* placeholder : {"", "", "  reshard_after_backward: false\n"}) one_micro_batch.replace(one_micro_batch.find("{}"), 2, placeholder);
-  app::EstimateRequest single;
-  config::fill(single, config::read_text(one_micro_batch, "train.yaml", config::Format::HyperParallel), nlohmann::json::object());
+  const app::EstimateRequest single = filled(one_micro_batch, "train.yaml", config::Format::HyperParallel);
   EXPECT_EQ(single.layout.zero, 3);
   // The current trainer's examples state the sequence as dataset.data_transform.seq_len.
   std::string seq_len = base + "dataset:\n  data_transform: {seq_len: 2048}\n";
   for (int i = 0; i < 3; ++i) seq_len.replace(seq_len.find("{}"), 2, "");
-  app::EstimateRequest with_seq;
-  config::fill(with_seq, config::read_text(seq_len, "train.yaml", config::Format::HyperParallel), nlohmann::json::object());
+  const app::EstimateRequest with_seq = filled(seq_len, "train.yaml", config::Format::HyperParallel);
   EXPECT_EQ(with_seq.job.training.seq, 2048);
 }
 
@@ -783,8 +782,7 @@ TEST(HyperParallel, TheTrainersPipelineKeysReadAndWriteBack) {
   EXPECT_EQ(written.find(" micro_batch_num:"), std::string::npos) << written;  // training has no such field
   EXPECT_NE(written.find("pp_micro_batch_num: 4"), std::string::npos) << written;
   EXPECT_NE(written.find("pp_layer_split: [5, 3]"), std::string::npos) << written;
-  app::EstimateRequest back;
-  config::fill(back, config::read_text(written, "train.yaml", config::Format::HyperParallel), nlohmann::json::object());
+  const app::EstimateRequest back = filled(written, "train.yaml", config::Format::HyperParallel);
   ASSERT_TRUE(back.split.has_value());
   EXPECT_EQ(back.split->layers, (plan::ChunkCounts{{5, 3}}));
   EXPECT_EQ(app::run_estimate(back).layout.micro_batches, 4);
@@ -828,8 +826,7 @@ TEST(HyperParallel, ANamedModelTakesTheFieldsStatedOverIt) {
   const std::string text =
       "model:\n  pretrained_model_name_or_path: meta-llama/Llama-3.1-8B\n  config_overrides: {num_hidden_layers: 4}\n"
       "accelerator: {tp_size: 2}\nfsdp_config: {dp_shard_size: 4}\ntraining: {global_batch_size: 8, micro_batch_size: 1}\n";
-  app::EstimateRequest r;
-  config::fill(r, config::read_text(text, "train.yaml", config::Format::HyperParallel), nlohmann::json::object());
+  const app::EstimateRequest r = filled(text, "train.yaml", config::Format::HyperParallel);
   ASSERT_TRUE(r.job.model_config.is_object());
   EXPECT_EQ(r.job.model_config.at("num_hidden_layers"), 4);
   EXPECT_EQ(r.job.model_config.at("hidden_size"), 4096);  // Llama 3.1 8B's config.json
@@ -841,8 +838,7 @@ TEST(HyperParallel, ANamedModelTakesTheFieldsStatedOverIt) {
   const std::string underscored =
       "model: {config_path: qwen3_30b_a3b}\naccelerator: {ep_size: 8}\nfsdp_config: {dp_shard_size: 8}\n"
       "training: {global_batch_size: 8, micro_batch_size: 1}\n";
-  app::EstimateRequest q;
-  config::fill(q, config::read_text(underscored, "train.yaml", config::Format::HyperParallel), nlohmann::json::object());
+  const app::EstimateRequest q = filled(underscored, "train.yaml", config::Format::HyperParallel);
   EXPECT_EQ(q.job.model, "qwen3-30b-a3b");
 
   const std::string nameless = "model: {_target_: x.Y}\nfsdp_config: {dp_shard_size: 8}\ntraining: {global_batch_size: 8}\n";
@@ -916,8 +912,7 @@ TEST(HyperParallel, TheLegacyShortDegreeNamesReadAndWriteBack) {
   const std::string written = config::emit(config::EmitFormat::HyperParallel, p, &loaded, "llama3-8b");
   EXPECT_EQ(written.find("tp_degree"), std::string::npos) << written;
   EXPECT_EQ(written.find("micro_batch_num: 8"), written.find("pp_micro_batch_num: 8") + 3) << written;
-  app::EstimateRequest back;
-  config::fill(back, config::read_text(written, "train.yaml", config::Format::HyperParallel), nlohmann::json::object());
+  const app::EstimateRequest back = filled(written, "train.yaml", config::Format::HyperParallel);
   EXPECT_EQ(back.layout.tp, 4);
   EXPECT_EQ(back.job.devices, 8);
 }
@@ -929,8 +924,7 @@ TEST(HyperParallel, TheSkeletonSchemaStatesShardAndBatchElsewhere) {
       "model:\n  pretrained_model_name_or_path: llama3-8b\nstep_scheduler: {local_batch_size: 2, global_batch_size: 16}\n"
       "training: {seed: 42}\naccelerator: {dp_shard_size: 2, dp_replicate_size: 1, tp_size: 2, cp_size: 1, pp_size: 1, ep_size: 1}\n"
       "data_transform: {seq_len: 2048}\n";
-  app::EstimateRequest r;
-  config::fill(r, config::read_text(text, "train.yaml", config::Format::HyperParallel), nlohmann::json::object());
+  const app::EstimateRequest r = filled(text, "train.yaml", config::Format::HyperParallel);
   EXPECT_EQ(r.job.devices, 4);
   EXPECT_EQ(r.layout.zero, 3);
   EXPECT_EQ(r.layout.mbs, 2);
@@ -1104,8 +1098,7 @@ TEST(Megatron, EmitWritesABlockCountAndAllSelectiveExactly) {
   std::string text = config::emit(config::EmitFormat::Megatron, p, &l, "m", &notes);
   EXPECT_TRUE(notes.empty()) << notes.front();
   EXPECT_NE(text.find("--recompute-num-layers 3"), std::string::npos) << text;
-  app::EstimateRequest r;
-  config::fill(r, config::read_text(text, "back.sh", config::Format::Megatron), nlohmann::json::object());
+  const app::EstimateRequest r = filled(text, "back.sh", config::Format::Megatron);
   ASSERT_TRUE(r.split.has_value());
   EXPECT_EQ(r.split->layers, (plan::ChunkCounts{{6, 2}}));
   EXPECT_EQ(r.split->full, (plan::ChunkCounts{{3, 2}}));

@@ -160,6 +160,23 @@ std::optional<std::string> bundled_name(const std::string& id, const std::string
   return std::nullopt;
 }
 
+json model_tree(const std::string& bundled_or_path) {
+  return io::read_tree(io::exists(bundled_or_path) ? bundled_or_path : io::data_dir() + "/models/" + bundled_or_path + ".json");
+}
+
+const json* stated_at(const json& tree, const std::string& path) {
+  const json* node = &tree;
+  std::size_t start = 0;
+  while (true) {
+    const std::size_t dot = path.find('.', start);
+    const std::string key = path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+    if (!node->is_object() || !node->contains(key)) return nullptr;
+    node = &node->at(key);
+    if (dot == std::string::npos) return node;
+    start = dot + 1;
+  }
+}
+
 namespace {
 // A schedule name without case or underscores: "interleaved_1f1b" and "Interleaved1F1B" alike.
 std::string schedule_key(const std::string& schedule) {

@@ -161,21 +161,6 @@ void train_state_bytes(Tree& t, Loaded& out) {
   t.use("optimizer._target_");
 }
 
-// Whether the file sapp edits states the key path (dotted).
-bool original_states(const Loaded* original, const std::string& path) {
-  if (!original) return false;
-  json node = io::parse_yaml(original->text, original->file);
-  std::size_t start = 0;
-  while (true) {
-    std::size_t dot = path.find('.', start);
-    const std::string key = path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
-    if (!node.is_object() || !node.contains(key)) return false;
-    node = node.at(key);
-    if (dot == std::string::npos) return true;
-    start = dot + 1;
-  }
-}
-
 // The legacy layout (train.accelerator.*, MindSpore's parallel optimizer or the torch backend): a train.accelerator section
 // without a top-level one, or none of the current layout's sections.
 bool legacy_tree(const json& tree) {
@@ -403,7 +388,7 @@ Loaded read_hyperparallel(const json& tree, const std::string& file) {
       if (overrides.empty()) {
         set("model", *name, id_from);
       } else {
-        json base = io::read_tree(io::exists(*name) ? *name : io::data_dir() + "/models/" + *name + ".json");
+        json base = model_tree(*name);
         std::vector<std::string> keys;
         for (const auto& [key, value] : overrides.items()) {
           base[key] = value;
@@ -634,7 +619,10 @@ Expressible expressible_hyperparallel(const Loaded* original) {
 std::string emit_hyperparallel(const Plan& plan, const Loaded* original, const std::string& model_name) {
   const plan::Layout& l = plan.layout;
   std::string text;
-  bool legacy = legacy_layout(original);  // (what this layout cannot state, emit() has refused)
+  // The file sapp edits, parsed once: which keys it states.
+  const json stated = original ? io::parse_yaml(original->text, original->file) : json::object();
+  auto original_states = [&](const std::string& path) { return stated_at(stated, path) != nullptr; };
+  const bool legacy = original && legacy_tree(stated);  // (what this layout cannot state, emit() has refused)
   if (original) {
     text = original->text;
   } else if (plan.model_config.is_null()) {
@@ -665,7 +653,7 @@ std::string emit_hyperparallel(const Plan& plan, const Loaded* original, const s
   long long m = plan.global_batch / (1LL * l.dp * l.mbs);
   if (legacy) {
     // The key the file states a value under (the three-tier examples' short names, tp, pp, ...), else `path`.
-    auto key = [&](const char* path, const char* stated) { return original_states(original, stated) && !original_states(original, path) ? stated : path; };
+    auto key = [&](const char* path, const char* short_name) { return original_states(short_name) && !original_states(path) ? short_name : path; };
     text = yaml_set_all(text, {
                                   {"train.accelerator.dp_replicate", std::to_string(l.zero >= 1 ? 1 : l.dp)},
                                   {"train.accelerator.dp_shard", std::to_string(l.zero >= 1 ? l.dp : 1)},
@@ -693,24 +681,22 @@ std::string emit_hyperparallel(const Plan& plan, const Loaded* original, const s
     text = yaml_set(text, "accelerator.ep_size", std::to_string(l.ep));
     if (l.etp > 1) text = yaml_set(text, "accelerator.etp_size", std::to_string(l.etp));
     // dp_replicate (unstated: it follows from the world size) is written where the file states it or replicas exist.
-    const bool replicate_stated = original_states(original, "accelerator.dp_replicate");
-    if (dp_cp / shard > 1 || replicate_stated || original_states(original, "accelerator.dp_replicate_size"))
+    const bool replicate_stated = original_states("accelerator.dp_replicate");
+    if (dp_cp / shard > 1 || replicate_stated || original_states("accelerator.dp_replicate_size"))
       text = yaml_set(text, replicate_stated ? "accelerator.dp_replicate" : "accelerator.dp_replicate_size", std::to_string(dp_cp / shard));
     // The trainer's AcceleratorConfig states interleaving as pp_vpp and the pipeline's micro-batches as
     // pp_micro_batch_num; its TrainingConfig has no micro_batch_num and its resolver refuses unknown fields, so the
     // older keys are written only where the file already has them.
-    const bool old_vpp = original_states(original, "accelerator.pp_interleave_num");
-    if (l.vpp > 1 || old_vpp || original_states(original, "accelerator.pp_vpp"))
+    const bool old_vpp = original_states("accelerator.pp_interleave_num");
+    if (l.vpp > 1 || old_vpp || original_states("accelerator.pp_vpp"))
       text = yaml_set(text, old_vpp ? "accelerator.pp_interleave_num" : "accelerator.pp_vpp", std::to_string(l.vpp));
-    const bool old_m = original_states(original, "training.micro_batch_num");
+    const bool old_m = original_states("training.micro_batch_num");
     if (old_m) text = yaml_set(text, "training.micro_batch_num", std::to_string(m));
-    if (!old_m && (l.pp > 1 || original_states(original, "accelerator.pp_micro_batch_num")))
-      text = yaml_set(text, "accelerator.pp_micro_batch_num", std::to_string(m));
+    if (!old_m && (l.pp > 1 || original_states("accelerator.pp_micro_batch_num"))) text = yaml_set(text, "accelerator.pp_micro_batch_num", std::to_string(m));
     if (l.sp || (original && original->origin.count("sp"))) text = yaml_set(text, "accelerator.sequence_parallel", l.sp ? "true" : "false");
     text = yaml_set_all(text, {
-                                  {original_states(original, "accelerator.dp_shard_size") && !original_states(original, "fsdp_config.dp_shard_size")
-                                       ? "accelerator.dp_shard_size"
-                                       : "fsdp_config.dp_shard_size",
+                                  {original_states("accelerator.dp_shard_size") && !original_states("fsdp_config.dp_shard_size") ? "accelerator.dp_shard_size"
+                                                                                                                                 : "fsdp_config.dp_shard_size",
                                    std::to_string(shard)},
                                   {"training.global_batch_size", std::to_string(plan.global_batch)},
                                   {"training.micro_batch_size", std::to_string(l.mbs)},
@@ -732,7 +718,7 @@ std::string emit_hyperparallel(const Plan& plan, const Loaded* original, const s
       for (long long c : row) r.push_back(c - base);
       offset.push_back(r);
     }
-    if (!legacy && l.vpp == 1 && original_states(original, "accelerator.pp_layer_split")) {
+    if (!legacy && l.vpp == 1 && original_states("accelerator.pp_layer_split")) {
       text = yaml_set(text, "accelerator.pp_layer_split", flow(json(s.layers[0])));  // the file's own key for the split
     } else {
       text = yaml_set(text, "model.config_overrides.offset", flow(l.vpp > 1 ? offset : offset[0]));

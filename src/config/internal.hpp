@@ -84,6 +84,11 @@ std::string flow(const json& value);
 // config (a file, or a folder holding config.json); none for others, with out.model_error naming `where` and saying
 // `hint` (an error unless the command line names the model).
 std::optional<std::string> bundled_name(const std::string& id, const std::string& where, const std::string& hint, Loaded& out);
+// The HuggingFace config of what bundled_name() returned (a bundled model's data file, or the local config's path).
+json model_tree(const std::string& bundled_or_path);
+
+// The node a parsed file states at a dotted key path (null pointer when it states none).
+const json* stated_at(const json& tree, const std::string& path);
 
 // torch.distributed.pipelining schedule names (torchtitan's and AutoModel's pp_schedule): schedules that run
 // several virtual stages per rank, and those of them placed in a V (the second half folded back).

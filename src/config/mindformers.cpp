@@ -479,26 +479,14 @@ Loaded read_mindformers(const json& tree, const std::string& file) {
   return out;
 }
 
-namespace {
-// The value a file states at a dotted key path (null when it states none).
-json stated_at(const json& tree, const std::string& path) {
-  const json* node = &tree;
-  std::size_t start = 0;
-  while (true) {
-    const std::size_t dot = path.find('.', start);
-    const std::string key = path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
-    if (!node->is_object() || !node->contains(key)) return json();
-    node = &node->at(key);
-    if (dot == std::string::npos) return *node;
-    start = dot + 1;
-  }
-}
-}  // namespace
-
 std::string emit_mindformers(const Plan& plan, const Loaded* original, const std::string& model_name) {
   const plan::Layout& l = plan.layout;
   // What the file states, so that keys the plan leaves as they were are not rewritten.
   const json stated = original ? io::parse_yaml(original->text, original->file) : json::object();
+  auto value_at = [&](const std::string& path) {
+    const json* v = stated_at(stated, path);
+    return v ? *v : json();
+  };
   std::string text;
   if (original) {
     text = original->text;
@@ -542,8 +530,7 @@ std::string emit_mindformers(const Plan& plan, const Loaded* original, const std
                                 {"parallel_config.expert_parallel", std::to_string(keep_extend ? l.ep / l.tp : l.ep)},
                             });
   // With TP 1 sequence parallelism is no layout of its own: the file's switch stays as stated.
-  if (l.tp > 1 || stated_at(stated, "parallel_config.use_seq_parallel").is_null())
-    text = yaml_set(text, "parallel_config.use_seq_parallel", l.sp ? "True" : "False");
+  if (l.tp > 1 || value_at("parallel_config.use_seq_parallel").is_null()) text = yaml_set(text, "parallel_config.use_seq_parallel", l.sp ? "True" : "False");
   if (l.cp > 1) text = yaml_set(text, "parallel_config.context_parallel_algo", l.cp_algo == plan::CpAlgo::AllToAll ? "\"ulysses_cp\"" : "\"colossalai_cp\"");
   text = yaml_set(text, "runner_config.batch_size", std::to_string(l.mbs));
   if (l.pp > 1) {
@@ -562,16 +549,13 @@ std::string emit_mindformers(const Plan& plan, const Loaded* original, const std
   long long mtp = plan.model ? plan.model->mtp_depth.value_or(0) : 0;
   if (original && original->model_config.is_object()) {
     // The legacy DeepSeek-V3 configuration counts MTP layers in its split (read back the same way).
-    json tree = io::parse_yaml(original->text, original->file);
-    std::string cls = tree.contains("model") && tree["model"].contains("model_config") && tree["model"]["model_config"].contains("type") &&
-                              tree["model"]["model_config"]["type"].is_string()
-                          ? io::lower(tree["model"]["model_config"]["type"].get<std::string>())
-                          : "";
+    const json type = value_at("model.model_config.type");
+    std::string cls = type.is_string() ? io::lower(type.get<std::string>()) : "";
     legacy_mtp = cls.find("deepseekv3") != std::string::npos && mtp > 0;
   }
   if (l.pp > 1) {
     // pipeline_interleave also switches MindSpore's other schedulers (seqpipe): kept True where the file states it.
-    if (l.vpp > 1 || stated_at(stated, "parallel.pipeline_config.pipeline_interleave") != json(true))
+    if (l.vpp > 1 || value_at("parallel.pipeline_config.pipeline_interleave") != json(true))
       text = yaml_set(text, "parallel.pipeline_config.pipeline_interleave", l.vpp > 1 ? "True" : "False");
     text = yaml_set(text, "model.model_config.pp_interleave_num", std::to_string(l.vpp));
   }
@@ -611,12 +595,12 @@ std::string emit_mindformers(const Plan& plan, const Loaded* original, const std
   } else {
     text = yaml_set(text, "recompute_config.recompute", l.recompute == plan::Recompute::Full ? "True" : "False");
     // A selective plan keeps the file's own op patterns (a dict of patterns: MindFormers' True means its defaults).
-    if (l.recompute != plan::Recompute::Selective || !stated_at(stated, "recompute_config.select_recompute").is_object())
+    if (l.recompute != plan::Recompute::Selective || !value_at("recompute_config.select_recompute").is_object())
       text = yaml_set(text, "recompute_config.select_recompute", l.recompute == plan::Recompute::Selective ? "True" : "False");
   }
   // select_comm_recompute (not priced) per stage: a list of another pipeline's shape is switched off, not left for
   // MindFormers to index out of range.
-  if (const json comm = stated_at(stated, "recompute_config.select_comm_recompute"); comm.is_array()) {
+  if (const json comm = value_at("recompute_config.select_comm_recompute"); comm.is_array()) {
     const bool shaped = l.vpp > 1
                             ? comm.size() == static_cast<std::size_t>(l.vpp) && comm.front().is_array() && comm.front().size() == static_cast<std::size_t>(l.pp)
                             : comm.size() == static_cast<std::size_t>(l.pp) && !comm.front().is_array();

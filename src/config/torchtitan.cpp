@@ -273,7 +273,7 @@ Loaded read_torchtitan(const std::string& text, const std::string& file) {
     const auto named = bundled_name(id, at(file, "hf_transformers.model"),
                                     "point it at a local folder holding the model's config.json (a HuggingFace id sapp bundles, or a path)", out);
     if (!named) throw Error(out.model_error);
-    model = io::read_tree(io::exists(*named) ? *named : io::data_dir() + "/models/" + *named + ".json");
+    model = model_tree(*named);
     set("model", *named, "hf_transformers.model");
   } else {
     model = flavour_model(name, flavour, at(file, "model.flavor"));
