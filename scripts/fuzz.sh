@@ -35,7 +35,7 @@ build=build-fuzz
 source scripts/build_dir.sh
 reset_foreign_build_dir "$build"
 if [[ ! -f "$build/CMakeCache.txt" ]]; then
-  CC=clang CXX=clang++ cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSAPP_FUZZ=ON -DSAPP_BENCH=OFF -DSAPP_PYTHON=OFF -DSAPP_UNITY=ON >/dev/null
+  CC=clang CXX=clang++ cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSAPP_FUZZ=ON -DSAPP_BENCH=OFF -DSAPP_PYTHON=OFF -DSAPP_UNITY=ON -DSAPP_PCH=OFF >/dev/null
 fi
 cmake --build "$build" -j"${FUZZ_JOBS:-2}" --target $(printf 'fuzz_%s ' "${targets[@]}") >/dev/null
 

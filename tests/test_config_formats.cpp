@@ -1,5 +1,6 @@
 // Framework configs: each format reads what the file states, estimates, and reads back what it writes.
 // Expected values are the files' own stated values (see the comments in examples/ and tests/configs/).
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -586,8 +587,10 @@ TEST(Torchtitan, ShardGroupsDtypesAndDefaultsAsTorchtitanRunsThem) {
 // gradient-accumulation steps under PP are several pipelines in torchtitan's train_step, warned.
 TEST(Torchtitan, PipelineSchedulesAsTorchNamesThem) {
   auto read = [](const std::string& parallelism, long long global) {
-    const std::string text = "[model]\nname = \"llama3\"\nflavor = \"8B\"\n[training]\nlocal_batch_size = 8\nglobal_batch_size = " + std::to_string(global) +
-                             "\n[parallelism]\ndata_parallel_shard_degree = 16\npipeline_parallel_degree = 4\n" + parallelism;
+    const std::string text = fmt::format(
+        "[model]\nname = \"llama3\"\nflavor = \"8B\"\n[training]\nlocal_batch_size = 8\nglobal_batch_size = {}\n[parallelism]\n"
+        "data_parallel_shard_degree = 16\npipeline_parallel_degree = 4\n{}",
+        global, parallelism);
     return config::read_text(text, "t.toml", config::Format::Torchtitan);
   };
   EXPECT_THROW((void)read("pipeline_parallel_schedule = \"Bogus1F1B\"\n", 128), Error);

@@ -551,7 +551,7 @@ std::vector<std::string> explain_stage_terms(const model::Model& model, const pl
                     "kLossBytesPerLogit = {} B per logit (loss_bytes), in compute",
                     l.mbs, model.mtp_layers(), terms::kLossBytesPerLogit));
     if (training.logits_whole_over_tp && l.tp > 1)
-      out.push_back(
+      out.emplace_back(
           "  + the logits all-gathered over TP for a loss on the whole vocabulary (logits_split: every TP rank runs the loss on all of "
           "it), in TP, exposed");
   }
