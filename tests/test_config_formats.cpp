@@ -599,8 +599,73 @@ TEST(Torchtitan, PipelineSchedulesAsTorchNamesThem) {
     return std::any_of(l.warnings.begin(), l.warnings.end(), [&](const std::string& w) { return w.find(what) != std::string::npos; });
   };
   EXPECT_TRUE(mentions(read("pipeline_parallel_schedule = \"GPipe\"\n", 128), "GPipe"));
-  EXPECT_FALSE(mentions(read("pipeline_parallel_schedule = \"interleaved1f1b\"\n", 128), "pipelines per step"));
-  EXPECT_TRUE(mentions(read("", 512), "4 pipelines per step"));
+  // Several gradient-accumulation steps under PP: one pipeline run each (the global batch over local x DP).
+  EXPECT_FALSE(read("pipeline_parallel_schedule = \"interleaved1f1b\"\n", 128).values.contains("pipeline_runs"));
+  EXPECT_EQ(read("", 512).values.at("pipeline_runs"), 4);
+}
+
+// torchtitan's train_step calls the pipeline schedule once per gradient-accumulation step (torchtitan v0.2.2
+// train.py: for each accumulation micro-batch, forward_backward_step runs pp_schedule.step over local_batch_size /
+// pipeline_parallel_microbatch_size micro-batches): 4 runs of 4 micro-batches each fill and drain the 4 stages, where
+// one pipeline of 16 does it once. The bubble is that of a run times the runs, the DP reduce runs once per run, and a
+// stage holds at most a run's micro-batches. --emit writes the local batch of one run and reads back the same runs.
+TEST(Torchtitan, AccumulationUnderPipelineRunsOnePipelinePerStep) {
+  auto text = [](long long local) {
+    return fmt::format(
+        "[model]\nname = \"llama3\"\nflavor = \"8B\"\n[training]\nlocal_batch_size = {}\nglobal_batch_size = 64\nseq_len = 8192\n"
+        "[activation_checkpoint]\nmode = \"none\"\n[parallelism]\ndata_parallel_shard_degree = 4\npipeline_parallel_degree = 4\n"
+        "pipeline_parallel_microbatch_size = 1\n",
+        local);
+  };
+  const app::EstimateRequest runs = filled(text(4), "t.toml");
+  const app::EstimateRequest one = filled(text(16), "t.toml");
+  EXPECT_EQ(runs.job.training.pipeline_runs, 4);
+  EXPECT_EQ(one.job.training.pipeline_runs, 1);
+  const report::EstimateReport a = app::run_estimate(runs);
+  const report::EstimateReport b = app::run_estimate(one);
+  ASSERT_EQ(a.layout.micro_batches, 16);
+  ASSERT_EQ(b.layout.micro_batches, 16);
+  // The same micro-batches through the same stages: compute alike, the bubble four times one pipeline's.
+  EXPECT_DOUBLE_EQ(a.time.breakdown.compute_s, b.time.breakdown.compute_s);
+  EXPECT_NEAR(a.time.breakdown.bubble_s, 4 * b.time.breakdown.bubble_s, 1e-9 * a.time.step_s);
+  EXPECT_GT(a.time.breakdown.dp_comm_s, b.time.breakdown.dp_comm_s);
+  EXPECT_GT(a.time.step_s, b.time.step_s);
+  // A run of 4 micro-batches fills the 4 stages as one of 16 does: the same activations in flight.
+  EXPECT_DOUBLE_EQ(a.memory.peak_bytes, b.memory.peak_bytes);
+  // 8 runs of 2 micro-batches: the first stage holds 2, not 4.
+  const report::EstimateReport eight = app::run_estimate(filled(text(2), "t.toml"));
+  EXPECT_LT(eight.memory.stages[0].layer_activations, b.memory.stages[0].layer_activations);
+
+  config::Plan p = plan_of(a.layout, 16, 64, 8192, 32);
+  if (a.layout.split) p.split = *a.layout.split;  // torchtitan's split (8, 9, 8, 7 with the embedding and head)
+  p.pipeline_runs = 4;
+  const config::Loaded original = config::read_text(text(4), "t.toml");
+  const std::string written = config::emit(config::EmitFormat::Torchtitan, p, &original, "torchtitan llama3 8B");
+  const app::EstimateRequest back = filled(written, "t.toml");
+  EXPECT_EQ(back.job.training.pipeline_runs, 4) << written;
+  EXPECT_DOUBLE_EQ(app::run_estimate(back).time.step_s, a.time.step_s);
+}
+
+// torchtitan's default activation checkpointing (selective, every 2nd block a rank builds) over its 8/9/8/7 split
+// of Llama 3 8B on PP 4 recomputes 4, 4, 4, 3 layers: --emit writes selective_ac_option 2, which reads back the same
+// counts, with no note (a note only when every-N-th cannot state the plan's counts, e.g. 5 of a stage's 8).
+TEST(Torchtitan, EveryNthBlockCheckpointRoundTrips) {
+  const std::string text =
+      "[model]\nname = \"llama3\"\nflavor = \"8B\"\n[training]\nlocal_batch_size = 16\nglobal_batch_size = 64\n[parallelism]\n"
+      "data_parallel_shard_degree = 4\npipeline_parallel_degree = 4\npipeline_parallel_microbatch_size = 1\n";
+  const config::Loaded original = config::read_text(text, "t.toml");
+  ASSERT_TRUE(original.split.has_value());
+  EXPECT_EQ(original.split->full, (plan::ChunkCounts{{4, 4, 4, 3}}));
+  const report::EstimateReport rep = app::run_estimate(filled(text, "t.toml"));
+  config::Plan p = plan_of(rep.layout, 16, 64, 8192, 32);
+  p.split = *rep.layout.split;
+  std::vector<std::string> notes;
+  const std::string written = config::emit(config::EmitFormat::Torchtitan, p, &original, "torchtitan llama3 8B", &notes);
+  EXPECT_TRUE(notes.empty()) << notes.front();
+  EXPECT_EQ(config::read_text(written, "t.toml").split->full, original.split->full) << written;
+  p.split->full = plan::ChunkCounts{{5, 4, 4, 3}};
+  (void)config::emit(config::EmitFormat::Torchtitan, p, &original, "torchtitan llama3 8B", &notes);
+  EXPECT_EQ(notes.size(), 1u);
 }
 
 // Async TP hides the TP collectives behind their GEMMs as userbuffers do; Float8 FSDP all-gathers the converted

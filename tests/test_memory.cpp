@@ -79,7 +79,7 @@ TEST(Korthikanti2022, FirstStageOf1F1BHoldsPMicroBatches) {
   l.pp = 4;
   l.dp = 1;
   l.micro_batches = 8;
-  auto flight = plan::in_flight(l, false);
+  auto flight = plan::in_flight(l, plan::Training{});
   EXPECT_EQ(flight[0][0], 4);  // p micro-batches on the first stage
   EXPECT_EQ(flight[0][3], 1);  // one on the last
   g.training.global_batch = 8;
@@ -105,13 +105,15 @@ TEST(InterleavedInFlight, ReferencePins) {
   l.pp = 3;
   l.vpp = 2;
   l.micro_batches = 2;
-  auto a = plan::in_flight(l, false);
+  plan::Training less;
+  less.interleave_less_memory = true;
+  auto a = plan::in_flight(l, plan::Training{});
   EXPECT_EQ(a, (std::vector<std::vector<long long>>{{2, 2, 2}, {2, 2, 1}}));
   l.micro_batches = 12;
-  auto lm = plan::in_flight(l, true);
+  auto lm = plan::in_flight(l, less);
   EXPECT_EQ(lm, (std::vector<std::vector<long long>>{{3, 3, 3}, {3, 2, 1}}));
   // Megatron's interleaved warm-up: stage i holds (p - i - 1) * 2 + (v - 1) * p + 1 chunk-micro-batches.
-  auto big = plan::in_flight(l, false);
+  auto big = plan::in_flight(l, plan::Training{});
   for (int s = 0; s < 3; ++s) EXPECT_EQ(big[0][s] + big[1][s], (3 - s - 1) * 2 + (2 - 1) * 3 + 1);
 }
 

@@ -242,6 +242,16 @@ TEST(Search, EveryRejectionReasonFires) {
   EXPECT_EQ(plan::check_layout(m, l, training(3, 4096), 8).front().rule, "device count");
   l.mbs = 0;
   EXPECT_EQ(plan::check_layout(m, l, training(3, 4096), 3).front().rule, "degree below 1");
+  // Pipeline runs per step (torchtitan's accumulation under PP) split the micro-batches evenly.
+  plan::Layout runs_of_two;
+  runs_of_two.dp = 4;
+  runs_of_two.pp = 2;
+  runs_of_two.micro_batches = 2;
+  plan::Training three_runs = training(8, 4096);
+  three_runs.pipeline_runs = 3;
+  EXPECT_EQ(plan::check_layout(m, runs_of_two, three_runs, 8).front().rule, "pipeline runs");
+  three_runs.pipeline_runs = 2;
+  EXPECT_TRUE(plan::check_layout(m, runs_of_two, three_runs, 8).empty());
 }
 
 TEST(Search, YamlConfigReadsRecomputeAsTheTrainerDoes) {

@@ -228,6 +228,12 @@ void add_job_fields(std::vector<Field<Request>>& f) {
                "optimizer state and skip their weight-gradient GEMM",
                false, [](R& r, const json& v, const std::string& w) { r.job.training.lora_rank = whole(v, w, 0, 65536, "(a rank)"); },
                [](const R& r) { return std::to_string(r.job.training.lora_rank); }});
+  f.push_back({"pipeline_runs", "",
+               "pipelines run one after another per step under PP, each over micro-batches / pipeline_runs with its own fill, drain and "
+               "data-parallel reduce (torchtitan and NeMo AutoModel run one per gradient-accumulation step); 1: one pipeline of all of them",
+               false,
+               [](R& r, const json& v, const std::string& w) { r.job.training.pipeline_runs = static_cast<int>(whole(v, w, 1, kMaxMicroBatches, "runs")); },
+               [](const R& r) { return std::to_string(r.job.training.pipeline_runs); }});
   f.push_back({"moe_imbalance", "", "MoE token imbalance: tokens on the busiest EP rank over the mean (1 = balanced)", false,
                [](R& r, const json& v, const std::string& w) { r.job.training.moe_imbalance = real(v, w, 1, 64, "(a factor)"); },
                [](const R& r) { return show_number(r.job.training.moe_imbalance); }});

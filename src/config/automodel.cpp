@@ -167,11 +167,9 @@ Loaded read_automodel(const json& stated, const std::string& file) {
     if (dp && *global % t.product("step_scheduler.local_batch_size", {local, *dp}) != 0)
       t.bad("step_scheduler.global_batch_size",
             fmt::format("{} is not a multiple of local_batch_size x dp_size = {} x {} (AutoModel refuses it too)", *global, local, *dp));
+    // Each accumulation step runs the pipeline schedule once, with its own fill and drain (train_ft.py).
     if (dp && d.pp > 1 && *global / (local * *dp) > 1)  // local x dp checked above
-      out.warnings.push_back(
-          fmt::format("step_scheduler: {} accumulation steps of one pipeline run each; sapp prices one pipeline of all {} micro-batches "
-                      "(one fill and drain, not {})",
-                      *global / (local * *dp), *global / (mbs * *dp), *global / (local * *dp)));
+      set("pipeline_runs", *global / (local * *dp), "step_scheduler.global_batch_size / (local_batch_size x dp_size)");
   } else if (dp) {
     set("global_batch", t.product("step_scheduler.local_batch_size", {local, *dp}), "step_scheduler.local_batch_size x dp_size");
   } else {
@@ -336,7 +334,7 @@ std::string emit_automodel(const Plan& plan, const Loaded* original, const std::
   edits.emplace_back("distributed.activation_checkpointing", mode == "off" ? "false" : mode == "full" ? "true" : "selective");
   // local_batch_size: one forward's batch per DP rank without PP; the pipeline's micro-batches together with PP.
   edits.emplace_back("step_scheduler.global_batch_size", std::to_string(plan.global_batch));
-  edits.emplace_back("step_scheduler.local_batch_size", std::to_string(l.pp > 1 ? plan.global_batch / l.dp : l.mbs));
+  edits.emplace_back("step_scheduler.local_batch_size", std::to_string(l.pp > 1 ? plan.global_batch / (1LL * l.dp * plan.pipeline_runs) : l.mbs));
   edits.emplace_back("dataset.seq_len", std::to_string(plan.seq));
   if (l.pp > 1) {
     edits.emplace_back("distributed.pipeline.pp_schedule", l.vpp > 1 ? "interleaved1f1b" : "1f1b");

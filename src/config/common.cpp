@@ -787,6 +787,11 @@ std::string emit(EmitFormat format, const Plan& plan, const Loaded* original, co
     fail(fmt::format("--emit {}", to_string(format_of(format))), "the plan's {} cannot be written: {}; search with {}, or write another format",
          !zero_ok ? fmt::format("ZeRO-{}", l.zero) : "sequence parallelism", e.why, search);
   }
+  // Several pipeline runs per step are gradient-accumulation steps of torchtitan and AutoModel; the other formats
+  // run one pipeline of all the micro-batches (the same micro-batches, one fill and drain fewer per extra run).
+  if (l.pp > 1 && plan.pipeline_runs > 1 && notes != nullptr && format != EmitFormat::Torchtitan && format != EmitFormat::AutoModel)
+    notes->push_back(fmt::format("the plan was priced as {} pipeline runs per step; {} runs all {} micro-batches in one pipeline (a shorter step)",
+                                 plan.pipeline_runs, to_string(format_of(format)), l.micro_batches));
   switch (format) {
     case EmitFormat::Megatron: return emit_megatron(plan, original, model_name, notes);
     case EmitFormat::MindFormers: return emit_mindformers(plan, original, model_name);

@@ -17,6 +17,22 @@ namespace sapp::config::detail {
 
 namespace {
 
+// Layers fully recomputed per chunk under selective_ac_option N: every N-th block a rank builds is checkpointed
+// whole, the count running over the rank's chunks in order (torchtitan's apply_ac keeps one counter per process).
+plan::ChunkCounts every_nth_block(const plan::StageSplit& split, long long every) {
+  plan::ChunkCounts full(split.layers.size(), std::vector<long long>(split.layers.front().size(), 0));
+  for (std::size_t s = 0; s < split.layers.front().size(); ++s) {
+    long long counter = 0;
+    for (std::size_t c = 0; c < split.layers.size(); ++c) {
+      for (long long i = 0; i < split.layers[c][s]; ++i) {
+        ++counter;
+        if (counter % every == 0) ++full[c][s];
+      }
+    }
+  }
+  return full;
+}
+
 json to_json(const toml::node& node) {
   if (const auto* t = node.as_table()) {
     json j = json::object();
@@ -416,10 +432,7 @@ Loaded read_torchtitan(const std::string& text, const std::string& file) {
   // torchtitan runs one pipeline per gradient-accumulation step (train.py train_step: pp_schedule.step per
   // accumulation micro-batch), each over local_batch_size / pipeline_parallel_microbatch_size micro-batches.
   if (pp > 1 && global && *global > 0 && shard > 0 && *global > local * rep * shard)
-    out.warnings.push_back(
-        fmt::format("{}: {} / (training.local_batch_size {} x DP {}) = {} pipelines per step: each fills and drains its own; "
-                    "priced as one pipeline of all the micro-batches, so the bubble is below what torchtitan runs",
-                    "training.global_batch_size", *global, local, rep * shard, *global / (local * rep * shard)));
+    set("pipeline_runs", *global / (local * rep * shard), "training.global_batch_size / (training.local_batch_size x data-parallel degree)");
   // Stages: virtual stages per rank and the split (generate_llm_fqn_per_model_part).
   std::string schedule = t.text("parallelism.pipeline_parallel_schedule").value_or("1F1B");
   if (pp > 1) {
@@ -503,18 +516,8 @@ Loaded read_torchtitan(const std::string& text, const std::string& file) {
     if (every <= 1) {
       set("recompute", "full", "activation_checkpoint.selective_ac_option");
     } else {
-      // Every N-th block a rank builds is checkpointed whole (the count runs over the rank's chunks in order).
       if (!split) split = plan::even_split(layers, static_cast<int>(pp), static_cast<int>(vpp));
-      split->full = plan::ChunkCounts(split->layers.size(), std::vector<long long>(split->layers.front().size(), 0));
-      for (std::size_t s = 0; s < split->layers.front().size(); ++s) {
-        long long counter = 0;
-        for (std::size_t c = 0; c < split->layers.size(); ++c) {
-          for (long long i = 0; i < split->layers[c][s]; ++i) {
-            ++counter;
-            if (counter % every == 0) ++split->full[c][s];
-          }
-        }
-      }
+      split->full = every_nth_block(*split, every);
       set("recompute", "off", "activation_checkpoint.selective_ac_option");
     }
   } else if (mode == "memory_budget") {
@@ -620,9 +623,9 @@ std::string emit_torchtitan(const Plan& plan, const Loaded* original, const std:
   if (l.ep > 1) text = toml_set(text, "parallelism", "expert_tensor_parallel_degree", std::to_string(l.etp));
   if (l.cp > 1) text = toml_set(text, "parallelism", "context_parallel_rotate_method", l.cp_algo == plan::CpAlgo::AllToAll ? "\"alltoall\"" : "\"allgather\"");
   // torchtitan's local_batch_size is one forward's batch per DP rank: the micro-batch without PP (global_batch_size
-  // then accumulates the rest), the pipeline's micro-batches together with PP (pipeline_parallel_microbatch_size
-  // each): the reader's rule.
-  long long local = l.pp > 1 ? plan.global_batch / l.dp : l.mbs;
+  // then accumulates the rest), one pipeline run's micro-batches together with PP (pipeline_parallel_microbatch_size
+  // each; the plan's pipeline runs are the accumulation steps): the reader's rule.
+  long long local = l.pp > 1 ? plan.global_batch / (1LL * l.dp * plan.pipeline_runs) : l.mbs;
   text = toml_set(text, "training", "local_batch_size", std::to_string(local));
   text = toml_set(text, "training", "global_batch_size", std::to_string(plan.global_batch));
   text = toml_set(text, "training", "seq_len", std::to_string(plan.seq));
@@ -642,7 +645,7 @@ std::string emit_torchtitan(const Plan& plan, const Loaded* original, const std:
       every = true;
       const long long every_n = std::max<long long>(2, plan.split->total() / full);
       text = toml_set(text, "activation_checkpoint", "selective_ac_option", fmt::format("\"{}\"", every_n));
-      if (notes)
+      if (notes && every_nth_block(*plan.split, every_n) != plan.split->full)
         notes->push_back(
             fmt::format("torchtitan checkpoints every N-th block a rank builds (selective_ac_option N): the plan's {} of {} fully recomputed "
                         "layers per stage are written as every {}th block; read back, its peak and step differ",

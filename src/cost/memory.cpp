@@ -106,7 +106,6 @@ MemoryEstimate estimate_memory(const model::Model& model, const plan::Layout& l,
     bool moe = false;
   };
   std::vector<Sums> sums(static_cast<std::size_t>(l.pp));
-  bool less = training.interleave_less_memory;
   plan::for_each_chunk_group(model, l, training, [&](int stage, int chunk, int kind, long long count, plan::Recompute mode) {
     Sums& x = sums[static_cast<std::size_t>(stage)];
     std::size_t k = static_cast<std::size_t>(kind);
@@ -115,7 +114,7 @@ MemoryEstimate estimate_memory(const model::Model& model, const plan::Layout& l,
     x.pn += n * km[k].dense_elems;
     x.pe += n * km[k].expert_elems;
     double act = km[k].act[static_cast<int>(mode)];  // the run's mode (a stated split recomputes per chunk)
-    x.act += static_cast<double>(plan::in_flight_count(l, less, chunk, stage)) * n * act;
+    x.act += static_cast<double>(plan::in_flight_count(l, training, chunk, stage)) * n * act;
     x.working = std::max(x.working, km[k].act[static_cast<int>(plan::Recompute::Off)] - act);
     x.max_layer = std::max(x.max_layer, km[k].dense_elems + km[k].expert_elems);
     x.moe = x.moe || km[k].moe;
@@ -149,7 +148,7 @@ MemoryEstimate estimate_memory(const model::Model& model, const plan::Layout& l,
     if (first) {
       pn += model.embedding_params / l.tp + model.vision_extra_params / l.tp;
       // Embedding output (and its dropout mask) for every micro-batch the first chunk holds.
-      m.embedding_activations = static_cast<double>(plan::in_flight_count(l, less, 0, s)) * tokens * (bc * h + dropout * h) / l.tsp();
+      m.embedding_activations = static_cast<double>(plan::in_flight_count(l, training, 0, s)) * tokens * (bc * h + dropout * h) / l.tsp();
     }
     if (last) {
       pn += model.head_params / l.tp + model.final_norm_params + model.mtp_extra_params * static_cast<double>(mtp) / l.tp;
@@ -157,7 +156,7 @@ MemoryEstimate estimate_memory(const model::Model& model, const plan::Layout& l,
       // Final norm input, and logits in the compute dtype plus their fp32 upcast for the loss (one per MTP depth too).
       const double vocab_share = static_cast<double>(spec.vocab_size) / terms::logits_split(training, l.tp);
       double logits = tokens * (bc + 4.0) * vocab_share * static_cast<double>(1 + mtp);
-      m.head_activations = static_cast<double>(plan::in_flight_count(l, less, l.vpp - 1, s)) * (tokens * bc * h / l.tsp() + logits);
+      m.head_activations = static_cast<double>(plan::in_flight_count(l, training, l.vpp - 1, s)) * (tokens * bc * h / l.tsp() + logits);
       // The loss backward's transient buffers, one micro-batch at a time (terms::loss_backward_bytes_per_logit).
       m.loss_backward = tokens * vocab_share * static_cast<double>(1 + mtp) * terms::loss_backward_bytes_per_logit(training, l.tp);
     }
@@ -236,7 +235,7 @@ std::vector<std::string> explain_stage(const model::Model& model, const plan::La
                                                              : "optimizer states";
   out.push_back(fmt::format("optimizer   {:10.3f} GiB = {} B x (Pn{} + Pe{}){}  [{}]", gib(m.optimizer), training.optimizer_bytes,
                             l.zero >= 1 ? fmt::format(" / {}", dp_shard) : "", l.zero >= 1 ? fmt::format(" / {}", edp_shard) : "", lora, states));
-  auto flight = plan::in_flight(l, training.interleave_less_memory);
+  auto flight = plan::in_flight(l, training);
   for (const plan::StageRun& r : plan::stage_runs(model, l, training, stage)) {
     LayerActivation a = layer_activation(model, r.kind, l, training, r.mode);
     out.push_back(

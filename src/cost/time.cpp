@@ -405,13 +405,17 @@ StepTime estimate_time(const model::Model& model, const plan::Layout& l, const p
   }
   double m = l.micro_batches;
   double v = l.vpp;
+  // Pipelines run one after another in the step (plan::Training::pipeline_runs), each over m / runs micro-batches
+  // with its own fill, drain and data-parallel reduce.
+  const double runs = plan::pipeline_runs(l, training);
+  const double m_run = m / runs;
   double slowest = *std::max_element(stage_s, stage_s + P);
   std::size_t slow = static_cast<std::size_t>(std::max_element(stage_s, stage_s + P) - stage_s);
   double sum = 0;
   for (std::size_t si = 0; si < P; ++si) sum += stage_s[si];
   // 1F1B: fill and drain pass every stage once, the steady state runs at the slowest stage:
   // (m - 1) * max + sum; uniform stages give (m + p - 1) * t. Interleaved: chunks of t/v, the fill shrinks by v.
-  double pipeline = l.pp == 1 ? m * sum : (v == 1 ? (m - 1.0) * slowest + sum : sum / v + (m * v - 1.0) * slowest / v);
+  double pipeline = l.pp == 1 ? m * sum : runs * (v == 1 ? (m_run - 1.0) * slowest + sum : sum / v + (m_run * v - 1.0) * slowest / v);
   double busy = m * slowest;
   out.breakdown.compute_s = m * compute[slow];
   out.breakdown.recompute_s = m * recompute[slow];
@@ -440,7 +444,7 @@ StepTime estimate_time(const model::Model& model, const plan::Layout& l, const p
                                 : ring_seconds(hw, dp_link, dp_group, pn * training.gathered_param_bytes() * gathered, 1.0) +
                                       ring_seconds(hw, edp_link, edp_group, pe * training.gathered_param_bytes() * gathered, 1.0);
     double one_mb = stage_s[static_cast<std::size_t>(st.stage)];
-    double exposed = dp_exposed(reduce, gather, one_mb * terms::kBackwardShare, one_mb * terms::kForwardShare, l.pp, l.vpp, overlap.dp);
+    double exposed = runs * dp_exposed(reduce, gather, one_mb * terms::kBackwardShare, one_mb * terms::kForwardShare, l.pp, l.vpp, overlap.dp);
     if (l.zero >= 2 && !terms::zero3_keeps_stage_gathered(training, l)) {
       // Sharded gradients cannot accumulate whole: every micro-batch but the last (whose reduce is the one above)
       // reduce-scatters its gradients during its backward (ZeRO 2). ZeRO 3 also gathers the parameters for every
@@ -452,7 +456,7 @@ StepTime estimate_time(const model::Model& model, const plan::Layout& l, const p
       double rs = training.zero3_gathers_once_per_step && l.zero >= 3 ? 0.0 : reduce;
       double ag = l.zero == 3 ? gather : 0.0;
       double forward_mb = one_mb * terms::kForwardShare, backward_mb = one_mb * terms::kBackwardShare;
-      exposed += (m - 1.0) * (hidden(rs + ag, backward_mb) + hidden(ag, forward_mb)) + hidden(ag, backward_mb);
+      exposed += (m - runs) * (hidden(rs + ag, backward_mb) + hidden(ag, forward_mb)) + runs * hidden(ag, backward_mb);
     }
     dp_comm = std::max(dp_comm, exposed);
     // Optimizer step: read/write weights, grads and states of the local shard once (memory bound).
@@ -466,7 +470,7 @@ StepTime estimate_time(const model::Model& model, const plan::Layout& l, const p
     double one = msg / (pp_link.bandwidth * hw.efficiency.comm) + pp_link.latency;
     // Fill and drain cross p-1 boundaries forward and backward (v times with interleaving); the steady-state
     // transfers overlap compute except for the fraction 1 - overlap.pp of the m micro-batches' sends.
-    pp_comm = 2.0 * (l.pp - 1.0) * v * one + (1.0 - overlap.pp) * 2.0 * m * one;
+    pp_comm = runs * 2.0 * (l.pp - 1.0) * v * one + (1.0 - overlap.pp) * 2.0 * m * one;
   }
   out.breakdown.dp_comm_s = dp_comm;
   out.breakdown.pp_comm_s = pp_comm;
@@ -566,7 +570,11 @@ std::vector<std::string> explain_stage_terms(const model::Model& model, const pl
       // exposed = raw - hidden x (1 - share), so the slowed compute is hidden x share.
       ms(ep_sm_share(hw) < 1 ? (s.ep_raw - s.ep) / (1.0 - ep_sm_share(hw)) * ep_sm_share(hw) : s.ep), terms::kEpCommSms,
       hw.sm_count > 0 ? fmt::format("{:g}", hw.sm_count) : std::string("(not stated: no cost)")));
-  out.push_back(fmt::format("  stage total {:.3f} ms per micro-batch, x {} micro-batches", ms(s.total), l.micro_batches));
+  const int runs = plan::pipeline_runs(l, training);
+  out.push_back(fmt::format(
+      "  stage total {:.3f} ms per micro-batch, x {} micro-batches{}", ms(s.total), l.micro_batches,
+      runs > 1 ? fmt::format(" in {} pipeline runs of {} (pipeline_runs: each fills, drains and reduces over DP on its own)", runs, l.micro_batches / runs)
+               : std::string()));
   const Breakdown& b = t.breakdown;
   out.push_back(
       fmt::format("step {:.3f} s = pipeline {:.3f} (slowest stage: compute {:.3f} + recompute {:.3f} + TP {:.3f} + CP {:.3f} + EP {:.3f}; bubble "

@@ -244,8 +244,15 @@ std::vector<Violation> check_layout(const model::Model& model, const Layout& l, 
     bad("layers < pp x vpp", [&] { return fmt::format("{} layers cannot fill PP {} x VPP {} = {} chunks", layers, l.pp, l.vpp, chunks); });
   }
   if (l.vpp > 1 && l.pp == 1) bad("vpp without pp", [&] { return std::string("virtual pipeline chunks need PP > 1"); });
-  if (l.vpp > 1 && l.pp > 1 && l.micro_batches % l.pp != 0) {
-    bad("interleave/micro-batches", [&] { return fmt::format("interleaved 1F1B needs micro-batches {} divisible by PP {}", l.micro_batches, l.pp); });
+  const int runs = pipeline_runs(l, training);
+  if (runs > 1 && l.micro_batches % runs != 0) {
+    bad("pipeline runs", [&] { return fmt::format("{} micro-batches do not split evenly into {} pipeline runs per step", l.micro_batches, runs); });
+  } else if (l.vpp > 1 && l.pp > 1 && (l.micro_batches / runs) % l.pp != 0) {
+    bad("interleave/micro-batches", [&] {
+      return runs > 1 ? fmt::format("interleaved 1F1B needs the {} micro-batches of each of the {} pipeline runs divisible by PP {}", l.micro_batches / runs,
+                                    runs, l.pp)
+                      : fmt::format("interleaved 1F1B needs micro-batches {} divisible by PP {}", l.micro_batches, l.pp);
+    });
   }
   if (l.zero < 0 || l.zero > 3) bad("zero stage", [&] { return fmt::format("ZeRO stage {} is not 0, 1, 2 or 3", l.zero); });
   if (l.optimizer_shard > 0 && (1LL * l.dp * l.cp) % l.optimizer_shard != 0) {

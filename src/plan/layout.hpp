@@ -2,6 +2,7 @@
 // is priced under, plus the rules a layout must meet. Plain value types shared by the memory, performance and search parts.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <memory>
@@ -134,6 +135,10 @@ struct Training {
   bool logits_whole_over_tp = false;
   // Caching-allocator fragmentation, as a fraction of activations (reserved over allocated peak).
   double activation_fragmentation = 0.0;
+  // Pipelines run one after another per step under PP, each over micro_batches / pipeline_runs micro-batches with
+  // its own fill, drain and data-parallel reduce: torchtitan's and NeMo AutoModel's gradient accumulation under PP
+  // (their train step calls the pipeline schedule once per accumulation step). 1: one pipeline of all of them.
+  int pipeline_runs = 1;
   // Pipeline split: the embedding, the loss and the MTP layers count as layers of the first and last chunks
   // (Megatron's account_for_embedding/loss_in_pipeline_split; plan::for_each_chunk_group).
   bool pipeline_split_counts_head = false;
@@ -150,6 +155,9 @@ struct Training {
   // Bytes per gradient element the data-parallel reduce sends: reduce_bytes when stated, else gradient_bytes().
   [[nodiscard]] double reduced_gradient_bytes() const { return reduce_bytes > 0 ? reduce_bytes : gradient_bytes(); }
 };
+
+// The pipelines the step runs one after another (Training::pipeline_runs): 1 without PP.
+[[nodiscard]] inline int pipeline_runs(const Layout& layout, const Training& training) { return layout.pp > 1 ? std::max(1, training.pipeline_runs) : 1; }
 
 // Reads a rank order like "tp-cp-dp-pp" (a permutation of tp, cp, dp and pp, innermost first).
 std::array<char, 4> parse_rank_order(const std::string& text, const std::string& where);

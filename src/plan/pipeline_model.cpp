@@ -266,14 +266,14 @@ double in_flight_peak(Schedule schedule, int stages, int chunks, int micro_batch
   return peak;
 }
 
-long long in_flight_count(const Layout& l, bool less_memory, int chunk, int stage) {
-  return in_flight_count(schedule_of(l, less_memory), l.pp, l.vpp, l.micro_batches, chunk, stage);
+long long in_flight_count(const Layout& l, const Training& training, int chunk, int stage) {
+  return in_flight_count(schedule_of(l, training.interleave_less_memory), l.pp, l.vpp, l.micro_batches / pipeline_runs(l, training), chunk, stage);
 }
 
-std::vector<std::vector<long long>> in_flight(const Layout& l, bool less_memory) {
+std::vector<std::vector<long long>> in_flight(const Layout& l, const Training& training) {
   std::vector<std::vector<long long>> a(static_cast<std::size_t>(l.vpp), std::vector<long long>(static_cast<std::size_t>(l.pp), 0));
   for (int v = 0; v < l.vpp; ++v) {
-    for (int s = 0; s < l.pp; ++s) a[static_cast<std::size_t>(v)][static_cast<std::size_t>(s)] = in_flight_count(l, less_memory, v, s);
+    for (int s = 0; s < l.pp; ++s) a[static_cast<std::size_t>(v)][static_cast<std::size_t>(s)] = in_flight_count(l, training, v, s);
   }
   return a;
 }

@@ -71,12 +71,13 @@ std::vector<std::vector<int>> in_flight_vectors(Schedule schedule, int stages, i
 // sum to the order's peak, so sum_v count_v A is exact when the chunks' activations are equal; with unequal
 // chunks the peak can sit at another prefix, and in_flight_peak is exact for any per-chunk activations.
 long long in_flight_count(Schedule schedule, int stages, int chunks, int micro_batches, int chunk, int stage);
-long long in_flight_count(const Layout& layout, bool less_memory, int chunk, int stage);
+// A run's layout: its schedule (less-memory variant or not) over one pipeline run's micro-batches.
+long long in_flight_count(const Layout& layout, const Training& training, int chunk, int stage);
 // Peak activation of a stage over its order's prefixes: max over in_flight_vectors of sum_v c_v a_v, for any
 // per-chunk activations a_v (the simulator's peak above static memory).
 double in_flight_peak(Schedule schedule, int stages, int chunks, int micro_batches, int stage, const std::vector<double>& chunk_activation);
 // Micro-batches in flight per [chunk][stage] at a stage's peak.
-std::vector<std::vector<long long>> in_flight(const Layout& layout, bool less_memory);
+std::vector<std::vector<long long>> in_flight(const Layout& layout, const Training& training);
 
 // Closed-form step time over the cell times t(v, s) = F(v, s) + B(v, s): every cell passes once during fill and
 // drain, then m V - 1 lock-step steps at the slowest cell's pace: sum_s T_s / V + (m V - 1) max_{v,s} t(v, s).
