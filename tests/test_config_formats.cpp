@@ -1821,6 +1821,11 @@ TEST(AutoModel, ReadsTheLayoutAsItsRecipesResolveIt) {
   EXPECT_EQ(r.job.training.grad_bytes, 2);
   EXPECT_EQ(r.job.training.optimizer_bytes, 4);
   EXPECT_TRUE(r.job.training.ep_dedup_per_node);  // hybridep: DeepEP's node-deduplicated dispatch
+  EXPECT_EQ(r.job.training.pipeline_runs, 1);
+  // 1024 / (local 4 x dp 64) = 4 accumulation steps: the pipeline schedule runs once per step (train_ft.py).
+  std::string four = l.text;
+  four.replace(four.find("global_batch_size: 256"), 22, "global_batch_size: 1024");
+  EXPECT_EQ(config::read_text(four, "am.yaml").values.at("pipeline_runs"), 4);
 
   const std::string base = R"(step_scheduler:
   global_batch_size: 64
