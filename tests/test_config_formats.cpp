@@ -646,6 +646,31 @@ TEST(Torchtitan, AccumulationUnderPipelineRunsOnePipelinePerStep) {
   EXPECT_DOUBLE_EQ(app::run_estimate(back).time.step_s, a.time.step_s);
 }
 
+// --devices beside a torchtitan file's degrees: the data-parallel degree follows the devices and, without a stated
+// global_batch_size, so does the global batch (local_batch_size per data-parallel rank); a stated global batch the
+// new DP cannot split is refused naming training.global_batch_size, not a --global-batch nobody gave.
+TEST(Torchtitan, DevicesBesideTheFilesDegrees) {
+  const std::string text =
+      "[model]\nname = \"llama3\"\nflavor = \"8B\"\n[training]\nlocal_batch_size = 2\n[parallelism]\ndata_parallel_shard_degree = 8\n"
+      "tensor_parallel_degree = 2\n";
+  auto with_devices = [](const std::string& toml, const std::string& devices) {
+    app::EstimateRequest r;
+    config::fill(r, config::read_text(toml, "t.toml"), nlohmann::json{{"devices", devices}});
+    return r;
+  };
+  EXPECT_EQ(with_devices(text, "16").job.training.global_batch, 16);  // the file's 8 x 2
+  EXPECT_EQ(with_devices(text, "32").job.training.global_batch, 32);  // DP 16 x 2
+  EXPECT_EQ(app::run_estimate(with_devices(text, "32")).layout.dp, 16);
+  std::string stated = text;
+  stated.replace(stated.find("local_batch_size = 2\n"), 21, "local_batch_size = 2\nglobal_batch_size = 16\n");
+  try {
+    (void)with_devices(stated, "32");
+    ADD_FAILURE() << "a global batch of 16 over DP 16 x 2 was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("t.toml: training.global_batch_size"), std::string::npos) << e.what();
+  }
+}
+
 // torchtitan's default activation checkpointing (selective, every 2nd block a rank builds) over its 8/9/8/7 split
 // of Llama 3 8B on PP 4 recomputes 4, 4, 4, 3 layers: --emit writes selective_ac_option 2, which reads back the same
 // counts, with no note (a note only when every-N-th cannot state the plan's counts, e.g. 5 of a stage's 8).

@@ -677,7 +677,9 @@ std::vector<std::string> fill_request(Request& request, const Loaded& loaded, co
   std::vector<std::string> overrides;
   for (const auto& [key, value] : command_line.items()) {
     auto it = loaded.origin.find(key);
-    const bool same = loaded.values.contains(key) && loaded.values.at(key) == value;  // nothing overridden
+    // Nothing overridden (the command line's text "16" states the file's 16 too).
+    const bool same = loaded.values.contains(key) &&
+                      (loaded.values.at(key) == value || (value.is_string() && loaded.values.at(key).dump() == value.template get<std::string>()));
     if (it != loaded.origin.end() && !same)
       overrides.push_back(fmt::format("{} overrides {}: {}", app::where_of(app::Source::CommandLine, key), loaded.file, it->second));
     if (key == "model" && !loaded.model_config.is_null()) {
@@ -702,6 +704,16 @@ std::vector<std::string> fill_request(Request& request, const Loaded& loaded, co
            request.job.devices, deferred->model_ranks, loaded.file, deferred->keys);
     }
     request.job.training.global_batch = deferred->per_rank * (request.job.devices / deferred->model_ranks);
+  }
+  if constexpr (std::is_same_v<Request, app::EstimateRequest>) {
+    // --devices beside a file's own degrees and global batch: the data-parallel degree follows the devices, and a
+    // global batch it cannot split is the file's key's fault, named as such (not a --global-batch nobody gave).
+    const auto batch = loaded.origin.find("global_batch");
+    if (command_line.contains("devices") && !command_line.contains("global_batch") && batch != loaded.origin.end() && request.job.devices > 0) {
+      plan::Layout probe = request.layout;
+      plan::derive_data_parallel(probe, request.job.devices, request.job.training.global_batch, app::where_of(app::Source::CommandLine, "devices"),
+                                 fmt::format("{} (with {} devices)", at(loaded.file, batch->second), request.job.devices));
+    }
   }
   const auto& shard = loaded.shard_from_devices;
   if (shard && request.job.devices > 0 && !command_line.contains("optimizer_shard")) {

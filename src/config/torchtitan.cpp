@@ -362,12 +362,13 @@ Loaded read_torchtitan(const std::string& text, const std::string& file) {
   set("mbs", mbs, pp > 1 ? "parallelism.pipeline_parallel_microbatch_size" : "training.local_batch_size");
   if (global && *global > 0) {
     set("global_batch", *global, "training.global_batch_size");
-  } else if (shard > 0) {
-    set("global_batch", local * rep * shard, "training.local_batch_size x data-parallel degree");
   } else {
-    // data_parallel_shard_degree -1: the shard degree is what the devices leave, known once --devices is.
-    out.batch_from_devices = Loaded::BatchFromDevices{local * rep, rep * tp * pp * cp,
-                                                      "training.local_batch_size x parallelism.data_parallel_shard_degree -1 (the devices over TP x PP x CP)"};
+    // No global batch: local_batch_size per data-parallel rank, the ranks what the devices leave over TP x PP x CP
+    // (the file's product, or --devices; with data_parallel_shard_degree -1 known once --devices is).
+    out.batch_from_devices =
+        Loaded::BatchFromDevices{local, tp * pp * cp,
+                                 shard > 0 ? "training.local_batch_size x the data-parallel degree (the devices over TP x PP x CP)"
+                                           : "training.local_batch_size x parallelism.data_parallel_shard_degree -1 (the devices over TP x PP x CP)"};
   }
   if (auto seq = t.whole("training.seq_len"))
     set("seq", *seq, "training.seq_len");
