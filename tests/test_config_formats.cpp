@@ -89,6 +89,37 @@ INSTANTIATE_TEST_SUITE_P(
 // A MindFormers ChatGLM2Config (the shape of MindFormers' configs/glm4/finetune_glm4_9b.yaml): the embedding's rows as
 // padded_vocab_size, multi-query attention with 2 KV groups, q/k/v biases only, RMSNorm; context.device_target Ascend
 // prices the 910B unless -H says otherwise. Parameters by hand as in PublishedParams.Glm4_9bChat_9_40B.
+// A model_config that leaves keys out gets its config class's defaults, as MindFormers builds the class
+// (data/formats/mindformers-model-defaults.yaml): the bundled DeepSeek-V3 YAML without its MLA keys (legacy
+// DeepseekV3Config: kv_lora_rank 512, q_lora_rank 1536, head dims 64 / 128 / 128) is the same model (it was priced as
+// grouped-query attention, 1.1 B parameters more); an mcore DeepseekV3Config stating only its type is DeepSeek-V3
+// (61 layers, 256 routed experts of 8 per token, 8 groups of which 4 per token, one MTP layer).
+TEST(MindFormers, ModelConfigClassDefaults) {
+  const std::string full = io::read_text(source("examples/mindformers/deepseek-v3-1024.yaml"));
+  std::string cut = full;
+  for (const std::string key :
+       {"    kv_lora_rank: 512\n", "    q_lora_rank: 1536\n", "    qk_rope_head_dim: 64\n", "    v_head_dim: 128\n", "    qk_nope_head_dim: 128\n"}) {
+    ASSERT_NE(cut.find(key), std::string::npos) << key;
+    cut.erase(cut.find(key), key.size());
+  }
+  const model::Model whole = inline_model(config::read_text(full, "ds.yaml").model_config, "ds.yaml");
+  const model::Model defaulted = inline_model(config::read_text(cut, "ds.yaml").model_config, "ds.yaml");
+  EXPECT_EQ(defaulted.spec.kv_lora_rank, 512);
+  EXPECT_EQ(defaulted.spec.q_lora_rank, 1536);
+  EXPECT_EQ(defaulted.params().total, whole.params().total);
+
+  const std::string mcore =
+      "use_legacy: False\nparallel_config: {data_parallel: 8}\nmodel:\n  model_config:\n    type: DeepseekV3Config\n    num_hidden_layers: 4\n";
+  const model::Model small = inline_model(config::read_text(mcore, "m.yaml").model_config, "m.yaml");
+  EXPECT_EQ(small.spec.hidden_size, 7168);
+  EXPECT_EQ(small.spec.num_layers, 4);  // stated
+  EXPECT_EQ(small.spec.num_experts, 256);
+  EXPECT_EQ(small.spec.experts_per_token, 8);
+  EXPECT_EQ(small.spec.routing_groups, 8);
+  EXPECT_EQ(small.spec.routing_group_limit, 4);
+  EXPECT_EQ(small.mtp_layers(), 1);
+}
+
 TEST(MindFormers, ChatGlmKeysAndTheAscendTarget) {
   const std::string yaml = R"(context:
   device_target: "Ascend"

@@ -118,12 +118,29 @@ const json* first_of(Tree& t, std::initializer_list<const char*> paths, std::str
 }
 
 // The HuggingFace keys model_from_json reads, from a MindFormers model_config (legacy or mcore names) and moe_config.
+// What the YAML's model config class defaults the keys it leaves out to (data/formats/mindformers-model-defaults.yaml),
+// under HuggingFace names; empty for a class the file does not list.
+json class_defaults(const std::string& cls, bool mcore) {
+  const json all = io::read_tree(io::data_dir() + "/formats/mindformers-model-defaults.yaml");
+  const char* api = mcore ? "mcore" : "legacy";
+  if (!all.contains(cls) || !all.at(cls).contains(api)) return json::object();
+  return all.at(cls).at(api);
+}
+
 json model_of(Tree& t, const std::string& file, long long& num_layers, long long& mtp, bool& legacy_mtp_in_split) {
   json m = json::object();
   m["_source"] = file;
   std::string k;
+  // Keys the YAML leaves out take its config class's defaults, as MindFormers builds the class.
+  const std::string cls = t.text("model.model_config.type").value_or("");
+  const json defaults = class_defaults(cls, !t.flag("use_legacy").value_or(true));
+  auto fallback = [&](const char* hf) -> std::optional<long long> {
+    if (defaults.contains(hf) && defaults.at(hf).is_number_integer()) return defaults.at(hf).get<long long>();
+    return std::nullopt;
+  };
   auto req = [&](std::initializer_list<const char*> paths, const char* hf) {
     auto v = t.whole_of(paths, k);
+    if (!v) v = fallback(hf);
     if (!v) {
       const std::string type = t.text("model.model_config.type").value_or(t.text("model.arch.type").value_or("unstated"));
       fail(at(file, *paths.begin()), "is required: sapp prices decoder-only language models from their model_config (type {}; also looked for {})", type,
@@ -134,6 +151,7 @@ json model_of(Tree& t, const std::string& file, long long& num_layers, long long
   };
   auto opt = [&](std::initializer_list<const char*> paths, const char* hf, long long lowest = 1) {
     auto v = t.whole_of(paths, k, lowest);
+    if (!v) v = fallback(hf);
     if (v) m[hf] = *v;
     return v;
   };
@@ -143,7 +161,7 @@ json model_of(Tree& t, const std::string& file, long long& num_layers, long long
   opt({"model.model_config.n_kv_heads", "model.model_config.num_key_value_heads", "model.model_config.num_query_groups"}, "num_key_value_heads");
   opt({"model.model_config.head_dim", "model.model_config.kv_channels"}, "head_dim");
   // LlamaConfig's default 32000; ChatGLM2Config states the embedding's rows as padded_vocab_size.
-  m["vocab_size"] = t.whole_of({"model.model_config.vocab_size", "model.model_config.padded_vocab_size"}, k).value_or(32000);
+  m["vocab_size"] = t.whole_of({"model.model_config.vocab_size", "model.model_config.padded_vocab_size"}, k).value_or(fallback("vocab_size").value_or(32000));
   // ChatGLM2Config: multi_query_attention with multi_query_group_num KV groups; q, k, v biases (add_qkv_bias), o and
   // FFN biases (add_bias_linear), RMSNorm or LayerNorm (rmsnorm): the HuggingFace chatglm keys of the same names.
   if (t.flag("model.model_config.multi_query_attention").value_or(false)) {
@@ -172,10 +190,12 @@ json model_of(Tree& t, const std::string& file, long long& num_layers, long long
   opt({"model.model_config.qk_rope_head_dim", "model.model_config.qk_pos_emb_head_dim"}, "qk_rope_head_dim");
   opt({"model.model_config.qk_nope_head_dim", "model.model_config.qk_head_dim"}, "qk_nope_head_dim");
   opt({"model.model_config.v_head_dim"}, "v_head_dim");
-  mtp = t.whole_of({"model.model_config.mtp_depth", "model.model_config.num_nextn_predict_layers", "model.model_config.mtp_num_layers"}, k, 0).value_or(0);
+  mtp = t.whole_of({"model.model_config.mtp_depth", "model.model_config.num_nextn_predict_layers", "model.model_config.mtp_num_layers"}, k, 0)
+            .value_or(fallback("num_nextn_predict_layers").value_or(0));
   if (mtp > 0) m["num_nextn_predict_layers"] = mtp;
   auto experts =
       t.whole_of({"moe_config.expert_num", "model.model_config.num_experts", "model.model_config.n_routed_experts", "model.model_config.num_moe_experts"}, k);
+  if (!experts) experts = fallback("n_routed_experts");
   if (experts && *experts > 1) {
     m["n_routed_experts"] = *experts;
     opt({"moe_config.num_experts_chosen", "model.model_config.num_experts_per_tok", "model.model_config.moe_router_topk"}, "num_experts_per_tok");
@@ -184,7 +204,12 @@ json model_of(Tree& t, const std::string& file, long long& num_layers, long long
     opt({"model.model_config.moe_shared_expert_intermediate_size"}, "shared_expert_intermediate_size");
     if (const json* fk = first_of(t, {"moe_config.first_k_dense_replace", "model.model_config.first_k_dense_replace"}, k)) {
       if (fk->is_number_integer()) m["first_k_dense_replace"] = fk->get<long long>();
+    } else if (auto dense = fallback("first_k_dense_replace")) {
+      m["first_k_dense_replace"] = *dense;
     }
+    // DeepSeek's node-limited routing: n_group expert groups, topk_group of them per token (0: none).
+    opt({"model.model_config.n_group", "moe_config.n_group"}, "n_group", 0);
+    opt({"model.model_config.topk_group", "moe_config.topk_group"}, "topk_group", 0);
   }
   if (auto tie = t.flag("model.model_config.tie_word_embeddings")) m["tie_word_embeddings"] = *tie;
   if (auto bias = t.flag("model.model_config.qkv_has_bias")) m["attention_bias"] = *bias;
@@ -193,7 +218,6 @@ json model_of(Tree& t, const std::string& file, long long& num_layers, long long
   // The family: a stated model_type, else from the config class, else from the shape.
   std::string type;
   if (auto mt = t.text("model.model_config.model_type")) type = *mt;
-  std::string cls = t.text("model.model_config.type").value_or("");
   t.use("model.arch");
   std::string lower = io::lower(cls);
   if (type.empty()) {
