@@ -1339,6 +1339,56 @@ TEST(Megatron, GradientBytesFollowTheReductionFlags) {
   EXPECT_EQ(grad_bytes("--bf16 --grad-reduce-in-bf16"), std::pair(2.0, 2.0));
   EXPECT_EQ(grad_bytes("--fp16"), std::pair(2.0, 2.0));
   EXPECT_EQ(grad_bytes("--fp16 --accumulate-allreduce-grads-in-fp32"), std::pair(4.0, 4.0));
+  // Transformer Engine's precision-aware optimizer (arguments.py --use-precision-aware-optimizer): the master copy
+  // and the two moments in their stated dtypes (Megatron-MoE-ModelZoo's DeepSeek-V3 recipes: bf16 moments, 4 + 2 + 2),
+  // the main gradients in --main-grads-dtype.
+  auto optimizer_bytes = [&](const std::string& flags) {
+    sapp::test::write_file(dir + "/run.sh", base + "--bf16 " + flags + "\n");
+    app::EstimateRequest r;
+    config::fill(r, config::read_file(dir + "/run.sh"), nlohmann::json::object());
+    return std::pair{r.job.training.optimizer_bytes, r.job.training.grad_bytes};
+  };
+  EXPECT_EQ(optimizer_bytes(""), std::pair(12.0, 4.0));
+  EXPECT_EQ(optimizer_bytes("--use-precision-aware-optimizer"), std::pair(12.0, 4.0));
+  EXPECT_EQ(optimizer_bytes("--use-precision-aware-optimizer --exp-avg-dtype bf16 --exp-avg-sq-dtype bf16"), std::pair(8.0, 4.0));
+  EXPECT_EQ(optimizer_bytes("--use-precision-aware-optimizer --exp-avg-dtype fp8 --exp-avg-sq-dtype bf16 --main-grads-dtype bf16"), std::pair(7.0, 2.0));
+}
+
+// Megatron-Core's MoE switches a script states: the DeepEP / HybridEP dispatcher (flex with its backend, or
+// core_v0.14's --moe-enable-deepep; the default allgather and alltoall send every routed copy), and the shared
+// experts overlapped with the dispatch (--moe-shared-expert-overlap).
+TEST(Megatron, MoeDispatcherAndSharedExpertOverlap) {
+  const std::string moe =
+      "torchrun pretrain_gpt.py --num-layers 4 --hidden-size 1024 --num-attention-heads 16 --seq-length 2048 --micro-batch-size 1 "
+      "--global-batch-size 16 --vocab-size 32000 --num-experts 8 --moe-router-topk 2 --moe-shared-expert-intermediate-size 1024 "
+      "--expert-model-parallel-size 4 ";
+  auto read = [&](const std::string& flags) {
+    app::EstimateRequest r;
+    config::fill(r, config::read_text(moe + flags + "\n", "run.sh", config::Format::Megatron), nlohmann::json{{"devices", 8}});
+    return r.job.training;
+  };
+  EXPECT_FALSE(read("").ep_dedup_per_node);
+  EXPECT_FALSE(read("--moe-token-dispatcher-type alltoall").ep_dedup_per_node);
+  EXPECT_TRUE(read("--moe-token-dispatcher-type flex --moe-flex-dispatcher-backend hybridep").ep_dedup_per_node);
+  EXPECT_TRUE(read("--moe-token-dispatcher-type flex").ep_dedup_per_node);  // the backend's default: deepep
+  EXPECT_TRUE(read("--moe-enable-deepep").ep_dedup_per_node);
+  EXPECT_FALSE(read("").shared_expert_overlap);
+  EXPECT_TRUE(read("--moe-shared-expert-overlap").shared_expert_overlap);
+}
+
+// --account-for-embedding/loss-in-pipeline-split: arguments.py adds a layer for each before dividing --num-layers
+// by PP and --num-layers-per-virtual-pipeline-stage (Megatron-MoE-ModelZoo's Qwen3-235B-A22B on H100: 94 + 2 = 96
+// layers, PP 8, 3 per virtual stage: VPP 4), and the split counts them.
+TEST(Megatron, AccountForEmbeddingAndLossInTheSplit) {
+  const std::string base =
+      "torchrun pretrain_gpt.py --num-layers 94 --hidden-size 1024 --num-attention-heads 16 --seq-length 2048 --micro-batch-size 1 "
+      "--global-batch-size 64 --vocab-size 32000 --pipeline-model-parallel-size 8 --num-layers-per-virtual-pipeline-stage 3 ";
+  EXPECT_THROW((void)config::read_text(base + "\n", "run.sh", config::Format::Megatron), Error);  // 94 / 8 / 3 does not divide
+  config::Loaded l =
+      config::read_text(base + "--account-for-embedding-in-pipeline-split --account-for-loss-in-pipeline-split\n", "run.sh", config::Format::Megatron);
+  EXPECT_EQ(l.values.at("vpp"), 4);
+  EXPECT_EQ(l.values.at("split_counts_embedding_and_loss"), true);
+  EXPECT_TRUE(l.unused.empty()) << l.unused.front();
 }
 
 // --stage-layers and --stage-recompute on the command line price the split; the even split is the default.

@@ -581,6 +581,15 @@ Loaded read_megatron(const std::string& text, const std::string& file) {
       break;
     }
   }
+  // The token dispatcher: DeepEP / HybridEP (--moe-token-dispatcher-type flex with --moe-flex-dispatcher-backend, or
+  // core_v0.14's --moe-enable-deepep) send a token once per remote node; alltoall and allgather every routed copy.
+  if (moe) {
+    const std::string dispatcher = a.value("--moe-token-dispatcher-type").value_or("allgather");
+    const std::string backend = a.value("--moe-flex-dispatcher-backend").value_or("deepep");
+    if (a.on("--moe-enable-deepep") || (dispatcher == "flex" && (backend == "deepep" || backend == "hybridep")))
+      set("moe_dispatcher", "deepep", a.on("--moe-enable-deepep") ? "--moe-enable-deepep" : "--moe-token-dispatcher-type flex");
+    if (a.on("--moe-shared-expert-overlap")) set("shared_expert_overlap", true, "--moe-shared-expert-overlap");
+  }
   // Megatron-LM overlaps neither the gradient reduce nor the distributed optimizer's parameter gather unless asked
   // (arguments.py: --overlap-grad-reduce, --overlap-param-gather, both off by default): a script stating neither has
   // its DP collectives exposed.
@@ -787,6 +796,18 @@ Loaded read_megatron(const std::string& text, const std::string& file) {
   if (bf16 && a.on("--grad-reduce-in-bf16")) set("grad_bytes", 2, "--bf16 --grad-reduce-in-bf16");
   if (fp16 && !fp32_grads) set("grad_bytes", 2, "--fp16 without --accumulate-allreduce-grads-in-fp32");
   if (a.value("--fp8-format")) set("fp8", true, "--fp8-format");
+  // Transformer Engine's precision-aware optimizer: the fp32 master copy and Adam's two moments each in the dtype
+  // stated (arguments.py --main-params-dtype, --exp-avg-dtype, --exp-avg-sq-dtype; fp32 by default), and the main
+  // gradients in --main-grads-dtype (bf16: no fp32 accumulation, validate_args).
+  if (a.on("--use-precision-aware-optimizer")) {
+    auto bytes_of = [&](const char* flag) {
+      const std::string dtype = a.value(flag).value_or("fp32");
+      return dtype == "fp8" ? 1.0 : dtype_bytes(dtype, at(file, flag));
+    };
+    set("optimizer_bytes", bytes_of("--main-params-dtype") + bytes_of("--exp-avg-dtype") + bytes_of("--exp-avg-sq-dtype"),
+        "--use-precision-aware-optimizer (--main-params-dtype + --exp-avg-dtype + --exp-avg-sq-dtype)");
+    if (bf16 && !fp32_grads && bytes_of("--main-grads-dtype") == 2) set("grad_bytes", 2, "--use-precision-aware-optimizer --main-grads-dtype bf16");
+  }
   // MindSpeed's --reuse-fp32-param: the fp32 master copy is kept as the bf16 parameter plus a 16-bit residual, so it
   // costs 2 bytes per parameter instead of 4 (sharded like the rest of the optimizer state under the distributed
   // optimizer: the saving is 2 bytes x parameters / DP; MindSpeed docs/zh/features/reuse-fp32-param.md).
@@ -848,10 +869,27 @@ Loaded read_megatron(const std::string& text, const std::string& file) {
   long long vpp = 1;
   if (auto v = a.whole("--num-virtual-stages-per-pipeline-rank")) vpp = *v;
   const bool layer_list = a.flags.count("--num-layer-list") > 0;
+  // --account-for-embedding/loss-in-pipeline-split: the embedding and the loss each take a layer's place in the even
+  // split (arguments.py adds one to --num-layers for each before dividing by PP and the virtual stage size).
+  const bool embedding_counts = a.on("--account-for-embedding-in-pipeline-split");
+  const bool loss_counts = a.on("--account-for-loss-in-pipeline-split");
+  const long long accounted = (embedding_counts ? 1 : 0) + (loss_counts ? 1 : 0);
+  if (accounted > 0) {
+    set("split_counts_embedding_and_loss", true,
+        embedding_counts && loss_counts ? "--account-for-embedding-in-pipeline-split --account-for-loss-in-pipeline-split"
+        : embedding_counts              ? "--account-for-embedding-in-pipeline-split"
+                                        : "--account-for-loss-in-pipeline-split");
+    if (accounted == 1)
+      out.warnings.emplace_back(fmt::format("{}: sapp's split counts the embedding and the loss together; priced with both counted as layers",
+                                            embedding_counts ? "--account-for-embedding-in-pipeline-split" : "--account-for-loss-in-pipeline-split"));
+  }
   if (auto per = a.whole("--num-layers-per-virtual-pipeline-stage"); per && !layer_list) {
     if (!layers) fail(at(file, "--num-layers-per-virtual-pipeline-stage"), "needs --num-layers");
-    if (*layers % (pp * *per) != 0) fail(at(file, "--num-layers-per-virtual-pipeline-stage"), "{} does not divide --num-layers {} / PP {}", *per, *layers, pp);
-    vpp = *layers / pp / *per;
+    const long long counted = *layers + accounted;
+    if (counted % (pp * *per) != 0)
+      fail(at(file, "--num-layers-per-virtual-pipeline-stage"), "{} does not divide --num-layers {}{} / PP {}", *per, *layers,
+           accounted > 0 ? fmt::format(" + {} (the embedding / loss counted as layers)", accounted) : "", pp);
+    vpp = counted / pp / *per;
   }
   std::optional<plan::StageSplit> split;
   if (auto layout = a.value("--pipeline-model-parallel-layout")) {

@@ -230,9 +230,9 @@ std::vector<std::string> explain_stage(const model::Model& model, const plan::La
     out.push_back(fmt::format("grads       {:10.3f} GiB = {} B x (Pn{} + Pe{}){}", gib(m.grads), training.gradient_bytes(),
                               l.zero >= 2 ? fmt::format(" / {}", dp_shard) : "", l.zero >= 2 ? fmt::format(" / {}", edp_shard) : "", lora));
   }
-  const std::string states = training.optimizer_bytes == 12  ? "fp32 master + 2 Adam moments"
-                             : training.optimizer_bytes == 8 ? "2 fp32 Adam moments, the parameters their own master"
-                                                             : "optimizer states";
+  const std::string states = training.optimizer_bytes == 12                               ? "fp32 master + 2 Adam moments"
+                             : training.param_bytes == 4 && training.optimizer_bytes == 8 ? "2 fp32 Adam moments, the parameters their own master"
+                                                                                          : "optimizer states";
   out.push_back(fmt::format("optimizer   {:10.3f} GiB = {} B x (Pn{} + Pe{}){}  [{}]", gib(m.optimizer), training.optimizer_bytes,
                             l.zero >= 1 ? fmt::format(" / {}", dp_shard) : "", l.zero >= 1 ? fmt::format(" / {}", edp_shard) : "", lora, states));
   auto flight = plan::in_flight(l, training);
