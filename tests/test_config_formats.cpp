@@ -1735,6 +1735,47 @@ namespace sapp {
 // Shell arithmetic as launch scripts write it: bare names inside $(( )), blanks inside it, and a value sapp
 // cannot evaluate ($RANDOM, $?) in a variable no flag it reads needs (Megatron-LM's examples/mimo and
 // detxoify_lm scripts).
+// Shell forms real launch scripts use (a QA pass over Megatron-LM, MindSpeed-LLM and Megatron-MoE-ModelZoo scripts):
+// a string of flags expanded unquoted splits into words (ARGS="--a 1 --b 2" ... ${ARGS}), a double-quoted string may
+// span lines (VAR=" \ ... "), statements share a line after ';', and if / elif / else read the branch whose test holds
+// (sc21's MODEL_SIZE cases; the Llama 3 8B example's DTYPE branch), an unevaluated test reading every branch, said.
+TEST(MegatronShell, StringsStatementsAndBranches) {
+  const std::string model = "--num-attention-heads 16 --vocab-size 32000 --seq-length 1024 --micro-batch-size 1 --global-batch-size 8";
+  auto read = [](const std::string& text) { return config::read_text(text, "run.sh", config::Format::Megatron); };
+  const config::Loaded one_line =
+      read("ARGS=\"--num-layers 4 --hidden-size 1024 --tensor-model-parallel-size 2\"\ntorchrun --nproc_per_node 8 pretrain_gpt.py ${ARGS} " + model + "\n");
+  EXPECT_EQ(one_line.values.at("tp"), 2);
+  EXPECT_EQ(one_line.values.at("devices"), 8);
+  const config::Loaded spanning =
+      read("A=\" \\\n    --num-layers 4 \\\n    --hidden-size 1024\n\"\ntorchrun --nproc_per_node 8 pretrain_gpt.py $A " + model + "\n");
+  EXPECT_TRUE(spanning.model_config.is_object()) << spanning.values.dump();
+  EXPECT_EQ(spanning.model_config.value("num_hidden_layers", 0), 4) << spanning.model_config.dump();
+  const config::Loaded semicolons = read(
+      "TP=2; PP=2; L=4\ntorchrun --nproc_per_node 8 pretrain_gpt.py --tensor-model-parallel-size $TP --pipeline-model-parallel-size $PP "
+      "--num-layers $L --hidden-size 1024 " +
+      model + "\n");
+  EXPECT_EQ(semicolons.values.at("tp"), 2);
+  EXPECT_EQ(semicolons.values.at("pp"), 2);
+  auto branch = [&](const std::string& size) {
+    return read("MODEL_SIZE=" + size +
+                "\nif [ ${MODEL_SIZE} == \"small\" ]; then\n  TP=1\nelif [[ \"$MODEL_SIZE\" == \"large\" ]]; then\n  TP=4\nelse\n  TP=2\nfi\n"
+                "torchrun --nproc_per_node 8 pretrain_gpt.py --tensor-model-parallel-size $TP --num-layers 4 --hidden-size 1024 " +
+                model + "\n");
+  };
+  EXPECT_EQ(branch("small").values.at("tp"), 1);
+  EXPECT_EQ(branch("large").values.at("tp"), 4);
+  EXPECT_EQ(branch("medium").values.at("tp"), 2);
+  EXPECT_TRUE(branch("small").warnings.empty()) << branch("small").warnings.front();
+  // A test on something sapp cannot know (a file on the launch machine): both branches read, the last one winning.
+  const config::Loaded unknown = read(
+      "if [ -f /data/ok ]; then\n  TP=1\nelse\n  TP=2\nfi\n"
+      "torchrun --nproc_per_node 8 pretrain_gpt.py --tensor-model-parallel-size $TP --num-layers 4 --hidden-size 1024 " +
+      model + "\n");
+  EXPECT_EQ(unknown.values.at("tp"), 2);
+  ASSERT_FALSE(unknown.warnings.empty());
+  EXPECT_NE(unknown.warnings.front().find("TP set in an if/elif branch"), std::string::npos) << unknown.warnings.front();
+}
+
 TEST(MegatronShell, ArithmeticWithBareNamesAndUnknownValues) {
   config::Loaded l = config::read_text(
       "MBS=2\nN=4\nGBS=$((MBS * N * 2))\nMASTER_PORT=$(($RANDOM + 1024))\nOK=$((1-$?))\n"

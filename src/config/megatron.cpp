@@ -27,6 +27,7 @@ namespace {
 struct Shell {
   std::map<std::string, std::vector<std::string>> vars;  // scalars are one-item lists
   std::vector<std::vector<std::string>> commands;        // non-assignment commands, expanded
+  std::vector<std::string> warnings;                     // what the script does that sapp read only in part
 };
 
 std::string join_continuations(const std::string& text) {
@@ -167,7 +168,8 @@ std::vector<std::string> expand(const std::string& word, const Shell& sh, const 
     auto it = sh.vars.find(name);
     if (it != sh.vars.end()) {
       for (std::size_t k = 0; k < it->second.size(); ++k) out += (k ? " " : "") + it->second[k];
-      if (it->second.size() > 1) split = true;
+      // An array, or a string of several words (ARGS="--a 1 --b 2" expanded as ${ARGS}: bash splits it).
+      if (it->second.size() > 1 || (it->second.size() == 1 && it->second.front().find_first_of(" \t\n") != std::string::npos)) split = true;
     } else if (has_fallback) {
       out += fallback;
     } else {
@@ -224,9 +226,97 @@ std::vector<std::string> words_of(const std::string& line) {
   return words;
 }
 
+// The script's logical lines: continuations joined, a double-quoted string that spans lines kept on one (its line
+// breaks as blanks), and statements separated by an unquoted ';' apart (`TP=2; PP=8`, `if [ .. ]; then`).
+std::vector<std::string> statements_of(const std::string& text) {
+  std::vector<std::string> out;
+  std::stringstream ss(join_continuations(text));
+  std::string pending;
+  for (std::string line; std::getline(ss, line);) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    pending += pending.empty() ? line : " " + line;
+    char quote = 0;
+    bool comment = false;
+    for (std::size_t i = 0; i < pending.size() && !comment; ++i) {
+      const char c = pending[i];
+      if (c == '\\' && quote != '\'') {
+        ++i;  // an escaped character
+      } else if (quote) {
+        if (c == quote) quote = 0;
+      } else if (c == '"' || c == '\'') {
+        quote = c;
+      } else if (c == '#' && (i == 0 || std::isspace(static_cast<unsigned char>(pending[i - 1])))) {
+        comment = true;
+      }
+    }
+    if (quote == '"') continue;  // the string goes on over the next line
+    std::string cur;
+    quote = 0;
+    int depth = 0;  // inside $(( )) or ( ): a ';' there is not a separator
+    for (std::size_t i = 0; i < pending.size(); ++i) {
+      const char c = pending[i];
+      if (c == '\\' && quote != '\'' && i + 1 < pending.size()) {
+        cur += c;
+        cur += pending[++i];
+        continue;
+      }
+      if (quote) {
+        if (c == quote) quote = 0;
+      } else if (c == '"' || c == '\'') {
+        quote = c;
+      } else if (c == '#' && (i == 0 || std::isspace(static_cast<unsigned char>(pending[i - 1])))) {
+        cur += pending.substr(i);
+        break;
+      } else if (c == '(') {
+        ++depth;
+      } else if (c == ')') {
+        depth = std::max(0, depth - 1);
+      } else if (c == ';' && depth == 0) {
+        if (i + 1 < pending.size() && pending[i + 1] == ';') ++i;  // a case item's ';;'
+        out.push_back(cur);
+        cur.clear();
+        continue;
+      }
+      cur += c;
+    }
+    out.push_back(cur);
+    pending.clear();
+  }
+  if (!pending.empty()) out.push_back(pending);
+  return out;
+}
+
+std::optional<long long> whole_number(const std::string& text);
+
+// A test of `if` / `elif` as scripts write them: [ a == b ], [[ a != b ]], [ a -eq n ] (and -ne -lt -le -gt -ge),
+// [ -n a ] / [ -z a ]; words already expanded. None when it is not one of those or a side is not known.
+std::optional<bool> shell_test(std::vector<std::string> w) {
+  if (w.size() < 2) return std::nullopt;
+  const std::string open = w.front(), close = w.back();
+  if (!((open == "[" && close == "]") || (open == "[[" && close == "]]"))) return std::nullopt;
+  w = std::vector<std::string>(w.begin() + 1, w.end() - 1);
+  auto unknown = [](const std::string& x) { return x.find("${") != std::string::npos || x.find('$') != std::string::npos; };
+  for (const auto& x : w)
+    if (unknown(x)) return std::nullopt;
+  if (w.size() == 2 && (w[0] == "-n" || w[0] == "-z")) return (w[0] == "-n") == !w[1].empty();
+  if (w.size() == 1 && (w[0] == "-n" || w[0] == "-z")) return w[0] == "-z";  // an empty expansion
+  if (w.size() != 3) return std::nullopt;
+  const std::string& op = w[1];
+  if (op == "==" || op == "=") return w[0] == w[2];
+  if (op == "!=") return w[0] != w[2];
+  const auto x = whole_number(w[0]), y = whole_number(w[2]);
+  if (!x || !y) return std::nullopt;
+  if (op == "-eq") return *x == *y;
+  if (op == "-ne") return *x != *y;
+  if (op == "-lt") return *x < *y;
+  if (op == "-le") return *x <= *y;
+  if (op == "-gt") return *x > *y;
+  if (op == "-ge") return *x >= *y;
+  return std::nullopt;
+}
+
 Shell run_shell(const std::string& text, const std::string& file) {
   Shell sh;
-  std::stringstream ss(join_continuations(text));
   std::string pending_array;  // name of an array being filled over several lines
   bool append = false;
   std::vector<std::string> array_items;
@@ -242,10 +332,89 @@ Shell run_shell(const std::string& text, const std::string& file) {
     array_items.clear();
   };
   static const std::regex assign(R"(^(export\s+)?([A-Za-z_][A-Za-z0-9_]*)(\+?)=(.*)$)");
-  for (std::string line; std::getline(ss, line);) {
+  // if / elif / else / fi: the branch whose test holds is read, the others skipped; a test sapp cannot evaluate
+  // reads every branch (the last assignment wins) and says so.
+  struct Branch {
+    bool outer = true;     // the enclosing block is read
+    bool reading = true;   // this branch is read
+    bool taken = false;    // a branch whose test held came before
+    bool guessed = false;  // a test could not be evaluated
+  };
+  std::vector<Branch> branches;
+  auto reading = [&] { return branches.empty() || (branches.back().outer && branches.back().reading); };
+  auto test_of = [&](const std::vector<std::string>& words) -> std::optional<bool> {
+    std::vector<std::string> expanded;
+    try {
+      for (std::size_t i = 1; i < words.size(); ++i)
+        for (const auto& e : expand(words[i], sh, file)) expanded.push_back(e);
+    } catch (const Error&) {
+      return std::nullopt;
+    }
+    // Tests joined by || and && (left to right, as bash runs them), each possibly negated by !.
+    std::optional<bool> result;
+    std::string joiner;
+    std::vector<std::string> one;
+    auto fold = [&]() -> bool {
+      const bool negate = !one.empty() && one.front() == "!";
+      if (negate) one.erase(one.begin());
+      const auto held = shell_test(one);
+      one.clear();
+      if (!held) return false;
+      const bool value = negate != *held;
+      result = !result ? value : joiner == "||" ? (*result || value) : (*result && value);
+      return true;
+    };
+    for (const auto& w : expanded) {
+      if (w == "||" || w == "&&") {
+        if (!fold()) return std::nullopt;
+        joiner = w;
+      } else {
+        one.push_back(w);
+      }
+    }
+    if (!fold()) return std::nullopt;
+    return result;
+  };
+  std::set<std::string> guessed_names;  // variables assigned inside a branch whose test was not evaluated
+  auto in_guessed = [&] { return std::any_of(branches.begin(), branches.end(), [](const Branch& b) { return b.guessed && b.reading; }); };
+  for (const std::string& line : statements_of(text)) {
     std::size_t a = line.find_first_not_of(" \t");
     if (a == std::string::npos) continue;
     std::string body = line.substr(a);
+    if (pending_array.empty()) {
+      const std::vector<std::string> ws = words_of(body);
+      const std::string head = ws.empty() ? "" : ws.front();
+      if (head == "if") {
+        Branch b;
+        b.outer = reading();
+        const auto held = b.outer ? test_of(ws) : std::optional<bool>(false);
+        b.guessed = b.outer && !held;
+        b.reading = !held || *held;
+        b.taken = held.value_or(false);
+        branches.push_back(b);
+        continue;
+      }
+      if ((head == "elif" || head == "else") && !branches.empty()) {
+        Branch& b = branches.back();
+        if (b.taken) {
+          b.reading = false;
+        } else if (head == "else") {
+          b.reading = true;
+        } else {
+          const auto held = b.outer ? test_of(ws) : std::optional<bool>(false);
+          if (b.outer && !held) b.guessed = true;
+          b.reading = !held || *held;
+          b.taken = held.value_or(false);
+        }
+        continue;
+      }
+      if (head == "fi" && !branches.empty()) {
+        branches.pop_back();
+        continue;
+      }
+      if (head == "then" || head == "do" || head == "done") continue;
+      if (!reading()) continue;
+    }
     if (!pending_array.empty()) {
       std::vector<std::string> ws = words_of(body);
       bool closed = false;
@@ -268,6 +437,7 @@ Shell run_shell(const std::string& text, const std::string& file) {
     std::smatch m;
     if (std::regex_match(body, m, assign)) {
       std::string name = m[2];
+      if (in_guessed()) guessed_names.insert(name);
       append = m[3] == "+";
       std::string value = m[4];
       if (!value.empty() && value[0] == '(') {
@@ -301,6 +471,11 @@ Shell run_shell(const std::string& text, const std::string& file) {
       for (const auto& e : expand(w, sh, file)) cmd.push_back(e);
     if (!cmd.empty()) sh.commands.push_back(cmd);
   }
+  if (!guessed_names.empty())
+    sh.warnings.push_back(
+        fmt::format("{} set in an if/elif branch whose test sapp could not evaluate (a value it does not know, or a test other than "
+                    "==, !=, -eq .. -ge, -n, -z): every branch was read, the last assignment winning",
+                    fmt::join(guessed_names, ", ")));
   return sh;
 }
 
@@ -521,6 +696,7 @@ Loaded read_megatron(const std::string& text, const std::string& file) {
   Args a = parse_args(sh, file);
   Loaded out;
   auto set = setter(out);
+  out.warnings = sh.warnings;
 
   // Devices: torchrun's processes per node x nodes, or WORLD_SIZE.
   std::optional<long long> devices;
