@@ -99,6 +99,45 @@ TEST(CostRecompute, NamedModulesDropWhatTheyNameAndCostTheirForward) {
   EXPECT_THROW(cost::layer_activation(m, moe, l, u, plan::Recompute::Selective), Error);
 }
 
+// Megatron's `moe` module checkpoints the whole MoE layer but its input (moe_layer.py: route, dispatch, routed
+// experts, combine and the shared experts in one custom_forward): on DeepSeek-V3 it keeps only the layer's FFN input
+// and the norm's (the router's scores and the shared expert's internals go too, which `moe_act` keeps), and its recompute runs the
+// dispatch and combine again (EP x 1.5, as full recompute does), which `moe_act` does not.
+TEST(CostRecompute, MoeModuleRecomputesTheWholeMoeLayer) {
+  model::Model m = test::bundled("deepseek-v3");
+  plan::Layout l;
+  l.tp = 1;
+  l.ep = 8;
+  l.dp = 8;
+  l.recompute = plan::Recompute::Selective;
+  plan::Training t;
+  t.seq = 4096;
+  std::size_t moe = 0;
+  for (std::size_t k = 0; k < m.kinds.size(); ++k)
+    if (m.kinds[k].kind.ffn == model::FfnFlavour::Moe) moe = k;
+  auto with = [&](const std::vector<std::string>& modules) {
+    plan::Training u = t;
+    u.recompute_modules = cost::terms::recompute_switches(modules);
+    return u;
+  };
+  const double h = static_cast<double>(m.spec.hidden_size);
+  // What stays: the FFN norm's input and its output (the MoE layer's input), s x b x h each in the compute dtype.
+  const double input_bytes = 2 * 4096.0 * h * t.compute_bytes;
+  const cost::LayerActivation whole = cost::layer_activation(m, static_cast<int>(moe), l, with({"moe"}), plan::Recompute::Selective);
+  const cost::LayerActivation act = cost::layer_activation(m, static_cast<int>(moe), l, with({"moe_act"}), plan::Recompute::Selective);
+  EXPECT_DOUBLE_EQ(whole.ffn, input_bytes);
+  EXPECT_GT(act.ffn, whole.ffn);
+  hardware::Hardware hw = test::device("h100-sxm");
+  const cost::KindTimes moe_times = cost::kind_times(m, l, with({"moe"}), hw);
+  const cost::KindTimes act_times = cost::kind_times(m, l, with({"moe_act"}), hw);
+  EXPECT_TRUE(moe_times.kinds[moe].selective_redispatches);
+  EXPECT_FALSE(act_times.kinds[moe].selective_redispatches);
+  std::vector<cost::StageTime> moe_stage, act_stage;
+  (void)cost::estimate_time(m, l, with({"moe"}), hw, cost::estimate_memory(m, l, with({"moe"}), 1e15), {}, &moe_times, &moe_stage);
+  (void)cost::estimate_time(m, l, with({"moe_act"}), hw, cost::estimate_memory(m, l, with({"moe_act"}), 1e15), {}, &act_times, &act_stage);
+  EXPECT_NEAR(moe_stage[0].ep_raw, 1.5 * act_stage[0].ep_raw, 1e-9 * act_stage[0].ep_raw);
+}
+
 // Without a framework stating its own, `selective` is HyperParallel's (the cheap ops: norms and activations, with
 // the core attention): on every layer kind of every bundled model it keeps fewer bytes than `off`.
 TEST(CostRecompute, DefaultSelectiveSavesMemoryOnEveryBundledModel) {

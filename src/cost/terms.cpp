@@ -167,7 +167,7 @@ const std::vector<ModuleSwitches>& module_table() {
       {"moe_act", {"act"}},
       {"layernorm", {"norm"}},
       {"mlp", {"mlp", "ffn_up", "dense_act"}},
-      {"moe", {"moe", "act"}},
+      {"moe", {"moe", "act", "shared"}},
       {"shared_experts", {"shared"}},
       {"torchtitan_op_sac", {"core_attn", "norm", "dense_act", "act", "k_proj", "ffn_up"}},
       {"hyperparallel_selective", {"core_attn", "norm", "dense_act", "act"}},

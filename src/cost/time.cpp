@@ -21,6 +21,9 @@ struct LayerTime {
   double recompute_s[3] = {};  // forward work re-run in backward, per recompute mode
   double recompute_flops[3] = {};
   double shared_expert_s = 0;  // the shared experts' forward + backward (what moe_shared_expert_overlap hides EP behind)
+  // Selective recompute drops the dispatched tokens (the expert_in op's switch: Megatron's `moe` module), so its
+  // recompute dispatches and combines them again.
+  bool selective_redispatches = false;
 };
 
 double compute_seconds(const hardware::Hardware& hw, model::WorkKind kind, double amount, bool fp8, double rows = 1e9) {
@@ -58,11 +61,16 @@ LayerTime layer_time(const model::Model& model, const model::BoundKind& kind, co
     if (sw < 0) fail("recompute_modules", "expected a recompute switch of the op records, got '{}'", name);
     dropped[static_cast<std::size_t>(sw)] = 1;
   }
+  bool redispatch = false;
+  for (const model::OpRecord& op : rec.ops) {
+    if (op.name == "expert_in" && !op.switch_name.empty() && dropped[static_cast<std::size_t>(rec.switch_index(op.switch_name))]) redispatch = true;
+  }
   // The routed experts' width per expert-TP rank, for the grouped-GEMM loss (efficiency.grouped_gemm_half_width).
   const int ffn_sym = rec.shape.ffn;
   const double expert_width = ffn_sym >= 0 && env.has(ffn_sym) ? env.get(ffn_sym).as_double() / l.etp : 0.0;
   const double attention_rate = attention_rate_of(rec, env, training);
   LayerTime out;
+  out.selective_redispatches = redispatch;
   for (const auto& term : kind.work) {
     if (term.when && !term.when->eval(env).truthy()) continue;
     double amount = term.formula.eval_double(env);
@@ -262,6 +270,7 @@ KindTimes kind_times(const model::Model& model, const plan::Layout& l, const pla
       kt.recompute_s[m] = lt.recompute_s[m];
       kt.recompute_flops[m] = lt.recompute_flops[m];
     }
+    kt.selective_redispatches = lt.selective_redispatches;
     double kh = kind.vision ? static_cast<double>(spec.vision->hidden_size) : h;
     double ktokens = kind.vision ? static_cast<double>(spec.vision->tokens) * l.mbs : tokens;
     double collectives = static_cast<double>(kind.kind.ops.at("tp_comm"));
@@ -361,10 +370,12 @@ StepTime estimate_time(const model::Model& model, const plan::Layout& l, const p
     // backward passes, ring CP's forward third, EP's dispatch and combine (half).
     tpc[si] += n * per_kind[k].tp_s * (1.0 + again / 2.0);
     cpc[si] += n * per_kind[k].cp_s * (1.0 + again / 3.0);
-    epc[si] += n * per_kind[k].ep_s * (1.0 + again / 2.0);
+    // EP's dispatch and combine (half) again under full recompute, and under a selective one that drops them.
+    const double again_ep = mode == plan::Recompute::Selective && per_kind[k].selective_redispatches ? 1.0 : again;
+    epc[si] += n * per_kind[k].ep_s * (1.0 + again_ep / 2.0);
     tpr[si] += n * per_kind[k].tp_raw_s * (1.0 + again / 2.0);
     cpr[si] += n * per_kind[k].cp_raw_s * (1.0 + again / 3.0);
-    epr[si] += n * per_kind[k].ep_raw_s * (1.0 + again / 2.0);
+    epr[si] += n * per_kind[k].ep_raw_s * (1.0 + again_ep / 2.0);
     hw_flops_mb += n * (per_kind[k].fwd_flops + per_kind[k].bwd_flops + per_kind[k].recompute_flops[static_cast<int>(mode)]) * l.tp;
   });
   // Loss: the logits upcast to fp32, softmax and its gradient read and write about 12 bytes per logit
@@ -525,10 +536,13 @@ std::vector<std::string> explain_stage_terms(const model::Model& model, const pl
     const KindTime& k = kt.kinds[static_cast<std::size_t>(r.kind)];
     out.push_back(
         fmt::format("  chunk {} kind {}: {} layers x (forward {:.3f} + backward {:.3f} + recompute {:.3f} [{}] + host stalls {:.3f} "
-                    "[kAllToAllDispatcherHostSeconds, in fwd/bwd]; TP {:.3f} CP {:.3f} EP {:.3f} before overlap)",
+                    "[kAllToAllDispatcherHostSeconds, in fwd/bwd]; TP {:.3f} CP {:.3f} EP {:.3f} before overlap{})",
                     r.chunk, model.kinds[static_cast<std::size_t>(r.kind)].kind.name, r.count, ms(k.fwd_s - terms::kForwardShare * k.host_s),
                     ms(k.bwd_s - terms::kBackwardShare * k.host_s), ms(k.recompute_s[static_cast<int>(r.mode)]), to_string(r.mode), ms(k.host_s),
-                    ms(k.tp_raw_s), ms(k.cp_raw_s), ms(k.ep_raw_s)));
+                    ms(k.tp_raw_s), ms(k.cp_raw_s), ms(k.ep_raw_s),
+                    k.ep_raw_s > 0 && (r.mode == plan::Recompute::Full || (r.mode == plan::Recompute::Selective && k.selective_redispatches))
+                        ? "; x 1.5: its recompute dispatches and combines again"
+                        : ""));
   }
   std::vector<char> told(model.kinds.size(), 0);
   for (const plan::StageRun& r : plan::stage_runs(model, l, training, stage)) {
