@@ -1352,6 +1352,10 @@ TEST(Megatron, GradientBytesFollowTheReductionFlags) {
   EXPECT_EQ(optimizer_bytes("--use-precision-aware-optimizer"), std::pair(12.0, 4.0));
   EXPECT_EQ(optimizer_bytes("--use-precision-aware-optimizer --exp-avg-dtype bf16 --exp-avg-sq-dtype bf16"), std::pair(8.0, 4.0));
   EXPECT_EQ(optimizer_bytes("--use-precision-aware-optimizer --exp-avg-dtype fp8 --exp-avg-sq-dtype bf16 --main-grads-dtype bf16"), std::pair(7.0, 2.0));
+  // MindSpeed-LLM's O2 (docs/en/pytorch/features/mcore/o2.md: --o2-optimizer saves 4N/DP, --o2-gradient 2N) and
+  // MindSpeed's --reuse-fp32-param (2 bytes of the master copy).
+  EXPECT_EQ(optimizer_bytes("--o2-optimizer --o2-gradient"), std::pair(8.0, 2.0));
+  EXPECT_EQ(optimizer_bytes("--o2-optimizer --reuse-fp32-param"), std::pair(6.0, 4.0));
 }
 
 // Megatron-Core's MoE switches a script states: the DeepEP / HybridEP dispatcher (flex with its backend, or

@@ -987,7 +987,17 @@ Loaded read_megatron(const std::string& text, const std::string& file) {
   // MindSpeed's --reuse-fp32-param: the fp32 master copy is kept as the bf16 parameter plus a 16-bit residual, so it
   // costs 2 bytes per parameter instead of 4 (sharded like the rest of the optimizer state under the distributed
   // optimizer: the saving is 2 bytes x parameters / DP; MindSpeed docs/zh/features/reuse-fp32-param.md).
-  if (bf16 && a.on("--reuse-fp32-param")) set("optimizer_bytes", 10, "--reuse-fp32-param (fp32 master as bf16 + residual)");
+  // MindSpeed-LLM's O2 (docs/en/pytorch/features/mcore/o2.md, bf16 training only): --o2-optimizer keeps Adam's two
+  // moments in bf16 (4 bytes per parameter less, sharded with the optimizer), --o2-gradient accumulates the
+  // gradients in bf16 (2 bytes per parameter less).
+  const bool reuse = bf16 && a.on("--reuse-fp32-param");
+  const bool o2_optimizer = bf16 && a.on("--o2-optimizer");
+  if (reuse || o2_optimizer)
+    set("optimizer_bytes", 12 - (reuse ? 2 : 0) - (o2_optimizer ? 4 : 0),
+        reuse && o2_optimizer ? "--reuse-fp32-param --o2-optimizer"
+        : reuse               ? "--reuse-fp32-param (fp32 master as bf16 + residual)"
+                              : "--o2-optimizer (bf16 Adam moments)");
+  if (bf16 && a.on("--o2-gradient")) set("grad_bytes", 2, "--o2-gradient (bf16 gradient accumulation)");
   // MindSpeed's --swap-optimizer: the optimizer's fp32 state waits in host memory through forward and backward and
   // comes back 1/--swap-optimizer-times (default 16) at a time during the step (MindSpeed
   // docs/zh/features/swap-optimizer.md): priced as two such portions resident, 12 x 2 / times bytes per parameter.
