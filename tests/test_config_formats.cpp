@@ -1721,9 +1721,14 @@ TEST(MegatronTokenizer, VocabularyFromKnownTokenizers) {
                             "--tokenizer-type HuggingFaceTokenizer --tokenizer-model meta-llama/Meta-Llama-3-8B --tensor-model-parallel-size 2\n",
                         "hf.sh", config::Format::Megatron);
   EXPECT_EQ(hf.model_config.at("vocab_size").get<long long>(), 128256);  // llama3-8b.json: 128256 = 501 x 256
+  // Llama2Tokenizer: a SentencePiece model taken as Llama 2's 32000 tokens (Megatron-LM's Mixtral example points it
+  // at Mixtral's, also 32000), said in a warning.
+  config::Loaded llama2 = config::read_text("torchrun pretrain_gpt.py " + model + "--tokenizer-type Llama2Tokenizer --tokenizer-model ${TOKENIZER}\n", "l2.sh",
+                                            config::Format::Megatron);
+  EXPECT_EQ(llama2.model_config.at("vocab_size").get<long long>(), 32000);
   // Unknown: refused when the file's model is priced, not when --model replaces it.
-  config::Loaded sp = config::read_text("torchrun pretrain_gpt.py " + model + "--tokenizer-type Llama2Tokenizer --tokenizer-model ${TOKENIZER}\n", "sp.sh",
-                                        config::Format::Megatron);
+  config::Loaded sp = config::read_text("torchrun pretrain_gpt.py " + model + "--tokenizer-type SentencePieceTokenizer --tokenizer-model ${TOKENIZER}\n",
+                                        "sp.sh", config::Format::Megatron);
   EXPECT_NE(sp.model_error.find("--vocab-size"), std::string::npos) << sp.model_error;
   app::EstimateRequest r;
   EXPECT_THROW(config::fill(r, sp, nlohmann::json{{"devices", 8}}), Error);

@@ -666,6 +666,11 @@ std::optional<std::pair<long long, std::string>> tokenizer_vocab(Args& a, long l
   if (type == "GPT2BPETokenizer" || (type.empty() && a.flags.count("--merge-file"))) {
     raw = 50257;
     from = "GPT-2's BPE (50257 tokens)";
+  } else if (type == "Llama2Tokenizer") {
+    // A SentencePiece model; Llama 2's has 32000 tokens (Touvron et al. 2023, "Llama 2", §2.1), as have the
+    // Mistral / Mixtral models' these scripts point it at.
+    raw = 32000;
+    from = "Llama2Tokenizer's SentencePiece model, taken as Llama 2's 32000 tokens (state --vocab-size if yours differs)";
   } else if (!model.empty() && model.find('/') != std::string::npos && (type.empty() || type == "HuggingFaceTokenizer")) {
     // The bundled config whose source is that HuggingFace id ("meta-llama/Meta-Llama-3-8B config.json"), else
     // the one named as the id's last part.
@@ -829,7 +834,11 @@ Loaded read_megatron(const std::string& text, const std::string& file) {
       out.model_error = fmt::format(
           "{}: is not stated, and the vocabulary otherwise comes from the tokenizer ({}), which sapp does not open; add --vocab-size to the script, or give "
           "sapp --model (a bundled model or a config.json)",
-          at(file, "--vocab-size"), a.raw("--tokenizer-model").value_or(a.raw("--tokenizer-type").value_or("none named")));
+          at(file, "--vocab-size"),
+          a.raw("--tokenizer-type") || a.raw("--tokenizer-model")
+              ? fmt::format("--tokenizer-type {}, --tokenizer-model {}", a.raw("--tokenizer-type").value_or("unset"),
+                            a.raw("--tokenizer-model").value_or("unset"))
+              : std::string("none named"));
     }
     a.used.insert("--tokenizer-type");
     a.used.insert("--tokenizer-model");
