@@ -1378,6 +1378,12 @@ TEST(Megatron, MoeDispatcherAndSharedExpertOverlap) {
   EXPECT_TRUE(read("--moe-enable-deepep").ep_dedup_per_node);
   EXPECT_FALSE(read("").shared_expert_overlap);
   EXPECT_TRUE(read("--moe-shared-expert-overlap").shared_expert_overlap);
+  // Token dropping: a capacity factor pads each expert's input to capacity only with
+  // --moe-pad-expert-input-to-capacity; without it no expert runs above its mean tokens more than the cap allows.
+  EXPECT_EQ(read("--moe-expert-capacity-factor 1.25").capacity_factor, 1);
+  EXPECT_EQ(read("--moe-expert-capacity-factor 1.25 --moe-pad-expert-input-to-capacity").capacity_factor, 1.25);
+  EXPECT_THROW((void)read("--moe-expert-capacity-factor lots"), Error);
+  EXPECT_THROW((void)read("--attention-dropout abc"), Error);
 }
 
 // --account-for-embedding/loss-in-pipeline-split: arguments.py adds a layer for each before dividing --num-layers

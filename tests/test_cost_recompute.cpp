@@ -1,4 +1,4 @@
-// Recompute as the frameworks run it: named modules (Megatron's recompute_modules) and the search's twins.
+// Recompute as the frameworks run it: named modules (Megatron's recompute_modules) and the search's twins; MoE capacity padding.
 #include <algorithm>
 #include <cstdio>
 #include <map>
@@ -136,6 +136,28 @@ TEST(CostRecompute, MoeModuleRecomputesTheWholeMoeLayer) {
   (void)cost::estimate_time(m, l, with({"moe"}), hw, cost::estimate_memory(m, l, with({"moe"}), 1e15), {}, &moe_times, &moe_stage);
   (void)cost::estimate_time(m, l, with({"moe_act"}), hw, cost::estimate_memory(m, l, with({"moe_act"}), 1e15), {}, &act_times, &act_stage);
   EXPECT_NEAR(moe_stage[0].ep_raw, 1.5 * act_stage[0].ep_raw, 1e-9 * act_stage[0].ep_raw);
+}
+
+// Capacity-padded experts (MindFormers' capacity_factor, Megatron's --moe-pad-expert-input-to-capacity) compute,
+// store and exchange capacity_factor times the routed tokens: the EP all-to-alls and their buffer grow with it.
+TEST(CostMoe, CapacityPaddingScalesTheExchange) {
+  model::Model m = test::bundled("mixtral-8x7b");
+  plan::Layout l;
+  l.ep = 8;
+  l.dp = 8;
+  plan::Training t;
+  t.seq = 4096;
+  plan::Training padded = t;
+  padded.capacity_factor = 1.5;
+  hardware::Hardware hw = test::device("h100-sxm");
+  std::size_t moe = 0;
+  for (std::size_t k = 0; k < m.kinds.size(); ++k)
+    if (m.kinds[k].kind.ffn == model::FfnFlavour::Moe) moe = k;
+  const double even = cost::kind_times(m, l, t, hw).kinds[moe].ep_raw_s;
+  const double capped = cost::kind_times(m, l, padded, hw).kinds[moe].ep_raw_s;
+  EXPECT_GT(capped, even * 1.4);  // 1.5 x the bytes, the same latency
+  EXPECT_LT(capped, even * 1.5 + 1e-12);
+  EXPECT_DOUBLE_EQ(cost::estimate_memory(m, l, padded, 1e15).stages[0].ep_buffer, 1.5 * cost::estimate_memory(m, l, t, 1e15).stages[0].ep_buffer);
 }
 
 // Without a framework stating its own, `selective` is HyperParallel's (the cheap ops: norms and activations, with

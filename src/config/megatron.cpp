@@ -516,6 +516,19 @@ std::optional<long long> whole_number(const std::string& text) {
   return out;
 }
 
+// A real number written in full, or none.
+std::optional<double> real_number(const std::string& text) {
+  std::size_t pos = 0;
+  double out = 0;
+  try {
+    out = std::stod(text, &pos);
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+  if (pos != text.size() || !std::isfinite(out)) return std::nullopt;
+  return out;
+}
+
 struct Args {
   std::map<std::string, std::vector<std::string>> flags;  // flag -> values (empty: store_true)
   std::vector<std::string> order;
@@ -770,6 +783,15 @@ Loaded read_megatron(const std::string& text, const std::string& file) {
     if (a.on("--moe-enable-deepep") || (dispatcher == "flex" && (backend == "deepep" || backend == "hybridep")))
       set("moe_dispatcher", "deepep", a.on("--moe-enable-deepep") ? "--moe-enable-deepep" : "--moe-token-dispatcher-type flex");
     if (a.on("--moe-shared-expert-overlap")) set("shared_expert_overlap", true, "--moe-shared-expert-overlap");
+    // Token dropping: --moe-expert-capacity-factor c caps each expert at c x its mean tokens; with
+    // --moe-pad-expert-input-to-capacity every expert's input is padded to that capacity, so the experts compute,
+    // store and exchange c x the routed tokens (arguments.py; moe_utils.py).
+    if (auto c = a.value("--moe-expert-capacity-factor")) {
+      const std::string where = at(file, "--moe-expert-capacity-factor");
+      const auto factor = real_number(*c);
+      if (!factor || *factor <= 0) fail(where, "'{}' is not a positive factor", *c);
+      if (a.on("--moe-pad-expert-input-to-capacity")) set("capacity_factor", *factor, "--moe-expert-capacity-factor with --moe-pad-expert-input-to-capacity");
+    }
   }
   // Megatron-LM overlaps neither the gradient reduce nor the distributed optimizer's parameter gather unless asked
   // (arguments.py: --overlap-grad-reduce, --overlap-param-gather, both off by default): a script stating neither has
@@ -947,8 +969,13 @@ Loaded read_megatron(const std::string& text, const std::string& file) {
     if (!no_bias && (swiglu || gated_gelu || mla || moe))
       out.warnings.push_back("linear layers keep Megatron's default biases (no --disable-bias-linear); sapp prices the family's biases");
     if (a.on("--squared-relu")) m["hidden_act"] = "relu2";  // an ungated MLP (MindSpeed-LLM's PLM, Nemotron)
-    if (auto drop = a.value("--attention-dropout")) m["attention_dropout"] = std::stod(*drop);
-    if (auto drop = a.value("--hidden-dropout")) m["hidden_dropout"] = std::stod(*drop);
+    for (const char* flag : {"--attention-dropout", "--hidden-dropout"}) {
+      if (auto drop = a.value(flag)) {
+        const auto p = real_number(*drop);
+        if (!p || *p < 0 || *p > 1) fail(at(file, flag), "'{}' is not a dropout probability", *drop);
+        m[std::string(flag).substr(2) == "attention-dropout" ? "attention_dropout" : "hidden_dropout"] = *p;
+      }
+    }
     out.model_config = m;
     set("model", file, "--num-layers, --hidden-size, ...");
     for (const char* f : {"--normalization", "--position-embedding-type", "--rotary-base", "--rotary-percent", "--norm-epsilon", "--use-mcore-models",

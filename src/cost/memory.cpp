@@ -177,7 +177,8 @@ MemoryEstimate estimate_memory(const model::Model& model, const plan::Layout& l,
     // Communication workspaces, in bytes. Layers run one at a time, so the per-layer ones do not add up.
     double full_tokens = static_cast<double>(training.seq) / l.cp * l.mbs;
     if (l.tp > 1) m.tp_buffer = terms::kCommBufferCopies * full_tokens * h * bc;  // all-gathered input + reduce-scatter staging
-    if (l.ep > 1 && has_moe) m.ep_buffer = terms::kCommBufferCopies * tokens * static_cast<double>(spec.experts_per_token.value_or(1)) * h * bc / l.tsp();
+    if (l.ep > 1 && has_moe)
+      m.ep_buffer = terms::kCommBufferCopies * tokens * static_cast<double>(spec.experts_per_token.value_or(1)) * training.capacity_factor * h * bc / l.tsp();
     if (l.cp > 1) {
       double kv_width = spec.kv_exchange_width();
       m.cp_buffer = terms::kCommBufferCopies * (l.cp_algo == plan::CpAlgo::Ring ? tokens * kv_width * bc / l.tp : full_tokens * h * bc / l.tp);

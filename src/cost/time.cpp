@@ -297,8 +297,8 @@ KindTimes kind_times(const model::Model& model, const plan::Layout& l, const pla
     }
     if (l.ep > 1 && kind.kind.ffn == model::FfnFlavour::Moe && !kind.vision) {
       // dispatch + combine, forward and backward: four all-to-alls of the routed copies (the slowest EP rank
-      // carries moe_imbalance times the mean).
-      double bytes = tokens * ep_topk * h * bc / l.tsp() * training.moe_imbalance;
+      // carries moe_imbalance times the mean; capacity-padded experts exchange capacity_factor times them).
+      double bytes = tokens * ep_topk * h * bc / l.tsp() * training.moe_imbalance * training.capacity_factor;
       kt.ep_raw_s = terms::kEpAllToAlls * (bytes * ep_s_per_byte / hw.efficiency.comm + ep_a2a.latency);
       kt.ep_s = (1.0 - overlap.ep) * kt.ep_raw_s;
       // Megatron's moe_shared_expert_overlap runs the shared experts on a side stream while the dispatch and
