@@ -365,6 +365,23 @@ TEST(PublishedParams, Glm45Air_106B_total_12B_active) {
 // n_group / topk_group 0 means no group-limited routing and q_lora_rank 0 no query compression (MindFormers'
 // DeepSeek configs state 0 for them): read as unset, not refused as zero counts; a positive group count is still
 // checked against the experts.
+// Keys whose 0 or absence the configs mean as "none" or "the class default": Qwen3-Coder-480B-A35B states
+// shared_expert_intermediate_size 0 (no shared expert); Gemma 3's multimodal configs leave vocab_size out of
+// text_config (Gemma3TextConfig's default 262208).
+TEST(ModelSpec, PublishedConfigsOmissionsAndZeros) {
+  const auto coder = sapp::model::model_from_json(
+      nlohmann::json::parse(R"({"model_type":"qwen3_moe","hidden_size":64,"num_hidden_layers":2,"num_attention_heads":4,"num_key_value_heads":2,
+      "head_dim":16,"vocab_size":1000,"intermediate_size":128,"moe_intermediate_size":32,"num_experts":8,"num_experts_per_tok":2,
+      "shared_expert_intermediate_size":0})"),
+      "coder");
+  EXPECT_FALSE(coder.shared_expert_intermediate_size.has_value());
+  const auto gemma = sapp::model::model_from_json(
+      nlohmann::json::parse(R"({"model_type":"gemma3","text_config":{"model_type":"gemma3_text","hidden_size":64,"num_hidden_layers":2,
+      "num_attention_heads":4,"num_key_value_heads":2,"head_dim":16,"intermediate_size":128}})"),
+      "gemma3");
+  EXPECT_EQ(gemma.vocab_size, 262208);
+}
+
 TEST(ModelSpec, ZeroRoutingGroupsMeanNone) {
   auto config = [](int groups) {
     return nlohmann::json::parse(R"({"model_type":"deepseek_v3","hidden_size":256,"num_hidden_layers":2,"num_attention_heads":4,"vocab_size":1000,

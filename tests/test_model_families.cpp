@@ -298,4 +298,8 @@ TEST(ModelFamilies, StarCoder2ByHand) {
   EXPECT_EQ(m.profile.arch, "starcoder2");
   EXPECT_DOUBLE_EQ(m.params().total, 219776);
   EXPECT_EQ(layer_kinds(m), (std::vector<std::string>{"sliding", "sliding"}));
+  // The published configs leave tie_word_embeddings out: Starcoder2Config ties (default True), one 64000 matrix less.
+  auto tied = resolve_json(R"({"model_type":"starcoder2","hidden_size":64,"num_hidden_layers":2,"num_attention_heads":4,"num_key_value_heads":2,
+      "intermediate_size":256,"vocab_size":1000,"use_bias":true,"sliding_window":16,"hidden_act":"gelu_pytorch_tanh"})");
+  EXPECT_DOUBLE_EQ(tied.params().total, 219776 - 64000);
 }

@@ -213,6 +213,9 @@ ModelSpec model_from_json(const json& config, const std::string& file) {
   if (m.num_heads == 0) top.required({"num_attention_heads", "n_head", "num_heads"}, units::kHeads);
   // ChatGLM states the embedding's rows as padded_vocab_size (newer copies of its config also say vocab_size).
   m.vocab_size = pick_count({"padded_vocab_size", "vocab_size"}, units::kVocab).value_or(0);
+  // Gemma 3's published multimodal configs leave vocab_size out of text_config: Transformers' Gemma3TextConfig
+  // defaults it to 262208 (configuration_gemma3.py).
+  if (m.vocab_size == 0 && text_node != &config && text_node->value("model_type", "") == "gemma3_text") m.vocab_size = 262208;
   if (m.vocab_size == 0) top.required({"vocab_size", "padded_vocab_size"}, units::kVocab);
   m.num_kv_heads = pick_count({"num_key_value_heads", "num_kv_heads", "n_kv_heads"}, units::kHeads);
   // ChatGLM: multi_query_attention with multi_query_group_num KV groups (without it every head has its own K and V).
@@ -225,7 +228,10 @@ ModelSpec model_from_json(const json& config, const std::string& file) {
   m.experts_per_token = pick_count({"num_experts_per_tok", "experts_per_token", "num_experts_per_token", "moe_topk", "moe_k"}, units::kExperts);
   m.num_shared_experts = src.count({"n_shared_experts", "num_shared_experts", "moe_num_shared_experts"}, units::kSharedExperts);
   m.moe_intermediate_size = pick_count({"moe_intermediate_size"}, units::kFfnWidth);
-  m.shared_expert_intermediate_size = pick_count({"shared_expert_intermediate_size"}, units::kFfnWidth);
+  // 0 states no shared expert (Qwen3-Coder-480B-A35B's published config).
+  if (const json* shared = text_node->contains("shared_expert_intermediate_size") ? &text_node->at("shared_expert_intermediate_size") : nullptr;
+      !(shared && shared->is_number_integer() && shared->get<Count>() == 0))
+    m.shared_expert_intermediate_size = pick_count({"shared_expert_intermediate_size"}, units::kFfnWidth);
   // ERNIE 4.5 (Transformers' configuration_ernie4_5_moe.py) states its experts under its own keys: moe_num_experts,
   // moe_k, moe_num_shared_experts (of the routed width), and the MoE layers as moe_layer_start_index <= i <=
   // moe_layer_end_index with (i + 1) % moe_layer_interval == 0.

@@ -121,7 +121,11 @@ json to_json(const EstimateReport& r) {
 std::string to_table(const EstimateReport& r) {
   const model::ParamCounts& p = r.subject.params;
   const cost::MemoryEstimate& est = r.memory;
-  std::string out = fmt::format("{} ({}): {:.2f} B parameters, {:.2f} B active\n", r.subject.model, r.subject.arch, p.total / 1e9, p.active / 1e9);
+  // Active per token counts the input embedding's rows too; the DeepSeek-V2/V3 papers and the gpt-oss card leave
+  // them out (the second figure).
+  std::string out =
+      fmt::format("{} ({}): {:.2f} B parameters{}, {:.2f} B active ({:.2f} B without the input embedding)\n", r.subject.model, r.subject.arch, p.total / 1e9,
+                  p.mtp > 0 ? fmt::format(" ({:.2f} B of them MTP)", p.mtp / 1e9) : "", p.active / 1e9, p.active_no_embedding / 1e9);
   out += fmt::format("layout: {}\n", r.layout.describe());
   out += fmt::format("{:>5} {:>6} {:>9} {:>9} {:>9} {:>11} {:>9} {:>9} {:>9}   (GiB per device)\n", "stage", "layers", "params", "grads", "optimizer",
                      "activations", "buffers", "reserve", "total");
