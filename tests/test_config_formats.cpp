@@ -76,14 +76,16 @@ TEST_P(Examples, ReadsWhatTheFileStatesAndEstimates) {
 // HyperParallel: tp 8 x pp 2 x dp_shard 2 = 32, GBS 64 = 32 x 1 x 2, seq 4096, FSDP, full.
 // MindFormers: 16 x 4 x 16 = 1024, batch 1 x dp 16 x 32 micro-batches = 512, seq 4096, parallel optimizer (weights and
 // optimizer states sliced: ZeRO-3 as MindSpore runs it); per-stage recompute.
-// AutoModel: dp_size 8, local batch 4 per forward, global 512, seq 4096, FSDP2 (ZeRO-3), activation checkpointing true (full).
+// AutoModel: dp_size 8, local batch 4 per forward, global 512, seq 4096, FSDP2 with EP 8, whose MoE parallelizer keeps
+// the gathered parameters to the backward (MoEParallelizerConfig.reshard_after_forward False: ZeRO-2), activation
+// checkpointing true (full).
 INSTANTIATE_TEST_SUITE_P(
     Formats, Examples,
     ::testing::Values(Stated{"examples/megatron/llama3-70b-h100x64.sh", config::Format::Megatron, 64, 8, 4, 2, 1, 512, 8192, 1, "selective", "h100-sxm"},
                       Stated{"examples/torchtitan/llama3-8b.toml", config::Format::Torchtitan, 8, 1, 1, 1, 1, 8, 8192, 3, "selective", "h100-sxm"},
                       Stated{"examples/hyperparallel/qwen3-32b-train.yaml", config::Format::HyperParallel, 32, 8, 2, 1, 1, 64, 4096, 3, "full", "ascend-910b"},
                       Stated{"examples/mindformers/deepseek-v3-1024.yaml", config::Format::MindFormers, 1024, 4, 16, 1, 1, 512, 4096, 3, "off", "ascend-910b"},
-                      Stated{"examples/automodel/qwen3-30b-a3b-h100x8.yaml", config::Format::AutoModel, 8, 1, 1, 1, 4, 512, 4096, 3, "full", "h100-sxm"}),
+                      Stated{"examples/automodel/qwen3-30b-a3b-h100x8.yaml", config::Format::AutoModel, 8, 1, 1, 1, 4, 512, 4096, 2, "full", "h100-sxm"}),
     [](const auto& p) { return std::string(config::to_string(p.param.format)); });
 
 // A MindFormers ChatGLM2Config (the shape of MindFormers' configs/glm4/finetune_glm4_9b.yaml): the embedding's rows as
@@ -1962,6 +1964,80 @@ namespace {
 // local_batch_size / pp_microbatch_size = 4 micro-batches. Unset model.torch_dtype resolves to bf16 and torch.optim
 // keeps Adam's moments in it (docs/guides/mixed-precision-training.mdx): 2 + 2 + 4 bytes; TE's FusedAdam keeps fp32
 // moments (8).
+// NeMo AutoModel's FSDP2 as its code runs it (Automodel 36044ad): an EP model's MoE parallelizer keeps the gathered
+// parameters to the backward (MoEParallelizerConfig.reshard_after_forward False: ZeRO-2) unless the recipe says
+// otherwise; defer_fsdp_grad_sync (default true) skips the gradient sync of all but a step's last micro-batch
+// (gradients accumulated unsharded, one reduce-scatter per step); under PP every layer stays gathered
+// (parallelizer.py, pp_enabled) and torch pipelining syncs on the last backward (the automodel profile); a pipeline
+// whose dp_size the launch decides runs global / (local x DP) times per step once --devices says DP.
+TEST(AutoModel, FsdpAsAutoModelRunsIt) {
+  const std::string base = R"(step_scheduler:
+  global_batch_size: 64
+  local_batch_size: 2
+distributed:
+  strategy: fsdp2
+  dp_size: 8
+model:
+  pretrained_model_name_or_path: meta-llama/Llama-3.1-8B
+dataset:
+  seq_len: 4096
+)";
+  auto with = [&](const std::string& from, const std::string& to) {
+    std::string text = base;
+    text.replace(text.find(from), from.size(), to);
+    return filled(text, "am.yaml");
+  };
+  const app::EstimateRequest deferred = filled(base, "am.yaml");
+  const app::EstimateRequest synced = with("  dp_size: 8\n", "  dp_size: 8\n  defer_fsdp_grad_sync: false\n");
+  EXPECT_TRUE(deferred.job.training.defer_grad_sync);
+  EXPECT_FALSE(synced.job.training.defer_grad_sync);
+  const report::EstimateReport d = app::run_estimate(deferred), s = app::run_estimate(synced);
+  ASSERT_EQ(d.layout.micro_batches, 4);
+  // The unsharded fp32 gradients of the whole model (8.03 B x 4 B, about 30 GiB) beside the shards; no per
+  // micro-batch reduce-scatters.
+  EXPECT_GT(d.memory.peak_bytes - s.memory.peak_bytes, 25.0 * 1073741824.0);
+  EXPECT_LT(d.time.breakdown.dp_comm_s, s.time.breakdown.dp_comm_s);
+
+  const std::string moe = R"(step_scheduler:
+  global_batch_size: 64
+  local_batch_size: 8
+distributed:
+  strategy: fsdp2
+  dp_size: 8
+  ep_size: 8
+model:
+  pretrained_model_name_or_path: Qwen/Qwen3-30B-A3B
+dataset:
+  seq_len: 4096
+)";
+  EXPECT_EQ(filled(moe, "am.yaml").layout.zero, 2);
+  std::string resharded = moe;
+  resharded.replace(resharded.find("  ep_size: 8\n"), 13, "  ep_size: 8\n  moe:\n    reshard_after_forward: true\n");
+  EXPECT_EQ(filled(resharded, "am.yaml").layout.zero, 3);
+
+  const std::string pipeline = R"(step_scheduler:
+  global_batch_size: 64
+  local_batch_size: 8
+distributed:
+  strategy: fsdp2
+  dp_size: none
+  pp_size: 2
+  pipeline:
+    pp_microbatch_size: 1
+model:
+  pretrained_model_name_or_path: meta-llama/Llama-3.1-8B
+dataset:
+  seq_len: 4096
+)";
+  app::EstimateRequest runs;
+  config::fill(runs, config::read_text(pipeline, "am.yaml"), nlohmann::json{{"devices", 16}});
+  EXPECT_EQ(runs.job.training.pipeline_runs, 1);  // 64 / (8 x DP 8)
+  app::EstimateRequest two;
+  config::fill(two, config::read_text(pipeline, "am.yaml"), nlohmann::json{{"devices", 8}});
+  EXPECT_EQ(two.job.training.pipeline_runs, 2);  // 64 / (8 x DP 4)
+  EXPECT_TRUE(two.job.training.zero3_gathers_once_with_pp);
+}
+
 TEST(AutoModel, ReadsTheLayoutAsItsRecipesResolveIt) {
   config::Loaded l = config::read_file(source("tests/configs/automodel-deepseek-v3-pp.yaml"));
   EXPECT_EQ(l.format, config::Format::AutoModel);

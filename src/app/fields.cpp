@@ -228,6 +228,10 @@ void add_job_fields(std::vector<Field<Request>>& f) {
                "optimizer state and skip their weight-gradient GEMM",
                false, [](R& r, const json& v, const std::string& w) { r.job.training.lora_rank = whole(v, w, 0, 65536, "(a rank)"); },
                [](const R& r) { return std::to_string(r.job.training.lora_rank); }});
+  f.push_back({"defer_grad_sync", "",
+               "FSDP2's gradient sync on the step's last micro-batch only (NeMo AutoModel's defer_fsdp_grad_sync): ZeRO-2/3 gradients "
+               "accumulate unsharded and are reduce-scattered once per step",
+               true, [](R& r, const json& v, const std::string& w) { r.job.training.defer_grad_sync = truth(v, w); }, nullptr});
   f.push_back({"pipeline_runs", "",
                "pipelines run one after another per step under PP, each over micro-batches / pipeline_runs with its own fill, drain and "
                "data-parallel reduce (torchtitan and NeMo AutoModel run one per gradient-accumulation step); 1: one pipeline of all of them",

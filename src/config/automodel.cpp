@@ -125,7 +125,12 @@ Loaded read_automodel(const json& stated, const std::string& file) {
   if (strategy == "ddp") {
     set("zero", 0, "distributed.strategy");
   } else {
-    const bool keep_gathered = !t.flag("distributed.reshard_after_forward").value_or(true) && d.pp == 1;
+    // reshard_after_forward unset: resharded after every forward but the last layer's, except for an EP model, which
+    // AutoModel's MoE parallelizer shards with MoEParallelizerConfig.reshard_after_forward (default False:
+    // components/distributed/config.py, _transformers/infrastructure.py; distributed.moe.reshard_after_forward).
+    const bool reshard =
+        t.flag("distributed.reshard_after_forward").value_or(d.ep > 1 ? t.flag("distributed.moe.reshard_after_forward").value_or(false) : true);
+    const bool keep_gathered = !reshard && d.pp == 1;
     const long long zero = strategy == "megatron_fsdp" ? t.whole("distributed.zero_dp_strategy", 0).value_or(3) : keep_gathered ? 2 : 3;
     if (zero > 3) t.bad("distributed.zero_dp_strategy", fmt::format("{} is not a ZeRO stage 0-3", zero));
     set("zero", zero, strategy == "megatron_fsdp" ? "distributed.zero_dp_strategy" : "distributed.strategy");
@@ -135,6 +140,12 @@ Loaded read_automodel(const json& stated, const std::string& file) {
       out.warnings.push_back(fmt::format("distributed.dp_replicate_size {} without dp_size: priced as FSDP over the whole data-parallel group", replicate));
     }
   }
+
+  // defer_fsdp_grad_sync (default True, components/distributed/config.py; recipes/llm/train_ft.py): the backwards
+  // of all but a step's last micro-batch skip FSDP's gradient sync, so gradients accumulate unsharded and are
+  // reduce-scattered once per step.
+  if (strategy != "ddp" && strategy != "megatron_fsdp")
+    set("defer_grad_sync", t.flag("distributed.defer_fsdp_grad_sync").value_or(true), "distributed.defer_fsdp_grad_sync (default true)");
 
   // Recompute: whole decoder blocks (true, "full"), or torchtitan's op-level policy ("selective").
   if (const json* ac = t.get("distributed.activation_checkpointing")) {
@@ -170,6 +181,9 @@ Loaded read_automodel(const json& stated, const std::string& file) {
     // Each accumulation step runs the pipeline schedule once, with its own fill and drain (train_ft.py).
     if (dp && d.pp > 1 && *global / (local * *dp) > 1)  // local x dp checked above
       set("pipeline_runs", *global / (local * *dp), "step_scheduler.global_batch_size / (local_batch_size x dp_size)");
+    if (!dp && d.pp > 1)
+      out.runs_from_devices =
+          Loaded::RunsFromDevices{*global, local, model_ranks, "step_scheduler.global_batch_size / (local_batch_size x the devices over TP x CP x PP)"};
   } else if (dp) {
     set("global_batch", t.product("step_scheduler.local_batch_size", {local, *dp}), "step_scheduler.local_batch_size x dp_size");
   } else {
@@ -227,6 +241,9 @@ Loaded read_automodel(const json& stated, const std::string& file) {
   set("param_bytes", param_bytes, "model.torch_dtype");
   set("grad_bytes", param_bytes, "model.torch_dtype (gradients in the parameter's dtype)");
   set("optimizer_bytes", te_adam ? 8.0 : 2 * param_bytes, "optimizer._target_ and model.torch_dtype");
+  // FSDP2's MixedPrecisionPolicy default (components/distributed/config.py): gradients reduced (and, when their sync
+  // is deferred, accumulated) in fp32.
+  if (strategy == "fsdp2") set("reduce_bytes", 4, "distributed mp_policy (reduce_dtype float32)");
 
   // Kernels and precision.
   if (auto attn = t.text("model.backend.attn")) {

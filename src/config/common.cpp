@@ -715,6 +715,15 @@ std::vector<std::string> fill_request(Request& request, const Loaded& loaded, co
                                  fmt::format("{} (with {} devices)", at(loaded.file, batch->second), request.job.devices));
     }
   }
+  const auto& runs = loaded.runs_from_devices;
+  if (runs && request.job.devices > 0 && request.job.devices % runs->model_ranks == 0 && !command_line.contains("pipeline_runs")) {
+    const long long per_step = runs->per_rank * (request.job.devices / runs->model_ranks);
+    if (per_step > 0 && runs->global % per_step == 0 && runs->global / per_step > 1) {
+      json stated = json::object();
+      stated["pipeline_runs"] = runs->global / per_step;
+      app::apply(request, stated, app::Source::File, loaded.file);
+    }
+  }
   const auto& shard = loaded.shard_from_devices;
   if (shard && request.job.devices > 0 && !command_line.contains("optimizer_shard")) {
     if (request.job.devices % shard->model_ranks != 0) {

@@ -59,6 +59,15 @@ struct Loaded {
     std::string keys;
   };
   std::optional<ShardFromDevices> shard_from_devices;
+  // Pipeline runs per step the file leaves to the device count (AutoModel's dp_size null under PP): global /
+  // (per_rank x devices / model_ranks) once the devices are known (fill()).
+  struct RunsFromDevices {
+    long long global = 0;
+    long long per_rank = 1;  // local_batch_size: one run's samples per data-parallel rank
+    long long model_ranks = 1;
+    std::string keys;
+  };
+  std::optional<RunsFromDevices> runs_from_devices;
   // Why the file leaves the device count to its launch (AutoModel's dp_size null): an error naming it unless the
   // command line gives --devices (fill()).
   std::string devices_hint;

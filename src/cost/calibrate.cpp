@@ -20,6 +20,7 @@ void read_run_settings(const nlohmann::json& row, const std::string& file, const
   if (rd.has("recompute_modules")) training.recompute_modules = terms::recompute_switches(row.at("recompute_modules"), at(file, where + ".recompute_modules"));
   training.fp8 = rd.boolean_or("fp8", false);
   training.flash_attention = rd.boolean_or("flash_attention", true);
+  if (rd.has("param_bytes")) training.param_bytes = rd.quantity("param_bytes", units::kBytesPerElement);
   if (rd.has("grad_bytes")) {
     training.grad_bytes = rd.quantity("grad_bytes", units::kBytesPerElement);
     training.fp8_grad_bytes = 0;  // stated: under FP8 too
@@ -84,6 +85,7 @@ const std::vector<std::string>& run_row_keys() {
                                                 "recompute_modules",
                                                 "fp8",
                                                 "flash_attention",
+                                                "param_bytes",
                                                 "grad_bytes",
                                                 "optimizer_bytes",
                                                 "attention_kernel",

@@ -138,7 +138,7 @@ inline bool zero3_keeps_stage_gathered(const plan::Training& training, const pla
 // or accumulation steps), kept gathered or not.
 inline bool zero3_accumulates_unsharded(const plan::Training& training, const plan::Layout& l) {
   if (training.zero3_gathers_once_per_step) return l.zero >= 3 && l.micro_batches > 1;
-  return zero3_keeps_stage_gathered(training, l);
+  return zero3_keeps_stage_gathered(training, l) || (training.defer_grad_sync && l.zero >= 2 && l.micro_batches > 1);
 }
 
 // ---- framework runtime profiles -------------------------------------------------------------------------------

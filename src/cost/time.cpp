@@ -464,7 +464,8 @@ StepTime estimate_time(const model::Model& model, const plan::Layout& l, const p
       // With ZeRO >= 1, `reduce` is one reduce-scatter and `gather` one all-gather of the stage's shard.
       auto hidden = [&](double c, double window) { return std::max(c * (1.0 - overlap.dp), c - window); };
       // MindSpore's parallel optimizer accumulates whole and reduce-scatters once (above), re-gathering only.
-      double rs = training.zero3_gathers_once_per_step && l.zero >= 3 ? 0.0 : reduce;
+      // So does FSDP2 with its gradient sync deferred to the step's last micro-batch (plan::Training::defer_grad_sync).
+      double rs = (training.zero3_gathers_once_per_step && l.zero >= 3) || training.defer_grad_sync ? 0.0 : reduce;
       double ag = l.zero == 3 ? gather : 0.0;
       double forward_mb = one_mb * terms::kForwardShare, backward_mb = one_mb * terms::kBackwardShare;
       exposed += (m - runs) * (hidden(rs + ag, backward_mb) + hidden(ag, forward_mb)) + runs * hidden(ag, backward_mb);

@@ -100,6 +100,10 @@ struct Training {
   // "Optimizer Parallel" page (docs r2.6.0) and set_auto_parallel_context's optimizer_level; mindspore
   // ccsrc/frontend/parallel/pass/overlap_opt_shard_in_pipeline.cc.
   bool zero3_gathers_once_per_step = false;
+  // FSDP2's gradient sync skipped on every micro-batch's backward but the step's last (NeMo AutoModel's
+  // defer_fsdp_grad_sync, default on; set_requires_gradient_sync(False)): ZeRO-2 / ZeRO-3 gradients accumulate
+  // unsharded in the gradient dtype and are reduce-scattered once per step instead of once per micro-batch.
+  bool defer_grad_sync = false;
   // MindSpore's parallel_optimizer_comm_recompute (MindFormers' recompute_config; optimizer_level level3): the
   // gathered weights are released after their forward use and gathered again for the backward: one layer's at a
   // time, one more all-gather per micro-batch.
