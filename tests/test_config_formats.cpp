@@ -2106,6 +2106,9 @@ optimizer:
     }
   };
   refused("global_batch_size: 64", "global_batch_size: 60", "step_scheduler.global_batch_size");
+  // Its mesh's refusals (mesh_utils.py): DDP beside TP, replicas as many as the data-parallel ranks.
+  refused("  tp_size: 2\n", "  strategy: ddp\n  tp_size: 2\n", "distributed.tp_size");
+  refused("dp_replicate_size: 2", "dp_replicate_size: 8", "distributed.dp_replicate_size");
   // dp_size none (AutoModel's loader reads the string as None): the launch decides, so --devices must say it; the
   // global batch is then per rank x the devices' data-parallel ranks.
   std::string launched = base;

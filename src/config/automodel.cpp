@@ -103,8 +103,26 @@ Loaded read_automodel(const json& stated, const std::string& file) {
   const Degrees d = read_degrees(t, out, {"distributed.tp_size", "distributed.pp_size", "distributed.cp_size", "distributed.ep_size"});
   set("etp", 1, "distributed.ep_size (AutoModel's experts are not tensor-parallel)");
   if (t.flag("distributed.sequence_parallel").value_or(false) && d.tp > 1) set("sp", true, "distributed.sequence_parallel");
+  // What AutoModel's mesh refuses (components/distributed/mesh_utils.py): PP or EP under Megatron-FSDP, TP, PP, CP or
+  // EP under DDP, replicas without FSDP2, and as many replicas as data-parallel ranks.
+  auto refuse_degree = [&](const char* key, long long value, const char* what) {
+    if (value > 1) t.bad(key, fmt::format("{} with strategy {}: AutoModel's {} takes no {}", value, strategy, strategy, what));
+  };
+  if (strategy == "megatron_fsdp") {
+    refuse_degree("distributed.pp_size", d.pp, "pipeline parallelism");
+    refuse_degree("distributed.ep_size", d.ep, "expert parallelism");
+  } else if (strategy == "ddp") {
+    refuse_degree("distributed.tp_size", d.tp, "tensor parallelism");
+    refuse_degree("distributed.pp_size", d.pp, "pipeline parallelism");
+    refuse_degree("distributed.cp_size", d.cp, "context parallelism");
+    refuse_degree("distributed.ep_size", d.ep, "expert parallelism");
+  }
   const auto dp = t.whole("distributed.dp_size");
   const long long replicate = t.whole("distributed.dp_replicate_size").value_or(1);
+  if (replicate > 1 && strategy != "fsdp2")
+    t.bad("distributed.dp_replicate_size", fmt::format("{} with strategy {}: AutoModel replicates only under fsdp2", replicate, strategy));
+  if (dp && replicate > 1 && replicate >= *dp)
+    t.bad("distributed.dp_replicate_size", fmt::format("{} is not below distributed.dp_size {} (AutoModel's FSDP2 refuses plain replication)", replicate, *dp));
   const long long model_ranks = t.product("distributed.tp_size", {d.tp, d.cp, d.pp});
   if (dp) {
     if (*dp % replicate != 0) t.bad("distributed.dp_replicate_size", fmt::format("{} does not divide distributed.dp_size {}", replicate, *dp));
@@ -263,8 +281,12 @@ Loaded read_automodel(const json& stated, const std::string& file) {
   long long vpp = 1;
   if (d.pp > 1) {
     const std::string schedule = t.text("distributed.pipeline.pp_schedule").value_or("1f1b");
+    // The split is read here, from the model's layer count: --model on the command line comes too late for it.
     if (!out.values.contains("model"))
-      t.bad("distributed.pp_size", "the stage split needs the model's layers: name a model sapp knows under model.pretrained_model_name_or_path");
+      t.bad("distributed.pp_size",
+            fmt::format("the stage split needs the model's layers, and {}: point model.pretrained_model_name_or_path at a bundled model or a local "
+                        "config.json (under PP --model cannot stand in for it)",
+                        id ? fmt::format("'{}' is neither a bundled model nor a local config", *id) : std::string("the recipe names no model")));
     const long long layers = inline_layers > 0 ? inline_layers : model::load_model(out.values.at("model").get<std::string>(), io::data_dir()).num_layers;
     std::vector<long long> per_stage = virtual_stage_layers(t, layers, d.pp, torch_multi_stage_schedule(schedule));
     if (static_cast<long long>(per_stage.size()) % d.pp != 0)
