@@ -78,6 +78,17 @@ TEST(CostTerms, ExplainListsMemoryAndTimeFromTheSamePass) {
   EXPECT_NE(all.find("LM head"), std::string::npos) << all;
   EXPECT_NE(all.find("params"), std::string::npos) << all;
   EXPECT_NE(all.find("validated: false"), std::string::npos) << all;  // BF16 on H100 is not validated
+  EXPECT_NE(all.find("model: llama layers: 32 x decoder (GQA attention, dense FFN)"), std::string::npos) << all;
+  // An MoE model says its routing as priced: DeepSeek-V3's 256 experts, top-8, one shared, 8 groups of 4 per token.
+  model::Model ds = test::bundled("deepseek-v3");
+  plan::Layout e;
+  e.ep = 8;
+  e.dp = 8;
+  std::string moe;
+  for (const auto& s : cost::explain_stage_terms(ds, e, t, hw, {}, 0)) moe += s + "\n";
+  EXPECT_NE(moe.find("3 x dense (MLA attention, dense FFN), 58 x moe (MLA attention, MoE FFN), 1 x moe (MLA attention, MoE FFN, MTP)"), std::string::npos)
+      << moe;
+  EXPECT_NE(moe.find("experts: 256 routed, top-8, width 2048, 1 shared, 8 groups of which 4 per token"), std::string::npos) << moe;
 }
 
 }  // namespace

@@ -222,6 +222,35 @@ std::vector<std::string> explain_stage(const model::Model& model, const plan::La
   double dp_shard = l.zero_group();
   double edp_shard = l.expert_zero_group();
   std::vector<std::string> out;
+  // The model as priced: its layer kinds (attention, FFN, how many layers) and the MoE routing they use.
+  const model::ModelSpec& sm = model.spec;
+  std::vector<std::pair<const model::LayerGroup*, long long>> counts;  // per kind (and MTP / vision role), in model order
+  for (const model::LayerGroup& g : model.stack) {
+    auto same = std::find_if(counts.begin(), counts.end(),
+                             [&](const auto& c) { return c.first->kind == g.kind && c.first->mtp == g.mtp && c.first->vision == g.vision; });
+    if (same == counts.end())
+      counts.emplace_back(&g, g.count);
+    else
+      same->second += g.count;
+  }
+  std::string kinds;
+  for (const auto& [g, count] : counts) {
+    const model::LayerKind& k = model.kinds[static_cast<std::size_t>(g->kind)].kind;
+    const char* attention = k.attention == model::AttentionFlavour::Mla ? "MLA" : k.attention == model::AttentionFlavour::Linear ? "linear" : "GQA";
+    kinds += fmt::format("{}{} x {} ({} attention{}{}, {} FFN{})", kinds.empty() ? "" : ", ", count, k.name, attention, k.sliding ? ", sliding window" : "",
+                         k.chunked ? ", chunked" : "", k.ffn == model::FfnFlavour::Moe ? "MoE" : "dense",
+                         g->mtp      ? ", MTP"
+                         : g->vision ? ", vision"
+                                     : "");
+  }
+  out.push_back(fmt::format("model: {} layers: {}", sm.arch, kinds));
+  if (sm.num_experts.value_or(0) > 1)
+    out.push_back(
+        fmt::format("experts: {} routed, top-{}, width {}, {}{}", *sm.num_experts, sm.experts_per_token.value_or(1),
+                    sm.moe_intermediate_size.value_or(sm.intermediate_size.value_or(0)),
+                    sm.shared_expert_intermediate_size ? fmt::format("a shared expert of width {}", *sm.shared_expert_intermediate_size)
+                                                       : fmt::format("{} shared", sm.num_shared_experts.value_or(0)),
+                    sm.routing_groups ? fmt::format(", {} groups of which {} per token", *sm.routing_groups, sm.routing_group_limit.value_or(0)) : ""));
   out.push_back(
       fmt::format("stage {} of {}: {} layers; non-expert parameters per rank Pn = {:.6g} (attention and FFN / TP {}, norms replicated, embedding/head / TP), "
                   "expert parameters per rank Pe = {:.6g} (/ EP {} x expert TP {})",
