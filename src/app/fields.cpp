@@ -228,6 +228,10 @@ void add_job_fields(std::vector<Field<Request>>& f) {
                "optimizer state and skip their weight-gradient GEMM",
                false, [](R& r, const json& v, const std::string& w) { r.job.training.lora_rank = whole(v, w, 0, 65536, "(a rank)"); },
                [](const R& r) { return std::to_string(r.job.training.lora_rank); }});
+  f.push_back({"loss_chunked", "",
+               "the head and loss run over vocabulary chunks and never hold the logits (Cut Cross-Entropy; AutoModel's "
+               "FusedLinearCrossEntropy): no logits kept, the logits computed again in the backward",
+               true, [](R& r, const json& v, const std::string& w) { r.job.training.loss_chunked = truth(v, w); }, nullptr});
   f.push_back({"defer_grad_sync", "",
                "FSDP2's gradient sync on the step's last micro-batch only (NeMo AutoModel's defer_fsdp_grad_sync): ZeRO-2/3 gradients "
                "accumulate unsharded and are reduce-scattered once per step",

@@ -263,6 +263,9 @@ Loaded read_automodel(const json& stated, const std::string& file) {
   // is deferred, accumulated) in fp32.
   if (strategy == "fsdp2") set("reduce_bytes", 4, "distributed mp_policy (reduce_dtype float32)");
 
+  // The loss: FusedLinearCrossEntropy (components/loss/linear_ce.py, Cut Cross-Entropy) never builds the logits.
+  if (auto loss = t.text("loss_fn._target_"); loss && loss->find("FusedLinearCrossEntropy") != std::string::npos) set("loss_chunked", true, "loss_fn._target_");
+
   // Kernels and precision.
   if (auto attn = t.text("model.backend.attn")) {
     set("attention_kernel", *attn == "sdpa" || *attn == "flex" ? "torch_sdpa" : "fused", "model.backend.attn");

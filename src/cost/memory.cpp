@@ -155,10 +155,11 @@ MemoryEstimate estimate_memory(const model::Model& model, const plan::Layout& l,
       if (spec.tie_word_embeddings && l.pp > 1) pn += model.embedding_params / l.tp;  // the last stage's copy
       // Final norm input, and logits in the compute dtype plus their fp32 upcast for the loss (one per MTP depth too).
       const double vocab_share = static_cast<double>(spec.vocab_size) / terms::logits_split(training, l.tp);
-      double logits = tokens * (bc + 4.0) * vocab_share * static_cast<double>(1 + mtp);
+      double logits = training.loss_chunked ? 0.0 : tokens * (bc + 4.0) * vocab_share * static_cast<double>(1 + mtp);
       m.head_activations = static_cast<double>(plan::in_flight_count(l, training, l.vpp - 1, s)) * (tokens * bc * h / l.tsp() + logits);
       // The loss backward's transient buffers, one micro-batch at a time (terms::loss_backward_bytes_per_logit).
-      m.loss_backward = tokens * vocab_share * static_cast<double>(1 + mtp) * terms::loss_backward_bytes_per_logit(training, l.tp);
+      m.loss_backward =
+          training.loss_chunked ? 0.0 : tokens * vocab_share * static_cast<double>(1 + mtp) * terms::loss_backward_bytes_per_logit(training, l.tp);
     }
     m.param_elements = pn;
     m.expert_param_elements = pe;

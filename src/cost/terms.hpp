@@ -60,6 +60,7 @@ inline double loss_backward_bytes_per_logit(const plan::Training& training, int 
   return logits_split(training, tp) > 1 ? kLossBackwardBytesPerLogitLossParallel : kLossBackwardBytesPerLogitUnfused;
 }
 inline const char* loss_backward_name(const plan::Training& training, int tp) {
+  if (training.loss_chunked) return "chunked linear cross entropy: no logits held";
   if (training.loss_fused) return "fused cross entropy";
   if (tp > 1 && training.logits_whole_over_tp) return "unfused cross entropy on logits gathered whole over TP";
   return tp > 1 ? "torch loss_parallel cross entropy" : "unfused cross entropy";

@@ -387,7 +387,8 @@ StepTime estimate_time(const model::Model& model, const plan::Layout& l, const p
   double loss = compute_seconds(hw, model::WorkKind::Memory, terms::loss_bytes(tokens, static_cast<double>(spec.vocab_size), mtp_depths) / vocab_split, false);
   // The head's forward and its backward (2x; a frozen head under LoRA only its input gradient), and the loss.
   const double trained = terms::trainable_fraction(training, h);
-  compute[P - 1] += head_fwd * (1.0 + (training.lora_rank > 0 ? terms::frozen_gemm_backward(trained) : 2.0)) + loss;
+  // A chunked loss (plan::Training::loss_chunked) computes the logits again in its backward.
+  compute[P - 1] += head_fwd * (1.0 + (training.lora_rank > 0 ? terms::frozen_gemm_backward(trained) : 2.0) + (training.loss_chunked ? 1.0 : 0.0)) + loss;
   if (vocab_split < l.tp) {
     double gather = ring_seconds(hw, group_ring_link(hw, l, training.rank_order, 't', l.tp), l.tp,
                                  tokens * static_cast<double>(spec.vocab_size) * (1.0 + mtp_depths) * bc, 1.0);

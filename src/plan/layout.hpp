@@ -134,6 +134,10 @@ struct Training {
   bool shared_expert_overlap = false;
   // The loss: Megatron's fused vocab-parallel cross entropy (true) or an unfused fp32 log-softmax (PyTorch).
   bool loss_fused = true;
+  // The head and the loss run together over chunks of the vocabulary and never hold the logits (Cut Cross-Entropy,
+  // Wijmans et al. 2024, arXiv:2411.09009; NeMo AutoModel's FusedLinearCrossEntropy): no logits or loss buffers
+  // kept, and the backward computes the logits once more.
+  bool loss_chunked = false;
   // The LM head's output gathered whole on every TP rank (an all-gather of the logits in forward) for a loss over
   // the full vocabulary, instead of kept split by vocabulary (cost::terms::logits_split).
   bool logits_whole_over_tp = false;
