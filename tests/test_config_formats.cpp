@@ -2044,6 +2044,12 @@ dataset:
   config::fill(two, config::read_text(pipeline, "am.yaml"), nlohmann::json{{"devices", 8}});
   EXPECT_EQ(two.job.training.pipeline_runs, 2);  // 64 / (8 x DP 4)
   EXPECT_TRUE(two.job.training.zero3_gathers_once_with_pp);
+  // HSDP with dp_size left to the launch: 8 devices, 2 replicas, each sharded over 4 (mesh_utils.py infers dp_size 8).
+  std::string hsdp = base;
+  hsdp.replace(hsdp.find("  dp_size: 8\n"), 13, "  dp_size: none\n  dp_replicate_size: 2\n");
+  app::EstimateRequest replicas;
+  config::fill(replicas, config::read_text(hsdp, "am.yaml"), nlohmann::json{{"devices", 8}});
+  EXPECT_EQ(replicas.layout.optimizer_shard, 4);
 }
 
 TEST(AutoModel, ReadsTheLayoutAsItsRecipesResolveIt) {

@@ -155,7 +155,10 @@ Loaded read_automodel(const json& stated, const std::string& file) {
     if (replicate > 1 && dp) {
       set("optimizer_shard", t.product("distributed.cp_size", {*dp / replicate, d.cp}), "distributed.dp_replicate_size (HSDP: sharded within dp_shard x CP)");
     } else if (replicate > 1) {
-      out.warnings.push_back(fmt::format("distributed.dp_replicate_size {} without dp_size: priced as FSDP over the whole data-parallel group", replicate));
+      // dp_size left to the launch: the shard group is (the devices over TP x CP x PP) / replicas x CP once --devices
+      // says the devices (mesh_utils.py infers dp_size the same way).
+      out.shard_from_devices = Loaded::ShardFromDevices{replicate, t.product("distributed.dp_replicate_size", {replicate, model_ranks}), d.cp,
+                                                        "distributed.dp_replicate_size with dp_size null"};
     }
   }
 
