@@ -969,11 +969,11 @@ Loaded read_megatron(const std::string& text, const std::string& file) {
     if (!no_bias && (swiglu || gated_gelu || mla || moe))
       out.warnings.push_back("linear layers keep Megatron's default biases (no --disable-bias-linear); sapp prices the family's biases");
     if (a.on("--squared-relu")) m["hidden_act"] = "relu2";  // an ungated MLP (MindSpeed-LLM's PLM, Nemotron)
-    for (const char* flag : {"--attention-dropout", "--hidden-dropout"}) {
+    for (const auto& [flag, key] : {std::pair{"--attention-dropout", "attention_dropout"}, std::pair{"--hidden-dropout", "hidden_dropout"}}) {
       if (auto drop = a.value(flag)) {
         const auto p = real_number(*drop);
         if (!p || *p < 0 || *p > 1) fail(at(file, flag), "'{}' is not a dropout probability", *drop);
-        m[std::string(flag).substr(2) == "attention-dropout" ? "attention_dropout" : "hidden_dropout"] = *p;
+        m[key] = *p;
       }
     }
     out.model_config = m;

@@ -185,17 +185,16 @@ MemoryEstimate estimate_memory(const model::Model& model, const plan::Layout& l,
       m.cp_buffer = terms::kCommBufferCopies * (l.cp_algo == plan::CpAlgo::Ring ? tokens * kv_width * bc / l.tp : full_tokens * h * bc / l.tp);
     }
     if (l.zero >= 2 && dp_shard > 1) m.dp_buffer = training.gradient_bytes() * std::min(terms::kDpBucketElements, pn + pe);  // bucket
-    // ZeRO-2 under deferred gradient sync: the micro-batches' gradients accumulate unsharded beside the shards.
-    if (l.zero == 2 && dp_shard > 1 && terms::zero3_accumulates_unsharded(training, l)) m.dp_buffer += training.reduced_gradient_bytes() * trained * (pn + pe);
+    // Gradients accumulated unsharded: beside the sharded ones torch keeps (torchtitan under PP, FSDP2 with its sync
+    // deferred), or as MindSpore's only gradient buffer (accu_grads; its sharded gradients exist only at the step's
+    // reduce-scatter). In the reduce dtype under torch (FSDP2 accumulates there when it differs from the
+    // parameters'), in the parameters' under MindSpore.
+    const double accumulated =
+        l.zero >= 2 && dp_shard > 1 && terms::zero3_accumulates_unsharded(training, l)
+            ? (training.zero3_gathers_once_per_step ? training.gradient_bytes() : training.reduced_gradient_bytes()) * trained * (pn + pe)
+            : 0.0;
+    if (l.zero == 2) m.dp_buffer += accumulated;
     if (l.zero >= 3 && dp_shard > 1) {
-      // Gradients accumulated unsharded: beside the sharded ones torch keeps (torchtitan under PP), or as MindSpore's
-      // only gradient buffer (accu_grads; its sharded gradients exist only at the step's reduce-scatter).
-      // In the reduce dtype under torch (FSDP2 accumulates there when it differs from the parameters'), in the
-      // parameters' under MindSpore.
-      const double accumulated =
-          terms::zero3_accumulates_unsharded(training, l)
-              ? (training.zero3_gathers_once_per_step ? training.gradient_bytes() : training.reduced_gradient_bytes()) * trained * (pn + pe)
-              : 0.0;
       if (terms::zero3_keeps_stage_gathered(training, l)) {
         m.dp_buffer = training.gathered_param_bytes() * (pn + pe);  // the whole stage gathered and kept for the step
       } else {
