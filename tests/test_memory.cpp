@@ -391,3 +391,31 @@ TEST(Memory, MindSporeCommRecomputeRegathersAndTheOptimizerCastsPerParameter) {
   EXPECT_LT(regathered.dp_buffer, kept.dp_buffer / 4);
   EXPECT_GT(cost::estimate_time(m, l, t, hw).breakdown.dp_comm_s, dp_kept);  // gathers per micro-batch
 }
+
+TEST(Memory, TransformerEngineFp8KeepsTheQuantizedInputsOfItsLinearLayers) {
+  // Llama 3 8B (h 4096, 32 query and 8 key/value heads of 128, SwiGLU width 14336), s = 8192, b = 1, TP 1, flash
+  // attention, no recompute, bytes per token of one layer, counted by hand from what each module saves for its
+  // backward. BF16: the attention norm's input and output (2h + 2h), q, k, v (2 x 4096 + 2 x 2 x 1024), the
+  // attention output (2 x 4096), the softmax statistics (4 x 32 fp32); the FFN norm's input and output (2h + 2h),
+  // the two up-projections' outputs (2 x 2 x 14336) and the activation's output (2 x 14336).
+  // Transformer Engine under FP8 (transformer_engine/pytorch/module/linear.py and layernorm_linear.py: the input
+  // kept for the weight gradient is the quantized copy, one byte per element): the norms' outputs and the
+  // down-projection's input in one byte each, and the output projection's FP8 copy beside the BF16 attention output
+  // that flash attention keeps. torchao's Float8Linear (torchtitan's float8) keeps the BF16 inputs: nothing changes.
+  auto m = test::bundled("llama3-8b");
+  plan::Training t;
+  t.seq = 8192;
+  plan::Layout l;
+  const double tokens = 8192;
+  const double bf16_attention = 2 * 4096 + 2 * 4096 + 2 * 4096 + 2 * 2 * 1024 + 2 * 4096 + 4 * 32;
+  const double bf16_ffn = 2 * 4096 + 2 * 4096 + 2 * 2 * 14336 + 2 * 14336;
+  auto bf16 = cost::layer_activation(m, 0, l, t, plan::Recompute::Off);
+  EXPECT_DOUBLE_EQ(bf16.attention, tokens * bf16_attention);
+  EXPECT_DOUBLE_EQ(bf16.ffn, tokens * bf16_ffn);
+  t.fp8 = true;
+  auto te = cost::layer_activation(m, 0, l, t, plan::Recompute::Off);
+  EXPECT_DOUBLE_EQ(te.attention, tokens * (bf16_attention - 4096 + 4096));  // norm output 2 -> 1 byte, +1 FP8 copy
+  EXPECT_DOUBLE_EQ(te.ffn, tokens * (bf16_ffn - 4096 - 14336));             // norm output and activation output
+  cost::terms::apply_profile(cost::terms::framework_profile("torchtitan"), t);
+  EXPECT_DOUBLE_EQ(cost::layer_activation(m, 0, l, t, plan::Recompute::Off).total(), bf16.total());
+}

@@ -59,6 +59,7 @@ std::vector<FrameworkProfile> make_profiles() {
           .grad_bytes = 4,
           .optimizer_bytes = 8,
           .gather_bytes = 2,
+          .fp8_keeps_quantized_inputs = false,  // torchao's Float8Linear saves the BF16 input (float8_linear.py)
           // torchtitan/distributed/fsdp.py get_fsdp_reshard_after_forward_policy ("default": not pp_enabled) and
           // torch/distributed/pipelining/stage.py backward_maybe_with_nosync (no gradient sync, no reshard after
           // any backward but the last).
@@ -242,6 +243,7 @@ void apply_profile(const FrameworkProfile& profile, plan::Training& training) {
   training.grad_bytes = profile.grad_bytes;
   training.optimizer_bytes = profile.optimizer_bytes;
   training.fp8_grad_bytes = profile.fp8_grad_bytes;
+  training.fp8_keeps_quantized_inputs = profile.fp8_keeps_quantized_inputs;
   training.gather_bytes = profile.gather_bytes;
   training.zero3_gathers_once_with_pp = profile.zero3_gathers_once_with_pp;
   training.zero3_gathers_once_per_step = profile.zero3_gathers_once_per_step;

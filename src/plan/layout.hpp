@@ -117,6 +117,13 @@ struct Training {
   double reserve_bytes = 1073741824.0;  // allocator fragmentation and framework context, per device
   bool interleave_less_memory = false;
   bool fp8 = false;  // GEMMs in FP8 (Transformer Engine); attention and element-wise ops stay in BF16
+  // Under FP8, each linear layer keeps the FP8 copy of its input for the weight gradient instead of the BF16 one
+  // (Transformer Engine: Linear, LayerNormLinear and GroupedLinear save the quantized input's column-wise data,
+  // transformer_engine/pytorch/module/linear.py); false: the high-precision input is kept and cast again in the
+  // backward (torchao's Float8Linear, torchao/float8/float8_linear.py, torchtitan's float8). The op records' `bq`.
+  bool fp8_keeps_quantized_inputs = true;
+  // Bytes per element of a linear layer's input kept for its weight gradient (the op records' `bq`).
+  [[nodiscard]] double kept_gemm_input_bytes() const { return fp8 && fp8_keeps_quantized_inputs ? 1.0 : compute_bytes; }
   // How the launcher orders ranks, innermost first (Megatron's default: TP, then CP, DP, PP). It decides which
   // link each group's collectives run on. Experts follow Megatron's expert layout (expert-TP x EP innermost).
   std::array<char, 4> rank_order = {'t', 'c', 'd', 'p'};

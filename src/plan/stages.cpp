@@ -72,6 +72,7 @@ expr::Env layer_env(const model::Model& model, const model::BoundKind& kind, con
   set(env, sym.tok_shard, static_cast<long long>(std::max(1, l.tsp() / l.etp)));
   set(env, sym.fa, static_cast<long long>(training.flash_attention ? 1 : 0));
   set_number(env, sym.bc, training.compute_bytes);
+  set_number(env, sym.bq, training.kept_gemm_input_bytes());
   set_number(env, sym.cap, training.capacity_factor);
   set(env, sym.fp8, static_cast<long long>(training.fp8 ? 1 : 0));
   set(env, sym.eager, static_cast<long long>(training.eager_norms ? 1 : 0));
