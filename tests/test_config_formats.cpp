@@ -1358,6 +1358,16 @@ TEST(Megatron, GradientBytesFollowTheReductionFlags) {
   // MindSpeed's --reuse-fp32-param (2 bytes of the master copy).
   EXPECT_EQ(optimizer_bytes("--o2-optimizer --o2-gradient"), std::pair(8.0, 2.0));
   EXPECT_EQ(optimizer_bytes("--o2-optimizer --reuse-fp32-param"), std::pair(6.0, 4.0));
+  // --fp8-param-gather: the weights kept in FP8, no Transformer Engine weight cache beside them; the script's
+  // framework profile (megatron, no such default) does not reset what the script states.
+  auto param_gather = [&](const std::string& flags) {
+    sapp::test::write_file(dir + "/run.sh", base + "--bf16 --fp8-format hybrid " + flags + "\n");
+    app::EstimateRequest r;
+    config::fill(r, config::read_file(dir + "/run.sh"), nlohmann::json::object());
+    return std::pair{r.job.training.fp8, r.job.training.fp8_param_gather};
+  };
+  EXPECT_EQ(param_gather(""), std::pair(true, false));
+  EXPECT_EQ(param_gather("--fp8-param-gather"), std::pair(true, true));
 }
 
 // Megatron-Core's MoE switches a script states: the DeepEP / HybridEP dispatcher (flex with its backend, or

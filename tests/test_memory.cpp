@@ -419,3 +419,33 @@ TEST(Memory, TransformerEngineFp8KeepsTheQuantizedInputsOfItsLinearLayers) {
   cost::terms::apply_profile(cost::terms::framework_profile("torchtitan"), t);
   EXPECT_DOUBLE_EQ(cost::layer_activation(m, 0, l, t, plan::Recompute::Off).total(), bf16.total());
 }
+
+TEST(Memory, TransformerEngineCachesFp8WeightsUnlessTheWeightsAreFp8) {
+  // Megatron passes is_first_microbatch to Transformer Engine, which then keeps each linear weight's FP8 copy and its
+  // transpose (one byte each) across the step's micro-batches (megatron/core/extensions/transformer_engine.py;
+  // disable_parameter_transpose_cache False by default). With fp8_param_gather the weights are FP8 themselves.
+  // Llama 3 8B, TP 1, PP 1: 32 layers of 2 x 4096 x 4096 + 2 x 4096 x 1024 + 3 x 4096 x 14336 + 2 x 4096 elements.
+  auto m = test::bundled("llama3-8b");
+  plan::Training t;
+  t.seq = 8192;
+  t.global_batch = 8;
+  plan::Layout l;
+  l.dp = 8;
+  l.zero = 1;
+  l.micro_batches = 1;
+  const double layer_elements = 32.0 * (2 * 4096.0 * 4096 + 2 * 4096.0 * 1024 + 3 * 4096.0 * 14336 + 2 * 4096);
+  const double bf16 = cost::estimate_memory(m, l, t, 1e15).stages[0].params;
+  t.fp8 = true;
+  auto megatron = cost::estimate_memory(m, l, t, 1e15).stages[0];
+  EXPECT_DOUBLE_EQ(megatron.fp8_weight_cache, 2 * layer_elements);
+  EXPECT_DOUBLE_EQ(megatron.params, bf16 + 2 * layer_elements);
+  t.fp8_param_gather = true;
+  EXPECT_DOUBLE_EQ(cost::estimate_memory(m, l, t, 1e15).stages[0].params, bf16);
+  plan::Training nemo = t;
+  cost::terms::apply_profile(cost::terms::framework_profile("nemo"), nemo);  // its FP8 recipes set fp8_param_gather
+  EXPECT_TRUE(nemo.fp8_param_gather);
+  plan::Training titan = t;
+  cost::terms::apply_profile(cost::terms::framework_profile("torchtitan"), titan);  // torchao caches no weight
+  titan.fp8_param_gather = false;
+  EXPECT_DOUBLE_EQ(cost::estimate_memory(m, l, titan, 1e15).stages[0].fp8_weight_cache, 0.0);
+}

@@ -173,6 +173,11 @@ void add_job_fields(std::vector<Field<Request>>& f) {
                true, [](R& r, const json& v, const std::string& w) { r.job.training.eager_norms = truth(v, w); }, nullptr});
   f.push_back({"fp8", "", "GEMMs in FP8 at the device's FP8 peak (attention and element-wise ops stay BF16)", true,
                [](R& r, const json& v, const std::string& w) { r.job.training.fp8 = truth(v, w); }, nullptr});
+  f.push_back({"fp8_param_gather", "",
+               "Megatron's --fp8-param-gather: under FP8 the weights are kept in FP8 and Transformer Engine caches no FP8 copy of them (without "
+               "it: 2 bytes more per layer parameter, an FP8 copy and its transpose kept across micro-batches; NeMo's and Megatron-Bridge's "
+               "FP8 recipes set it)",
+               true, [](R& r, const json& v, const std::string& w) { r.job.training.fp8_param_gather = truth(v, w); }, nullptr});
   f.push_back({"less_memory", "", "interleaved schedule's less-memory variant (fewer warm-up micro-batches)", true,
                [](R& r, const json& v, const std::string& w) { r.job.training.interleave_less_memory = truth(v, w); }, nullptr});
   f.push_back({"param_bytes", "", "bytes per weight", false,
@@ -502,9 +507,9 @@ void apply_with_config(Request& request, const std::vector<Field<Request>>& fiel
 }  // namespace
 
 json stated_under_framework(const json& earlier, const json& later) {
-  static const std::set<std::string> governed = {"reserve_gib",  "param_bytes",   "grad_bytes",        "optimizer_bytes", "gather_bytes",
-                                                 "reduce_bytes", "loss_parallel", "recompute_modules", "overlap_tp",      "overlap_dp",
-                                                 "overlap_ep",   "overlap_cp",    "overlap_pp"};
+  static const std::set<std::string> governed = {"reserve_gib",  "param_bytes",   "grad_bytes",       "optimizer_bytes",   "gather_bytes",
+                                                 "reduce_bytes", "loss_parallel", "fp8_param_gather", "recompute_modules", "overlap_tp",
+                                                 "overlap_dp",   "overlap_ep",    "overlap_cp",       "overlap_pp"};
   json out = json::object();
   if (!earlier.is_object() || !later.is_object() || !later.contains("framework")) return out;
   for (const auto& key : governed) {

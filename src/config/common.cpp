@@ -647,7 +647,13 @@ namespace {
 template <typename Request>
 std::vector<std::string> fill_request(Request& request, const Loaded& loaded, const json& command_line) {
   request.job.source = app::Source::CommandLine;
-  for (const auto& [key, value] : loaded.values.items()) {
+  // The framework first: its profile sets defaults that the file's other keys then override.
+  std::vector<std::string> keys;
+  if (loaded.values.contains("framework")) keys.emplace_back("framework");
+  for (const auto& item : loaded.values.items())
+    if (item.key() != "framework") keys.push_back(item.key());
+  for (const auto& key : keys) {
+    const json& value = loaded.values.at(key);
     json one = json::object();
     one[key] = value;
     try {

@@ -1008,6 +1008,7 @@ Loaded read_megatron(const std::string& text, const std::string& file) {
   if (bf16 && a.on("--grad-reduce-in-bf16")) set("grad_bytes", 2, "--bf16 --grad-reduce-in-bf16");
   if (fp16 && !fp32_grads) set("grad_bytes", 2, "--fp16 without --accumulate-allreduce-grads-in-fp32");
   if (a.value("--fp8-format")) set("fp8", true, "--fp8-format");
+  if (a.on("--fp8-param-gather")) set("fp8_param_gather", true, "--fp8-param-gather");
   // Transformer Engine's precision-aware optimizer: the fp32 master copy and Adam's two moments each in the dtype
   // stated (arguments.py --main-params-dtype, --exp-avg-dtype, --exp-avg-sq-dtype; fp32 by default), and the main
   // gradients in --main-grads-dtype (bf16: no fp32 accumulation, validate_args).

@@ -85,7 +85,8 @@ StateBytes state_bytes_per_element(const plan::Layout& l, const plan::Training& 
   // A state ZeRO shards from `stage` on (1: optimizer states, 2: + gradients, 3: + weights) costs 1/group of it.
   auto per_element = [&](double group) {
     auto share = [&](int stage) { return l.zero >= stage ? 1.0 / group : 1.0; };
-    return training.param_bytes * share(3) + training.gradient_bytes() * share(2) + training.optimizer_bytes * share(1);
+    return training.param_bytes * share(3) + training.gradient_bytes() * share(2) + training.optimizer_bytes * share(1) +
+           (l.zero < 3 ? training.fp8_weight_cache_bytes() : 0.0);
   };
   return StateBytes{per_element(l.zero_group()), per_element(l.expert_zero_group())};
 }
@@ -166,6 +167,11 @@ MemoryEstimate estimate_memory(const model::Model& model, const plan::Layout& l,
     // Elements per rank of a state that ZeRO shards from `stage` on (1: optimizer states, 2: + grads, 3: + params).
     auto held = [&](int stage) { return l.zero >= stage ? pn / dp_shard + pe / edp_shard : pn + pe; };
     m.params = training.param_bytes * held(3);
+    // Transformer Engine's FP8 weight cache (plan::Training::fp8_weight_cache_bytes): the layers' linear weights
+    // (their norms, a few elements per layer, counted too), not the embedding or the BF16 head. Not priced under
+    // ZeRO-3, whose gathered weights are released per layer.
+    if (l.zero < 3) m.fp8_weight_cache = training.fp8_weight_cache_bytes() * (x.pn + x.pe);
+    m.params += m.fp8_weight_cache;
     const double trained = terms::trainable_fraction(training, h);
     m.grads = training.gradient_bytes() * held(2) * trained;
     m.optimizer = training.optimizer_bytes * held(1) * trained;
@@ -255,8 +261,12 @@ std::vector<std::string> explain_stage(const model::Model& model, const plan::La
       fmt::format("stage {} of {}: {} layers; non-expert parameters per rank Pn = {:.6g} (attention and FFN / TP {}, norms replicated, embedding/head / TP), "
                   "expert parameters per rank Pe = {:.6g} (/ EP {} x expert TP {})",
                   stage, l.pp, m.layers, m.param_elements, l.tp, m.expert_param_elements, l.ep, l.etp));
-  out.push_back(fmt::format("params      {:10.3f} GiB = {} B x (Pn{} + Pe{})", gib(m.params), training.param_bytes,
-                            l.zero >= 3 ? fmt::format(" / {}", dp_shard) : "", l.zero >= 3 ? fmt::format(" / {}", edp_shard) : ""));
+  out.push_back(fmt::format("params      {:10.3f} GiB = {} B x (Pn{} + Pe{}){}", gib(m.params), training.param_bytes,
+                            l.zero >= 3 ? fmt::format(" / {}", dp_shard) : "", l.zero >= 3 ? fmt::format(" / {}", edp_shard) : "",
+                            m.fp8_weight_cache > 0 ? fmt::format(" + FP8 weight cache {:.3f} GiB ({} B x the layers' parameters: Transformer Engine's "
+                                                                 "FP8 copy and transpose, kept across micro-batches without fp8_param_gather)",
+                                                                 gib(m.fp8_weight_cache), training.fp8_weight_cache_bytes())
+                                                   : ""));
   // Under LoRA, gradients and optimizer states are held for the trained share only (terms::trainable_fraction).
   const double trained = terms::trainable_fraction(training, static_cast<double>(model.spec.hidden_size));
   const std::string lora = training.lora_rank > 0 ? fmt::format(" x trained {:.4g} [LoRA rank {}: 2 r / h]", trained, training.lora_rank) : "";

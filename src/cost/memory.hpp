@@ -61,6 +61,7 @@ struct StageMemory {
   double embedding_activations = 0;  // first stage
   double head_activations = 0;       // last stage: final norm input and logits
   double loss_backward = 0;          // last stage: the loss backward's transient buffers (terms.hpp)
+  double fp8_weight_cache = 0;       // in params: Transformer Engine's FP8 weight copies (plan::Training)
   double tp_buffer = 0, ep_buffer = 0, cp_buffer = 0, dp_buffer = 0;
 };
 
@@ -83,8 +84,9 @@ struct KindMemory {
 };
 std::vector<KindMemory> kind_memory(const model::Model& model, const plan::Layout& layout, const plan::Training& training);
 
-// Bytes of weights, gradients and optimizer states each parameter element costs a rank under the layout's ZeRO
-// stage: non-expert elements shard over the ZeRO group, expert elements over the expert ZeRO group.
+// Bytes of weights, gradients and optimizer states each layer parameter element costs a rank under the layout's
+// ZeRO stage (with Transformer Engine's FP8 weight cache): non-expert elements shard over the ZeRO group, expert
+// elements over the expert ZeRO group.
 struct StateBytes {
   double dense = 0;
   double expert = 0;

@@ -32,18 +32,20 @@ std::vector<FrameworkProfile> make_profiles() {
       {
           .name = "nemo",
           .source = "NeMo performance recipes (scripts/performance): tp_comm_overlap on (userbuffers), overlap_grad_reduce and overlap_param_gather on, "
-                    "grad_reduce_in_fp32 False for FP8",
+                    "grad_reduce_in_fp32 False and fp8_param_gather True for FP8 (precision recipes bf16_with_fp8_mixed, bf16_with_mxfp8_mixed)",
           .overlap_tp = kUserbuffersTpOverlap,
           .fp8_grad_bytes = 2,
+          .fp8_param_gather = true,  // bf16_with_fp8_mixed and the other FP8 precision recipes set fp8_param_gather
           .selective_modules = {"core_attn"},
       },
       {
           .name = "megatron_bridge",
           .source = "Megatron-Bridge perf recipes (src/megatron/bridge/perf_recipes, 067f987): tp_comm_overlap with TP, overlap_grad_reduce/param_gather, "
                     "MoE alltoall dispatcher with grouped GEMM; overlap_moe_expert_parallel_comm only where a recipe sets it (run field ep_overlap); "
-                    "grad_reduce_in_fp32 False for FP8",
+                    "grad_reduce_in_fp32 False and fp8_param_gather True for FP8 (precision recipes bf16_with_fp8_mixed, bf16_with_mxfp8_mixed)",
           .overlap_tp = kUserbuffersTpOverlap,
           .fp8_grad_bytes = 2,
+          .fp8_param_gather = true,  // bf16_with_fp8_mixed and the other FP8 precision recipes set fp8_param_gather
           .selective_modules = {"core_attn"},
       },
       {
@@ -59,7 +61,7 @@ std::vector<FrameworkProfile> make_profiles() {
           .grad_bytes = 4,
           .optimizer_bytes = 8,
           .gather_bytes = 2,
-          .fp8_keeps_quantized_inputs = false,  // torchao's Float8Linear saves the BF16 input (float8_linear.py)
+          .fp8_transformer_engine = false,  // torchao's Float8Linear (torchao/float8/float8_linear.py)
           // torchtitan/distributed/fsdp.py get_fsdp_reshard_after_forward_policy ("default": not pp_enabled) and
           // torch/distributed/pipelining/stage.py backward_maybe_with_nosync (no gradient sync, no reshard after
           // any backward but the last).
@@ -243,7 +245,8 @@ void apply_profile(const FrameworkProfile& profile, plan::Training& training) {
   training.grad_bytes = profile.grad_bytes;
   training.optimizer_bytes = profile.optimizer_bytes;
   training.fp8_grad_bytes = profile.fp8_grad_bytes;
-  training.fp8_keeps_quantized_inputs = profile.fp8_keeps_quantized_inputs;
+  training.fp8_transformer_engine = profile.fp8_transformer_engine;
+  training.fp8_param_gather = profile.fp8_param_gather;
   training.gather_bytes = profile.gather_bytes;
   training.zero3_gathers_once_with_pp = profile.zero3_gathers_once_with_pp;
   training.zero3_gathers_once_per_step = profile.zero3_gathers_once_per_step;

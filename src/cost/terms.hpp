@@ -188,7 +188,8 @@ struct FrameworkProfile {
   double optimizer_bytes = 12;
   double fp8_grad_bytes = 0;                   // under FP8 (0: grad_bytes)
   double gather_bytes = 0;                     // parameters as ZeRO-3 / FSDP gathers them (0: param_bytes)
-  bool fp8_keeps_quantized_inputs = true;      // plan::Training's field of that name (Transformer Engine: true)
+  bool fp8_transformer_engine = true;          // plan::Training's field of that name (false: torchao)
+  bool fp8_param_gather = false;               // plan::Training's field of that name
   bool zero3_gathers_once_with_pp = false;     // plan::Training's field of that name
   bool zero3_gathers_once_per_step = false;    // plan::Training's field of that name
   bool optimizer_casts_per_parameter = false;  // plan::Training's field of that name

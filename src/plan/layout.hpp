@@ -117,13 +117,22 @@ struct Training {
   double reserve_bytes = 1073741824.0;  // allocator fragmentation and framework context, per device
   bool interleave_less_memory = false;
   bool fp8 = false;  // GEMMs in FP8 (Transformer Engine); attention and element-wise ops stay in BF16
-  // Under FP8, each linear layer keeps the FP8 copy of its input for the weight gradient instead of the BF16 one
-  // (Transformer Engine: Linear, LayerNormLinear and GroupedLinear save the quantized input's column-wise data,
-  // transformer_engine/pytorch/module/linear.py); false: the high-precision input is kept and cast again in the
-  // backward (torchao's Float8Linear, torchao/float8/float8_linear.py, torchtitan's float8). The op records' `bq`.
-  bool fp8_keeps_quantized_inputs = true;
+  // FP8 through Transformer Engine (true) or torchao's Float8Linear (false: torchtitan's float8). Transformer
+  // Engine's Linear, LayerNormLinear and GroupedLinear keep the FP8 copy of their input for the weight gradient
+  // (its column-wise data, transformer_engine/pytorch/module/linear.py) and, given Megatron's is_first_microbatch,
+  // cache each weight's FP8 copy and its transpose across the step's micro-batches (get_weight_workspace with
+  // cache_name "weight"; Megatron's disable_parameter_transpose_cache is False by default). torchao keeps the
+  // high-precision input, casts it again in the backward and caches no weight (torchao/float8/float8_linear.py).
+  bool fp8_transformer_engine = true;
+  // Megatron's fp8_param_gather (NeMo's and Megatron-Bridge's FP8 precision recipes set it): the weights themselves
+  // are kept in FP8 (one byte, with a one-byte transpose), so Transformer Engine caches no other copy; priced as
+  // param_bytes 2 with no cache.
+  bool fp8_param_gather = false;
   // Bytes per element of a linear layer's input kept for its weight gradient (the op records' `bq`).
-  [[nodiscard]] double kept_gemm_input_bytes() const { return fp8 && fp8_keeps_quantized_inputs ? 1.0 : compute_bytes; }
+  [[nodiscard]] double kept_gemm_input_bytes() const { return fp8 && fp8_transformer_engine ? 1.0 : compute_bytes; }
+  // Bytes per linear-layer weight element of Transformer Engine's FP8 weight cache: the row-wise copy and its
+  // transpose, one byte each (MXFP8's block scales, 1/32 byte each, left out).
+  [[nodiscard]] double fp8_weight_cache_bytes() const { return fp8 && fp8_transformer_engine && !fp8_param_gather ? 2.0 : 0.0; }
   // How the launcher orders ranks, innermost first (Megatron's default: TP, then CP, DP, PP). It decides which
   // link each group's collectives run on. Experts follow Megatron's expert layout (expert-TP x EP innermost).
   std::array<char, 4> rank_order = {'t', 'c', 'd', 'p'};
