@@ -2179,5 +2179,29 @@ dataset: {seq_len: 256}
   refused("dp_size: 8", "dp_size: 8\n  strategy: zero", "distributed.strategy");
 }
 
+TEST(Megatron, AnFp8PlanPricedWithFp8WeightsWritesFp8ParamGather) {
+  // A plan priced without Transformer Engine's FP8 weight cache (fp8_param_gather, e.g. the nemo profile) must run
+  // with --fp8-param-gather, which Megatron takes with the distributed optimizer only.
+  config::Loaded l = config::read_file(source("examples/megatron/llama3-70b-h100x64.sh"));
+  app::EstimateRequest r;
+  config::fill(r, l, nlohmann::json{{"hardware", "h100-sxm"}});
+  report::EstimateReport rep = app::run_estimate(r);
+  config::Plan p;
+  p.layout = rep.layout;
+  p.devices = r.job.devices;
+  p.global_batch = r.job.training.global_batch;
+  p.seq = r.job.training.seq;
+  p.num_layers = 80;
+  p.fp8 = true;
+  p.fp8_param_gather = true;
+  p.layout.zero = 1;
+  EXPECT_NE(config::emit(config::EmitFormat::Megatron, p, &l, r.job.model).find("--fp8-param-gather"), std::string::npos);
+  p.layout.zero = 0;
+  EXPECT_EQ(config::emit(config::EmitFormat::Megatron, p, &l, r.job.model).find("--fp8-param-gather"), std::string::npos);
+  p.layout.zero = 1;
+  p.fp8_param_gather = false;
+  EXPECT_EQ(config::emit(config::EmitFormat::Megatron, p, &l, r.job.model).find("--fp8-param-gather"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace sapp

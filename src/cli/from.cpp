@@ -92,6 +92,7 @@ void emit_plan(const From& from, const app::JobRequest& job, const plan::Layout&
   p.seq = job.training.seq;
   p.num_layers = x.model.body_layers() + x.model.vision_layers();
   p.fp8 = job.training.fp8;
+  p.fp8_param_gather = job.training.fp8_param_gather;
   p.pipeline_runs = plan::pipeline_runs(layout, job.training);
   p.memory_limit_gib = job.memory_limit_gib;
   p.model = x.model.spec;

@@ -99,7 +99,8 @@ struct Plan {
   long long seq = 0;
   long long num_layers = 0;  // the model's layers (for the frameworks' own split arithmetic)
   bool fp8 = false;
-  int pipeline_runs = 1;  // pipelines per step under PP (plan::Training::pipeline_runs)
+  bool fp8_param_gather = false;  // priced with the weights in FP8 (plan::Training::fp8_param_gather)
+  int pipeline_runs = 1;          // pipelines per step under PP (plan::Training::pipeline_runs)
   double memory_limit_gib = 0;
   std::optional<model::ModelSpec> model;  // written out when there is no original file to edit
   nlohmann::json model_config;            // a model a framework config defined inline (HuggingFace keys); null: named

@@ -1610,6 +1610,8 @@ std::string emit_megatron(const Plan& plan, const Loaded* original, const std::s
   }
   if (l.cp > 1) ed.set("--cp-comm-type", l.cp_algo == plan::CpAlgo::AllToAll ? "a2a" : "p2p", "--context-parallel-size");
   if (plan.fp8) ed.set("--fp8-format", "hybrid", anchor);
+  // Priced without Transformer Engine's FP8 weight cache: the script must keep the weights in FP8 too.
+  if (plan.fp8 && plan.fp8_param_gather && l.zero >= 1) ed.set("--fp8-param-gather", std::nullopt, anchor);
   if (!original) {
     ed.lines.push_back(fmt::format("# {} devices: DP = {} / (TP {} x PP {} x CP {}) = {}", plan.devices, plan.devices, l.tp, l.pp, l.cp, l.dp));
   }

@@ -81,12 +81,16 @@ std::vector<KindMemory> kind_memory(const model::Model& model, const plan::Layou
   return out;
 }
 
+double fp8_weight_cache_bytes(const plan::Layout& l, const plan::Training& training) {
+  if (!training.fp8 || !training.fp8_transformer_engine || l.zero >= 3) return 0.0;
+  return training.fp8_param_gather && l.zero >= 1 ? 0.0 : terms::kFp8WeightCacheBytes;
+}
+
 StateBytes state_bytes_per_element(const plan::Layout& l, const plan::Training& training) {
   // A state ZeRO shards from `stage` on (1: optimizer states, 2: + gradients, 3: + weights) costs 1/group of it.
   auto per_element = [&](double group) {
     auto share = [&](int stage) { return l.zero >= stage ? 1.0 / group : 1.0; };
-    return training.param_bytes * share(3) + training.gradient_bytes() * share(2) + training.optimizer_bytes * share(1) +
-           (l.zero < 3 ? training.fp8_weight_cache_bytes() : 0.0);
+    return training.param_bytes * share(3) + training.gradient_bytes() * share(2) + training.optimizer_bytes * share(1) + fp8_weight_cache_bytes(l, training);
   };
   return StateBytes{per_element(l.zero_group()), per_element(l.expert_zero_group())};
 }
@@ -167,10 +171,9 @@ MemoryEstimate estimate_memory(const model::Model& model, const plan::Layout& l,
     // Elements per rank of a state that ZeRO shards from `stage` on (1: optimizer states, 2: + grads, 3: + params).
     auto held = [&](int stage) { return l.zero >= stage ? pn / dp_shard + pe / edp_shard : pn + pe; };
     m.params = training.param_bytes * held(3);
-    // Transformer Engine's FP8 weight cache (plan::Training::fp8_weight_cache_bytes): the layers' linear weights
-    // (their norms, a few elements per layer, counted too), not the embedding or the BF16 head. Not priced under
-    // ZeRO-3, whose gathered weights are released per layer.
-    if (l.zero < 3) m.fp8_weight_cache = training.fp8_weight_cache_bytes() * (x.pn + x.pe);
+    // Transformer Engine's FP8 weight cache: the layers' linear weights (their norms, a few elements per layer,
+    // counted too), not the embedding or the BF16 head.
+    m.fp8_weight_cache = fp8_weight_cache_bytes(l, training) * (x.pn + x.pe);
     m.params += m.fp8_weight_cache;
     const double trained = terms::trainable_fraction(training, h);
     m.grads = training.gradient_bytes() * held(2) * trained;
@@ -265,7 +268,7 @@ std::vector<std::string> explain_stage(const model::Model& model, const plan::La
                             l.zero >= 3 ? fmt::format(" / {}", dp_shard) : "", l.zero >= 3 ? fmt::format(" / {}", edp_shard) : "",
                             m.fp8_weight_cache > 0 ? fmt::format(" + FP8 weight cache {:.3f} GiB ({} B x the layers' parameters: Transformer Engine's "
                                                                  "FP8 copy and transpose, kept across micro-batches without fp8_param_gather)",
-                                                                 gib(m.fp8_weight_cache), training.fp8_weight_cache_bytes())
+                                                                 gib(m.fp8_weight_cache), fp8_weight_cache_bytes(l, training))
                                                    : ""));
   // Under LoRA, gradients and optimizer states are held for the trained share only (terms::trainable_fraction).
   const double trained = terms::trainable_fraction(training, static_cast<double>(model.spec.hidden_size));

@@ -92,6 +92,10 @@ struct StateBytes {
   double expert = 0;
 };
 StateBytes state_bytes_per_element(const plan::Layout& layout, const plan::Training& training);
+// Bytes per layer parameter element of Transformer Engine's FP8 weight cache (plan::Training::fp8_transformer_engine):
+// terms::kFp8WeightCacheBytes under FP8 unless the weights are FP8 themselves (fp8_param_gather, which Megatron
+// takes with the distributed optimizer only); none under ZeRO-3, whose gathered weights are released per layer.
+double fp8_weight_cache_bytes(const plan::Layout& layout, const plan::Training& training);
 
 // Prices one layout. The layout is assumed valid (see check_layout). `per_kind`, when given, must be
 // kind_memory() of a layout with the same mbs, tp, sp, cp, ep and etp.

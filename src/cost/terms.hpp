@@ -92,6 +92,11 @@ inline constexpr double kEpAllToAlls = 4.0;
 inline constexpr double kCommBufferCopies = 2.0;
 // The optimizer step upcasts gradients kept below fp32 (bf16 reduction) to an fp32 copy of the local shard.
 inline constexpr double kFp32Bytes = 4.0;
+// Transformer Engine's FP8 weight cache, bytes per weight element: the row-wise FP8 copy and its transpose (the
+// column-wise data the backward's data-gradient GEMM reads on Hopper), one byte each; kept across micro-batches
+// when Megatron passes is_first_microbatch (transformer_engine/pytorch/module/linear.py get_weight_workspace with
+// cache_name "weight"). MXFP8's block scales (1/32 byte per element and copy) are left out.
+inline constexpr double kFp8WeightCacheBytes = 2.0;
 // ZeRO-2/3 gradient bucket staged for reduce-scatter: Megatron's DDP bucket_size default 40 M elements
 // (megatron/core/distributed/distributed_data_parallel_config.py: bucket_size = max(40000000, 1000000 * dp)).
 inline constexpr double kDpBucketElements = 40e6;

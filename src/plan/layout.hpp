@@ -126,13 +126,10 @@ struct Training {
   bool fp8_transformer_engine = true;
   // Megatron's fp8_param_gather (NeMo's and Megatron-Bridge's FP8 precision recipes set it): the weights themselves
   // are kept in FP8 (one byte, with a one-byte transpose), so Transformer Engine caches no other copy; priced as
-  // param_bytes 2 with no cache.
+  // param_bytes 2 with no cache. Megatron accepts it with the distributed optimizer only (ZeRO >= 1).
   bool fp8_param_gather = false;
   // Bytes per element of a linear layer's input kept for its weight gradient (the op records' `bq`).
   [[nodiscard]] double kept_gemm_input_bytes() const { return fp8 && fp8_transformer_engine ? 1.0 : compute_bytes; }
-  // Bytes per linear-layer weight element of Transformer Engine's FP8 weight cache: the row-wise copy and its
-  // transpose, one byte each (MXFP8's block scales, 1/32 byte each, left out).
-  [[nodiscard]] double fp8_weight_cache_bytes() const { return fp8 && fp8_transformer_engine && !fp8_param_gather ? 2.0 : 0.0; }
   // How the launcher orders ranks, innermost first (Megatron's default: TP, then CP, DP, PP). It decides which
   // link each group's collectives run on. Experts follow Megatron's expert layout (expert-TP x EP innermost).
   std::array<char, 4> rank_order = {'t', 'c', 'd', 'p'};
