@@ -426,6 +426,27 @@ model:
   EXPECT_EQ(back.layout.recompute, plan::Recompute::Selective);
 }
 
+// MindSpore's sequence pipeline: pipeline_scheduler seqpipe under pipeline_interleave splits each micro-batch into
+// parallel_config.seq_split_num segments (mindformers/models/llama/llama.py); without pipeline_interleave, or
+// with one segment, the scheduler is 1F1B.
+TEST(MindFormers, SeqpipeReadsTheSegmentsOfTheSequencePipeline) {
+  auto segments = [](const std::string& interleave, const std::string& split) {
+    const std::string yaml = "parallel_config:\n  data_parallel: 1\n  model_parallel: 1\n  pipeline_stage: 4\n  micro_batch_num: 8\n" + split +
+                             "parallel:\n  pipeline_config:\n    pipeline_interleave: " + interleave +
+                             "\n    pipeline_scheduler: seqpipe\nmodel:\n  model_config:\n    type: LlamaConfig\n    hidden_size: 256\n"
+                             "    num_layers: 8\n    num_heads: 8\n    intermediate_size: 512\n    vocab_size: 1000\n    seq_length: 4096\n"
+                             "    use_flash_attention: True\n";
+    const config::Loaded l = config::read_text(yaml, "llama.yaml");
+    app::EstimateRequest r;
+    config::fill(r, l, nlohmann::json::object());
+    return std::pair{r.job.training.seq_split, l.warnings.size()};
+  };
+  EXPECT_EQ(segments("True", "  seq_split_num: 4\n").first, 4);
+  EXPECT_EQ(segments("False", "  seq_split_num: 4\n").first, 1);  // priced as 1F1B, and said so
+  EXPECT_GT(segments("False", "  seq_split_num: 4\n").second, segments("True", "  seq_split_num: 4\n").second);
+  EXPECT_EQ(segments("True", "").first, 1);
+}
+
 // MindFormers' offset rule: 62 placed layers (61 + 1 MTP) on 16 stages, 62 // 16 = 3 plus the offsets
 // [1]*15 + [-1]: [4]*15 + [2], the MTP layer on the last stage, so 1 body layer there.
 TEST(MindFormers, OffsetAndRecomputeArrays) {

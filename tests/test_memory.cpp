@@ -449,3 +449,34 @@ TEST(Memory, TransformerEngineCachesFp8WeightsUnlessTheWeightsAreFp8) {
   titan.fp8_param_gather = false;
   EXPECT_DOUBLE_EQ(cost::estimate_memory(m, l, titan, 1e15).stages[0].fp8_weight_cache, 0.0);
 }
+
+TEST(Memory, TheSequencePipelineHoldsSegmentsAndTheirKvCache) {
+  // MindSpore's seqpipe (Seq1F1B, arXiv:2406.03488) with seq_split k: the schedule's units are segments of seq / k
+  // tokens; stage i holds p - i + k - 1 of them (the reference planner's count, docs/reference-planner.md); a unit's
+  // attention keeps K and V of the whole sequence; every layer keeps a KV cache and its gradient, 4 x b x kv / t x
+  // seq x dh x 2 bytes (mindformers/models/llama/llama_transformer.py). Llama 3 8B (8 key/value heads of 128), TP 1.
+  auto m = test::bundled("llama3-8b");
+  plan::Training t;
+  t.seq = 32768;
+  t.global_batch = 32;
+  plan::Layout l;
+  l.pp = 4;
+  l.micro_batches = 32;
+  const double whole_seq = cost::layer_activation(m, 0, l, t, plan::Recompute::Off).total();
+  t.seq_split = 8;
+  const auto unit = cost::layer_activation(m, 0, l, t, plan::Recompute::Off);
+  const double kv_whole = 2.0 * 2 * 8 * 128 * 32768;  // K and V of the whole sequence, bf16
+  EXPECT_DOUBLE_EQ(unit.total(), (whole_seq - kv_whole) / 8 + kv_whole);
+  EXPECT_EQ(plan::in_flight_count(l, t, 0, 0), 4 - 0 + 8 - 1);
+  EXPECT_EQ(plan::in_flight_count(l, t, 0, 3), 4 - 3 + 8 - 1);
+  const auto est = cost::estimate_memory(m, l, t, 1e15);
+  EXPECT_DOUBLE_EQ(est.stages[1].kv_cache, 8 * 4.0 * 8 * 128 * 32768 * 2);  // 8 layers on stage 1
+  EXPECT_DOUBLE_EQ(est.stages[1].layer_activations, 8.0 * 10 * unit.total());
+  // The bubble shrinks with the unit: (p - 1) units instead of (p - 1) micro-batches; the work stays.
+  auto hw = test::device("h100-sxm");
+  const cost::StepTime split = cost::estimate_time(m, l, t, hw);
+  t.seq_split = 1;
+  const cost::StepTime whole = cost::estimate_time(m, l, t, hw);
+  EXPECT_NEAR(split.breakdown.compute_s / whole.breakdown.compute_s, 1.0, 0.03);
+  EXPECT_NEAR(split.breakdown.bubble_s / whole.breakdown.bubble_s, 1.0 / 8, 0.02);
+}

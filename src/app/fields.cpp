@@ -247,6 +247,12 @@ void add_job_fields(std::vector<Field<Request>>& f) {
                false,
                [](R& r, const json& v, const std::string& w) { r.job.training.pipeline_runs = static_cast<int>(whole(v, w, 1, kMaxMicroBatches, "runs")); },
                [](const R& r) { return std::to_string(r.job.training.pipeline_runs); }});
+  f.push_back({"seq_split", "",
+               "MindSpore's sequence pipeline (MindFormers' pipeline_scheduler seqpipe, seq_split_num; Seq1F1B): each micro-batch crosses "
+               "the pipeline as this many segments of the sequence, each attending to the earlier ones through a KV cache; 1: whole sequences",
+               false,
+               [](R& r, const json& v, const std::string& w) { r.job.training.seq_split = static_cast<int>(whole(v, w, 1, kMaxMicroBatches, "segments")); },
+               [](const R& r) { return std::to_string(r.job.training.seq_split); }});
   f.push_back({"moe_imbalance", "", "MoE token imbalance: tokens on the busiest EP rank over the mean (1 = balanced)", false,
                [](R& r, const json& v, const std::string& w) { r.job.training.moe_imbalance = real(v, w, 1, 64, "(a factor)"); },
                [](const R& r) { return show_number(r.job.training.moe_imbalance); }});

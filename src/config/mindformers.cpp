@@ -435,8 +435,15 @@ Loaded read_mindformers(const json& tree, const std::string& file) {
   if (!interleave_on) vpp = 1;
   if (pp == 1) vpp = 1;
   set("vpp", vpp, "model.model_config.pp_interleave_num");
+  // MindSpore's schedulers beyond 1F1B take effect under pipeline_interleave (its pipeline_config): seqpipe splits
+  // each micro-batch into parallel_config.seq_split_num segments (the reference planner reads it the same way).
   std::string scheduler = t.text("parallel.pipeline_config.pipeline_scheduler").value_or("1f1b");
-  if (scheduler != "1f1b") out.warnings.push_back(fmt::format("pipeline_scheduler {} is priced as (interleaved) 1F1B", scheduler));
+  const long long segments = t.whole("parallel_config.seq_split_num").value_or(1);
+  if (scheduler == "seqpipe" && interleave_on && pp > 1 && segments > 1) {
+    set("seq_split", segments, "parallel.pipeline_config.pipeline_scheduler seqpipe, parallel_config.seq_split_num");
+  } else if (scheduler != "1f1b") {
+    out.warnings.push_back(fmt::format("pipeline_scheduler {} is priced as (interleaved) 1F1B", scheduler));
+  }
   long long placed = layers + (mtp_in_split ? mtp : 0);
   const json* offset = t.get("model.model_config.offset");
   const json* full = t.get("recompute_config.recompute");

@@ -127,7 +127,7 @@ MemoryEstimate estimate_memory(const model::Model& model, const plan::Layout& l,
 
   double h = static_cast<double>(spec.hidden_size);
   double bc = training.compute_bytes;
-  double s_local = static_cast<double>(training.seq) / l.cp;
+  double s_local = static_cast<double>(training.unit_seq()) / l.cp;  // one pipeline unit's tokens
   double tokens = s_local * l.mbs;
   double dropout = spec.dropout.value_or(model.profile.defaults.count("dropout") ? model.profile.defaults.at("dropout") : 0) > 0 ? 1.0 : 0.0;
   double dp_shard = l.zero_group();
@@ -185,7 +185,7 @@ MemoryEstimate estimate_memory(const model::Model& model, const plan::Layout& l,
     }
 
     // Communication workspaces, in bytes. Layers run one at a time, so the per-layer ones do not add up.
-    double full_tokens = static_cast<double>(training.seq) / l.cp * l.mbs;
+    double full_tokens = static_cast<double>(training.unit_seq()) / l.cp * l.mbs;
     if (l.tp > 1) m.tp_buffer = terms::kCommBufferCopies * full_tokens * h * bc;  // all-gathered input + reduce-scatter staging
     if (l.ep > 1 && has_moe)
       m.ep_buffer = terms::kCommBufferCopies * tokens * static_cast<double>(spec.experts_per_token.value_or(1)) * training.capacity_factor * h * bc / l.tsp();
@@ -214,7 +214,14 @@ MemoryEstimate estimate_memory(const model::Model& model, const plan::Layout& l,
       else
         m.dp_buffer += accumulated;
     }
-    m.buffers = std::max({m.tp_buffer, m.ep_buffer, m.cp_buffer}) + m.dp_buffer;
+    // The sequence pipeline's KV cache, per layer: key_cache and value_cache of the whole sequence and their
+    // gradients, sharded over TP's heads and CP (mindformers/models/llama/llama_transformer.py; the reference
+    // planner's 4 KV per layer, docs/reference-planner.md).
+    if (training.seq_split > 1) {
+      m.kv_cache = 4.0 * static_cast<double>(x.layers) * l.mbs * static_cast<double>(spec.kv_heads()) / l.tp * static_cast<double>(training.seq) / l.cp *
+                   static_cast<double>(spec.effective_head_dim()) * bc;
+    }
+    m.buffers = std::max({m.tp_buffer, m.ep_buffer, m.cp_buffer}) + m.dp_buffer + m.kv_cache;
     m.reserve = training.reserve_bytes;
     if (m.total() > est.peak_bytes) {
       est.peak_bytes = m.total();
@@ -293,7 +300,7 @@ std::vector<std::string> explain_stage(const model::Model& model, const plan::La
                     "recompute {}, s={} b={} t={} tsp={} cp={})",
                     r.chunk, model.kinds[static_cast<std::size_t>(r.kind)].kind.name,
                     flight[static_cast<std::size_t>(r.chunk)][static_cast<std::size_t>(stage)], r.count, a.total() / 1048576.0, a.attention / 1048576.0,
-                    a.ffn / 1048576.0, a.norm / 1048576.0, to_string(r.mode), training.seq / l.cp, l.mbs, l.tp, l.tsp(), l.cp));
+                    a.ffn / 1048576.0, a.norm / 1048576.0, to_string(r.mode), training.unit_seq() / l.cp, l.mbs, l.tp, l.tsp(), l.cp));
   }
   out.push_back(fmt::format(
       "activations {:10.3f} GiB = (layers {:.3f} + one layer rebuilt in backward {:.3f} + embedding output {:.3f} + final norm and logits {:.3f} + loss "
@@ -306,8 +313,9 @@ std::vector<std::string> explain_stage(const model::Model& model, const plan::La
                 "; DP: the stage's parameters gathered once per step and kept, {} B each{}", training.gathered_param_bytes(),
                 !training.zero3_gathers_once_per_step && terms::zero3_accumulates_unsharded(training, l) ? ", and their gradients accumulated whole" : "")
           : "";
-  out.push_back(fmt::format("buffers     {:10.3f} GiB = max(TP {:.3f}, EP {:.3f}, CP {:.3f}) + DP {:.3f} GiB  [kCommBufferCopies {} of what each moves{}]",
-                            gib(m.buffers), gib(m.tp_buffer), gib(m.ep_buffer), gib(m.cp_buffer), gib(m.dp_buffer), terms::kCommBufferCopies, dp_held));
+  out.push_back(fmt::format("buffers     {:10.3f} GiB = max(TP {:.3f}, EP {:.3f}, CP {:.3f}) + DP {:.3f}{} GiB  [kCommBufferCopies {} of what each moves{}]",
+                            gib(m.buffers), gib(m.tp_buffer), gib(m.ep_buffer), gib(m.cp_buffer), gib(m.dp_buffer),
+                            m.kv_cache > 0 ? fmt::format(" + sequence-pipeline KV cache {:.3f}", gib(m.kv_cache)) : "", terms::kCommBufferCopies, dp_held));
   if (m.optimizer_step > 0) {
     out.push_back(
         fmt::format("opt. step   {:10.3f} GiB = {} B x (Pn{} + Pe{})  [fp32 copy of the {}-byte gradients; counted instead of activations + buffers {:.3f} "

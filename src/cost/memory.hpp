@@ -62,6 +62,7 @@ struct StageMemory {
   double head_activations = 0;       // last stage: final norm input and logits
   double loss_backward = 0;          // last stage: the loss backward's transient buffers (terms.hpp)
   double fp8_weight_cache = 0;       // in params: Transformer Engine's FP8 weight copies (plan::Training)
+  double kv_cache = 0;               // in buffers: the sequence pipeline's KV cache (plan::Training::seq_split)
   double tp_buffer = 0, ep_buffer = 0, cp_buffer = 0, dp_buffer = 0;
 };
 

@@ -215,8 +215,10 @@ double ep_seconds_per_copy_byte(const hardware::Hardware& hw, long long ep, long
 
 }  // namespace
 
-double model_forward_flops_per_sequence(const model::Model& model, const plan::Training& training) {
+double model_forward_flops_per_sequence(const model::Model& model, const plan::Training& stated) {
   plan::Layout one;
+  plan::Training training = stated;
+  training.seq_split = 1;  // the whole sequence, however the pipeline splits it
   double flops = 0;
   for (const auto& g : model.stack) {
     const model::BoundKind& kind = model.kinds[static_cast<std::size_t>(g.kind)];
@@ -244,7 +246,7 @@ KindTimes kind_times(const model::Model& model, const plan::Layout& l, const pla
   const model::ModelSpec& spec = model.spec;
   double h = static_cast<double>(spec.hidden_size);
   double bc = training.compute_bytes;
-  double tokens = static_cast<double>(training.seq) / l.cp * l.mbs;  // per rank before TP/SP sharding
+  double tokens = static_cast<double>(training.unit_seq()) / l.cp * l.mbs;  // one pipeline unit, per rank before TP/SP sharding
   // Links follow the rank order (training.rank_order, innermost first); experts use Megatron's expert layout,
   // expert-TP x EP x expert-DP over the same ranks, so an EP group spans expert-TP x EP consecutive ranks.
   const hardware::Level tp_link = group_ring_link(hw, l, training.rank_order, 't', l.tp);
@@ -331,7 +333,7 @@ StepTime estimate_time(const model::Model& model, const plan::Layout& l, const p
   const model::ModelSpec& spec = model.spec;
   double h = static_cast<double>(spec.hidden_size);
   double bc = training.compute_bytes;
-  double tokens = static_cast<double>(training.seq) / l.cp * l.mbs;  // per rank before TP/SP sharding
+  double tokens = static_cast<double>(training.unit_seq()) / l.cp * l.mbs;  // one pipeline unit, per rank before TP/SP sharding
   // The gradient group is DP x CP: it reaches as far as the outer of the two dimensions.
   long long dp_span = std::max(plan::group_span(l, training.rank_order, 'd'), plan::group_span(l, training.rank_order, 'c'));
   const hardware::Level dp_link = hw.ring_link(1LL * l.dp * l.cp, dp_span / (1LL * l.dp * l.cp));
@@ -415,7 +417,7 @@ StepTime estimate_time(const model::Model& model, const plan::Layout& l, const p
       (*stages)[si] = StageTime{compute[si], recompute[si], tpc[si], cpc[si], epc[si], stage_s[si], tpr[si], cpr[si], epr[si]};
     }
   }
-  double m = l.micro_batches;
+  double m = static_cast<double>(l.micro_batches) * std::max(1, training.seq_split);  // pipeline units
   double v = l.vpp;
   // Pipelines run one after another in the step (plan::Training::pipeline_runs), each over m / runs micro-batches
   // with its own fill, drain and data-parallel reduce.
@@ -533,7 +535,7 @@ std::vector<std::string> explain_stage_terms(const model::Model& model, const pl
   StepTime t = estimate_time(model, l, training, hw, mem, overlap, &kt, &st);
   const StageTime& s = st.at(static_cast<std::size_t>(stage));
   auto ms = [](double sec) { return sec * 1e3; };
-  out.push_back(fmt::format("time, per micro-batch on stage {} (ms):", stage));
+  out.push_back(fmt::format("time, per {} on stage {} (ms):", training.seq_split > 1 ? "sequence-pipeline unit" : "micro-batch", stage));
   for (const plan::StageRun& r : plan::stage_runs(model, l, training, stage)) {
     const KindTime& k = kt.kinds[static_cast<std::size_t>(r.kind)];
     out.push_back(
@@ -588,7 +590,11 @@ std::vector<std::string> explain_stage_terms(const model::Model& model, const pl
       hw.sm_count > 0 ? fmt::format("{:g}", hw.sm_count) : std::string("(not stated: no cost)")));
   const int runs = plan::pipeline_runs(l, training);
   out.push_back(fmt::format(
-      "  stage total {:.3f} ms per micro-batch, x {} micro-batches{}", ms(s.total), l.micro_batches,
+      "  stage total {:.3f} ms per {}, x {}{}", ms(s.total),
+      training.seq_split > 1 ? fmt::format("sequence-pipeline unit ({} tokens: seq_split {})", training.unit_seq(), training.seq_split)
+                             : std::string("micro-batch"),
+      training.seq_split > 1 ? fmt::format("{} micro-batches x {} segments", l.micro_batches, training.seq_split)
+                             : fmt::format("{} micro-batches", l.micro_batches),
       runs > 1 ? fmt::format(" in {} pipeline runs of {} (pipeline_runs: each fills, drains and reduces over DP on its own)", runs, l.micro_batches / runs)
                : std::string()));
   const Breakdown& b = t.breakdown;

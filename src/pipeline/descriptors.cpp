@@ -49,6 +49,10 @@ Descriptors describe(const model::Model& model, const plan::Layout& layout, cons
   Descriptors d;
   LayerSet& set = d.layers;
   set.file = model.spec.name + " (sapp's cost model)";
+  if (training.seq_split > 1) {
+    d.why_not = fmt::format("the balancer has no sequence-pipeline schedule (seq_split {}: Seq1F1B units and their KV cache)", training.seq_split);
+    return d;
+  }
   const std::vector<cost::KindMemory> km = cost::kind_memory(model, layout, training);
   const cost::KindTimes kt = cost::kind_times(model, layout, training, hw, overlap);
   const cost::StateBytes state = cost::state_bytes_per_element(layout, training);

@@ -220,6 +220,16 @@ std::vector<Violation> check_layout(const model::Model& model, const Layout& l, 
       if (training.seq % l.cp != 0) bad("seq/cp", [&] { return fmt::format("CP {} does not divide the sequence {}", l.cp, training.seq); });
     }
   }
+  if (training.seq_split > 1) {
+    if (training.seq % (1LL * training.seq_split * l.cp) != 0) {
+      bad("seq/seq_split",
+          [&] { return fmt::format("the sequence pipeline's {} segments x CP {} do not divide the sequence {}", training.seq_split, l.cp, training.seq); });
+    }
+    if (l.pp == 1) bad("seq_split without pp", [&] { return fmt::format("the sequence pipeline (seq_split {}) needs PP > 1", training.seq_split); });
+    if (spec.is_mla() || spec.linear || !training.flash_attention) {
+      bad("seq_split attention", [&] { return std::string("the sequence pipeline's KV cache needs flash attention over GQA/MHA heads (MindFormers' Llama)"); });
+    }
+  }
   if (!spec.is_moe()) {
     if (l.ep > 1) bad("ep on dense", [&] { return fmt::format("EP {} on a dense model (no experts)", l.ep); });
     if (l.etp > 1) bad("ep on dense", [&] { return fmt::format("expert TP {} on a dense model (no experts)", l.etp); });

@@ -160,6 +160,13 @@ struct Training {
   // its own fill, drain and data-parallel reduce: torchtitan's and NeMo AutoModel's gradient accumulation under PP
   // (their train step calls the pipeline schedule once per accumulation step). 1: one pipeline of all of them.
   int pipeline_runs = 1;
+  // MindSpore's sequence pipeline (MindFormers' pipeline_scheduler seqpipe with parallel_config.seq_split_num;
+  // Seq1F1B, Sun et al. 2024, arXiv:2406.03488): each micro-batch crosses the pipeline as seq_split segments of
+  // seq / seq_split tokens, the schedule's units. A segment attends to the earlier ones through a KV cache
+  // (mindformers/models/llama/llama_transformer.py: key_cache / value_cache tiled to the whole sequence), so
+  // attention does the causal work of the whole sequence and keeps K and V of its whole length; each stage holds
+  // seq_split - 1 more units in flight than 1F1B (the backward runs a micro-batch's segments last first).
+  int seq_split = 1;
   // Pipeline split: the embedding, the loss and the MTP layers count as layers of the first and last chunks
   // (Megatron's account_for_embedding/loss_in_pipeline_split; plan::for_each_chunk_group).
   bool pipeline_split_counts_head = false;
@@ -169,6 +176,8 @@ struct Training {
   // (terms::trainable_fraction).
   long long lora_rank = 0;
 
+  // Tokens of one pipeline unit: the sequence, or one of its seq_split segments.
+  [[nodiscard]] long long unit_seq() const { return seq / std::max(1, seq_split); }
   // Bytes per gradient as priced: fp8_grad_bytes under FP8 when stated, else grad_bytes.
   [[nodiscard]] double gradient_bytes() const { return fp8 && fp8_grad_bytes > 0 ? fp8_grad_bytes : grad_bytes; }
   // Bytes per gathered parameter element: gather_bytes when stated, else param_bytes.

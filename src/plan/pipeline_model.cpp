@@ -267,7 +267,12 @@ double in_flight_peak(Schedule schedule, int stages, int chunks, int micro_batch
 }
 
 long long in_flight_count(const Layout& l, const Training& training, int chunk, int stage) {
-  return in_flight_count(schedule_of(l, training.interleave_less_memory), l.pp, l.vpp, l.micro_batches / pipeline_runs(l, training), chunk, stage);
+  // The sequence pipeline schedules segments: seq_split units per micro-batch, and the last chunk holds
+  // seq_split - 1 more (the reference planner's Seq1F1B count, docs/reference-planner.md).
+  const int segments = std::max(1, training.seq_split);
+  const long long units = 1LL * l.micro_batches / pipeline_runs(l, training) * segments;
+  const long long count = in_flight_count(schedule_of(l, training.interleave_less_memory), l.pp, l.vpp, static_cast<int>(units), chunk, stage);
+  return chunk == l.vpp - 1 && segments > 1 ? std::min(units, count + segments - 1) : count;
 }
 
 std::vector<std::vector<long long>> in_flight(const Layout& l, const Training& training) {

@@ -60,7 +60,10 @@ expr::Env layer_env(const model::Model& model, const model::BoundKind& kind, con
     ctx = kind.kind.chunked ? chunked_context(seq, model.spec.attention_chunk.value_or(0))
                             : causal_context(seq, kind.kind.sliding ? model.spec.sliding_window.value_or(0) : 0);
   }
-  set_number(env, sym.s, static_cast<double>(seq) / cp);
+  // Under the sequence pipeline a unit is one segment; its attention keeps the whole sequence's K and V (kvs).
+  const int segments = kind.vision ? 1 : std::max(1, training.seq_split);
+  set_number(env, sym.s, static_cast<double>(seq) / segments / cp);
+  set(env, sym.kvs, static_cast<long long>(segments));
   set(env, sym.seq, seq);
   set(env, sym.ctx, ctx);
   set(env, sym.b, static_cast<long long>(l.mbs));
