@@ -447,6 +447,21 @@ TEST(MindFormers, SeqpipeReadsTheSegmentsOfTheSequencePipeline) {
   EXPECT_EQ(segments("True", "").first, 1);
 }
 
+// A predict / eval YAML is not a training job: sapp says what it prices instead.
+TEST(MindFormers, APredictConfigIsPricedAsTrainingAndSaysSo) {
+  auto warned = [](const std::string& mode) {
+    const std::string yaml = "run_mode: '" + mode +
+                             "'\nparallel_config:\n  data_parallel: 1\n  model_parallel: 1\nmodel:\n  model_config:\n    type: LlamaConfig\n"
+                             "    hidden_size: 256\n    num_layers: 8\n    num_heads: 8\n    intermediate_size: 512\n    vocab_size: 1000\n"
+                             "    seq_length: 4096\n";
+    const config::Loaded l = config::read_text(yaml, "llama.yaml");
+    return std::any_of(l.warnings.begin(), l.warnings.end(), [](const std::string& w) { return w.find("is not training") != std::string::npos; });
+  };
+  EXPECT_TRUE(warned("predict"));
+  EXPECT_FALSE(warned("finetune"));
+  EXPECT_FALSE(warned("train"));
+}
+
 // MindFormers' offset rule: 62 placed layers (61 + 1 MTP) on 16 stages, 62 // 16 = 3 plus the offsets
 // [1]*15 + [-1]: [4]*15 + [2], the MTP layer on the last stage, so 1 body layer there.
 TEST(MindFormers, OffsetAndRecomputeArrays) {

@@ -502,6 +502,13 @@ Loaded read_mindformers(const json& tree, const std::string& file) {
     }
   }
   if (uneven) out.split = split;
+  // MindFormers' run modes: train, finetune (training) and predict / eval (no backward, no optimizer).
+  if (auto mode = t.text("run_mode"); mode && *mode != "train" && *mode != "finetune") {
+    out.warnings.push_back(
+        fmt::format("run_mode '{}' is not training: sapp prices training of this model and layout (gradients, optimizer states, "
+                    "activations kept for the backward), not the {} job this file describes",
+                    *mode, *mode));
+  }
   // Keys that do not change the estimate, read so they are not listed as unused.
   for (const char* used : {"model.model_config.type", "model.model_config.batch_size", "parallel_config.vocab_emb_dp", "use_parallel", "run_mode",
                            "parallel.parallel_mode", "parallel.full_batch", "parallel.dataset_strategy", "parallel.pipeline_config"})
