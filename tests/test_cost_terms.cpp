@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include "core/files.hpp"
 #include "cost/terms.hpp"
 #include "cost/time.hpp"
 #include "helpers.hpp"
@@ -39,6 +40,39 @@ TEST(CostTerms, FrameworkProfilesAreNamedAndCited) {
     EXPECT_LE(p.overlap_tp, 1.0);
   }
   EXPECT_THROW(cost::terms::framework_profile("deepspeed-ulysses-9"), Error);
+  // data/frameworks.yaml states what the sources say: NeMo's userbuffers TP overlap is the constant the Megatron
+  // reader uses for --tp-comm-overlap; torchtitan's float8 is torchao's; MindSpore accumulates fp16 gradients.
+  EXPECT_EQ(cost::terms::framework_profile("nemo").overlap_tp, cost::terms::kUserbuffersTpOverlap);
+  EXPECT_TRUE(cost::terms::framework_profile("megatron_bridge").fp8_param_gather);
+  EXPECT_FALSE(cost::terms::framework_profile("torchtitan").fp8_transformer_engine);
+  EXPECT_EQ(cost::terms::framework_profile("mindformers").grad_bytes, 2.0);
+  EXPECT_EQ(cost::terms::framework_profile("megatron").optimizer_bytes, 12.0);  // the defaults' Megatron mixed precision
+}
+
+TEST(CostTerms, AFrameworkFileIsReadKeyByKey) {
+  const std::string dir = test::temp_dir();
+  auto refused = [&](const std::string& text, const std::string& names) {
+    test::write_file(dir + "/f.yaml", text);
+    try {
+      (void)cost::terms::load_framework_profiles(dir + "/f.yaml");
+      return std::string("accepted");
+    } catch (const Error& e) {
+      const std::string what = e.what();
+      return what.find(names) != std::string::npos && what.find("f.yaml") != std::string::npos ? std::string() : what;
+    }
+  };
+  std::string defaults = io::read_text(io::data_dir() + "/frameworks.yaml");
+  defaults = defaults.substr(0, defaults.find("\nprofiles:"));
+  EXPECT_EQ(refused(defaults + "\nprofiles:\n  x: {source: s, overlap: {tp: 1.5}}\n", "tp"), "");
+  EXPECT_EQ(refused(defaults + "\nprofiles:\n  x: {source: s, grad_byte: 2}\n", "grad_byte"), "");
+  EXPECT_EQ(refused(defaults + "\nprofiles:\n  x: {source: s, selective_modules: [attention]}\n", "selective_modules"), "");
+  EXPECT_EQ(refused(defaults + "\nprofiles:\n  x: {overlap: {tp: 0}}\n", "source"), "");
+  test::write_file(dir + "/f.yaml", defaults + "\nprofiles:\n  x: {source: s, overlap: {tp: 0.25}, param_bytes: 4}\n");
+  const auto read = cost::terms::load_framework_profiles(dir + "/f.yaml");
+  ASSERT_EQ(read.size(), 1U);
+  EXPECT_EQ(read[0].overlap_tp, 0.25);
+  EXPECT_EQ(read[0].overlap_dp, 0.9);  // the default's
+  EXPECT_EQ(read[0].param_bytes, 4.0);
 }
 
 // validation/runs.yaml: NeMo 24.12 H100 FP8 dense rows held out within the target; B200 MXFP8 rows outside it;

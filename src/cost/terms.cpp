@@ -12,117 +12,86 @@ namespace sapp::cost::terms {
 
 namespace {
 
-// Each framework's overlap and runtime terms; a field not named keeps FrameworkProfile's default.
-std::vector<FrameworkProfile> make_profiles() {
-  return {
-      {
-          .name = "megatron",
-          .source = "Megatron-LM defaults (megatron/training/arguments.py): no TP overlap unless --tp-comm-overlap, DP overlap with --overlap-grad-reduce",
-          .selective_modules = {"core_attn"},
-      },
-      {
-          .name = "megatron2021",
-          .source = "Narayanan et al. 2021 (arXiv:2104.04473): no communication overlap in the 2021 system (TP all-reduces, DP all-reduce, blocking PP sends)",
-          .overlap_tp = 0,
-          .overlap_dp = 0,
-          .overlap_pp = 0,
-          .grad_bytes = 2,  // fp16 gradients, all-reduced in fp16 (section 5: mixed precision)
-          .selective_modules = {"core_attn"},
-      },
-      {
-          .name = "nemo",
-          .source = "NeMo performance recipes (scripts/performance): tp_comm_overlap on (userbuffers), overlap_grad_reduce and overlap_param_gather on, "
-                    "grad_reduce_in_fp32 False and fp8_param_gather True for FP8 (precision recipes bf16_with_fp8_mixed, bf16_with_mxfp8_mixed)",
-          .overlap_tp = kUserbuffersTpOverlap,
-          .fp8_grad_bytes = 2,
-          .fp8_param_gather = true,  // bf16_with_fp8_mixed and the other FP8 precision recipes set fp8_param_gather
-          .selective_modules = {"core_attn"},
-      },
-      {
-          .name = "megatron_bridge",
-          .source = "Megatron-Bridge perf recipes (src/megatron/bridge/perf_recipes, 067f987): tp_comm_overlap with TP, overlap_grad_reduce/param_gather, "
-                    "MoE alltoall dispatcher with grouped GEMM; overlap_moe_expert_parallel_comm only where a recipe sets it (run field ep_overlap); "
-                    "grad_reduce_in_fp32 False and fp8_param_gather True for FP8 (precision recipes bf16_with_fp8_mixed, bf16_with_mxfp8_mixed)",
-          .overlap_tp = kUserbuffersTpOverlap,
-          .fp8_grad_bytes = 2,
-          .fp8_param_gather = true,  // bf16_with_fp8_mixed and the other FP8 precision recipes set fp8_param_gather
-          .selective_modules = {"core_attn"},
-      },
-      {
-          .name = "torchtitan",
-          .source = "torchtitan (FSDP2, per-layer fully_shard with reshard_after_forward, prefetch of the next layer's all-gather; torch.compile; "
-                    "F.cross_entropy on fp32 logits); memory reported as torch.cuda reserved peak; FSDP2 mixed precision: fp32 sharded parameters (the "
-                    "master copy), bf16 gathered for compute, fp32 gradients reduce-scattered, two fp32 Adam moments",
-          .overlap_tp = 0.0,  // vanilla TP; AsyncTP is a separate option
-          .overlap_dp = 0.9,
-          .fragmentation = 0.05,  // reserved over allocated at peak; PyTorch caching allocator (expandable segments off)
-          .loss_fused = false,
-          .param_bytes = 4,
-          .grad_bytes = 4,
-          .optimizer_bytes = 8,
-          .gather_bytes = 2,
-          .fp8_transformer_engine = false,  // torchao's Float8Linear (torchao/float8/float8_linear.py)
-          // torchtitan/distributed/fsdp.py get_fsdp_reshard_after_forward_policy ("default": not pp_enabled) and
-          // torch/distributed/pipelining/stage.py backward_maybe_with_nosync (no gradient sync, no reshard after
-          // any backward but the last).
-          .zero3_gathers_once_with_pp = true,
-          .selective_modules = {"torchtitan_op_sac"},
-      },
-      {
-          .name = "automodel",
-          .source = "NeMo AutoModel (PyTorch FSDP2 + DeepEP, Transformer Engine layers): FSDP prefetch, DeepEP dispatch not overlapped with compute; "
-                    "the benchmark rows say 'TE + ...': Transformer Engine's parallel cross entropy assumed (fused, in place); FSDP2 mixed precision "
-                    "as torchtitan's",
-          .overlap_tp = 0.0,
-          .overlap_dp = 0.9,
-          .param_bytes = 4,
-          .grad_bytes = 4,
-          .optimizer_bytes = 8,
-          .gather_bytes = 2,
-          // Under PP every layer keeps its parameters gathered (components/distributed/parallelizer.py:
-          // reshard_after_forward False when pp_enabled) and torch pipelining syncs gradients on the last backward
-          // only, as torchtitan.
-          .zero3_gathers_once_with_pp = true,
-          .selective_modules = {"core_attn"},
-      },
-      {
-          .name = "hyperparallel",
-          .source = "HyperParallel's train YAML and trainer (PyTorch + torch_npu; mindspore-ai/hyper-parallel): its fully_shard keeps the "
-                    "sharded parameters in the model's own dtype (model_init_dtype, else model.torch_dtype; fp32 when neither is stated), "
-                    "all-gathers them in mix_precision.param_dtype and keeps each reduced gradient in the stored dtype (fdd0a80 "
-                    "platform/torch/fully_shard/param.py init_dtype_attrs, apply_reduced_grad); its AdamW keeps two moments zeros_like the "
-                    "gradient and updates in place with torch._fused_adamw_ (no master copy, no whole fp32 gradient copy) unless "
-                    "optimizer.fp32_main_params adds an fp32 main copy with fp32 moments and main gradients; the config readers set those "
-                    "bytes. Without accelerator.loss_parallel the loss is Transformers' ForCausalLMLoss on fp32 logits gathered whole on "
-                    "every TP rank; selective activation checkpointing is a per-op policy in torchtitan's manner (every second matmul "
-                    "output, attention and collectives saved; norms, activations, RoPE and casts recomputed)",
-          .loss_fused = false,
-          .logits_whole_over_tp = true,
-          .param_bytes = 4,
-          .grad_bytes = 4,
-          .optimizer_bytes = 8,
-          .optimizer_casts_per_parameter = true,
-          .selective_modules = {"torchtitan_op_sac"},
-      },
-      {
-          .name = "mindformers",
-          .source = "MindSpore/MindFormers: fine-grained communication overlap (pipeline_config); the parallel optimizer (enable_parallel_optimizer: "
-                    "ZeRO-3 as MindSpore runs it, plan::Training::zero3_gathers_once_per_step) gathers weights after their cast to the compute dtype "
-                    "(mindspore step_parallel.cc) and accumulates gradients in the parameters' dtype; Adam's two moments in fp32 with no separate master "
-                    "copy (mindformers core/optim/adamw.py clone_state, FP32StateAdamWeightDecay); MindFormers' default param_init_type float16",
-          .overlap_tp = 0.5,
-          .grad_bytes = 2,
-          .optimizer_bytes = 8,
-          .gather_bytes = 2,
-          .zero3_gathers_once_per_step = true,
-          .optimizer_casts_per_parameter = true,
-          .selective_modules = {"hyperparallel_selective"},
-      },
+// One profile: `defaults` (data/frameworks.yaml), then what the profile states.
+FrameworkProfile profile_from(const nlohmann::json& defaults, const nlohmann::json& stated, const std::string& file, const std::string& name) {
+  static const std::vector<std::string> keys = {"source",
+                                                "overlap",
+                                                "runtime_gib",
+                                                "fragmentation",
+                                                "loss_fused",
+                                                "logits_whole_over_tp",
+                                                "param_bytes",
+                                                "grad_bytes",
+                                                "optimizer_bytes",
+                                                "fp8_grad_bytes",
+                                                "gather_bytes",
+                                                "fp8_transformer_engine",
+                                                "fp8_param_gather",
+                                                "zero3_gathers_once_with_pp",
+                                                "zero3_gathers_once_per_step",
+                                                "optimizer_casts_per_parameter",
+                                                "selective_modules"};
+  io::Reader base{defaults, file, "defaults"};
+  io::Reader own{stated, file, "profiles." + name};
+  base.only(keys);
+  own.only(keys);
+  // The profile's value of `key` when it states one, else the default's.
+  auto pick = [&](const std::string& key) -> const io::Reader& { return own.has(key) ? own : base; };
+  auto fraction = [&](const io::Reader& rd, const std::string& key, double fallback) {
+    const double v = rd.number_or(key, fallback);
+    if (v < 0 || v > 1) rd.bad(key, "a fraction from 0 to 1");
+    return v;
   };
+  auto bytes = [&](const std::string& key) {
+    const double v = pick(key).number(key);
+    if (v < 0 || v > 64) pick(key).bad(key, "bytes per element, 0 to 64");
+    return v;
+  };
+  FrameworkProfile p;
+  p.name = name;
+  p.source = own.string("source");
+  for (const io::Reader* rd : {&base, &own}) {
+    if (!rd->has("overlap")) continue;
+    io::Reader o = rd->child("overlap");
+    o.only({"tp", "dp", "ep", "cp", "pp"});
+    p.overlap_tp = fraction(o, "tp", p.overlap_tp);
+    p.overlap_dp = fraction(o, "dp", p.overlap_dp);
+    p.overlap_ep = fraction(o, "ep", p.overlap_ep);
+    p.overlap_cp = fraction(o, "cp", p.overlap_cp);
+    p.overlap_pp = fraction(o, "pp", p.overlap_pp);
+  }
+  p.runtime_bytes = pick("runtime_gib").number("runtime_gib") * 1073741824.0;
+  if (p.runtime_bytes < 0) pick("runtime_gib").bad("runtime_gib", "GiB, at least 0");
+  p.fragmentation = fraction(pick("fragmentation"), "fragmentation", 0.0);
+  p.loss_fused = pick("loss_fused").boolean("loss_fused");
+  p.logits_whole_over_tp = pick("logits_whole_over_tp").boolean("logits_whole_over_tp");
+  p.param_bytes = bytes("param_bytes");
+  p.grad_bytes = bytes("grad_bytes");
+  p.optimizer_bytes = bytes("optimizer_bytes");
+  p.fp8_grad_bytes = bytes("fp8_grad_bytes");
+  p.gather_bytes = bytes("gather_bytes");
+  p.fp8_transformer_engine = pick("fp8_transformer_engine").boolean("fp8_transformer_engine");
+  p.fp8_param_gather = pick("fp8_param_gather").boolean("fp8_param_gather");
+  p.zero3_gathers_once_with_pp = pick("zero3_gathers_once_with_pp").boolean("zero3_gathers_once_with_pp");
+  p.zero3_gathers_once_per_step = pick("zero3_gathers_once_per_step").boolean("zero3_gathers_once_per_step");
+  p.optimizer_casts_per_parameter = pick("optimizer_casts_per_parameter").boolean("optimizer_casts_per_parameter");
+  const io::Reader& modules = pick("selective_modules");
+  const nlohmann::json& list = modules.node.at("selective_modules");
+  if (!list.is_array()) modules.bad("selective_modules", "a list of recompute module names");
+  for (const auto& m : list) {
+    if (!m.is_string()) modules.bad("selective_modules", "a list of recompute module names");
+    p.selective_modules.push_back(m.get<std::string>());
+  }
+  try {
+    (void)recompute_switches(p.selective_modules);
+  } catch (const Error& e) {
+    modules.bad("selective_modules", e.what());
+  }
+  return p;
 }
 
 const std::vector<FrameworkProfile>& profiles() {
-  static const std::vector<FrameworkProfile> p = make_profiles();
+  static const std::vector<FrameworkProfile> p = load_framework_profiles(io::data_dir() + "/frameworks.yaml");
   return p;
 }
 
@@ -228,6 +197,21 @@ std::vector<std::string> recompute_switches(const nlohmann::json& stated, const 
   } catch (const Error& e) {
     fail(where, "{}", e.what());
   }
+}
+
+// The profiles of data/frameworks.yaml, by name.
+std::vector<FrameworkProfile> load_framework_profiles(const std::string& file) {
+  const nlohmann::json tree = io::read_tree(file);
+  io::Reader top{tree, file, ""};
+  top.only({"defaults", "profiles"});
+  if (!tree.contains("defaults") || !tree.at("defaults").is_object()) top.bad("defaults", "a mapping of every profile key");
+  if (!tree.contains("profiles") || !tree.at("profiles").is_object() || tree.at("profiles").empty()) top.bad("profiles", "a mapping of named profiles");
+  std::vector<FrameworkProfile> out;
+  for (const auto& [name, stated] : tree.at("profiles").items()) {
+    if (!stated.is_object()) top.bad("profiles." + name, "a mapping of profile keys");
+    out.push_back(profile_from(tree.at("defaults"), stated, file, name));
+  }
+  return out;
 }
 
 const FrameworkProfile& framework_profile(const std::string& name, const std::string& where) {

@@ -202,7 +202,10 @@ struct FrameworkProfile {
   // records' default (HyperParallel's selective: the cheap ops).
   std::vector<std::string> selective_modules;
 };
-// The profile named `name`; otherwise fails naming `where` and the known names.
+// The profiles a framework file states (data/frameworks.yaml: `defaults`, then `profiles` by name); fails naming the
+// file and key of anything it cannot read.
+std::vector<FrameworkProfile> load_framework_profiles(const std::string& file);
+// The profile named `name` (the bundled data/frameworks.yaml); otherwise fails naming `where` and the known names.
 const FrameworkProfile& framework_profile(const std::string& name, const std::string& where = "framework");
 // Sets what a profile says of the training job: runtime reserve, fragmentation, loss, state dtypes, and what
 // selective recompute drops.
