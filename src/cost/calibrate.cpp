@@ -36,6 +36,19 @@ void read_run_settings(const nlohmann::json& row, const std::string& file, const
   }
   if (rd.boolean_or("ep_overlap", false)) overlap.ep = terms::kOverlappedEpAllToAll;
   training.pipeline_split_counts_head = rd.boolean_or("pipeline_split_counts_head", false);
+  // What the run's recipe overlaps where it differs from its framework's profile.
+  if (rd.has("overlap")) {
+    io::Reader ov = rd.child("overlap");
+    ov.only({"tp", "dp", "ep", "cp", "pp"});
+    auto fraction = [&](const char* name, double& into) {
+      if (ov.has(name)) into = ov.quantity(name, units::kOverlap);
+    };
+    fraction("tp", overlap.tp);
+    fraction("dp", overlap.dp);
+    fraction("ep", overlap.ep);
+    fraction("cp", overlap.cp);
+    fraction("pp", overlap.pp);
+  }
 }
 
 void read_run_layout(const nlohmann::json& row, const std::string& file, const std::string& where, plan::Layout& l) {
@@ -92,6 +105,7 @@ const std::vector<std::string>& run_row_keys() {
                                                 "eager_norms",
                                                 "dispatcher",
                                                 "ep_overlap",
+                                                "overlap",
                                                 "pipeline_split_counts_head"};
   return keys;
 }
@@ -106,7 +120,7 @@ std::vector<MeasuredRun> runs_from_json(const nlohmann::json& tree, const std::s
     std::string key = "runs[" + std::to_string(i) + "]";
     io::Reader rd{list[i], file, key};
     std::vector<std::string> keys = run_row_keys();
-    keys.insert(keys.end(), {"overlap", "step_time_s", "tokens_per_s_per_device"});
+    keys.insert(keys.end(), {"step_time_s", "tokens_per_s_per_device"});
     rd.only(keys);
     MeasuredRun run;
     run.name = rd.string_or("name", key);
@@ -117,19 +131,6 @@ std::vector<MeasuredRun> runs_from_json(const nlohmann::json& tree, const std::s
     read_run_settings(list[i], file, key, run.training, run.overlap);
     plan::Layout& l = run.layout;
     read_run_layout(list[i], file, key, l);
-    if (rd.has("overlap")) {
-      io::Reader ov{list[i].at("overlap"), file, key + ".overlap"};
-      ov.only({"tp", "dp", "ep", "cp", "pp"});
-      auto fraction = [&](const char* name, double& into) {
-        if (!ov.has(name)) return;
-        into = ov.quantity(name, units::kOverlap);
-      };
-      fraction("tp", run.overlap.tp);
-      fraction("dp", run.overlap.dp);
-      fraction("ep", run.overlap.ep);
-      fraction("cp", run.overlap.cp);
-      fraction("pp", run.overlap.pp);
-    }
     plan::derive_data_parallel(l, run.devices, run.training.global_batch, at(file, key + ".devices"), at(file, key + ".global_batch"));
     auto violations = plan::check_layout(run.model, l, run.training, run.devices);
     if (!violations.empty()) fail(at(file, key), "{}: {}", violations.front().rule, violations.front().detail);

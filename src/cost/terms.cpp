@@ -115,7 +115,7 @@ constexpr std::array<ValidatedPair, 9> kValidated = {{
     {"a100-80g", false, true, "Narayanan et al. 2021 Table 1 (fp16, 10 held-out runs, median 6 %)"},
     {"h100-sxm", true, true,
      "13 held-out FP8 runs in validation/runs.yaml, median 5.7 %: NeMo 24.07 / 24.12 dense runs within 9 % (Nemotron-3 8B / 22B and "
-     "Nemotron-4 340B -6.5, -5.5, -5.8 %), Megatron-Bridge 25.11 dense +5.4 % and -11.7 %; Megatron-Bridge FP8 MoE runs off by 5-21 %"},
+     "Nemotron-4 340B -6.5, -5.5, -5.8 %), Megatron-Bridge 25.11 dense +5.4 % and -11.7 %; Megatron-Bridge FP8 MoE runs off by 5-10 %"},
     {"h100-sxm", false, false,
      "4 held-out BF16 H100 runs in validation/runs.yaml, median 29 %: GPT-OSS-120B -14 %, AutoModel Qwen3-30B-A3B +60 %, AutoModel "
      "DeepSeek-V3 +44 %, AutoModel Llama3-70B -3.0 %; the BF16 GEMM efficiency is a prior (0.69)"},
