@@ -581,6 +581,18 @@ TEST(Torchtitan, DisableLossParallelGathersTheLogitsWhole) {
   EXPECT_TRUE(whole(text));
 }
 
+// torch.distributed.pipelining's DualPipeV schedule (torchtitan's pipeline_parallel_schedule): two stages per rank
+// in a V, priced as DualPipe-V.
+TEST(Torchtitan, DualPipeVScheduleIsPricedAsDualPipeV) {
+  std::string text = io::read_text(source("tests/configs/torchtitan-pp.toml"));
+  text.replace(text.find("\"Interleaved1F1B\""), 17, "\"DualPipeV\"");
+  app::EstimateRequest r;
+  config::fill(r, config::read_text(text, "t.toml", config::Format::Torchtitan), nlohmann::json::object());
+  EXPECT_TRUE(r.job.training.dualpipe_v);
+  EXPECT_EQ(r.layout.vpp, 2);
+  EXPECT_GT(app::run_estimate(r).time.step_s, 0.0);
+}
+
 // torchtitan v0.2's converters are registered as quantize.linear.float8 / quantize.grouped_mm.float8 (and .mx)
 // (torchtitan/components/quantization/float8.py and mx.py at v0.2.2): each prices FP8 like v0.1's float8, an
 // unregistered name is refused as torchtitan refuses it, and --emit writes the v0.2 names (the experts' too).
@@ -1447,6 +1459,21 @@ TEST(Megatron, AccountForEmbeddingAndLossInTheSplit) {
   EXPECT_EQ(l.values.at("vpp"), 4);
   EXPECT_EQ(l.values.at("split_counts_embedding_and_loss"), true);
   EXPECT_TRUE(l.unused.empty()) << l.unused.front();
+}
+
+// MindSpeed's --schedules-method dualpipev: DualPipe-V over 2 x PP chunks of --num-layers, the second chunks back up
+// the ranks, so MindSpeed-LLM's DeepSeek-V3 A3 script's no-op layers 61-63 (of 64, PP 8) empty the last chunk, which
+// sits on rank 0 beside the first.
+TEST(Megatron, DualpipevPlacesTheSecondChunksInAV) {
+  const std::string base =
+      "torchrun pretrain_gpt.py --num-layers 64 --hidden-size 1024 --num-attention-heads 16 --seq-length 2048 --micro-batch-size 1 "
+      "--global-batch-size 64 --vocab-size 32000 --pipeline-model-parallel-size 8 --schedules-method dualpipev --noop-layers 61,62,63\n";
+  config::Loaded l = config::read_text(base, "run.sh", config::Format::Megatron);
+  EXPECT_EQ(l.values.at("vpp"), 2);
+  EXPECT_EQ(l.values.at("dualpipe_v"), true);
+  ASSERT_TRUE(l.split);
+  EXPECT_EQ(l.split->layers, (plan::ChunkCounts{{4, 4, 4, 4, 4, 4, 4, 4}, {1, 4, 4, 4, 4, 4, 4, 4}}));
+  EXPECT_THROW((void)config::read_text(base.substr(0, base.size() - 1) + " --schedules-method zerobubble\n", "run.sh", config::Format::Megatron), Error);
 }
 
 // --stage-layers and --stage-recompute on the command line price the split; the even split is the default.

@@ -365,3 +365,34 @@ TEST(StepTime, FixedResolutionTowersAttendWithinEachImage) {
   double q1 = tower_flops("qwen3-vl-2b.json", 4096), q2 = tower_flops("qwen3-vl-2b.json", 8192);
   EXPECT_GT(q2 / q1, 2.05);
 }
+
+TEST(StepTime, DualPipeVHoldsTheHeadOnStageZeroAndAThirdOfTheBubble) {
+  // DualPipe-V (DeepSeek's DualPipe repository, its table): the virtual stages run down the ranks and back up, so
+  // rank 0 holds the first chunk and the last (the embedding and the head); the bubble is (PP - 1)(F&B + B - 3W) of
+  // one chunk, half a stage: with B = 2F and W = B / 2, (PP - 1) x a third of a stage's micro-batch.
+  auto m = test::bundled("llama3-8b");
+  auto hw = test::device("h100-sxm");
+  plan::Training t;
+  t.seq = 4096;
+  t.global_batch = 16;
+  plan::Layout l;
+  l.pp = 4;
+  l.vpp = 2;
+  l.micro_batches = 16;
+  t.dualpipe_v = true;
+  EXPECT_EQ(plan::stage_of_virtual(l, t, 0), 0);
+  EXPECT_EQ(plan::stage_of_virtual(l, t, 4), 3);  // virtual stage PP sits on the last rank
+  EXPECT_EQ(plan::stage_of_virtual(l, t, 7), 0);
+  const auto mem = cost::estimate_memory(m, l, t, 1e15);
+  EXPECT_GT(mem.stages[0].head_activations, 0.0);
+  EXPECT_EQ(mem.stages[3].head_activations, 0.0);
+  const cost::StepTime v = cost::estimate_time(m, l, t, hw);
+  const double stage_mb = v.breakdown.compute_s / 16.0;  // TP 1, no recompute: the slowest stage is its compute
+  EXPECT_NEAR(v.breakdown.bubble_s, 3.0 * stage_mb / 3.0, 1e-9 * v.step_s);
+  plan::Layout few = l;
+  few.micro_batches = 4;  // fewer than 2 x PP
+  plan::Training four = t;
+  four.global_batch = 4;
+  EXPECT_FALSE(plan::check_layout(m, few, four, 4).empty());
+  EXPECT_TRUE(plan::check_layout(m, l, t, 4).empty());
+}

@@ -253,6 +253,10 @@ void add_job_fields(std::vector<Field<Request>>& f) {
                false,
                [](R& r, const json& v, const std::string& w) { r.job.training.seq_split = static_cast<int>(whole(v, w, 1, kMaxMicroBatches, "segments")); },
                [](const R& r) { return std::to_string(r.job.training.seq_split); }});
+  f.push_back({"dualpipe_v", "",
+               "DualPipe-V pipeline schedule (MindSpeed's --schedules-method dualpipev, torchtitan's DualPipeV): two chunks per stage in a V "
+               "(needs --vpp 2 and at least 2 x PP micro-batches), the head on stage 0, a third of 1F1B's bubble",
+               true, [](R& r, const json& v, const std::string& w) { r.job.training.dualpipe_v = truth(v, w); }, nullptr});
   f.push_back({"moe_imbalance", "", "MoE token imbalance: tokens on the busiest EP rank over the mean (1 = balanced)", false,
                [](R& r, const json& v, const std::string& w) { r.job.training.moe_imbalance = real(v, w, 1, 64, "(a factor)"); },
                [](const R& r) { return show_number(r.job.training.moe_imbalance); }});

@@ -299,6 +299,7 @@ Loaded read_automodel(const json& stated, const std::string& file) {
       t.bad("distributed.pipeline", fmt::format("{} virtual stages do not divide over pp_size {}", per_stage.size(), d.pp));
     vpp = static_cast<long long>(per_stage.size()) / d.pp;
     plan::StageSplit split = looped_split(per_stage, d.pp, torch_v_schedule(schedule));
+    if (torch_dualpipe_v(schedule)) set("dualpipe_v", true, "distributed.pipeline.pp_schedule DualPipeV");
     if (split.layers != plan::even_split(layers, static_cast<int>(d.pp), static_cast<int>(vpp)).layers) out.split = split;
   }
   set("vpp", vpp, "distributed.pipeline.pp_schedule");

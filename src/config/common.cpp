@@ -191,6 +191,8 @@ bool torch_v_schedule(const std::string& schedule) {
   return s.find("zbv") != std::string::npos || s.find("dualpipev") != std::string::npos || s == "vschedule";
 }
 
+bool torch_dualpipe_v(const std::string& schedule) { return schedule_key(schedule) == "dualpipev"; }
+
 bool torch_multi_stage_schedule(const std::string& schedule) {
   const std::string s = schedule_key(schedule);
   return torch_v_schedule(schedule) || s.find("interleaved") != std::string::npos || s.find("looped") != std::string::npos ||

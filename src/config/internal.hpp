@@ -94,6 +94,8 @@ const json* stated_at(const json& tree, const std::string& path);
 // several virtual stages per rank, and those of them placed in a V (the second half folded back).
 bool torch_multi_stage_schedule(const std::string& schedule);
 bool torch_v_schedule(const std::string& schedule);
+// torch.distributed.pipelining's ScheduleDualPipeV (priced as plan::Training::dualpipe_v).
+bool torch_dualpipe_v(const std::string& schedule);
 // Per-[chunk][rank] layers of virtual stages holding `per_stage` layers each, placed as torch's pipelining places
 // them: stage s on rank s mod PP (chunk s / PP); a V schedule folds chunk 1 back (rank PP - 1 - (s - PP)).
 plan::StageSplit looped_split(const std::vector<long long>& per_stage, long long pp, bool v_shape);

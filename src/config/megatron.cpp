@@ -1092,6 +1092,18 @@ Loaded read_megatron(const std::string& text, const std::string& file) {
   long long vpp = 1;
   if (auto v = a.whole("--num-virtual-stages-per-pipeline-rank")) vpp = *v;
   const bool layer_list = a.flags.count("--num-layer-list") > 0;
+  // MindSpeed's --schedules-method dualpipev (mindspeed/features_manager/pipeline_parallel/dualpipev_feature.py):
+  // DualPipe-V, two chunks per rank in a V, --num-layers split evenly over the 2 x PP chunks.
+  const std::optional<std::string> schedules = a.value("--schedules-method");
+  const bool dualpipev = schedules == std::optional<std::string>("dualpipev") && pp > 1;
+  if (schedules && *schedules != "dualpipev") fail(at(file, "--schedules-method"), "'{}' is not a schedule MindSpeed defines (dualpipev)", *schedules);
+  if (dualpipev) {
+    if (layer_list || a.flags.count("--num-layers-per-virtual-pipeline-stage") || vpp > 1)
+      fail(at(file, "--schedules-method"), "dualpipev splits the layers itself: drop --num-layer-list and the virtual-pipeline flags");
+    if (!layers || *layers % (2 * pp) != 0) fail(at(file, "--schedules-method"), "dualpipev needs --num-layers divisible by 2 x PP = {}", 2 * pp);
+    vpp = 2;
+    set("dualpipe_v", true, "--schedules-method dualpipev");
+  }
   // --account-for-embedding/loss-in-pipeline-split: the embedding and the loss each take a layer's place in the even
   // split (arguments.py adds one to --num-layers for each before dividing by PP and the virtual stage size).
   const bool embedding_counts = a.on("--account-for-embedding-in-pipeline-split");
@@ -1238,7 +1250,9 @@ Loaded read_megatron(const std::string& text, const std::string& file) {
     if (!split) split = plan::even_split(*layers, static_cast<int>(pp), static_cast<int>(vpp));
     long long first = 0;
     for (std::size_t c = 0; c < split->layers.size(); ++c) {
-      for (std::size_t st = 0; st < split->layers[c].size(); ++st) {
+      for (std::size_t k = 0; k < split->layers[c].size(); ++k) {
+        // DualPipe-V runs its second chunks back up the ranks: virtual stage PP + k sits on rank PP - 1 - k.
+        const std::size_t st = dualpipev && c == 1 ? split->layers[c].size() - 1 - k : k;
         long long& n = split->layers[c][st];
         const long long end = first + n;
         n -= static_cast<long long>(std::distance(noop.lower_bound(first), noop.lower_bound(end)));

@@ -444,6 +444,7 @@ Loaded read_torchtitan(const std::string& text, const std::string& file) {
     const bool known = std::any_of(schedules.begin(), schedules.end(), [&](const std::string& n) { return io::lower(n) == io::lower(schedule); });
     if (!known)
       t.bad("parallelism.pipeline_parallel_schedule", fmt::format("'{}' is not a torch pipeline schedule ({})", schedule, fmt::join(schedules, ", ")));
+    if (torch_dualpipe_v(schedule)) set("dualpipe_v", true, "parallelism.pipeline_parallel_schedule DualPipeV");
     if (io::lower(schedule) == "gpipe")
       out.warnings.push_back(
           "parallelism.pipeline_parallel_schedule: GPipe is priced as 1F1B (sapp has no GPipe schedule): GPipe holds every micro-batch's activations, so its "

@@ -36,6 +36,7 @@ void read_run_settings(const nlohmann::json& row, const std::string& file, const
   }
   if (rd.boolean_or("ep_overlap", false)) overlap.ep = terms::kOverlappedEpAllToAll;
   training.pipeline_split_counts_head = rd.boolean_or("pipeline_split_counts_head", false);
+  training.dualpipe_v = rd.boolean_or("dualpipe_v", false);
   // What the run's recipe overlaps where it differs from its framework's profile.
   if (rd.has("overlap")) {
     io::Reader ov = rd.child("overlap");
@@ -63,15 +64,21 @@ void read_run_layout(const nlohmann::json& row, const std::string& file, const s
   l.zero = static_cast<int>(rd.count_or("zero", units::kZeroStage, 1));
   l.sp = rd.boolean_or("sp", l.tp > 1);
   if (rd.has("recompute")) l.recompute = plan::read_activation_checkpoint_mode(row.at("recompute"), at(file, where + ".recompute"));
-  // An uneven stage split as the run placed its layers (one chunk per stage): PP whole numbers.
+  // An uneven stage split as the run placed its layers: PP whole numbers, or with VPP one such list per chunk
+  // (chunk-major, as plan::StageSplit holds it).
   if (rd.has("stage_layers")) {
     const nlohmann::json& counts = row.at("stage_layers");
-    if (!counts.is_array() || static_cast<int>(counts.size()) != l.pp || l.vpp != 1) rd.bad("stage_layers", "a list of PP layer counts (without VPP)");
+    const bool per_chunk = l.vpp > 1;
+    const char* expected = per_chunk ? "a list of VPP lists of PP layer counts" : "a list of PP layer counts";
+    if (!counts.is_array() || static_cast<int>(counts.size()) != (per_chunk ? l.vpp : l.pp)) rd.bad("stage_layers", expected);
     plan::StageSplit split;
-    split.layers.emplace_back();
-    for (const nlohmann::json& n : counts) {
-      if (!n.is_number_integer() || n.get<long long>() < 0) rd.bad("stage_layers", "whole layer counts");
-      split.layers.front().push_back(n.get<long long>());
+    for (const nlohmann::json& row_of_chunk : per_chunk ? counts : nlohmann::json::array({counts})) {
+      if (!row_of_chunk.is_array() || static_cast<int>(row_of_chunk.size()) != l.pp) rd.bad("stage_layers", expected);
+      split.layers.emplace_back();
+      for (const nlohmann::json& n : row_of_chunk) {
+        if (!n.is_number_integer() || n.get<long long>() < 0) rd.bad("stage_layers", "whole layer counts");
+        split.layers.back().push_back(n.get<long long>());
+      }
     }
     l.split = std::make_shared<const plan::StageSplit>(std::move(split));
   }
@@ -106,6 +113,7 @@ const std::vector<std::string>& run_row_keys() {
                                                 "dispatcher",
                                                 "ep_overlap",
                                                 "overlap",
+                                                "dualpipe_v",
                                                 "pipeline_split_counts_head"};
   return keys;
 }

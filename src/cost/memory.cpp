@@ -149,7 +149,7 @@ MemoryEstimate estimate_memory(const model::Model& model, const plan::Layout& l,
     m.layer_activations = x.act;
     m.recompute_working = x.working;
     bool first = s == 0;
-    bool last = s == l.pp - 1;
+    bool last = s == plan::head_stage(l, training);
     if (first) {
       pn += model.embedding_params / l.tp + model.vision_extra_params / l.tp;
       // Embedding output (and its dropout mask) for every micro-batch the first chunk holds.
@@ -157,7 +157,7 @@ MemoryEstimate estimate_memory(const model::Model& model, const plan::Layout& l,
     }
     if (last) {
       pn += model.head_params / l.tp + model.final_norm_params + model.mtp_extra_params * static_cast<double>(mtp) / l.tp;
-      if (spec.tie_word_embeddings && l.pp > 1) pn += model.embedding_params / l.tp;  // the last stage's copy
+      if (spec.tie_word_embeddings && l.pp > 1 && !first) pn += model.embedding_params / l.tp;  // the last stage's copy
       // Final norm input, and logits in the compute dtype plus their fp32 upcast for the loss (one per MTP depth too).
       const double vocab_share = static_cast<double>(spec.vocab_size) / terms::logits_split(training, l.tp);
       double logits = training.loss_chunked ? 0.0 : tokens * (bc + 4.0) * vocab_share * static_cast<double>(1 + mtp);

@@ -21,6 +21,9 @@ namespace sapp::cost::terms {
 // work. Source: Narayanan et al. 2021 (arXiv:2104.04473) section 5.1, "the backward pass is twice the forward".
 inline constexpr double kForwardShare = 1.0 / 3.0;
 inline constexpr double kBackwardShare = 2.0 / 3.0;
+// The weight-gradient GEMMs' share of a backward (W of the zero-bubble and DualPipe schedules): the input-gradient
+// and weight-gradient GEMMs do the same FLOPs (Qi et al. 2023, arXiv:2401.10241, section 2).
+inline constexpr double kWeightGradientShare = 0.5;
 // LoRA: the share of the parameters trained. An adapter of rank r on a linear layer of in x out weights adds
 // r (in + out) weights (Hu et al. 2021, arXiv:2106.09685 section 4); priced at 2 r / hidden of all parameters, exact
 // for a square layer and above the share of the wider MLP layers (r (1/h + 1/ffn)); 1 when every weight trains.

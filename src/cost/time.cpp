@@ -390,12 +390,13 @@ StepTime estimate_time(const model::Model& model, const plan::Layout& l, const p
   // The head's forward and its backward (2x; a frozen head under LoRA only its input gradient), and the loss.
   const double trained = terms::trainable_fraction(training, h);
   // A chunked loss (plan::Training::loss_chunked) computes the logits again in its backward.
-  compute[P - 1] += head_fwd * (1.0 + (training.lora_rank > 0 ? terms::frozen_gemm_backward(trained) : 2.0) + (training.loss_chunked ? 1.0 : 0.0)) + loss;
+  const auto head_at = static_cast<std::size_t>(plan::head_stage(l, training));
+  compute[head_at] += head_fwd * (1.0 + (training.lora_rank > 0 ? terms::frozen_gemm_backward(trained) : 2.0) + (training.loss_chunked ? 1.0 : 0.0)) + loss;
   if (vocab_split < l.tp) {
     double gather = ring_seconds(hw, group_ring_link(hw, l, training.rank_order, 't', l.tp), l.tp,
                                  tokens * static_cast<double>(spec.vocab_size) * (1.0 + mtp_depths) * bc, 1.0);
-    tpc[P - 1] += gather;
-    tpr[P - 1] += gather;
+    tpc[head_at] += gather;
+    tpr[head_at] += gather;
   }
   for (std::size_t si = 0; si < P; ++si) {
     // Physical overlap: TP, CP and EP collectives hide only behind compute the stage runs at the same time
@@ -430,6 +431,13 @@ StepTime estimate_time(const model::Model& model, const plan::Layout& l, const p
   // 1F1B: fill and drain pass every stage once, the steady state runs at the slowest stage:
   // (m - 1) * max + sum; uniform stages give (m + p - 1) * t. Interleaved: chunks of t/v, the fill shrinks by v.
   double pipeline = l.pp == 1 ? m * sum : runs * (v == 1 ? (m_run - 1.0) * slowest + sum : sum / v + (m_run * v - 1.0) * slowest / v);
+  if (plan::dualpipe_v(l, training)) {
+    // DualPipe-V: (PP - 1)(F&B + B - 3W) of one chunk, half a stage (the DualPipe repository's table), F&B a
+    // forward and a backward run together and W the weight-gradient half of a backward: (PP - 1)(F + B / 2).
+    const double chunk = slowest / 2.0;
+    const double bubble = (l.pp - 1.0) * chunk * (terms::kForwardShare + (1.0 - terms::kWeightGradientShare) * terms::kBackwardShare);
+    pipeline = runs * (m_run * slowest + bubble);
+  }
   double busy = m * slowest;
   out.breakdown.compute_s = m * compute[slow];
   out.breakdown.recompute_s = m * recompute[slow];
@@ -566,7 +574,7 @@ std::vector<std::string> explain_stage_terms(const model::Model& model, const pl
                     kind.kind.name, rate, hw.efficiency.attention, terms::to_string(training.attention_kernel), head_dim,
                     training.attention_kernel == plan::AttentionKernel::TorchSdpa ? ", kFlash2AttentionTflops, kTorchSdpaAttentionRate" : ""));
   }
-  if (stage == l.pp - 1) {
+  if (stage == plan::head_stage(l, training)) {
     out.push_back(
         fmt::format("  + LM head {} x 2 t h V (1 + MTP {}) FLOPs / TP (lm_head_forward_flops, backward 2x: 1/kForwardShare; in BF16 under FP8: "
                     "kLmHeadRunsInFp8) and the loss "

@@ -53,6 +53,10 @@ Descriptors describe(const model::Model& model, const plan::Layout& layout, cons
     d.why_not = fmt::format("the balancer has no sequence-pipeline schedule (seq_split {}: Seq1F1B units and their KV cache)", training.seq_split);
     return d;
   }
+  if (plan::dualpipe_v(layout, training)) {
+    d.why_not = "DualPipe-V layouts keep the even split here (`sapp balance --dualpipe-v` balances a layers file under that schedule)";
+    return d;
+  }
   const std::vector<cost::KindMemory> km = cost::kind_memory(model, layout, training);
   const cost::KindTimes kt = cost::kind_times(model, layout, training, hw, overlap);
   const cost::StateBytes state = cost::state_bytes_per_element(layout, training);
@@ -130,7 +134,7 @@ Descriptors describe(const model::Model& model, const plan::Layout& layout, cons
   // holds beyond its layers.
   const cost::MemoryEstimate mem = cost::estimate_memory(model, layout, training, hw.memory_bytes, &km);
   std::vector<double> body_static(static_cast<std::size_t>(layout.pp), 0.0);
-  plan::for_each_chunk_group(model, layout, [&](int stage, int /*chunk*/, int kind, long long count) {
+  plan::for_each_chunk_group(model, layout, training, [&](int stage, int /*chunk*/, int kind, long long count) {
     const auto k = static_cast<std::size_t>(kind);
     body_static[static_cast<std::size_t>(stage)] += static_cast<double>(count) * (km[k].dense_elems * state.dense + km[k].expert_elems * state.expert);
   });

@@ -220,6 +220,15 @@ std::vector<Violation> check_layout(const model::Model& model, const Layout& l, 
       if (training.seq % l.cp != 0) bad("seq/cp", [&] { return fmt::format("CP {} does not divide the sequence {}", l.cp, training.seq); });
     }
   }
+  if (dualpipe_v(l, training)) {
+    if (l.vpp != 2) bad("dualpipe-v chunks", [&] { return fmt::format("DualPipe-V runs two chunks per stage in a V, not VPP {}", l.vpp); });
+    if (l.micro_batches / pipeline_runs(l, training) < 2 * l.pp) {
+      bad("dualpipe-v micro-batches", [&] {
+        return fmt::format("DualPipe-V needs at least 2 x PP = {} micro-batches per pipeline, not {}", 2 * l.pp, l.micro_batches / pipeline_runs(l, training));
+      });
+    }
+    if (training.seq_split > 1) bad("dualpipe-v seq_split", [&] { return std::string("DualPipe-V and the sequence pipeline are two schedules"); });
+  }
   if (training.seq_split > 1) {
     if (training.seq % (1LL * training.seq_split * l.cp) != 0) {
       bad("seq/seq_split",
@@ -257,7 +266,7 @@ std::vector<Violation> check_layout(const model::Model& model, const Layout& l, 
   const int runs = pipeline_runs(l, training);
   if (runs > 1 && l.micro_batches % runs != 0) {
     bad("pipeline runs", [&] { return fmt::format("{} micro-batches do not split evenly into {} pipeline runs per step", l.micro_batches, runs); });
-  } else if (l.vpp > 1 && l.pp > 1 && (l.micro_batches / runs) % l.pp != 0) {
+  } else if (l.vpp > 1 && l.pp > 1 && !dualpipe_v(l, training) && (l.micro_batches / runs) % l.pp != 0) {
     bad("interleave/micro-batches", [&] {
       return runs > 1 ? fmt::format("interleaved 1F1B needs the {} micro-batches of each of the {} pipeline runs divisible by PP {}", l.micro_batches / runs,
                                     runs, l.pp)

@@ -167,6 +167,11 @@ struct Training {
   // attention does the causal work of the whole sequence and keeps K and V of its whole length; each stage holds
   // seq_split - 1 more units in flight than 1F1B (the backward runs a micro-batch's segments last first).
   int seq_split = 1;
+  // DualPipe-V (DeepSeek's DualPipe repository; MindSpeed's --schedules-method dualpipev, torchtitan's DualPipeV):
+  // two chunks per stage in a V, chunk 0 of stage s the virtual stage s and chunk 1 the virtual stage 2 PP - 1 - s,
+  // so stage 0 holds both the embedding and the head; the bubble is (PP - 1)(F&B + B - 3W) of one chunk (the
+  // repository's table, PP its devices). Needs VPP 2 and at least 2 PP micro-batches; ignored without PP.
+  bool dualpipe_v = false;
   // Pipeline split: the embedding, the loss and the MTP layers count as layers of the first and last chunks
   // (Megatron's account_for_embedding/loss_in_pipeline_split; plan::for_each_chunk_group).
   bool pipeline_split_counts_head = false;
@@ -185,6 +190,17 @@ struct Training {
   // Bytes per gradient element the data-parallel reduce sends: reduce_bytes when stated, else gradient_bytes().
   [[nodiscard]] double reduced_gradient_bytes() const { return reduce_bytes > 0 ? reduce_bytes : gradient_bytes(); }
 };
+
+// Whether the layout runs DualPipe-V (Training::dualpipe_v, with PP).
+[[nodiscard]] inline bool dualpipe_v(const Layout& layout, const Training& training) { return training.dualpipe_v && layout.pp > 1; }
+// The stage that holds virtual stage `k` (chunk k / PP): interleaved placement, or DualPipe-V's V.
+[[nodiscard]] inline int stage_of_virtual(const Layout& layout, const Training& training, long long k) {
+  const long long chunk = k / layout.pp;
+  const long long rank = k % layout.pp;
+  return static_cast<int>(dualpipe_v(layout, training) && chunk == 1 ? layout.pp - 1 - rank : rank);
+}
+// The stage that holds the last layers, the head and the loss: the last stage, or stage 0 under DualPipe-V.
+[[nodiscard]] inline int head_stage(const Layout& layout, const Training& training) { return dualpipe_v(layout, training) ? 0 : layout.pp - 1; }
 
 // The pipelines the step runs one after another (Training::pipeline_runs): 1 without PP.
 [[nodiscard]] inline int pipeline_runs(const Layout& layout, const Training& training) { return layout.pp > 1 ? std::max(1, training.pipeline_runs) : 1; }

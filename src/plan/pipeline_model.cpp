@@ -267,6 +267,10 @@ double in_flight_peak(Schedule schedule, int stages, int chunks, int micro_batch
 }
 
 long long in_flight_count(const Layout& l, const Training& training, int chunk, int stage) {
+  if (dualpipe_v(l, training)) {
+    // DualPipe-V's own order (the repository's eight steps), its chunks in the V.
+    return in_flight_count(Schedule::DualPipeV, l.pp, l.vpp, l.micro_batches / pipeline_runs(l, training), chunk, stage);
+  }
   // The sequence pipeline schedules segments: seq_split units per micro-batch, and the last chunk holds
   // seq_split - 1 more (the reference planner's Seq1F1B count, docs/reference-planner.md).
   const int segments = std::max(1, training.seq_split);

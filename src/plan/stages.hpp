@@ -68,7 +68,7 @@ void for_each_chunk_group(const model::Model& model, const Layout& l, const Trai
   long long used = 0;  // layers of group g already placed
   long long placed = 0;
   for (long long k = 0; k < chunks; ++k) {
-    int stage = static_cast<int>(k % l.pp);
+    int stage = stage_of_virtual(l, training, k);
     int chunk = static_cast<int>(k / l.pp);
     auto cs = [&](const ChunkCounts& x) { return x.empty() ? 0LL : x[static_cast<std::size_t>(chunk)][static_cast<std::size_t>(stage)]; };
     long long n = 0;
@@ -112,7 +112,7 @@ void for_each_chunk_group(const model::Model& model, const Layout& l, const Trai
   }
   Recompute mtp_mode = split != nullptr && split->states_recompute() ? Recompute::Off : l.recompute;
   for (const auto& group : model.stack) {
-    if (group.mtp) call(l.pp - 1, l.vpp - 1, group.kind, group.count, mtp_mode, true);
+    if (group.mtp) call(head_stage(l, training), l.vpp - 1, group.kind, group.count, mtp_mode, true);
   }
 }
 template <typename Visit>
