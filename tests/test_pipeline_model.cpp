@@ -1,7 +1,8 @@
 // The one pipeline model: the memory estimator's closed-form in-flight counts (plan::in_flight_count, used by
 // cost/) against a replay of the simulator's block order, and the exact peak for unequal chunks
 // (plan::in_flight_peak) against the simulator's memory timeline, over a grid of (stages, chunks, micro-batches,
-// schedule, stage). Source of the closed forms: Megatron-LM's interleaved
+// schedule, stage). Source of the closed forms: DualPipe-V's 2 S - s and s + 1 (its order: the DualPipe repository's
+// eight steps); Megatron-LM's interleaved
 // warm-up (Narayanan et al. 2021, sec. 2.2: (V - 1) S + 2 (S - s - 1) warm-up micro-batches, + 1 in flight
 // after the first steady forward), 1F1B's S - s, and ZB-H1's S on every stage (Qi et al. 2023, sec. 3.1:
 // "the same peak memory as 1F1B").

@@ -213,19 +213,11 @@ long long in_flight_count(Schedule schedule, int stages, int chunks, int micro_b
   long long s = stage;
   if (schedule == Schedule::ZeroBubble) return std::min(S, m);
   if (schedule == Schedule::DualPipeV) {
-    // No closed form: the counts at the first prefix of the order holding the most micro-batches.
-    std::vector<long long> now(2, 0);
-    std::vector<long long> at_peak(2, 0);
-    long long best = -1;
-    for (const Block& b : stage_order(schedule, stages, chunks, micro_batches, stage)) {
-      if (b.kind == BlockKind::Forward) ++now[static_cast<std::size_t>(b.chunk)];
-      if (releases(b)) --now[static_cast<std::size_t>(b.chunk)];
-      if (now[0] + now[1] > best) {
-        best = now[0] + now[1];
-        at_peak = now;
-      }
-    }
-    return at_peak.at(static_cast<std::size_t>(chunk));
+    // The order's first peak (m >= 2 S, check_schedule): 2 S - s forwards of chunk 0 and s + 1 of chunk 1, 2 S + 1
+    // in all, the DualPipe repository's "PP + 1" activations of its 2 S chunks (tests/test_pipeline_model.cpp replays
+    // the order).
+    check_schedule(schedule, stages, chunks, micro_batches);
+    return chunk == 0 ? 2 * S - s : s + 1;
   }
   if (V == 1) return std::min(S - s, m);
   if (m < S) {
