@@ -590,7 +590,19 @@ TEST(Torchtitan, DualPipeVScheduleIsPricedAsDualPipeV) {
   config::fill(r, config::read_text(text, "t.toml", config::Format::Torchtitan), nlohmann::json::object());
   EXPECT_TRUE(r.job.training.dualpipe_v);
   EXPECT_EQ(r.layout.vpp, 2);
-  EXPECT_GT(app::run_estimate(r).time.step_s, 0.0);
+  const report::EstimateReport rep = app::run_estimate(r);
+  EXPECT_GT(rep.time.step_s, 0.0);
+  // Written back: the schedule and the module names in V order read back as the same split.
+  const config::Loaded l = config::read_text(text, "t.toml", config::Format::Torchtitan);
+  config::Plan p = plan_of(rep.layout, r.job.devices, r.job.training.global_batch, r.job.training.seq, 36);
+  p.dualpipe_v = true;
+  p.split = plan::StageSplit{};
+  p.split->layers = {{10, 8}, {7, 11}};  // rank 0: the first 10 layers and the last 7
+  const std::string written = config::emit(config::EmitFormat::Torchtitan, p, &l, "torchtitan llama3 8B");
+  const config::Loaded back = config::read_text(written, "back.toml", config::Format::Torchtitan);
+  EXPECT_EQ(back.values.at("dualpipe_v"), true) << written;
+  ASSERT_TRUE(back.split) << written;
+  EXPECT_EQ(back.split->layers, p.split->layers) << written;
 }
 
 // torchtitan v0.2's converters are registered as quantize.linear.float8 / quantize.grouped_mm.float8 (and .mx)
@@ -1474,6 +1486,38 @@ TEST(Megatron, DualpipevPlacesTheSecondChunksInAV) {
   ASSERT_TRUE(l.split);
   EXPECT_EQ(l.split->layers, (plan::ChunkCounts{{4, 4, 4, 4, 4, 4, 4, 4}, {1, 4, 4, 4, 4, 4, 4, 4}}));
   EXPECT_THROW((void)config::read_text(base.substr(0, base.size() - 1) + " --schedules-method zerobubble\n", "run.sh", config::Format::Megatron), Error);
+}
+
+// A DualPipe-V plan written back: MindSpeed's --schedules-method dualpipev with the split as whole chunks and
+// --noop-layers (Megatron), torch's DualPipeV with module names in V order (torchtitan); each reads back the same.
+TEST(Megatron, ADualPipeVPlanReadsBackTheSameSplit) {
+  const std::string script =
+      "torchrun pretrain_gpt.py --num-layers 64 --hidden-size 1024 --num-attention-heads 16 --seq-length 2048 --micro-batch-size 1 "
+      "--global-batch-size 64 --vocab-size 32000 --pipeline-model-parallel-size 8 --schedules-method dualpipev --noop-layers 61,62,63\n";
+  const config::Loaded l = config::read_text(script, "run.sh", config::Format::Megatron);
+  config::Plan p;
+  p.layout.pp = 8;
+  p.layout.vpp = 2;
+  p.layout.dp = 1;
+  p.layout.mbs = 1;
+  p.layout.micro_batches = 64;
+  p.devices = 8;
+  p.global_batch = 64;
+  p.seq = 2048;
+  p.num_layers = 61;
+  p.dualpipe_v = true;
+  p.split = *l.split;
+  p.split->layers[0][3] = 3;  // one layer moved from rank 3's first chunk to rank 0's last
+  p.split->layers[1][0] = 2;
+  const std::string written = config::emit(config::EmitFormat::Megatron, p, &l, "run");
+  const config::Loaded back = config::read_text(written, "back.sh", config::Format::Megatron);
+  EXPECT_EQ(back.values.at("dualpipe_v"), true) << written;
+  ASSERT_TRUE(back.split) << written;
+  EXPECT_EQ(back.split->layers, p.split->layers) << written;
+  p.dualpipe_v = false;  // an interleaved plan drops the schedule
+  p.split.reset();
+  p.num_layers = 64;
+  EXPECT_EQ(config::emit(config::EmitFormat::Megatron, p, &l, "run").find("dualpipev"), std::string::npos);
 }
 
 // --stage-layers and --stage-recompute on the command line price the split; the even split is the default.

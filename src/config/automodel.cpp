@@ -383,13 +383,12 @@ std::string emit_automodel(const Plan& plan, const Loaded* original, const std::
   edits.emplace_back("step_scheduler.local_batch_size", std::to_string(l.pp > 1 ? plan.global_batch / (1LL * l.dp * plan.pipeline_runs) : l.mbs));
   edits.emplace_back("dataset.seq_len", std::to_string(plan.seq));
   if (l.pp > 1) {
-    edits.emplace_back("distributed.pipeline.pp_schedule", l.vpp > 1 ? "interleaved1f1b" : "1f1b");
+    edits.emplace_back("distributed.pipeline.pp_schedule", plan.dualpipe_v ? "dualpipev" : l.vpp > 1 ? "interleaved1f1b" : "1f1b");
     edits.emplace_back("distributed.pipeline.pp_microbatch_size", std::to_string(l.mbs));
     // The split as HuggingFace module names per virtual stage (rank r holds stages r, r + PP, ...): it overrides
     // layers_per_stage.
-    const plan::StageSplit split = plan.split ? *plan.split : plan::even_split(plan.num_layers, l.pp, l.vpp);
     edits.emplace_back("distributed.pipeline.module_fqns_per_model_part",
-                       flow(module_names_per_stage(split, {"model.embed_tokens", "model.layers.", "model.norm", "lm_head"})));
+                       flow(module_names_per_stage(placed_split(plan), {"model.embed_tokens", "model.layers.", "model.norm", "lm_head"}, plan.dualpipe_v)));
   }
   if (plan.fp8 && notes)
     notes->push_back("FP8 is not written: AutoModel states it per Transformer Engine layer (model.backend.te_fp8.recipe), which the plan does not choose");

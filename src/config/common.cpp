@@ -212,15 +212,16 @@ plan::StageSplit looped_split(const std::vector<long long>& per_stage, long long
   return split;
 }
 
-json module_names_per_stage(const plan::StageSplit& split, const ModuleNames& names) {
+json module_names_per_stage(const plan::StageSplit& split, const ModuleNames& names, bool v_shape) {
   json parts = json::array();
   long long next = 0;
   for (std::size_t c = 0; c < split.layers.size(); ++c) {
-    for (std::size_t s = 0; s < split.layers[c].size(); ++s) {
+    for (std::size_t k = 0; k < split.layers[c].size(); ++k) {
+      const std::size_t s = v_shape && c == 1 ? split.layers[c].size() - 1 - k : k;
       json part = json::array();
-      if (c == 0 && s == 0) part.push_back(names.embedding);
+      if (c == 0 && k == 0) part.push_back(names.embedding);
       for (long long i = 0; i < split.layers[c][s]; ++i) part.push_back(fmt::format("{}{}", names.layer_prefix, next++));
-      if (c + 1 == split.layers.size() && s + 1 == split.layers[c].size()) {
+      if (c + 1 == split.layers.size() && k + 1 == split.layers[c].size()) {
         part.push_back(names.norm);
         part.push_back(names.head);
       }
@@ -228,6 +229,13 @@ json module_names_per_stage(const plan::StageSplit& split, const ModuleNames& na
     }
   }
   return parts;
+}
+
+plan::StageSplit placed_split(const Plan& plan) {
+  if (plan.split) return *plan.split;
+  plan::StageSplit split = plan::even_split(plan.num_layers, plan.layout.pp, plan.layout.vpp);
+  if (plan.dualpipe_v && split.layers.size() == 2) std::reverse(split.layers[1].begin(), split.layers[1].end());
+  return split;
 }
 
 void agree(const std::string& file, const std::string& what, long long a, const std::string& a_from, long long b, const std::string& b_from) {

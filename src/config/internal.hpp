@@ -106,7 +106,11 @@ plan::StageSplit looped_split(const std::vector<long long>& per_stage, long long
 struct ModuleNames {
   std::string embedding, layer_prefix, norm, head;
 };
-json module_names_per_stage(const plan::StageSplit& split, const ModuleNames& names);
+// Under DualPipe-V (`v_shape`) chunk 1's stages run back up the ranks.
+json module_names_per_stage(const plan::StageSplit& split, const ModuleNames& names, bool v_shape = false);
+// The plan's split, or the even split the estimator priced (its chunk 1 reversed under DualPipe-V, whose virtual
+// stage PP + k sits on rank PP - 1 - k).
+plan::StageSplit placed_split(const Plan& plan);
 
 // Readers (one per format).
 Loaded read_huggingface(const std::string& text, const std::string& file);

@@ -1544,7 +1544,24 @@ std::string emit_megatron(const Plan& plan, const Loaded* original, const std::s
   ed.remove("--pipeline-model-parallel-layout");
   ed.remove("--num-virtual-stages-per-pipeline-rank");
   long long mtp = plan.model ? plan.model->mtp_depth.value_or(0) : 0;
-  if (layer_list) {
+  if (!plan.dualpipe_v) ed.remove("--schedules-method");
+  if (plan.dualpipe_v) {
+    // MindSpeed's dualpipev splits --num-layers evenly over the 2 x PP chunks of its V: a split of unequal chunks is
+    // written as that many layers per chunk with the missing ones as --noop-layers at each chunk's end.
+    ed.remove("--num-layer-list");
+    ed.remove("--pipeline-num-transformer-layers");
+    ed.set("--schedules-method", "dualpipev", "--pipeline-model-parallel-size");
+    const plan::StageSplit split = placed_split(plan);
+    std::vector<long long> per_virtual;
+    for (std::size_t c = 0; c < split.layers.size(); ++c)
+      for (std::size_t k = 0; k < split.layers[c].size(); ++k) per_virtual.push_back(split.layers[c][c == 1 ? split.layers[c].size() - 1 - k : k]);
+    const long long widest = *std::max_element(per_virtual.begin(), per_virtual.end());
+    std::vector<long long> noop;
+    for (std::size_t k = 0; k < per_virtual.size(); ++k)
+      for (long long i = per_virtual[k]; i < widest; ++i) noop.push_back(static_cast<long long>(k) * widest + i);
+    ed.set("--num-layers", std::to_string(widest * static_cast<long long>(per_virtual.size())), "--pipeline-model-parallel-size");
+    if (!noop.empty()) ed.set("--noop-layers", fmt::format("{}", fmt::join(noop, ",")), "--num-layers");
+  } else if (layer_list) {
     ed.set("--num-layer-list", fmt::format("{}", fmt::join(plan.split->layers[0], ",")), "--pipeline-model-parallel-size");
   } else if (ms_layers) {
     std::vector<std::string> stages;

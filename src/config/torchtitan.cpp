@@ -632,11 +632,11 @@ std::string emit_torchtitan(const Plan& plan, const Loaded* original, const std:
   text = toml_set(text, "training", "global_batch_size", std::to_string(plan.global_batch));
   text = toml_set(text, "training", "seq_len", std::to_string(plan.seq));
   if (l.pp > 1) {
-    text = toml_set(text, "parallelism", "pipeline_parallel_schedule", l.vpp > 1 ? "\"Interleaved1F1B\"" : "\"1F1B\"");
+    text = toml_set(text, "parallelism", "pipeline_parallel_schedule", plan.dualpipe_v ? "\"DualPipeV\"" : l.vpp > 1 ? "\"Interleaved1F1B\"" : "\"1F1B\"");
     text = toml_set(text, "parallelism", "pipeline_parallel_microbatch_size", std::to_string(l.mbs));
     // The split as module names per virtual stage (chunk-major: rank r holds stages r, r + PP, ...).
-    const plan::StageSplit split = plan.split ? *plan.split : plan::even_split(plan.num_layers, l.pp, l.vpp);
-    text = toml_set(text, "parallelism", "module_fqns_per_model_part", flow(module_names_per_stage(split, {"tok_embeddings", "layers.", "norm", "output"})));
+    text = toml_set(text, "parallelism", "module_fqns_per_model_part",
+                    flow(module_names_per_stage(placed_split(plan), {"tok_embeddings", "layers.", "norm", "output"}, plan.dualpipe_v)));
   }
   std::string mode = plan::to_string(l.recompute);
   bool every = false;
