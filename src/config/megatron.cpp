@@ -1555,6 +1555,7 @@ std::string emit_megatron(const Plan& plan, const Loaded* original, const std::s
     std::vector<long long> per_virtual;
     for (std::size_t c = 0; c < split.layers.size(); ++c)
       for (std::size_t k = 0; k < split.layers[c].size(); ++k) per_virtual.push_back(split.layers[c][c == 1 ? split.layers[c].size() - 1 - k : k]);
+    if (per_virtual.empty()) fail("--emit megatron", "a DualPipe-V plan needs its two chunks per stage");
     const long long widest = *std::max_element(per_virtual.begin(), per_virtual.end());
     std::vector<long long> noop;
     for (std::size_t k = 0; k < per_virtual.size(); ++k)

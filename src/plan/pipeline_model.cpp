@@ -1,6 +1,7 @@
 #include "plan/pipeline_model.hpp"
 
 #include <algorithm>
+#include <limits>
 
 #include "core/error.hpp"
 
@@ -267,7 +268,8 @@ long long in_flight_count(const Layout& l, const Training& training, int chunk, 
   // seq_split - 1 more (the reference planner's Seq1F1B count, docs/reference-planner.md).
   const int segments = std::max(1, training.seq_split);
   const long long units = 1LL * l.micro_batches / pipeline_runs(l, training) * segments;
-  const long long count = in_flight_count(schedule_of(l, training.interleave_less_memory), l.pp, l.vpp, static_cast<int>(units), chunk, stage);
+  const int m = static_cast<int>(std::min<long long>(units, std::numeric_limits<int>::max()));
+  const long long count = in_flight_count(schedule_of(l, training.interleave_less_memory), l.pp, l.vpp, m, chunk, stage);
   return chunk == l.vpp - 1 && segments > 1 ? std::min(units, count + segments - 1) : count;
 }
 
