@@ -445,6 +445,15 @@ TEST(MindFormers, SeqpipeReadsTheSegmentsOfTheSequencePipeline) {
   EXPECT_EQ(segments("False", "  seq_split_num: 4\n").first, 1);  // priced as 1F1B, and said so
   EXPECT_GT(segments("False", "  seq_split_num: 4\n").second, segments("True", "  seq_split_num: 4\n").second);
   EXPECT_EQ(segments("True", "").first, 1);
+  // zero_bubble_v: DualPipe-V's V over pp_interleave_num 2.
+  const std::string zbv =
+      "parallel_config:\n  data_parallel: 1\n  model_parallel: 1\n  pipeline_stage: 4\n  micro_batch_num: 8\nparallel:\n  pipeline_config:\n"
+      "    pipeline_interleave: True\n    pipeline_scheduler: zero_bubble_v\nmodel:\n  model_config:\n    type: LlamaConfig\n    hidden_size: 256\n"
+      "    num_layers: 8\n    num_heads: 8\n    intermediate_size: 512\n    vocab_size: 1000\n    seq_length: 4096\n    pp_interleave_num: 2\n";
+  app::EstimateRequest r;
+  config::fill(r, config::read_text(zbv, "zbv.yaml"), nlohmann::json::object());
+  EXPECT_TRUE(r.job.training.dualpipe_v);
+  EXPECT_EQ(r.layout.vpp, 2);
 }
 
 // A predict / eval YAML is not a training job: sapp says what it prices instead.

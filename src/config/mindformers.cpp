@@ -439,8 +439,13 @@ Loaded read_mindformers(const json& tree, const std::string& file) {
   // each micro-batch into parallel_config.seq_split_num segments (the reference planner reads it the same way).
   std::string scheduler = t.text("parallel.pipeline_config.pipeline_scheduler").value_or("1f1b");
   const long long segments = t.whole("parallel_config.seq_split_num").value_or(1);
-  if (scheduler == "seqpipe" && interleave_on && pp > 1 && segments > 1) {
-    set("seq_split", segments, "parallel.pipeline_config.pipeline_scheduler seqpipe, parallel_config.seq_split_num");
+  // seqvpp / seqsmartvpp are its interleaved variants; zero_bubble_v is DualPipe-V's V (the reference planner
+  // prices it so: docs/reference-planner.md).
+  const bool sequence_pipeline = scheduler == "seqpipe" || scheduler == "seqvpp" || scheduler == "seqsmartvpp";
+  if (sequence_pipeline && interleave_on && pp > 1 && segments > 1) {
+    set("seq_split", segments, fmt::format("parallel.pipeline_config.pipeline_scheduler {}, parallel_config.seq_split_num", scheduler));
+  } else if (scheduler == "zero_bubble_v" && interleave_on && pp > 1) {
+    set("dualpipe_v", true, "parallel.pipeline_config.pipeline_scheduler zero_bubble_v");
   } else if (scheduler != "1f1b") {
     out.warnings.push_back(fmt::format("pipeline_scheduler {} is priced as (interleaved) 1F1B", scheduler));
   }
