@@ -8,6 +8,7 @@
 #include "core/error.hpp"
 #include "core/files.hpp"
 #include "cost/calibrate.hpp"
+#include "cost/terms.hpp"
 #include "hardware/hardware.hpp"
 #include "model/family.hpp"
 #include "pipeline/decompose.hpp"
@@ -19,7 +20,7 @@ namespace sapp::cli {
 
 namespace {
 
-const std::vector<std::string> kKinds = {"hardware", "model", "op-records", "op-profile", "layers", "manual", "measured", "search", "runs"};
+const std::vector<std::string> kKinds = {"hardware", "model", "op-records", "op-profile", "layers", "manual", "measured", "search", "runs", "frameworks"};
 
 bool has_any(const nlohmann::json& tree, std::initializer_list<const char*> keys) {
   for (const char* k : keys) {
@@ -35,6 +36,7 @@ std::string detect_kind(const nlohmann::json& tree) {
   if (tree.contains("layers_description")) return "layers";
   if (tree.contains("runs")) return tree.contains("stages") ? "measured" : "runs";
   if (tree.contains("search")) return "search";
+  if (tree.contains("profiles") && tree.contains("defaults")) return "frameworks";
   if (has_any(tree, {"peak_flops", "hbm_bandwidth", "memory_bytes", "memory_gib", "levels"})) return "hardware";
   if (has_any(tree, {"op_counts", "slots", "full_recompute"})) return "op-records";
   if (has_any(tree, {"kinds", "model_types"})) return "op-profile";
@@ -76,6 +78,8 @@ void check_tree(const nlohmann::json& tree, const std::string& file, const std::
     if (!rd.has("search")) rd.bad("search", "a mapping of dimensions");
     search::Space space;
     search::space_from_json(tree.at("search"), file, space);
+  } else if (kind == "frameworks") {
+    (void)cost::terms::load_framework_profiles(file);
   } else if (kind == "runs") {
     model::Catalog catalog = model::load_catalog(data_dir);
     (void)cost::runs_from_json(tree, file, catalog);
@@ -94,7 +98,7 @@ Run add_check(CLI::App& app) {
   auto o = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand("check",
                                      "validate one data file on its own (hardware, model, op records or profile, layers, manual strategies, "
-                                     "measured peaks, search or calibration runs); prints FILE: ok (KIND)");
+                                     "measured peaks, search or calibration runs, framework profiles); prints FILE: ok (KIND)");
   cmd->add_option("file", o->file, "the data file (.json, .yaml or .yml)")->required();
   cmd->add_option("--kind,-k", o->kind, "what the file is (default: told from its keys)")->check(CLI::IsMember(kKinds));
   return [o]() {
