@@ -2096,6 +2096,24 @@ namespace {
 // (gradients accumulated unsharded, one reduce-scatter per step); under PP every layer stays gathered
 // (parallelizer.py, pp_enabled) and torch pipelining syncs on the last backward (the automodel profile); a pipeline
 // whose dp_size the launch decides runs global / (local x DP) times per step once --devices says DP.
+// The loss as the recipe states it: MaskedCrossEntropy (the recipes' default, components/loss/masked_ce.py) upcasts
+// the logits to fp32 for F.cross_entropy unless fp32_upcast is false; TEParallelCrossEntropy is fused;
+// FusedLinearCrossEntropy never holds the logits.
+TEST(AutoModel, TheLossIsReadAsTheRecipeStatesIt) {
+  const std::string base =
+      "step_scheduler:\n  global_batch_size: 64\n  local_batch_size: 2\ndistributed:\n  strategy: fsdp2\n  dp_size: 8\nmodel:\n"
+      "  pretrained_model_name_or_path: meta-llama/Llama-3.1-8B\ndataset:\n  seq_len: 4096\n";
+  auto read = [&](const std::string& loss) {
+    app::EstimateRequest r;
+    config::fill(r, config::read_text(base + loss, "recipe.yaml"), nlohmann::json::object());
+    return std::pair{r.job.training.loss_fused, r.job.training.loss_chunked};
+  };
+  EXPECT_EQ(read(""), std::pair(false, false));
+  EXPECT_EQ(read("loss_fn:\n  _target_: nemo_automodel.components.loss.masked_ce.MaskedCrossEntropy\n  fp32_upcast: false\n"), std::pair(true, false));
+  EXPECT_EQ(read("loss_fn:\n  _target_: nemo_automodel.components.loss.te_parallel_ce.TEParallelCrossEntropy\n"), std::pair(true, false));
+  EXPECT_EQ(read("loss_fn:\n  _target_: nemo_automodel.components.loss.linear_ce.FusedLinearCrossEntropy\n").second, true);
+}
+
 TEST(AutoModel, FsdpAsAutoModelRunsIt) {
   const std::string base = R"(step_scheduler:
   global_batch_size: 64

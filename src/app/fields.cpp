@@ -237,6 +237,12 @@ void add_job_fields(std::vector<Field<Request>>& f) {
                "the head and loss run over vocabulary chunks and never hold the logits (Cut Cross-Entropy; AutoModel's "
                "FusedLinearCrossEntropy): no logits kept, the logits computed again in the backward",
                true, [](R& r, const json& v, const std::string& w) { r.job.training.loss_chunked = truth(v, w); }, nullptr});
+  f.push_back({"loss_fused", "",
+               "the loss writes its gradient in place (true: Megatron's fused vocab-parallel cross entropy, Transformer Engine's parallel "
+               "cross entropy) or is PyTorch's F.cross_entropy on fp32 logits, its log-softmax and gradient kept in fp32 (false: torchtitan, "
+               "NeMo AutoModel's MaskedCrossEntropy); default: the framework's",
+               false, [](R& r, const json& v, const std::string& w) { r.job.training.loss_fused = truth(v, w); },
+               [](const R& r) { return r.job.training.loss_fused ? std::string("true") : std::string("false"); }});
   f.push_back({"defer_grad_sync", "",
                "FSDP2's gradient sync on the step's last micro-batch only (NeMo AutoModel's defer_fsdp_grad_sync): ZeRO-2/3 gradients "
                "accumulate unsharded and are reduce-scattered once per step",
@@ -517,9 +523,9 @@ void apply_with_config(Request& request, const std::vector<Field<Request>>& fiel
 }  // namespace
 
 json stated_under_framework(const json& earlier, const json& later) {
-  static const std::set<std::string> governed = {"reserve_gib",  "param_bytes",   "grad_bytes",       "optimizer_bytes",   "gather_bytes",
-                                                 "reduce_bytes", "loss_parallel", "fp8_param_gather", "recompute_modules", "overlap_tp",
-                                                 "overlap_dp",   "overlap_ep",    "overlap_cp",       "overlap_pp"};
+  static const std::set<std::string> governed = {"reserve_gib",  "param_bytes",   "grad_bytes", "optimizer_bytes",  "gather_bytes",
+                                                 "reduce_bytes", "loss_parallel", "loss_fused", "fp8_param_gather", "recompute_modules",
+                                                 "overlap_tp",   "overlap_dp",    "overlap_ep", "overlap_cp",       "overlap_pp"};
   json out = json::object();
   if (!earlier.is_object() || !later.is_object() || !later.contains("framework")) return out;
   for (const auto& key : governed) {

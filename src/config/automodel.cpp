@@ -266,8 +266,19 @@ Loaded read_automodel(const json& stated, const std::string& file) {
   // is deferred, accumulated) in fp32.
   if (strategy == "fsdp2") set("reduce_bytes", 4, "distributed mp_policy (reduce_dtype float32)");
 
-  // The loss: FusedLinearCrossEntropy (components/loss/linear_ce.py, Cut Cross-Entropy) never builds the logits.
-  if (auto loss = t.text("loss_fn._target_"); loss && loss->find("FusedLinearCrossEntropy") != std::string::npos) set("loss_chunked", true, "loss_fn._target_");
+  // The loss: FusedLinearCrossEntropy (components/loss/linear_ce.py, Cut Cross-Entropy) never builds the logits;
+  // MaskedCrossEntropy (components/loss/masked_ce.py; the recipes' default loss, recipes/llm/train_ft.py) casts the
+  // logits to fp32 unless fp32_upcast is false and runs F.cross_entropy, whose log-softmax and gradient are fp32
+  // (loss_fused false); with fp32_upcast false they stay in bf16, the bytes of the fused price (the head's kept
+  // bf16 logits and a 4-byte copy against bf16 logits, log-softmax and gradient); TEParallelCrossEntropy is fused.
+  const std::string loss = t.text("loss_fn._target_").value_or("MaskedCrossEntropy");
+  if (loss.find("FusedLinearCrossEntropy") != std::string::npos) {
+    set("loss_chunked", true, "loss_fn._target_");
+  } else if (loss.find("MaskedCrossEntropy") != std::string::npos) {
+    const bool upcast = t.flag("loss_fn.fp32_upcast").value_or(true);
+    set("loss_fused", !upcast,
+        t.get("loss_fn._target_") ? "loss_fn._target_ MaskedCrossEntropy, loss_fn.fp32_upcast" : "the recipes' default loss (MaskedCrossEntropy)");
+  }
 
   // Kernels and precision.
   if (auto attn = t.text("model.backend.attn")) {
