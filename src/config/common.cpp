@@ -204,10 +204,7 @@ plan::StageSplit looped_split(const std::vector<long long>& per_stage, long long
   const auto stages = static_cast<long long>(per_stage.size());
   split.layers.assign(static_cast<std::size_t>(stages / pp), std::vector<long long>(static_cast<std::size_t>(pp), 0));
   for (long long s = 0; s < stages; ++s) {
-    long long rank = s % pp;
-    const long long chunk = s / pp;
-    if (v_shape && chunk == 1) rank = pp - 1 - (s - pp);
-    split.layers[static_cast<std::size_t>(chunk)][static_cast<std::size_t>(rank)] = per_stage[static_cast<std::size_t>(s)];
+    split.layers[static_cast<std::size_t>(s / pp)][static_cast<std::size_t>(plan::rank_of_virtual(pp, s, v_shape))] = per_stage[static_cast<std::size_t>(s)];
   }
   return split;
 }
@@ -216,8 +213,9 @@ json module_names_per_stage(const plan::StageSplit& split, const ModuleNames& na
   json parts = json::array();
   long long next = 0;
   for (std::size_t c = 0; c < split.layers.size(); ++c) {
+    const auto pp = static_cast<long long>(split.layers[c].size());
     for (std::size_t k = 0; k < split.layers[c].size(); ++k) {
-      const std::size_t s = v_shape && c == 1 ? split.layers[c].size() - 1 - k : k;
+      const auto s = static_cast<std::size_t>(plan::rank_of_virtual(pp, static_cast<long long>(c) * pp + static_cast<long long>(k), v_shape));
       json part = json::array();
       if (c == 0 && k == 0) part.push_back(names.embedding);
       for (long long i = 0; i < split.layers[c][s]; ++i) part.push_back(fmt::format("{}{}", names.layer_prefix, next++));

@@ -1251,8 +1251,8 @@ Loaded read_megatron(const std::string& text, const std::string& file) {
     long long first = 0;
     for (std::size_t c = 0; c < split->layers.size(); ++c) {
       for (std::size_t k = 0; k < split->layers[c].size(); ++k) {
-        // DualPipe-V runs its second chunks back up the ranks: virtual stage PP + k sits on rank PP - 1 - k.
-        const std::size_t st = dualpipev && c == 1 ? split->layers[c].size() - 1 - k : k;
+        // Virtual stage c x PP + k, on its rank (DualPipe-V's second chunks run back up the ranks).
+        const auto st = static_cast<std::size_t>(plan::rank_of_virtual(pp, static_cast<long long>(c) * pp + static_cast<long long>(k), dualpipev));
         long long& n = split->layers[c][st];
         const long long end = first + n;
         n -= static_cast<long long>(std::distance(noop.lower_bound(first), noop.lower_bound(end)));
@@ -1544,7 +1544,7 @@ std::string emit_megatron(const Plan& plan, const Loaded* original, const std::s
   ed.remove("--pipeline-model-parallel-layout");
   ed.remove("--num-virtual-stages-per-pipeline-rank");
   long long mtp = plan.model ? plan.model->mtp_depth.value_or(0) : 0;
-  if (!plan.dualpipe_v) ed.remove("--schedules-method");
+  ed.remove("--schedules-method");  // written again below for a DualPipe-V plan
   if (plan.dualpipe_v) {
     // MindSpeed's dualpipev splits --num-layers evenly over the 2 x PP chunks of its V: a split of unequal chunks is
     // written as that many layers per chunk with the missing ones as --noop-layers at each chunk's end.
@@ -1553,8 +1553,11 @@ std::string emit_megatron(const Plan& plan, const Loaded* original, const std::s
     ed.set("--schedules-method", "dualpipev", "--pipeline-model-parallel-size");
     const plan::StageSplit split = placed_split(plan);
     std::vector<long long> per_virtual;
-    for (std::size_t c = 0; c < split.layers.size(); ++c)
-      for (std::size_t k = 0; k < split.layers[c].size(); ++k) per_virtual.push_back(split.layers[c][c == 1 ? split.layers[c].size() - 1 - k : k]);
+    for (std::size_t c = 0; c < split.layers.size(); ++c) {
+      for (std::size_t k = 0; k < split.layers[c].size(); ++k)
+        per_virtual.push_back(
+            split.layers[c][static_cast<std::size_t>(plan::rank_of_virtual(l.pp, static_cast<long long>(c) * l.pp + static_cast<long long>(k), true))]);
+    }
     if (per_virtual.empty()) fail("--emit megatron", "a DualPipe-V plan needs its two chunks per stage");
     const long long widest = *std::max_element(per_virtual.begin(), per_virtual.end());
     std::vector<long long> noop;

@@ -215,10 +215,14 @@ double ep_seconds_per_copy_byte(const hardware::Hardware& hw, long long ep, long
 
 }  // namespace
 
-double model_forward_flops_per_sequence(const model::Model& model, const plan::Training& stated) {
+double model_forward_flops_per_sequence(const model::Model& model, const plan::Training& training) {
+  if (training.seq_split > 1) {
+    // The whole sequence, however the pipeline splits it.
+    plan::Training whole = training;
+    whole.seq_split = 1;
+    return model_forward_flops_per_sequence(model, whole);
+  }
   plan::Layout one;
-  plan::Training training = stated;
-  training.seq_split = 1;  // the whole sequence, however the pipeline splits it
   double flops = 0;
   for (const auto& g : model.stack) {
     const model::BoundKind& kind = model.kinds[static_cast<std::size_t>(g.kind)];

@@ -193,11 +193,15 @@ struct Training {
 
 // Whether the layout runs DualPipe-V (Training::dualpipe_v, with PP).
 [[nodiscard]] inline bool dualpipe_v(const Layout& layout, const Training& training) { return training.dualpipe_v && layout.pp > 1; }
+// The rank of `pp` that holds virtual stage `k` (chunk k / pp): chunk-major (k mod pp), or in a V, chunk 1 back up
+// the ranks (virtual stage pp + j on rank pp - 1 - j: DualPipe-V, torch's V schedules).
+[[nodiscard]] inline long long rank_of_virtual(long long pp, long long k, bool v_shape) {
+  const long long rank = k % pp;
+  return v_shape && k / pp == 1 ? pp - 1 - rank : rank;
+}
 // The stage that holds virtual stage `k` (chunk k / PP): interleaved placement, or DualPipe-V's V.
 [[nodiscard]] inline int stage_of_virtual(const Layout& layout, const Training& training, long long k) {
-  const long long chunk = k / layout.pp;
-  const long long rank = k % layout.pp;
-  return static_cast<int>(dualpipe_v(layout, training) && chunk == 1 ? layout.pp - 1 - rank : rank);
+  return static_cast<int>(rank_of_virtual(layout.pp, k, dualpipe_v(layout, training)));
 }
 // The stage that holds the last layers, the head and the loss: the last stage, or stage 0 under DualPipe-V.
 [[nodiscard]] inline int head_stage(const Layout& layout, const Training& training) { return dualpipe_v(layout, training) ? 0 : layout.pp - 1; }
