@@ -147,6 +147,37 @@ TEST(PlanCommand, TheEmittedMegatronScriptReadsBackToTheSamePlan) {
   }
 }
 
+// A DualPipe-V layout is balanced in its V (the embedding, the LM head and the loss on stage 0; chunk 1 runs back
+// up): the plan is no slower than the even split, and the MindSpeed script it writes (--schedules-method dualpipev,
+// uneven chunks as --noop-layers, the DP overlap it was priced with) reads back to its stages' layers, its peak
+// memory and its estimated step.
+TEST(PlanCommand, DualPipeVLayoutsAreBalancedInTheirVAndReadBack) {
+  const std::string dir = test::temp_dir();
+  auto r = test::run_sapp("plan --model llama3-70b --devices 64 --global-batch 256 --seq 8192 --tp 2 --cp 4 --pp 8 --vpp 2 --dualpipe-v --candidates 1 "
+                          "-q -f json --emit megatron -o " +
+                          dir + "/out.sh");
+  ASSERT_EQ(r.status, 0) << r.err;
+  const nlohmann::json plan = nlohmann::json::parse(r.out)["plans"].at(0);
+  ASSERT_TRUE(plan["balanced"].get<bool>()) << plan["status"];
+  EXPECT_LE(plan["estimate_step_time_s"].get<double>(), plan["even_split_step_time_s"].get<double>());
+  const std::string script = io::read_text(dir + "/out.sh");
+  EXPECT_NE(script.find("--schedules-method dualpipev"), std::string::npos) << script;
+  auto back = test::run_sapp("estimate --from " + dir + "/out.sh --devices 64 -f json");
+  ASSERT_EQ(back.status, 0) << back.err;
+  const nlohmann::json est = nlohmann::json::parse(back.out);
+  ASSERT_EQ(est["stages"].size(), plan["stages"].size());
+  long long layers = 0;
+  for (std::size_t s = 0; s < plan["stages"].size(); ++s) {
+    long long stage_layers = 0;
+    for (const auto& n : plan["stages"][s]["layers"]) stage_layers += n.get<long long>();
+    layers += stage_layers;
+    EXPECT_EQ(est["stages"][s]["layers"].get<long long>(), stage_layers) << "stage " << s;
+  }
+  EXPECT_EQ(layers, 80);  // Llama 3 70B config.json num_hidden_layers
+  EXPECT_NEAR(est["peak_memory_bytes"].get<double>(), plan["peak_memory_bytes"].get<double>(), 1e-9 * plan["peak_memory_bytes"].get<double>());
+  EXPECT_NEAR(est["step_time_s"].get<double>(), plan["estimate_step_time_s"].get<double>(), 1e-9 * plan["estimate_step_time_s"].get<double>());
+}
+
 // A stack whose layer kinds alternate in a repeating period (Gemma 2: sliding-window and global attention layers in
 // turn, HF config layer_types) is balanced a whole period at a time: every chunk holds whole periods, and the plan's
 // split, priced again by `sapp estimate --stage-layers`, gives the plan's peak memory. More chunks than periods is

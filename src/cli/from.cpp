@@ -95,6 +95,7 @@ void emit_plan(const From& from, const app::JobRequest& job, const plan::Layout&
   p.fp8_param_gather = job.training.fp8_param_gather;
   p.pipeline_runs = plan::pipeline_runs(layout, job.training);
   p.dualpipe_v = plan::dualpipe_v(layout, job.training);
+  p.dp_overlap = job.overlap.dp > 0;
   p.memory_limit_gib = job.memory_limit_gib;
   p.model = x.model.spec;
   // A model a framework config defines inline travels with the plan; a config.json is named by its path.

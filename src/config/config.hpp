@@ -102,6 +102,7 @@ struct Plan {
   bool fp8_param_gather = false;  // priced with the weights in FP8 (plan::Training::fp8_param_gather)
   int pipeline_runs = 1;          // pipelines per step under PP (plan::Training::pipeline_runs)
   bool dualpipe_v = false;        // priced as DualPipe-V (plan::Training::dualpipe_v): the split's chunk 1 runs back up
+  bool dp_overlap = false;        // priced with the DP gradient reduce and ZeRO's parameter gather overlapped (cost::Overlap::dp > 0)
   double memory_limit_gib = 0;
   std::optional<model::ModelSpec> model;  // written out when there is no original file to edit
   nlohmann::json model_config;            // a model a framework config defined inline (HuggingFace keys); null: named

@@ -1647,6 +1647,12 @@ std::string emit_megatron(const Plan& plan, const Loaded* original, const std::s
   if (plan.fp8) ed.set("--fp8-format", "hybrid", anchor);
   // Priced without Transformer Engine's FP8 weight cache: the script must keep the weights in FP8 too.
   if (plan.fp8 && plan.fp8_param_gather && l.zero >= 1) ed.set("--fp8-param-gather", std::nullopt, anchor);
+  // The DP collectives as priced: Megatron overlaps neither unless asked (the reader takes a script without these
+  // flags as exposed), and --overlap-param-gather needs the distributed optimizer or Megatron FSDP (ZeRO >= 1).
+  if (plan.dp_overlap) ed.set("--overlap-grad-reduce", std::nullopt, anchor);
+  if (plan.dp_overlap && l.zero >= 1) ed.set("--overlap-param-gather", std::nullopt, anchor);
+  if (!plan.dp_overlap) ed.remove("--overlap-grad-reduce");
+  if (!plan.dp_overlap || l.zero == 0) ed.remove("--overlap-param-gather");
   if (!original) {
     ed.lines.push_back(fmt::format("# {} devices: DP = {} / (TP {} x PP {} x CP {}) = {}", plan.devices, plan.devices, l.tp, l.pp, l.cp, l.dp));
   }

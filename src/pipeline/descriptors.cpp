@@ -53,10 +53,6 @@ Descriptors describe(const model::Model& model, const plan::Layout& layout, cons
     d.why_not = fmt::format("the balancer has no sequence-pipeline schedule (seq_split {}: Seq1F1B units and their KV cache)", training.seq_split);
     return d;
   }
-  if (plan::dualpipe_v(layout, training)) {
-    d.why_not = "DualPipe-V layouts keep the even split here (`sapp balance --dualpipe-v` balances a layers file under that schedule)";
-    return d;
-  }
   const std::vector<cost::KindMemory> km = cost::kind_memory(model, layout, training);
   const cost::KindTimes kt = cost::kind_times(model, layout, training, hw, overlap);
   const cost::StateBytes state = cost::state_bytes_per_element(layout, training);
@@ -143,8 +139,9 @@ Descriptors describe(const model::Model& model, const plan::Layout& layout, cons
   const cost::StageMemory& last = mem.stages.back();
   set.head_mb = (states(first) - body_static.front() + first.embedding_activations) / kBytesPerMb;
   set.tail_mb = (states(last) - body_static.back() + last.head_activations) / kBytesPerMb;
-  if (layout.pp == 1) {
-    // One stage holds both: the embedding's activations with the head, every state beyond the layers with the tail.
+  if (layout.pp == 1 || plan::dualpipe_v(layout, training)) {
+    // One stage holds both (DualPipe-V's chunk 1 runs back to stage 0, which holds the LM head and the loss too):
+    // the embedding's activations with the head, every state beyond the layers with the tail.
     set.head_mb = first.embedding_activations / kBytesPerMb;
     set.tail_mb = (states(first) - body_static.front() + first.head_activations) / kBytesPerMb;
   }
@@ -183,8 +180,9 @@ Problem problem_for(const Descriptors& d, const plan::Layout& layout, const plan
   p.micro_batches = layout.micro_batches;
   p.memory_limit_mb = capacity_bytes / kBytesPerMb;
   p.constant_mb = d.constant_mb;
-  p.schedule = layout.vpp > 1 ? (training.interleave_less_memory ? simulate::Schedule::InterleavedLessMemory : simulate::Schedule::Interleaved)
-                              : simulate::Schedule::OneF1B;
+  p.schedule = plan::dualpipe_v(layout, training) ? simulate::Schedule::DualPipeV
+               : layout.vpp > 1 ? (training.interleave_less_memory ? simulate::Schedule::InterleavedLessMemory : simulate::Schedule::Interleaved)
+                                : simulate::Schedule::OneF1B;
   p.kinds = d.layers.kinds;
   return p;
 }
