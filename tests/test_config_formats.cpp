@@ -454,6 +454,22 @@ TEST(MindFormers, SeqpipeReadsTheSegmentsOfTheSequencePipeline) {
   config::fill(r, config::read_text(zbv, "zbv.yaml"), nlohmann::json::object());
   EXPECT_TRUE(r.job.training.dualpipe_v);
   EXPECT_EQ(r.layout.vpp, 2);
+  // Written back: the scheduler and the chunks' layers per physical stage read back as the same split; a plan
+  // without DualPipe-V drops the scheduler.
+  const config::Loaded loaded = config::read_text(zbv, "zbv.yaml");
+  config::Plan p = plan_of(r.layout, 4, 8, 4096, 8);
+  p.dualpipe_v = true;
+  p.split = plan::StageSplit{};
+  p.split->layers = {{3, 2, 1, 1}, {1, 0, 0, 0}};  // rank 0: the first 3 layers and the last one
+  const std::string written = config::emit(config::EmitFormat::MindFormers, p, &loaded, "llama");
+  const config::Loaded back = config::read_text(written, "back.yaml");
+  EXPECT_EQ(back.values.at("dualpipe_v"), true) << written;
+  ASSERT_TRUE(back.split) << written;
+  EXPECT_EQ(back.split->layers, p.split->layers) << written;
+  p.dualpipe_v = false;
+  p.split.reset();
+  const config::Loaded interleaved = config::read_text(config::emit(config::EmitFormat::MindFormers, p, &loaded, "llama"), "back.yaml");
+  EXPECT_FALSE(interleaved.values.contains("dualpipe_v"));
 }
 
 // A predict / eval YAML is not a training job: sapp says what it prices instead.

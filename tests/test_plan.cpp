@@ -178,6 +178,30 @@ TEST(PlanCommand, DualPipeVLayoutsAreBalancedInTheirVAndReadBack) {
   EXPECT_NEAR(est["step_time_s"].get<double>(), plan["estimate_step_time_s"].get<double>(), 1e-9 * plan["estimate_step_time_s"].get<double>());
 }
 
+// The same for MindFormers: a plan under MindSpore's parallel optimizer (ZeRO-3, its gradients accumulated
+// unsharded: buffers that grow with the stage's layers, balanced as such) written as pipeline_scheduler
+// zero_bubble_v with per-chunk offsets reads back at every stage's peak and at the plan's step.
+TEST(PlanCommand, AMindFormersDualPipeVPlanReadsBackAtEveryStagesPeak) {
+  const std::string dir = test::temp_dir();
+  auto r = test::run_sapp("plan --model llama3-70b --devices 64 --global-batch 256 --seq 8192 --tp 2 --cp 4 --pp 8 --vpp 2 --dualpipe-v --candidates 1 "
+                          "-q -f json --emit mindformers -o " +
+                          dir + "/out.yaml");
+  ASSERT_EQ(r.status, 0) << r.err;
+  const nlohmann::json plan = nlohmann::json::parse(r.out)["plans"].at(0);
+  ASSERT_TRUE(plan["balanced"].get<bool>()) << plan["status"];
+  EXPECT_EQ(plan["layout"]["zero"], 3);
+  EXPECT_NE(io::read_text(dir + "/out.yaml").find("pipeline_scheduler: \"zero_bubble_v\""), std::string::npos);
+  auto back = test::run_sapp("estimate --from " + dir + "/out.yaml --model llama3-70b --hardware h100-sxm --seq 8192 -f json");
+  ASSERT_EQ(back.status, 0) << back.err;
+  const nlohmann::json est = nlohmann::json::parse(back.out);
+  ASSERT_EQ(est["stages"].size(), plan["stages"].size());
+  for (std::size_t s = 0; s < plan["stages"].size(); ++s) {
+    const double planned = plan["stages"][s]["peak_memory_bytes"].get<double>();
+    EXPECT_NEAR(est["stages"][s]["memory_bytes"]["total"].get<double>(), planned, 1e-9 * planned) << "stage " << s;
+  }
+  EXPECT_NEAR(est["step_time_s"].get<double>(), plan["estimate_step_time_s"].get<double>(), 1e-9 * plan["estimate_step_time_s"].get<double>());
+}
+
 // A stack whose layer kinds alternate in a repeating period (Gemma 2: sliding-window and global attention layers in
 // turn, HF config layer_types) is balanced a whole period at a time: every chunk holds whole periods, and the plan's
 // split, priced again by `sapp estimate --stage-layers`, gives the plan's peak memory. More chunks than periods is

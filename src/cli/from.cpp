@@ -29,12 +29,21 @@ void add_from(CLI::App& cmd, From& from) {
 
 namespace {
 
+// A plan written for a framework is priced with that framework's runtime profile (data/frameworks.yaml: what it
+// overlaps, its dtypes, its selective recompute) unless the command line or the file states one.
+nlohmann::json with_emit_framework(const From& from, const nlohmann::json& values) {
+  if (from.emit.empty() || values.contains("framework") || (from.loaded && from.loaded->values.contains("framework"))) return values;
+  nlohmann::json out = values;
+  out["framework"] = config::to_string(config::format_of(config::parse_emit_format(from.emit, "--emit")));
+  return out;
+}
+
 template <typename Request>
 void fill_any(Request& request, From& from, const nlohmann::json& values) {
   if (!from.emit.empty()) (void)config::parse_emit_format(from.emit, "--emit");
   if (from.file.empty()) {
     if (!from.format.empty()) throw app::UsageError("--from-format needs --from");
-    app::apply(request, values, app::Source::CommandLine);
+    app::apply(request, with_emit_framework(from, values), app::Source::CommandLine);
     return;
   }
   std::optional<config::Format> forced;
@@ -43,7 +52,7 @@ void fill_any(Request& request, From& from, const nlohmann::json& values) {
   const config::Loaded& l = *from.loaded;
   // Filled before anything is said, so that a file refused there (a model it names that sapp cannot find) is one
   // error line.
-  const std::vector<std::string> overrides = config::fill(request, l, values);
+  const std::vector<std::string> overrides = config::fill(request, l, with_emit_framework(from, values));
   std::fprintf(stderr, "sapp: note: %s read as %s\n", l.file.c_str(), config::to_string(l.format));
   std::string unused = config::unused_warning(l);
   if (!unused.empty()) std::fprintf(stderr, "sapp: warning: %s\n", unused.c_str());

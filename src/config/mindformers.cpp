@@ -601,8 +601,14 @@ std::string emit_mindformers(const Plan& plan, const Loaded* original, const std
     if (l.vpp > 1 || value_at("parallel.pipeline_config.pipeline_interleave") != json(true))
       text = yaml_set(text, "parallel.pipeline_config.pipeline_interleave", l.vpp > 1 ? "True" : "False");
     text = yaml_set(text, "model.model_config.pp_interleave_num", std::to_string(l.vpp));
+    // The schedule: a DualPipe-V plan is zero_bubble_v (read back as DualPipe-V); another plan drops a stated one.
+    if (plan.dualpipe_v)
+      text = yaml_set(text, "parallel.pipeline_config.pipeline_scheduler", "\"zero_bubble_v\"");
+    else if (value_at("parallel.pipeline_config.pipeline_scheduler") == json("zero_bubble_v"))
+      text = yaml_set(text, "parallel.pipeline_config.pipeline_scheduler", "\"1f1b\"");
   }
-  plan::StageSplit split = plan.split ? *plan.split : plan::even_split(plan.num_layers, l.pp, l.vpp);
+  // Offsets per chunk and physical stage (a DualPipe-V chunk 1 placed back up).
+  plan::StageSplit split = placed_split(plan);
   plan::ChunkCounts placed = split.layers;
   if (legacy_mtp) placed.back().back() += mtp;
   long long total = 0;

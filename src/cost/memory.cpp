@@ -86,11 +86,33 @@ double fp8_weight_cache_bytes(const plan::Layout& l, const plan::Training& train
   return training.fp8_param_gather && l.zero >= 1 ? 0.0 : terms::kFp8WeightCacheBytes;
 }
 
-StateBytes state_bytes_per_element(const plan::Layout& l, const plan::Training& training) {
+Zero3Stage zero3_stage_bytes(const plan::Layout& l, const plan::Training& training, double hidden_size) {
+  Zero3Stage z;
+  if (l.zero < 2 || l.zero_group() <= 1) return z;
+  // Gradients accumulated unsharded: beside the sharded ones torch keeps (torchtitan under PP, FSDP2 with its sync
+  // deferred), or as MindSpore's only gradient buffer (accu_grads; its sharded gradients exist only at the step's
+  // reduce-scatter). In the reduce dtype under torch (FSDP2 accumulates there when it differs from the
+  // parameters'), in the parameters' under MindSpore.
+  if (terms::zero3_accumulates_unsharded(training, l)) {
+    z.accumulated = (training.zero3_gathers_once_per_step ? training.gradient_bytes() : training.reduced_gradient_bytes()) *
+                    terms::trainable_fraction(training, hidden_size);
+  }
+  if (l.zero >= 3) {
+    if (terms::zero3_keeps_stage_gathered(training, l)) z.gathered = training.gathered_param_bytes();  // the whole stage, kept for the step
+    z.replace_grads = training.zero3_gathers_once_per_step && z.accumulated > 0;
+  }
+  return z;
+}
+
+StateBytes state_bytes_per_element(const plan::Layout& l, const plan::Training& training, double hidden_size) {
+  const double trained = terms::trainable_fraction(training, hidden_size);
+  const Zero3Stage z = zero3_stage_bytes(l, training, hidden_size);
   // A state ZeRO shards from `stage` on (1: optimizer states, 2: + gradients, 3: + weights) costs 1/group of it.
   auto per_element = [&](double group) {
     auto share = [&](int stage) { return l.zero >= stage ? 1.0 / group : 1.0; };
-    return training.param_bytes * share(3) + training.gradient_bytes() * share(2) + training.optimizer_bytes * share(1) + fp8_weight_cache_bytes(l, training);
+    const double grads = z.replace_grads ? 0.0 : training.gradient_bytes() * share(2) * trained;
+    return training.param_bytes * share(3) + grads + training.optimizer_bytes * share(1) * trained + fp8_weight_cache_bytes(l, training) + z.gathered +
+           z.accumulated;
   };
   return StateBytes{per_element(l.zero_group()), per_element(l.expert_zero_group())};
 }
@@ -194,26 +216,15 @@ MemoryEstimate estimate_memory(const model::Model& model, const plan::Layout& l,
       m.cp_buffer = terms::kCommBufferCopies * (l.cp_algo == plan::CpAlgo::Ring ? tokens * kv_width * bc / l.tp : full_tokens * h * bc / l.tp);
     }
     if (l.zero >= 2 && dp_shard > 1) m.dp_buffer = training.gradient_bytes() * std::min(terms::kDpBucketElements, pn + pe);  // bucket
-    // Gradients accumulated unsharded: beside the sharded ones torch keeps (torchtitan under PP, FSDP2 with its sync
-    // deferred), or as MindSpore's only gradient buffer (accu_grads; its sharded gradients exist only at the step's
-    // reduce-scatter). In the reduce dtype under torch (FSDP2 accumulates there when it differs from the
-    // parameters'), in the parameters' under MindSpore.
-    const double accumulated =
-        l.zero >= 2 && dp_shard > 1 && terms::zero3_accumulates_unsharded(training, l)
-            ? (training.zero3_gathers_once_per_step ? training.gradient_bytes() : training.reduced_gradient_bytes()) * trained * (pn + pe)
-            : 0.0;
-    if (l.zero == 2) m.dp_buffer += accumulated;
-    if (l.zero >= 3 && dp_shard > 1) {
-      if (terms::zero3_keeps_stage_gathered(training, l)) {
-        m.dp_buffer = training.gathered_param_bytes() * (pn + pe);  // the whole stage gathered and kept for the step
-      } else {
-        m.dp_buffer += terms::kCommBufferCopies * training.gathered_param_bytes() * max_layer_params;  // gathered layer + prefetch
-      }
-      if (training.zero3_gathers_once_per_step && accumulated > 0)
-        m.grads = accumulated;
-      else
-        m.dp_buffer += accumulated;
-    }
+    // ZeRO's stage-wide buffers (zero3_stage_bytes): the stage kept gathered replaces the bucket and the per-layer
+    // gathers; gradients accumulated unsharded add to it, or are the gradients.
+    const Zero3Stage z = zero3_stage_bytes(l, training, h);
+    if (z.gathered > 0) m.dp_buffer = 0;
+    if (l.zero >= 3 && dp_shard > 1 && z.gathered == 0)
+      m.dp_buffer += terms::kCommBufferCopies * training.gathered_param_bytes() * max_layer_params;  // gathered layer + prefetch
+    if (z.replace_grads) m.grads = z.accumulated * (pn + pe);
+    m.dp_stage = (z.gathered + (z.replace_grads ? 0.0 : z.accumulated)) * (pn + pe);
+    m.dp_buffer += m.dp_stage;
     // The sequence pipeline's KV cache, per layer: key_cache and value_cache of the whole sequence and their
     // gradients, sharded over TP's heads and CP (mindformers/models/llama/llama_transformer.py; the reference
     // planner's 4 KV per layer, docs/reference-planner.md).

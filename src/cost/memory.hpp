@@ -63,6 +63,7 @@ struct StageMemory {
   double loss_backward = 0;          // last stage: the loss backward's transient buffers (terms.hpp)
   double fp8_weight_cache = 0;       // in params: Transformer Engine's FP8 weight copies (plan::Training)
   double kv_cache = 0;               // in buffers: the sequence pipeline's KV cache (plan::Training::seq_split)
+  double dp_stage = 0;               // in buffers: ZeRO's stage-wide gathered weights and unsharded gradients (Zero3Stage)
   double tp_buffer = 0, ep_buffer = 0, cp_buffer = 0, dp_buffer = 0;
 };
 
@@ -86,13 +87,24 @@ struct KindMemory {
 std::vector<KindMemory> kind_memory(const model::Model& model, const plan::Layout& layout, const plan::Training& training);
 
 // Bytes of weights, gradients and optimizer states each layer parameter element costs a rank under the layout's
-// ZeRO stage (with Transformer Engine's FP8 weight cache): non-expert elements shard over the ZeRO group, expert
-// elements over the expert ZeRO group.
+// ZeRO stage (with Transformer Engine's FP8 weight cache and ZeRO's stage-wide buffers, Zero3Stage): non-expert
+// elements shard over the ZeRO group, expert elements over the expert ZeRO group. `hidden_size` sizes LoRA's
+// trainable share (terms::trainable_fraction).
 struct StateBytes {
   double dense = 0;
   double expert = 0;
 };
-StateBytes state_bytes_per_element(const plan::Layout& layout, const plan::Training& training);
+StateBytes state_bytes_per_element(const plan::Layout& layout, const plan::Training& training, double hidden_size);
+// What ZeRO keeps per parameter element of a stage beyond its sharded states, in bytes (StageMemory::dp_stage): the
+// whole stage gathered and kept for the step (terms::zero3_keeps_stage_gathered), and gradients accumulated
+// unsharded (terms::zero3_accumulates_unsharded), which are MindSpore's only gradients (`replace_grads`: counted
+// as StageMemory::grads instead of the sharded ones).
+struct Zero3Stage {
+  double gathered = 0;
+  double accumulated = 0;
+  bool replace_grads = false;
+};
+Zero3Stage zero3_stage_bytes(const plan::Layout& layout, const plan::Training& training, double hidden_size);
 // Bytes per layer parameter element of Transformer Engine's FP8 weight cache (plan::Training::fp8_transformer_engine):
 // terms::kFp8WeightCacheBytes under FP8 unless the weights are FP8 themselves (fp8_param_gather, which Megatron
 // takes with the distributed optimizer only); none under ZeRO-3, whose gathered weights are released per layer.

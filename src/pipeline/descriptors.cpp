@@ -55,7 +55,7 @@ Descriptors describe(const model::Model& model, const plan::Layout& layout, cons
   }
   const std::vector<cost::KindMemory> km = cost::kind_memory(model, layout, training);
   const cost::KindTimes kt = cost::kind_times(model, layout, training, hw, overlap);
-  const cost::StateBytes state = cost::state_bytes_per_element(layout, training);
+  const cost::StateBytes state = cost::state_bytes_per_element(layout, training, static_cast<double>(model.spec.hidden_size));
 
   // BODY types: the stack in model order (vision tower, body), runs of one kind merged; MTP layers belong to the
   // last stage (TAIL).
@@ -134,7 +134,8 @@ Descriptors describe(const model::Model& model, const plan::Layout& layout, cons
     const auto k = static_cast<std::size_t>(kind);
     body_static[static_cast<std::size_t>(stage)] += static_cast<double>(count) * (km[k].dense_elems * state.dense + km[k].expert_elems * state.expert);
   });
-  auto states = [](const cost::StageMemory& s) { return s.params + s.grads + s.optimizer; };
+  // What grows with a stage's parameters: its states and ZeRO's stage-wide buffers (StateBytes counts both).
+  auto states = [](const cost::StageMemory& s) { return s.params + s.grads + s.optimizer + s.dp_stage; };
   const cost::StageMemory& first = mem.stages.front();
   const cost::StageMemory& last = mem.stages.back();
   set.head_mb = (states(first) - body_static.front() + first.embedding_activations) / kBytesPerMb;
@@ -146,7 +147,7 @@ Descriptors describe(const model::Model& model, const plan::Layout& layout, cons
     set.tail_mb = (states(first) - body_static.front() + first.head_activations) / kBytesPerMb;
   }
   double working = 0;
-  for (const auto& s : mem.stages) working = std::max(working, s.buffers + s.reserve + s.recompute_working);
+  for (const auto& s : mem.stages) working = std::max(working, s.buffers - s.dp_stage + s.reserve + s.recompute_working);
   d.constant_mb = working / kBytesPerMb;
 
   // Times: the cost model's step for one micro-batch on one stage (PP 1) less the layers gives the head, the LM
