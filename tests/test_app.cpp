@@ -51,6 +51,16 @@ TEST(ExitCodes, UsageIsTwoBadInputIsOne) {
   auto emit = run_sapp("estimate" + kJob + " --emit megatron");
   EXPECT_EQ(emit.status, 2);
   EXPECT_NE(emit.err.find("--emit"), std::string::npos) << emit.err;
+  // A schedule the format has no keys for is refused before anything runs, naming it (not written as another).
+  const std::string dir = test::temp_dir();
+  auto seq = run_sapp("search --model llama3-8b --devices 16 --global-batch 64 --seq 32768 --pp 4 --seq-split 4 -q --emit megatron -o " + dir + "/a.sh");
+  EXPECT_EQ(seq.status, 2);
+  EXPECT_NE(seq.err.find("--emit megatron: the sequence pipeline (seq_split 4)"), std::string::npos) << seq.err;
+  auto dpv = run_sapp("search --model llama3-8b --devices 16 --global-batch 64 --pp 4 --vpp 2 --dualpipe-v -q --emit hyperparallel -o " + dir + "/b.yaml");
+  EXPECT_EQ(dpv.status, 2);
+  EXPECT_NE(dpv.err.find("--emit hyperparallel: hyperparallel has no DualPipe-V schedule"), std::string::npos) << dpv.err;
+  EXPECT_FALSE(std::filesystem::exists(dir + "/a.sh"));
+  EXPECT_FALSE(std::filesystem::exists(dir + "/b.yaml"));
 }
 
 TEST(ExitCodes, NothingFitsIsThreeWithTheRejectionsAndTheClosestLayouts) {

@@ -445,6 +445,31 @@ TEST(MindFormers, SeqpipeReadsTheSegmentsOfTheSequencePipeline) {
   EXPECT_EQ(segments("False", "  seq_split_num: 4\n").first, 1);  // priced as 1F1B, and said so
   EXPECT_GT(segments("False", "  seq_split_num: 4\n").second, segments("True", "  seq_split_num: 4\n").second);
   EXPECT_EQ(segments("True", "").first, 1);
+  // Written back: a sequence-pipeline plan states seqpipe (seqvpp interleaved) and its segments, from a 1F1B file
+  // or from none; another plan sets a stated seqpipe back to 1f1b.
+  const std::string one_f_one_b =
+      "parallel_config:\n  data_parallel: 1\n  model_parallel: 1\n  pipeline_stage: 4\n  micro_batch_num: 8\nmodel:\n  model_config:\n"
+      "    type: LlamaConfig\n    hidden_size: 256\n    num_layers: 8\n    num_heads: 8\n    intermediate_size: 512\n    vocab_size: 1000\n"
+      "    seq_length: 4096\n    use_flash_attention: True\n";
+  const config::Loaded plain = config::read_text(one_f_one_b, "llama.yaml");
+  app::EstimateRequest plain_request;
+  config::fill(plain_request, plain, nlohmann::json::object());
+  config::Plan seq_plan = plan_of(plain_request.layout, 4, 8, 4096, 8);
+  seq_plan.seq_split = 4;
+  for (int vpp : {1, 2}) {
+    seq_plan.layout.vpp = vpp;
+    const std::string written = config::emit(config::EmitFormat::MindFormers, seq_plan, &plain, "llama");
+    const config::Loaded back = config::read_text(written, "back.yaml");
+    EXPECT_EQ(back.values.at("seq_split"), 4) << written;
+    EXPECT_NE(written.find(vpp > 1 ? "\"seqvpp\"" : "\"seqpipe\""), std::string::npos) << written;
+  }
+  seq_plan.layout.vpp = 1;
+  seq_plan.seq_split = 1;
+  std::string seqpipe_file = one_f_one_b + "parallel:\n  pipeline_config:\n    pipeline_interleave: True\n    pipeline_scheduler: seqpipe\n";
+  seqpipe_file.insert(seqpipe_file.find("model:"), "  seq_split_num: 4\n");
+  const config::Loaded seqpipe = config::read_text(seqpipe_file, "seq.yaml");
+  EXPECT_EQ(seqpipe.values.at("seq_split"), 4);
+  EXPECT_FALSE(config::read_text(config::emit(config::EmitFormat::MindFormers, seq_plan, &seqpipe, "llama"), "back.yaml").values.contains("seq_split"));
   // zero_bubble_v: DualPipe-V's V over pp_interleave_num 2.
   const std::string zbv =
       "parallel_config:\n  data_parallel: 1\n  model_parallel: 1\n  pipeline_stage: 4\n  micro_batch_num: 8\nparallel:\n  pipeline_config:\n"

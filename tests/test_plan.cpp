@@ -153,9 +153,10 @@ TEST(PlanCommand, TheEmittedMegatronScriptReadsBackToTheSamePlan) {
 // memory and its estimated step.
 TEST(PlanCommand, DualPipeVLayoutsAreBalancedInTheirVAndReadBack) {
   const std::string dir = test::temp_dir();
-  auto r = test::run_sapp("plan --model llama3-70b --devices 64 --global-batch 256 --seq 8192 --tp 2 --cp 4 --pp 8 --vpp 2 --dualpipe-v --candidates 1 "
-                          "-q -f json --emit megatron -o " +
-                          dir + "/out.sh");
+  auto r = test::run_sapp(
+      "plan --model llama3-70b --devices 64 --global-batch 256 --seq 8192 --tp 2 --cp 4 --pp 8 --vpp 2 --dualpipe-v --candidates 1 "
+      "-q -f json --emit megatron -o " +
+      dir + "/out.sh");
   ASSERT_EQ(r.status, 0) << r.err;
   const nlohmann::json plan = nlohmann::json::parse(r.out)["plans"].at(0);
   ASSERT_TRUE(plan["balanced"].get<bool>()) << plan["status"];
@@ -183,9 +184,10 @@ TEST(PlanCommand, DualPipeVLayoutsAreBalancedInTheirVAndReadBack) {
 // zero_bubble_v with per-chunk offsets reads back at every stage's peak and at the plan's step.
 TEST(PlanCommand, AMindFormersDualPipeVPlanReadsBackAtEveryStagesPeak) {
   const std::string dir = test::temp_dir();
-  auto r = test::run_sapp("plan --model llama3-70b --devices 64 --global-batch 256 --seq 8192 --tp 2 --cp 4 --pp 8 --vpp 2 --dualpipe-v --candidates 1 "
-                          "-q -f json --emit mindformers -o " +
-                          dir + "/out.yaml");
+  auto r = test::run_sapp(
+      "plan --model llama3-70b --devices 64 --global-batch 256 --seq 8192 --tp 2 --cp 4 --pp 8 --vpp 2 --dualpipe-v --candidates 1 "
+      "-q -f json --emit mindformers -o " +
+      dir + "/out.yaml");
   ASSERT_EQ(r.status, 0) << r.err;
   const nlohmann::json plan = nlohmann::json::parse(r.out)["plans"].at(0);
   ASSERT_TRUE(plan["balanced"].get<bool>()) << plan["status"];

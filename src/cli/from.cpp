@@ -60,11 +60,32 @@ void fill_any(Request& request, From& from, const nlohmann::json& values) {
   for (const auto& o : overrides) std::fprintf(stderr, "sapp: note: %s\n", o.c_str());
 }
 
+// A schedule --emit cannot write is refused before the search runs (emit() refuses it again for the plan).
+template <typename Request>
+void check_emit_schedule(const Request& request, const From& from) {
+  if (from.emit.empty()) return;
+  try {
+    config::check_schedule_expressible(config::parse_emit_format(from.emit, "--emit"), from.loaded ? &*from.loaded : nullptr, request.job.training.dualpipe_v,
+                                       request.job.training.seq_split);
+  } catch (const Error& e) {
+    throw app::UsageError(e.what());
+  }
+}
+
 }  // namespace
 
-void fill(app::EstimateRequest& request, From& from, const nlohmann::json& values) { fill_any(request, from, values); }
-void fill(app::SearchRequest& request, From& from, const nlohmann::json& values) { fill_any(request, from, values); }
-void fill(app::PlanRequest& request, From& from, const nlohmann::json& values) { fill_any(request, from, values); }
+void fill(app::EstimateRequest& request, From& from, const nlohmann::json& values) {
+  fill_any(request, from, values);
+  check_emit_schedule(request, from);
+}
+void fill(app::SearchRequest& request, From& from, const nlohmann::json& values) {
+  fill_any(request, from, values);
+  check_emit_schedule(request, from);
+}
+void fill(app::PlanRequest& request, From& from, const nlohmann::json& values) {
+  fill_any(request, from, values);
+  check_emit_schedule(request, from);
+}
 
 config::Expressible keep_to_emit(const From& from, search::Space& space) {
   if (from.emit.empty()) return {};
@@ -105,6 +126,7 @@ void emit_plan(const From& from, const app::JobRequest& job, const plan::Layout&
   p.pipeline_runs = plan::pipeline_runs(layout, job.training);
   p.dualpipe_v = plan::dualpipe_v(layout, job.training);
   p.dp_overlap = job.overlap.dp > 0;
+  p.seq_split = job.training.seq_split;
   p.memory_limit_gib = job.memory_limit_gib;
   p.model = x.model.spec;
   // A model a framework config defines inline travels with the plan; a config.json is named by its path.

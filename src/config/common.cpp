@@ -790,10 +790,13 @@ Expressible expressible(EmitFormat format, const Loaded* original) {
   switch (format) {
     case EmitFormat::HyperParallel: return expressible_hyperparallel(original);
     case EmitFormat::AutoModel: return expressible_automodel();
-    case EmitFormat::MindFormers:
-      return {std::vector<int>{0, 3}, std::nullopt,
-              "MindFormers states MindSpore's parallel optimizer (enable_parallel_optimizer: weights and optimizer states sliced over DP, ZeRO-3) or "
-              "none"};
+    case EmitFormat::MindFormers: {
+      Expressible e{std::vector<int>{0, 3}, std::nullopt,
+                    "MindFormers states MindSpore's parallel optimizer (enable_parallel_optimizer: weights and optimizer states sliced over DP, ZeRO-3) or "
+                    "none"};
+      e.seq_split = true;
+      return e;
+    }
     case EmitFormat::Torchtitan:
       return {std::vector<int>{0, 2, 3}, std::vector<bool>{true},
               "torchtitan's TP shards the sequence between blocks (SP); it states FSDP (data_parallel_shard_degree: ZeRO-3; "
@@ -809,11 +812,23 @@ Expressible expressible(EmitFormat format, const Loaded* original) {
   }
 }
 
+void check_schedule_expressible(EmitFormat format, const Loaded* original, bool dualpipe_v, int seq_split) {
+  const Expressible e = expressible(format, original);
+  const std::string where = fmt::format("--emit {}", to_string(format_of(format)));
+  if (dualpipe_v && !e.dualpipe_v)
+    fail(where,
+         "{} has no DualPipe-V schedule (its pipeline schedules: gpipe, 1f1b): drop --dualpipe-v or write megatron, mindformers, torchtitan or automodel",
+         to_string(format_of(format)));
+  if (seq_split > 1 && !e.seq_split)
+    fail(where, "the sequence pipeline (seq_split {}) is MindSpore's: only a MindFormers config states it; drop --seq-split or write mindformers", seq_split);
+}
+
 std::string emit(EmitFormat format, const Plan& plan, const Loaded* original, const std::string& model_name, std::vector<std::string>* notes) {
   if (original != nullptr && original->format != format_of(format)) original = nullptr;
   // A plan the format cannot state is refused, never written as another (with DP 1 every ZeRO stage is ZeRO 0).
   const Expressible e = expressible(format, original);
   const plan::Layout& l = plan.layout;
+  if (l.pp > 1) check_schedule_expressible(format, original, plan.dualpipe_v, plan.seq_split);
   const bool zero_ok = !e.zero || l.dp * l.cp <= 1 || std::find(e.zero->begin(), e.zero->end(), l.zero) != e.zero->end();
   const bool sp_ok = !e.sp || l.tp <= 1 || std::find(e.sp->begin(), e.sp->end(), l.sp) != e.sp->end();
   if (!zero_ok || !sp_ok) {

@@ -103,6 +103,7 @@ struct Plan {
   int pipeline_runs = 1;          // pipelines per step under PP (plan::Training::pipeline_runs)
   bool dualpipe_v = false;        // priced as DualPipe-V (plan::Training::dualpipe_v): the split's chunk 1 runs back up
   bool dp_overlap = false;        // priced with the DP gradient reduce and ZeRO's parameter gather overlapped (cost::Overlap::dp > 0)
+  int seq_split = 1;              // priced as MindSpore's sequence pipeline of this many segments (plan::Training::seq_split)
   double memory_limit_gib = 0;
   std::optional<model::ModelSpec> model;  // written out when there is no original file to edit
   nlohmann::json model_config;            // a model a framework config defined inline (HuggingFace keys); null: named
@@ -119,7 +120,12 @@ struct Expressible {
   std::optional<std::vector<bool>> sp;
   std::string why;
   plan::RecomputeStated recompute = plan::RecomputeStated::PerChunkCounts;  // what a balanced plan may vary
+  // The pipeline schedules beyond (interleaved) 1F1B it has keys for.
+  bool dualpipe_v = true;  // DualPipe-V (Megatron: MindSpeed's dualpipev; MindFormers: zero_bubble_v; torch: DualPipeV)
+  bool seq_split = false;  // MindSpore's sequence pipeline (MindFormers: seqpipe with seq_split_num)
 };
+// Refuses (a usage error naming --emit) a schedule the format has no keys for.
+void check_schedule_expressible(EmitFormat format, const Loaded* original, bool dualpipe_v, int seq_split);
 Expressible expressible(EmitFormat format, const Loaded* original);
 
 // The plan in the framework's own format. With `original` (a file of that format), the output is that file

@@ -608,12 +608,16 @@ bool legacy_layout(const Loaded* original) {
 }
 
 Expressible expressible_hyperparallel(const Loaded* original) {
-  if (legacy_layout(original))
-    return {std::vector<int>{0, 3}, std::nullopt,
-            "HyperParallel's legacy YAML states MindSpore's parallel optimizer (enable_parallel_optimizer: weights and optimizer states sliced, "
-            "ZeRO-3) or none"};
-  return {std::vector<int>{0, 2, 3}, std::vector<bool>{false, true},
-          "HyperParallel's train YAML states FSDP (fsdp_config.dp_shard_size: ZeRO-3; reshard_after_forward false: ZeRO-2) or replication"};
+  // Its pipeline schedules are gpipe and 1f1b (AcceleratorConfig.pp_schedule), interleaved by pp_vpp.
+  Expressible e = legacy_layout(original)
+                      ? Expressible{std::vector<int>{0, 3}, std::nullopt,
+                                    "HyperParallel's legacy YAML states MindSpore's parallel optimizer (enable_parallel_optimizer: weights and optimizer "
+                                    "states sliced, ZeRO-3) or none"}
+                      : Expressible{std::vector<int>{0, 2, 3}, std::vector<bool>{false, true},
+                                    "HyperParallel's train YAML states FSDP (fsdp_config.dp_shard_size: ZeRO-3; reshard_after_forward false: ZeRO-2) or "
+                                    "replication"};
+  e.dualpipe_v = false;
+  return e;
 }
 
 std::string emit_hyperparallel(const Plan& plan, const Loaded* original, const std::string& model_name) {

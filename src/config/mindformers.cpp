@@ -597,15 +597,25 @@ std::string emit_mindformers(const Plan& plan, const Loaded* original, const std
     legacy_mtp = cls.find("deepseekv3") != std::string::npos && mtp > 0;
   }
   if (l.pp > 1) {
-    // pipeline_interleave also switches MindSpore's other schedulers (seqpipe): kept True where the file states it.
-    if (l.vpp > 1 || value_at("parallel.pipeline_config.pipeline_interleave") != json(true))
-      text = yaml_set(text, "parallel.pipeline_config.pipeline_interleave", l.vpp > 1 ? "True" : "False");
+    // pipeline_interleave also switches MindSpore's other schedulers (seqpipe, zero_bubble_v): kept True where the
+    // file states it, and set for them.
+    const bool other_scheduler = plan.dualpipe_v || plan.seq_split > 1;
+    if (l.vpp > 1 || other_scheduler || value_at("parallel.pipeline_config.pipeline_interleave") != json(true))
+      text = yaml_set(text, "parallel.pipeline_config.pipeline_interleave", l.vpp > 1 || other_scheduler ? "True" : "False");
     text = yaml_set(text, "model.model_config.pp_interleave_num", std::to_string(l.vpp));
-    // The schedule: a DualPipe-V plan is zero_bubble_v (read back as DualPipe-V); another plan drops a stated one.
-    if (plan.dualpipe_v)
+    // The schedule: zero_bubble_v for a DualPipe-V plan; seqpipe (seqvpp interleaved, a stated seqsmartvpp kept)
+    // with seq_split_num segments for a sequence pipeline; another plan sets a stated one back to 1f1b.
+    const json scheduler = value_at("parallel.pipeline_config.pipeline_scheduler");
+    const bool stated_other = scheduler.is_string() && scheduler != json("1f1b");
+    if (plan.dualpipe_v) {
       text = yaml_set(text, "parallel.pipeline_config.pipeline_scheduler", "\"zero_bubble_v\"");
-    else if (value_at("parallel.pipeline_config.pipeline_scheduler") == json("zero_bubble_v"))
+    } else if (plan.seq_split > 1) {
+      const bool smart = scheduler == json("seqsmartvpp") && l.vpp > 1;
+      text = yaml_set(text, "parallel.pipeline_config.pipeline_scheduler", smart ? "\"seqsmartvpp\"" : l.vpp > 1 ? "\"seqvpp\"" : "\"seqpipe\"");
+      text = yaml_set(text, "parallel_config.seq_split_num", std::to_string(plan.seq_split));
+    } else if (stated_other) {
       text = yaml_set(text, "parallel.pipeline_config.pipeline_scheduler", "\"1f1b\"");
+    }
   }
   // Offsets per chunk and physical stage (a DualPipe-V chunk 1 placed back up).
   plan::StageSplit split = placed_split(plan);
