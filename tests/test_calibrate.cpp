@@ -81,7 +81,7 @@ TEST(Calibrate, ARunsFrameworkProfilePricesIt) {
   auto read = cost::runs_from_json(runs, "runs.yaml", test::catalog());
   ASSERT_EQ(read.size(), 2u);
   EXPECT_EQ(read[0].training.gradient_bytes(), 2);                                       // grad_reduce_in_fp32 False under FP8
-  EXPECT_EQ(read[0].overlap.tp, cost::terms::framework_profile("nemo").overlap_tp);      // userbuffers TP overlap
+  EXPECT_EQ(read[0].overlap.tp, cost::terms::framework_profile("nemo").overlap.tp);      // userbuffers TP overlap
   EXPECT_EQ(read[0].training.recompute_modules, std::vector<std::string>{"core_attn"});  // Megatron's selective
   EXPECT_EQ(read[1].training.gradient_bytes(), 4);
   EXPECT_EQ(read[1].overlap.tp, 0.2);

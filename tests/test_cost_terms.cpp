@@ -36,13 +36,13 @@ TEST(CostTerms, FrameworkProfilesAreNamedAndCited) {
   for (const auto& name : cost::terms::framework_names()) {
     const auto& p = cost::terms::framework_profile(name);
     EXPECT_FALSE(p.source.empty()) << name;
-    EXPECT_GE(p.overlap_tp, 0.0);
-    EXPECT_LE(p.overlap_tp, 1.0);
+    EXPECT_GE(p.overlap.tp, 0.0);
+    EXPECT_LE(p.overlap.tp, 1.0);
   }
   EXPECT_THROW(cost::terms::framework_profile("deepspeed-ulysses-9"), Error);
   // data/frameworks.yaml states what the sources say: NeMo's userbuffers TP overlap is the constant the Megatron
   // reader uses for --tp-comm-overlap; torchtitan's float8 is torchao's; MindSpore accumulates fp16 gradients.
-  EXPECT_EQ(cost::terms::framework_profile("nemo").overlap_tp, cost::terms::kUserbuffersTpOverlap);
+  EXPECT_EQ(cost::terms::framework_profile("nemo").overlap.tp, cost::terms::kUserbuffersTpOverlap);
   EXPECT_TRUE(cost::terms::framework_profile("megatron_bridge").fp8_param_gather);
   EXPECT_FALSE(cost::terms::framework_profile("torchtitan").fp8_transformer_engine);
   EXPECT_EQ(cost::terms::framework_profile("mindformers").grad_bytes, 2.0);
@@ -70,8 +70,8 @@ TEST(CostTerms, AFrameworkFileIsReadKeyByKey) {
   test::write_file(dir + "/f.yaml", defaults + "\nprofiles:\n  x: {source: s, overlap: {tp: 0.25}, param_bytes: 4}\n");
   const auto read = cost::terms::load_framework_profiles(dir + "/f.yaml");
   ASSERT_EQ(read.size(), 1U);
-  EXPECT_EQ(read[0].overlap_tp, 0.25);
-  EXPECT_EQ(read[0].overlap_dp, 0.9);  // the default's
+  EXPECT_EQ(read[0].overlap.tp, 0.25);
+  EXPECT_EQ(read[0].overlap.dp, 0.9);  // the default's
   EXPECT_EQ(read[0].param_bytes, 4.0);
 }
 

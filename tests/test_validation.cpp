@@ -373,7 +373,7 @@ TEST(Validation, RanksAPublishedSweepOfLayouts) {
     t.seq = sweep.at("seq").get<long long>();
     t.global_batch = 1LL * l.dp * l.mbs * l.micro_batches;
     cost::terms::apply_profile(fw, t);
-    cost::Overlap o = cost::framework_overlap(fw);
+    cost::Overlap o = fw.overlap;
     cost::StepTime st = cost::estimate_time(m, l, t, hw, o);
     double measured = row.at(2).get<double>() / static_cast<double>(gpus);
     est.push_back(st.tokens_per_s_per_device);

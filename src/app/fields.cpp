@@ -137,7 +137,7 @@ void add_job_fields(std::vector<Field<Request>>& f) {
                false,
                [](R& r, const json& v, const std::string& w) {
                  const cost::terms::FrameworkProfile& p = cost::terms::framework_profile(text(v, w), w);
-                 r.job.overlap = cost::framework_overlap(p);
+                 r.job.overlap = p.overlap;
                  cost::terms::apply_profile(p, r.job.training);
                },
                [](const R&) { return std::string(); }});

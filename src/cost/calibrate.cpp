@@ -15,7 +15,7 @@ void read_run_settings(const nlohmann::json& row, const std::string& file, const
   if (rd.has("framework")) {
     const terms::FrameworkProfile& profile = terms::framework_profile(rd.string("framework"), at(file, where + ".framework"));
     terms::apply_profile(profile, training);
-    overlap = framework_overlap(profile);
+    overlap = profile.overlap;
   }
   if (rd.has("recompute_modules")) training.recompute_modules = terms::recompute_switches(row.at("recompute_modules"), at(file, where + ".recompute_modules"));
   training.fp8 = rd.boolean_or("fp8", false);
@@ -38,18 +38,7 @@ void read_run_settings(const nlohmann::json& row, const std::string& file, const
   training.pipeline_split_counts_head = rd.boolean_or("pipeline_split_counts_head", false);
   training.dualpipe_v = rd.boolean_or("dualpipe_v", false);
   // What the run's recipe overlaps where it differs from its framework's profile.
-  if (rd.has("overlap")) {
-    io::Reader ov = rd.child("overlap");
-    ov.only({"tp", "dp", "ep", "cp", "pp"});
-    auto fraction = [&](const char* name, double& into) {
-      if (ov.has(name)) into = ov.quantity(name, units::kOverlap);
-    };
-    fraction("tp", overlap.tp);
-    fraction("dp", overlap.dp);
-    fraction("ep", overlap.ep);
-    fraction("cp", overlap.cp);
-    fraction("pp", overlap.pp);
-  }
+  if (rd.has("overlap")) read_overlap(rd.child("overlap"), overlap);
 }
 
 void read_run_layout(const nlohmann::json& row, const std::string& file, const std::string& where, plan::Layout& l) {

@@ -7,6 +7,7 @@
 
 #include "core/error.hpp"
 #include "core/files.hpp"
+#include "core/units.hpp"
 
 namespace sapp::cost::terms {
 
@@ -51,14 +52,7 @@ FrameworkProfile profile_from(const nlohmann::json& defaults, const nlohmann::js
   p.name = name;
   p.source = own.string("source");
   for (const io::Reader* rd : {&base, &own}) {
-    if (!rd->has("overlap")) continue;
-    io::Reader o = rd->child("overlap");
-    o.only({"tp", "dp", "ep", "cp", "pp"});
-    p.overlap_tp = fraction(o, "tp", p.overlap_tp);
-    p.overlap_dp = fraction(o, "dp", p.overlap_dp);
-    p.overlap_ep = fraction(o, "ep", p.overlap_ep);
-    p.overlap_cp = fraction(o, "cp", p.overlap_cp);
-    p.overlap_pp = fraction(o, "pp", p.overlap_pp);
+    if (rd->has("overlap")) read_overlap(rd->child("overlap"), p.overlap);
   }
   p.runtime_bytes = pick("runtime_gib").number("runtime_gib") * 1073741824.0;
   if (p.runtime_bytes < 0) pick("runtime_gib").bad("runtime_gib", "GiB, at least 0");
@@ -279,3 +273,14 @@ Validity validated(const hardware::Hardware& hw, bool fp8) {
 }
 
 }  // namespace sapp::cost::terms
+
+namespace sapp::cost {
+
+void read_overlap(const io::Reader& map, Overlap& into) {
+  map.only({"tp", "dp", "ep", "cp", "pp"});
+  for (auto [key, value] : {std::pair{"tp", &into.tp}, {"dp", &into.dp}, {"ep", &into.ep}, {"cp", &into.cp}, {"pp", &into.pp}}) {
+    if (map.has(key)) *value = map.quantity(key, units::kOverlap);
+  }
+}
+
+}  // namespace sapp::cost

@@ -11,8 +11,28 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/files.hpp"
 #include "hardware/hardware.hpp"
 #include "plan/layout.hpp"
+
+namespace sapp::cost {
+
+// Fractions of each communication that compute hides, stated and documented rather than buried in code (a
+// framework's runtime profile states them; the estimator also bounds each by the compute it runs beside).
+struct Overlap {
+  double tp = 0.5;  // TP all-gather/reduce-scatter pipelined with the GEMMs around them (Megatron tp-comm-overlap)
+  double dp = 0.9;  // gradient reduce-scatter / parameter all-gather overlapped with backward / forward, but at
+                    // most the last micro-batch's backward hides it (the reduce starts when the grads are ready)
+  double ep = 0.0;  // MoE dispatch/combine all-to-all: exposed by default
+  double cp = 0.5;  // ring CP: the KV exchange hides behind half the attention it feeds (the first step and the
+                    // per-step kernel splits stay exposed)
+  double pp = 1.0;  // steady-state pipeline sends hidden under compute (fill/drain sends are always exposed)
+};
+// An overlap mapping ({tp, dp, ep, cp, pp}, each a fraction from 0 to 1; keys not stated keep `into`'s) read over
+// `into`: the framework profiles' and the validation runs' (their recipes' overlap where it differs).
+void read_overlap(const io::Reader& map, Overlap& into);
+
+}  // namespace sapp::cost
 
 namespace sapp::cost::terms {
 
@@ -177,11 +197,9 @@ std::string to_string(plan::AttentionKernel kernel);
 struct FrameworkProfile {
   std::string name;
   std::string source;
-  double overlap_tp = 0.5;  // Megatron --tp-comm-overlap (userbuffers): ~0.9; plain: 0
-  double overlap_dp = 0.9;  // --overlap-grad-reduce / --overlap-param-gather, FSDP prefetch
-  double overlap_ep = 0.0;  // --overlap-moe-expert-parallel-comm, DeepEP / dual-batch overlap
-  double overlap_cp = 0.5;
-  double overlap_pp = 1.0;
+  // What it hides: Megatron --tp-comm-overlap (userbuffers) ~0.9 of TP, plain 0; --overlap-grad-reduce /
+  // --overlap-param-gather or FSDP's prefetch for DP; --overlap-moe-expert-parallel-comm, dual-batch overlap for EP.
+  Overlap overlap;
   // Memory the runtime keeps beyond the tensors priced op by op: CUDA context, NCCL buffers, cuBLAS/TE workspace,
   // allocator reserve. Bytes per device.
   double runtime_bytes = 1073741824.0;

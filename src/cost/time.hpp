@@ -20,20 +20,6 @@
 
 namespace sapp::cost {
 
-// Fractions of each communication that compute hides, stated and documented rather than buried in code.
-struct Overlap {
-  double tp = 0.5;  // TP all-gather/reduce-scatter pipelined with the GEMMs around them (Megatron tp-comm-overlap)
-  double dp = 0.9;  // gradient reduce-scatter / parameter all-gather overlapped with backward / forward, but at
-                    // most the last micro-batch's backward hides it (the reduce starts when the grads are ready)
-  double ep = 0.0;  // MoE dispatch/combine all-to-all: exposed by default
-  double cp = 0.5;  // ring CP: the KV exchange hides behind half the attention it feeds (the first step and the
-                    // per-step kernel splits stay exposed)
-  double pp = 1.0;  // steady-state pipeline sends hidden under compute (fill/drain sends are always exposed)
-};
-
-// A framework profile's overlap fractions.
-inline Overlap framework_overlap(const terms::FrameworkProfile& p) { return {p.overlap_tp, p.overlap_dp, p.overlap_ep, p.overlap_cp, p.overlap_pp}; }
-
 struct Breakdown {
   double compute_s = 0;  // forward + backward, slowest-stage view, whole step
   double recompute_s = 0;
