@@ -231,9 +231,11 @@ json module_names_per_stage(const plan::StageSplit& split, const ModuleNames& na
 
 plan::StageSplit placed_split(const Plan& plan) {
   if (plan.split) return *plan.split;
-  plan::StageSplit split = plan::even_split(plan.num_layers, plan.layout.pp, plan.layout.vpp);
-  if (plan.dualpipe_v && split.layers.size() == 2) std::reverse(split.layers[1].begin(), split.layers[1].end());
-  return split;
+  // The even split counts its chunks in pipeline order; placed on their ranks (DualPipe-V's second chunks run back up).
+  std::vector<long long> per_virtual;
+  for (const auto& chunk : plan::even_split(plan.num_layers, plan.layout.pp, plan.layout.vpp).layers)
+    per_virtual.insert(per_virtual.end(), chunk.begin(), chunk.end());
+  return looped_split(per_virtual, plan.layout.pp, plan.dualpipe_v);
 }
 
 void agree(const std::string& file, const std::string& what, long long a, const std::string& a_from, long long b, const std::string& b_from) {
