@@ -293,3 +293,36 @@ TEST(Estimate, AnUnknownFamilyIsNamedBeforeItsKeys) {
   EXPECT_EQ(checked.status, 1);
   EXPECT_NE(checked.err.find("\"dbrx\" is no known family"), std::string::npos) << checked.err;
 }
+
+// What `--emit` writes is what was priced: the search's best layout, written from --model in each framework's
+// format, read back by `sapp estimate --from` gives the same step time and peak memory (the framework's runtime
+// profile, its defaults that differ from the profile written out: AutoModel's weights dtype, deferred gradient
+// sync and loss; Megatron's DP overlap). A dense model with PP and VPP, a long sequence over CP, and an MoE model.
+class EmitReadBack : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(EmitReadBack, TheWrittenConfigIsPricedAsTheSearchPricedIt) {
+  const std::string format = GetParam();
+  const std::string dir = test::temp_dir();
+  struct Case {
+    std::string job;
+    std::string space;
+  };
+  for (const Case& c : {Case{"--model llama3-8b --devices 16 --global-batch 64 --seq 8192", "--pp 1,2 --vpp 1,2"},
+                        Case{"--model llama3-8b --devices 8 --global-batch 32 --seq 32768", "--cp 2,4"},
+                        Case{"--model qwen3-30b-a3b --devices 16 --global-batch 128 --seq 4096", "--pp 1,2"}}) {
+    const std::string file = dir + "/plan." + format;
+    auto r = run_sapp("search " + c.job + " " + c.space + " --hardware h100-sxm --top 1 -q -f json --emit " + format + " -o " + file);
+    ASSERT_EQ(r.status, 0) << c.job << "\n" << r.err;
+    const nlohmann::json best = nlohmann::json::parse(r.out)["candidates"].at(0);
+    auto back = run_sapp("estimate --from " + file + " " + c.job + " --hardware h100-sxm -f json");
+    ASSERT_EQ(back.status, 0) << c.job << "\n" << back.err << io::read_text(file);
+    const nlohmann::json est = nlohmann::json::parse(back.out);
+    EXPECT_EQ(est["layout"], best["layout"]) << c.job;
+    const double step = best["step_time_s"].get<double>();
+    const double peak = best["peak_memory_bytes"].get<double>();
+    EXPECT_NEAR(est["step_time_s"].get<double>(), step, 1e-9 * step) << c.job << "\n" << io::read_text(file);
+    EXPECT_NEAR(est["peak_memory_bytes"].get<double>(), peak, 1e-9 * peak) << c.job << "\n" << io::read_text(file);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Formats, EmitReadBack, ::testing::Values("megatron", "mindformers", "hyperparallel", "torchtitan", "automodel"));

@@ -127,6 +127,10 @@ void emit_plan(const From& from, const app::JobRequest& job, const plan::Layout&
   p.dualpipe_v = plan::dualpipe_v(layout, job.training);
   p.dp_overlap = job.overlap.dp > 0;
   p.seq_split = job.training.seq_split;
+  p.loss_fused = job.training.loss_fused;
+  p.loss_chunked = job.training.loss_chunked;
+  p.param_bytes = job.training.param_bytes;
+  p.defer_grad_sync = job.training.defer_grad_sync;
   p.memory_limit_gib = job.memory_limit_gib;
   p.model = x.model.spec;
   // A model a framework config defines inline travels with the plan; a config.json is named by its path.

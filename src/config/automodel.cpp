@@ -401,6 +401,22 @@ std::string emit_automodel(const Plan& plan, const Loaded* original, const std::
     edits.emplace_back("distributed.pipeline.module_fqns_per_model_part",
                        flow(module_names_per_stage(placed_split(plan), {"model.embed_tokens", "model.layers.", "model.norm", "lm_head"}, plan.dualpipe_v)));
   }
+  // What the plan was priced with where the file states nothing (its defaults may differ from the profile's): the
+  // weights' dtype (the gradients' and torch Adam's moments follow it), FSDP's deferred gradient sync, and the loss
+  // (the recipes' default, MaskedCrossEntropy with its fp32 upcast, is the unfused price).
+  const json stated = original ? io::parse_yaml(original->text, original->file) : json::object();
+  if (stated_at(stated, "model.torch_dtype") == nullptr && (plan.param_bytes == 4 || plan.param_bytes == 2))
+    edits.emplace_back("model.torch_dtype", plan.param_bytes == 4 ? "float32" : "bfloat16");
+  if (stated_at(stated, "distributed.defer_fsdp_grad_sync") == nullptr)
+    edits.emplace_back("distributed.defer_fsdp_grad_sync", plan.defer_grad_sync ? "true" : "false");
+  if (stated_at(stated, "loss_fn") == nullptr) {
+    if (plan.loss_chunked) {
+      edits.emplace_back("loss_fn._target_", "nemo_automodel.components.loss.linear_ce.FusedLinearCrossEntropy");
+    } else if (plan.loss_fused) {
+      edits.emplace_back("loss_fn._target_", "nemo_automodel.components.loss.masked_ce.MaskedCrossEntropy");
+      edits.emplace_back("loss_fn.fp32_upcast", "false");
+    }
+  }
   if (plan.fp8 && notes)
     notes->push_back("FP8 is not written: AutoModel states it per Transformer Engine layer (model.backend.te_fp8.recipe), which the plan does not choose");
   return yaml_set_all(text, edits);

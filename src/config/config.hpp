@@ -104,6 +104,10 @@ struct Plan {
   bool dualpipe_v = false;        // priced as DualPipe-V (plan::Training::dualpipe_v): the split's chunk 1 runs back up
   bool dp_overlap = false;        // priced with the DP gradient reduce and ZeRO's parameter gather overlapped (cost::Overlap::dp > 0)
   int seq_split = 1;              // priced as MindSpore's sequence pipeline of this many segments (plan::Training::seq_split)
+  bool loss_fused = true;         // the loss as priced (plan::Training::loss_fused, loss_chunked)
+  bool loss_chunked = false;
+  double param_bytes = 2;        // the resident weights' bytes per element (plan::Training::param_bytes)
+  bool defer_grad_sync = false;  // gradients accumulated unsharded, reduced once per step (plan::Training::defer_grad_sync)
   double memory_limit_gib = 0;
   std::optional<model::ModelSpec> model;  // written out when there is no original file to edit
   nlohmann::json model_config;            // a model a framework config defined inline (HuggingFace keys); null: named
