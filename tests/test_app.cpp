@@ -59,6 +59,10 @@ TEST(ExitCodes, UsageIsTwoBadInputIsOne) {
   auto dpv = run_sapp("search --model llama3-8b --devices 16 --global-batch 64 --pp 4 --vpp 2 --dualpipe-v -q --emit hyperparallel -o " + dir + "/b.yaml");
   EXPECT_EQ(dpv.status, 2);
   EXPECT_NE(dpv.err.find("--emit hyperparallel: hyperparallel has no DualPipe-V schedule"), std::string::npos) << dpv.err;
+  auto fp8 = run_sapp("estimate" + kJob + " --fp8 --emit mindformers -o " + dir + "/c.yaml");
+  EXPECT_EQ(fp8.status, 2);
+  EXPECT_NE(fp8.err.find("--emit mindformers: mindformers has no FP8 training key"), std::string::npos) << fp8.err;
+  EXPECT_FALSE(std::filesystem::exists(dir + "/c.yaml"));
   EXPECT_FALSE(std::filesystem::exists(dir + "/a.sh"));
   EXPECT_FALSE(std::filesystem::exists(dir + "/b.yaml"));
 }

@@ -60,13 +60,13 @@ void fill_any(Request& request, From& from, const nlohmann::json& values) {
   for (const auto& o : overrides) std::fprintf(stderr, "sapp: note: %s\n", o.c_str());
 }
 
-// A schedule --emit cannot write is refused before the search runs (emit() refuses it again for the plan).
+// A schedule or FP8 --emit cannot write is refused before the search runs (emit() refuses it again for the plan).
 template <typename Request>
-void check_emit_schedule(const Request& request, const From& from) {
+void check_emit_training(const Request& request, const From& from) {
   if (from.emit.empty()) return;
   try {
-    config::check_schedule_expressible(config::parse_emit_format(from.emit, "--emit"), from.loaded ? &*from.loaded : nullptr, request.job.training.dualpipe_v,
-                                       request.job.training.seq_split);
+    config::check_training_expressible(config::parse_emit_format(from.emit, "--emit"), from.loaded ? &*from.loaded : nullptr, request.job.training.dualpipe_v,
+                                       request.job.training.seq_split, request.job.training.fp8);
   } catch (const Error& e) {
     throw app::UsageError(e.what());
   }
@@ -76,15 +76,15 @@ void check_emit_schedule(const Request& request, const From& from) {
 
 void fill(app::EstimateRequest& request, From& from, const nlohmann::json& values) {
   fill_any(request, from, values);
-  check_emit_schedule(request, from);
+  check_emit_training(request, from);
 }
 void fill(app::SearchRequest& request, From& from, const nlohmann::json& values) {
   fill_any(request, from, values);
-  check_emit_schedule(request, from);
+  check_emit_training(request, from);
 }
 void fill(app::PlanRequest& request, From& from, const nlohmann::json& values) {
   fill_any(request, from, values);
-  check_emit_schedule(request, from);
+  check_emit_training(request, from);
 }
 
 config::Expressible keep_to_emit(const From& from, search::Space& space) {

@@ -797,6 +797,7 @@ Expressible expressible(EmitFormat format, const Loaded* original) {
                     "MindFormers states MindSpore's parallel optimizer (enable_parallel_optimizer: weights and optimizer states sliced over DP, ZeRO-3) or "
                     "none"};
       e.seq_split = true;
+      e.fp8 = false;  // MindSpore trains in BF16 / FP16 (Ascend's cube units have no FP8)
       return e;
     }
     case EmitFormat::Torchtitan:
@@ -814,7 +815,7 @@ Expressible expressible(EmitFormat format, const Loaded* original) {
   }
 }
 
-void check_schedule_expressible(EmitFormat format, const Loaded* original, bool dualpipe_v, int seq_split) {
+void check_training_expressible(EmitFormat format, const Loaded* original, bool dualpipe_v, int seq_split, bool fp8) {
   const Expressible e = expressible(format, original);
   const std::string where = fmt::format("--emit {}", to_string(format_of(format)));
   if (dualpipe_v && !e.dualpipe_v)
@@ -823,6 +824,7 @@ void check_schedule_expressible(EmitFormat format, const Loaded* original, bool 
          to_string(format_of(format)));
   if (seq_split > 1 && !e.seq_split)
     fail(where, "the sequence pipeline (seq_split {}) is MindSpore's: only a MindFormers config states it; drop --seq-split or write mindformers", seq_split);
+  if (fp8 && !e.fp8) fail(where, "{} has no FP8 training key: drop --fp8 or write megatron, torchtitan or automodel", to_string(format_of(format)));
 }
 
 std::string emit(EmitFormat format, const Plan& plan, const Loaded* original, const std::string& model_name, std::vector<std::string>* notes) {
@@ -830,7 +832,7 @@ std::string emit(EmitFormat format, const Plan& plan, const Loaded* original, co
   // A plan the format cannot state is refused, never written as another (with DP 1 every ZeRO stage is ZeRO 0).
   const Expressible e = expressible(format, original);
   const plan::Layout& l = plan.layout;
-  if (l.pp > 1) check_schedule_expressible(format, original, plan.dualpipe_v, plan.seq_split);
+  check_training_expressible(format, original, plan.dualpipe_v && l.pp > 1, l.pp > 1 ? plan.seq_split : 1, plan.fp8);
   const bool zero_ok = !e.zero || l.dp * l.cp <= 1 || std::find(e.zero->begin(), e.zero->end(), l.zero) != e.zero->end();
   const bool sp_ok = !e.sp || l.tp <= 1 || std::find(e.sp->begin(), e.sp->end(), l.sp) != e.sp->end();
   if (!zero_ok || !sp_ok) {

@@ -124,12 +124,13 @@ struct Expressible {
   std::optional<std::vector<bool>> sp;
   std::string why;
   plan::RecomputeStated recompute = plan::RecomputeStated::PerChunkCounts;  // what a balanced plan may vary
-  // The pipeline schedules beyond (interleaved) 1F1B it has keys for.
+  // The pipeline schedules beyond (interleaved) 1F1B it has keys for, and FP8 training.
   bool dualpipe_v = true;  // DualPipe-V (Megatron: MindSpeed's dualpipev; MindFormers: zero_bubble_v; torch: DualPipeV)
   bool seq_split = false;  // MindSpore's sequence pipeline (MindFormers: seqpipe with seq_split_num)
+  bool fp8 = true;
 };
-// Refuses (a usage error naming --emit) a schedule the format has no keys for.
-void check_schedule_expressible(EmitFormat format, const Loaded* original, bool dualpipe_v, int seq_split);
+// Refuses (naming --emit) a schedule or an FP8 plan the format has no keys for.
+void check_training_expressible(EmitFormat format, const Loaded* original, bool dualpipe_v, int seq_split, bool fp8);
 Expressible expressible(EmitFormat format, const Loaded* original);
 
 // The plan in the framework's own format. With `original` (a file of that format), the output is that file

@@ -617,6 +617,7 @@ Expressible expressible_hyperparallel(const Loaded* original) {
                                     "HyperParallel's train YAML states FSDP (fsdp_config.dp_shard_size: ZeRO-3; reshard_after_forward false: ZeRO-2) or "
                                     "replication"};
   e.dualpipe_v = false;
+  e.fp8 = false;  // neither its train YAML nor the legacy one has an FP8 key
   return e;
 }
 
