@@ -430,13 +430,19 @@ model:
 // parallel_config.seq_split_num segments (mindformers/models/llama/llama.py); without pipeline_interleave, or
 // with one segment, the scheduler is 1F1B.
 TEST(MindFormers, SeqpipeReadsTheSegmentsOfTheSequencePipeline) {
-  auto segments = [](const std::string& interleave, const std::string& split) {
-    const std::string yaml = "parallel_config:\n  data_parallel: 1\n  model_parallel: 1\n  pipeline_stage: 4\n  micro_batch_num: 8\n" + split +
-                             "parallel:\n  pipeline_config:\n    pipeline_interleave: " + interleave +
-                             "\n    pipeline_scheduler: seqpipe\nmodel:\n  model_config:\n    type: LlamaConfig\n    hidden_size: 256\n"
-                             "    num_layers: 8\n    num_heads: 8\n    intermediate_size: 512\n    vocab_size: 1000\n    seq_length: 4096\n"
-                             "    use_flash_attention: True\n";
-    const config::Loaded l = config::read_text(yaml, "llama.yaml");
+  // A 1F1B file of a small Llama on PP 4, and the same under pipeline_interleave with a scheduler and `split` keys
+  // of its parallel_config.
+  const std::string one_f_one_b =
+      "parallel_config:\n  data_parallel: 1\n  model_parallel: 1\n  pipeline_stage: 4\n  micro_batch_num: 8\nmodel:\n  model_config:\n"
+      "    type: LlamaConfig\n    hidden_size: 256\n    num_layers: 8\n    num_heads: 8\n    intermediate_size: 512\n    vocab_size: 1000\n"
+      "    seq_length: 4096\n    use_flash_attention: True\n";
+  auto scheduled = [&](const std::string& interleave, const std::string& split, const std::string& scheduler) {
+    std::string yaml = one_f_one_b + "parallel:\n  pipeline_config:\n    pipeline_interleave: " + interleave + "\n    pipeline_scheduler: " + scheduler + "\n";
+    yaml.insert(yaml.find("model:"), split);
+    return yaml;
+  };
+  auto segments = [&](const std::string& interleave, const std::string& split) {
+    const config::Loaded l = config::read_text(scheduled(interleave, split, "seqpipe"), "llama.yaml");
     app::EstimateRequest r;
     config::fill(r, l, nlohmann::json::object());
     return std::pair{r.job.training.seq_split, l.warnings.size()};
@@ -445,12 +451,8 @@ TEST(MindFormers, SeqpipeReadsTheSegmentsOfTheSequencePipeline) {
   EXPECT_EQ(segments("False", "  seq_split_num: 4\n").first, 1);  // priced as 1F1B, and said so
   EXPECT_GT(segments("False", "  seq_split_num: 4\n").second, segments("True", "  seq_split_num: 4\n").second);
   EXPECT_EQ(segments("True", "").first, 1);
-  // Written back: a sequence-pipeline plan states seqpipe (seqvpp interleaved) and its segments, from a 1F1B file
-  // or from none; another plan sets a stated seqpipe back to 1f1b.
-  const std::string one_f_one_b =
-      "parallel_config:\n  data_parallel: 1\n  model_parallel: 1\n  pipeline_stage: 4\n  micro_batch_num: 8\nmodel:\n  model_config:\n"
-      "    type: LlamaConfig\n    hidden_size: 256\n    num_layers: 8\n    num_heads: 8\n    intermediate_size: 512\n    vocab_size: 1000\n"
-      "    seq_length: 4096\n    use_flash_attention: True\n";
+  // Written back: a sequence-pipeline plan states seqpipe (seqvpp interleaved) and its segments over a 1F1B file;
+  // another plan sets a stated seqpipe back to 1f1b.
   const config::Loaded plain = config::read_text(one_f_one_b, "llama.yaml");
   app::EstimateRequest plain_request;
   config::fill(plain_request, plain, nlohmann::json::object());
@@ -465,16 +467,12 @@ TEST(MindFormers, SeqpipeReadsTheSegmentsOfTheSequencePipeline) {
   }
   seq_plan.layout.vpp = 1;
   seq_plan.seq_split = 1;
-  std::string seqpipe_file = one_f_one_b + "parallel:\n  pipeline_config:\n    pipeline_interleave: True\n    pipeline_scheduler: seqpipe\n";
-  seqpipe_file.insert(seqpipe_file.find("model:"), "  seq_split_num: 4\n");
-  const config::Loaded seqpipe = config::read_text(seqpipe_file, "seq.yaml");
+  const config::Loaded seqpipe = config::read_text(scheduled("True", "  seq_split_num: 4\n", "seqpipe"), "seq.yaml");
   EXPECT_EQ(seqpipe.values.at("seq_split"), 4);
   EXPECT_FALSE(config::read_text(config::emit(config::EmitFormat::MindFormers, seq_plan, &seqpipe, "llama"), "back.yaml").values.contains("seq_split"));
   // zero_bubble_v: DualPipe-V's V over pp_interleave_num 2.
-  const std::string zbv =
-      "parallel_config:\n  data_parallel: 1\n  model_parallel: 1\n  pipeline_stage: 4\n  micro_batch_num: 8\nparallel:\n  pipeline_config:\n"
-      "    pipeline_interleave: True\n    pipeline_scheduler: zero_bubble_v\nmodel:\n  model_config:\n    type: LlamaConfig\n    hidden_size: 256\n"
-      "    num_layers: 8\n    num_heads: 8\n    intermediate_size: 512\n    vocab_size: 1000\n    seq_length: 4096\n    pp_interleave_num: 2\n";
+  std::string zbv = scheduled("True", "", "zero_bubble_v");
+  zbv.insert(zbv.find("parallel:\n"), "    pp_interleave_num: 2\n");  // under model_config
   app::EstimateRequest r;
   config::fill(r, config::read_text(zbv, "zbv.yaml"), nlohmann::json::object());
   EXPECT_TRUE(r.job.training.dualpipe_v);

@@ -151,15 +151,22 @@ TEST(PlanCommand, TheEmittedMegatronScriptReadsBackToTheSamePlan) {
 // up): the plan is no slower than the even split, and the MindSpeed script it writes (--schedules-method dualpipev,
 // uneven chunks as --noop-layers, the DP overlap it was priced with) reads back to its stages' layers, its peak
 // memory and its estimated step.
-TEST(PlanCommand, DualPipeVLayoutsAreBalancedInTheirVAndReadBack) {
-  const std::string dir = test::temp_dir();
+// `sapp plan` of Llama 3 70B on 64 H100 at TP2 CP4 PP8 under DualPipe-V, its best plan written by --emit `format`
+// to `path`; the plan must be balanced.
+nlohmann::json dualpipe_v_plan(const std::string& format, const std::string& path) {
   auto r = test::run_sapp(
       "plan --model llama3-70b --devices 64 --global-batch 256 --seq 8192 --tp 2 --cp 4 --pp 8 --vpp 2 --dualpipe-v --candidates 1 "
-      "-q -f json --emit megatron -o " +
-      dir + "/out.sh");
-  ASSERT_EQ(r.status, 0) << r.err;
-  const nlohmann::json plan = nlohmann::json::parse(r.out)["plans"].at(0);
-  ASSERT_TRUE(plan["balanced"].get<bool>()) << plan["status"];
+      "-q -f json --emit " +
+      format + " -o " + path);
+  EXPECT_EQ(r.status, 0) << r.err;
+  nlohmann::json plan = nlohmann::json::parse(r.out)["plans"].at(0);
+  EXPECT_TRUE(plan["balanced"].get<bool>()) << plan["status"];
+  return plan;
+}
+
+TEST(PlanCommand, DualPipeVLayoutsAreBalancedInTheirVAndReadBack) {
+  const std::string dir = test::temp_dir();
+  const nlohmann::json plan = dualpipe_v_plan("megatron", dir + "/out.sh");
   EXPECT_LE(plan["estimate_step_time_s"].get<double>(), plan["even_split_step_time_s"].get<double>());
   const std::string script = io::read_text(dir + "/out.sh");
   EXPECT_NE(script.find("--schedules-method dualpipev"), std::string::npos) << script;
@@ -184,13 +191,7 @@ TEST(PlanCommand, DualPipeVLayoutsAreBalancedInTheirVAndReadBack) {
 // zero_bubble_v with per-chunk offsets reads back at every stage's peak and at the plan's step.
 TEST(PlanCommand, AMindFormersDualPipeVPlanReadsBackAtEveryStagesPeak) {
   const std::string dir = test::temp_dir();
-  auto r = test::run_sapp(
-      "plan --model llama3-70b --devices 64 --global-batch 256 --seq 8192 --tp 2 --cp 4 --pp 8 --vpp 2 --dualpipe-v --candidates 1 "
-      "-q -f json --emit mindformers -o " +
-      dir + "/out.yaml");
-  ASSERT_EQ(r.status, 0) << r.err;
-  const nlohmann::json plan = nlohmann::json::parse(r.out)["plans"].at(0);
-  ASSERT_TRUE(plan["balanced"].get<bool>()) << plan["status"];
+  const nlohmann::json plan = dualpipe_v_plan("mindformers", dir + "/out.yaml");
   EXPECT_EQ(plan["layout"]["zero"], 3);
   EXPECT_NE(io::read_text(dir + "/out.yaml").find("pipeline_scheduler: \"zero_bubble_v\""), std::string::npos);
   auto back = test::run_sapp("estimate --from " + dir + "/out.yaml --model llama3-70b --hardware h100-sxm --seq 8192 -f json");
