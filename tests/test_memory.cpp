@@ -329,6 +329,39 @@ TEST(Memory, TorchtitanPipelineKeepsTheStageGatheredAndSyncsOnce) {
   EXPECT_LT(cost::estimate_memory(m, l, t, 1e15).stages[0].dp_buffer, st.dp_buffer / 4);
 }
 
+TEST(Memory, Fsdp2ZeroTwoKeepsTheWeightsShardedAndTheStageGatheredPerMicroBatch) {
+  // FSDP2's reshard_after_forward=False (torchtitan's fsdp_reshard_after_forward "never"): the fp32 weights stay
+  // sharded as under ZeRO-3 (torch/distributed/fsdp/_fully_shard: the sharded DTensor is the parameter), and each
+  // layer's bf16 gather is kept from its forward to its backward, so the stage is held gathered (2 B per parameter)
+  // within a micro-batch; reshard_after_backward gathers it again for the next forward, while the backward gathers
+  // nothing. Megatron FSDP's ZeRO-2 (optim_grads) keeps the bf16 weights whole instead.
+  auto m = test::bundled("llama3-8b");
+  auto hw = test::device("h100-sxm");
+  plan::Layout l;
+  l.dp = 16;
+  l.micro_batches = 4;
+  plan::Training t;
+  t.seq = 4096;
+  t.global_batch = 64;
+  cost::terms::apply_profile(cost::terms::framework_profile("torchtitan"), t);
+  l.zero = 3;
+  const cost::StageMemory zero3 = cost::estimate_memory(m, l, t, 1e15).stages[0];
+  const double zero3_dp = cost::estimate_time(m, l, t, hw).breakdown.dp_comm_s;
+  l.zero = 2;
+  const cost::StageMemory zero2 = cost::estimate_memory(m, l, t, 1e15).stages[0];
+  const double zero2_dp = cost::estimate_time(m, l, t, hw).breakdown.dp_comm_s;
+  const double elements = zero2.param_elements + zero2.expert_param_elements;
+  EXPECT_DOUBLE_EQ(zero2.params, zero3.params);
+  EXPECT_DOUBLE_EQ(zero2.params, 4.0 * elements / 16);
+  EXPECT_DOUBLE_EQ(zero2.dp_buffer, 2.0 * elements);  // the stage gathered in bf16, in place of the gradient bucket
+  EXPECT_DOUBLE_EQ(zero2.dp_stage, zero2.dp_buffer);
+  EXPECT_LT(zero2_dp, zero3_dp);  // one gather per micro-batch, not two
+  cost::terms::apply_profile(cost::terms::framework_profile("megatron"), t);
+  const cost::StageMemory megatron = cost::estimate_memory(m, l, t, 1e15).stages[0];
+  EXPECT_DOUBLE_EQ(megatron.params, 2.0 * elements);
+  EXPECT_DOUBLE_EQ(megatron.dp_stage, 0.0);
+}
+
 TEST(Memory, MindSporeParallelOptimizerSlicesWeightsAndKeepsThemGathered) {
   // MindSpore's parallel optimizer (MindFormers' enable_parallel_optimizer, optimizer_level level1, gradient
   // accumulation not sharded): "the framework saves the parameters as minimal slices and updates them in the

@@ -97,10 +97,9 @@ Zero3Stage zero3_stage_bytes(const plan::Layout& l, const plan::Training& traini
     z.accumulated = (training.zero3_gathers_once_per_step ? training.gradient_bytes() : training.reduced_gradient_bytes()) *
                     terms::trainable_fraction(training, hidden_size);
   }
-  if (l.zero >= 3) {
-    if (terms::zero3_keeps_stage_gathered(training, l)) z.gathered = training.gathered_param_bytes();  // the whole stage, kept for the step
-    z.replace_grads = training.zero3_gathers_once_per_step && z.accumulated > 0;
-  }
+  // The whole stage gathered and kept: for the step, or (FSDP2's ZeRO-2) from each micro-batch's forward to its backward.
+  if (terms::zero3_keeps_stage_gathered(training, l) || (l.zero == 2 && training.zero2_keeps_weights_sharded)) z.gathered = training.gathered_param_bytes();
+  if (l.zero >= 3) z.replace_grads = training.zero3_gathers_once_per_step && z.accumulated > 0;
   return z;
 }
 
@@ -109,7 +108,7 @@ StateBytes state_bytes_per_element(const plan::Layout& l, const plan::Training& 
   const Zero3Stage z = zero3_stage_bytes(l, training, hidden_size);
   // A state ZeRO shards from `stage` on (1: optimizer states, 2: + gradients, 3: + weights) costs 1/group of it.
   auto per_element = [&](double group) {
-    auto share = [&](int stage) { return l.zero >= stage ? 1.0 / group : 1.0; };
+    auto share = [&](int stage) { return (stage == 3 ? terms::shards_weights(training, l) : l.zero >= stage) ? 1.0 / group : 1.0; };
     const double grads = z.replace_grads ? 0.0 : training.gradient_bytes() * share(2) * trained;
     return training.param_bytes * share(3) + grads + training.optimizer_bytes * share(1) * trained + fp8_weight_cache_bytes(l, training) + z.gathered +
            z.accumulated;
@@ -191,7 +190,7 @@ MemoryEstimate estimate_memory(const model::Model& model, const plan::Layout& l,
     m.param_elements = pn;
     m.expert_param_elements = pe;
     // Elements per rank of a state that ZeRO shards from `stage` on (1: optimizer states, 2: + grads, 3: + params).
-    auto held = [&](int stage) { return l.zero >= stage ? pn / dp_shard + pe / edp_shard : pn + pe; };
+    auto held = [&](int stage) { return (stage == 3 ? terms::shards_weights(training, l) : l.zero >= stage) ? pn / dp_shard + pe / edp_shard : pn + pe; };
     m.params = training.param_bytes * held(3);
     // Transformer Engine's FP8 weight cache: the layers' linear weights (their norms, a few elements per layer,
     // counted too), not the embedding or the BF16 head.
@@ -283,7 +282,8 @@ std::vector<std::string> explain_stage(const model::Model& model, const plan::La
                   "expert parameters per rank Pe = {:.6g} (/ EP {} x expert TP {})",
                   stage, l.pp, m.layers, m.param_elements, l.tp, m.expert_param_elements, l.ep, l.etp));
   out.push_back(fmt::format("params      {:10.3f} GiB = {} B x (Pn{} + Pe{}){}", gib(m.params), training.param_bytes,
-                            l.zero >= 3 ? fmt::format(" / {}", dp_shard) : "", l.zero >= 3 ? fmt::format(" / {}", edp_shard) : "",
+                            terms::shards_weights(training, l) ? fmt::format(" / {}", dp_shard) : "",
+                            terms::shards_weights(training, l) ? fmt::format(" / {}", edp_shard) : "",
                             m.fp8_weight_cache > 0 ? fmt::format(" + FP8 weight cache {:.3f} GiB ({} B x the layers' parameters: Transformer Engine's "
                                                                  "FP8 copy and transpose, kept across micro-batches without fp8_param_gather)",
                                                                  gib(m.fp8_weight_cache), fp8_weight_cache_bytes(l, training))
@@ -318,11 +318,17 @@ std::vector<std::string> explain_stage(const model::Model& model, const plan::La
       "backward {:.3f} GiB [{} B per logit, {}]) x (1 + fragmentation {:.2f})",
       gib(m.activations), gib(m.layer_activations), gib(m.recompute_working), gib(m.embedding_activations), gib(m.head_activations), gib(m.loss_backward),
       terms::loss_backward_bytes_per_logit(training, l.tp), terms::loss_backward_name(training, l.tp), training.activation_fragmentation));
+  const bool fsdp2_zero2 = l.zero == 2 && training.zero2_keeps_weights_sharded && !terms::zero3_keeps_stage_gathered(training, l);
   const std::string dp_held =
-      l.zero >= 3 && dp_shard > 1 && terms::zero3_keeps_stage_gathered(training, l)
+      dp_shard > 1 && terms::zero3_keeps_stage_gathered(training, l)
           ? fmt::format(
                 "; DP: the stage's parameters gathered once per step and kept, {} B each{}", training.gathered_param_bytes(),
                 !training.zero3_gathers_once_per_step && terms::zero3_accumulates_unsharded(training, l) ? ", and their gradients accumulated whole" : "")
+      : dp_shard > 1 && fsdp2_zero2
+          ? fmt::format(
+                "; DP: the stage's parameters gathered in each micro-batch's forward and kept to its backward (FSDP2, reshard_after_forward "
+                "false), {} B each",
+                training.gathered_param_bytes())
           : "";
   out.push_back(fmt::format("buffers     {:10.3f} GiB = max(TP {:.3f}, EP {:.3f}, CP {:.3f}) + DP {:.3f}{} GiB  [kCommBufferCopies {} of what each moves{}]",
                             gib(m.buffers), gib(m.tp_buffer), gib(m.ep_buffer), gib(m.cp_buffer), gib(m.dp_buffer),

@@ -159,8 +159,15 @@ inline constexpr double kOverlappedEpAllToAll = 1.0;
 // Whether ZeRO-3's parameters stay gathered for the whole step and its gradients accumulate unsharded
 // (plan::Training::zero3_gathers_once_with_pp, under PP): one all-gather and one reduce-scatter per step, and the
 // stage's parameters (gather dtype) and gradients (gradient dtype) held whole.
+inline bool zero3_keeps_stage_gathered(const plan::Training& training, const plan::Layout& l);
+// Whether the layout's ZeRO shards the weights: ZeRO-3, and ZeRO-2 as FSDP2 runs it
+// (plan::Training::zero2_keeps_weights_sharded).
+inline bool shards_weights(const plan::Training& training, const plan::Layout& l) {
+  return l.zero >= 3 || (l.zero == 2 && training.zero2_keeps_weights_sharded);
+}
 inline bool zero3_keeps_stage_gathered(const plan::Training& training, const plan::Layout& l) {
-  return l.zero >= 3 && ((training.zero3_gathers_once_with_pp && l.pp > 1) || (training.zero3_gathers_once_per_step && !training.zero3_regathers_in_backward));
+  return shards_weights(training, l) &&
+         ((training.zero3_gathers_once_with_pp && l.pp > 1) || (training.zero3_gathers_once_per_step && !training.zero3_regathers_in_backward));
 }
 // Whether ZeRO-3's gradients accumulate unsharded: under torch pipelining's no-sync backwards (with the stage kept
 // gathered); under MindSpore's parallel optimizer whenever there is something to accumulate (several micro-batches
@@ -217,6 +224,7 @@ struct FrameworkProfile {
   bool fp8_transformer_engine = true;          // plan::Training's field of that name (false: torchao)
   bool fp8_param_gather = false;               // plan::Training's field of that name
   bool zero3_gathers_once_with_pp = false;     // plan::Training's field of that name
+  bool zero2_keeps_weights_sharded = false;    // plan::Training's field of that name
   bool zero3_gathers_once_per_step = false;    // plan::Training's field of that name
   bool optimizer_casts_per_parameter = false;  // plan::Training's field of that name
   // What `--recompute selective` recomputes in this system, as named modules (recompute_switches); empty: the op

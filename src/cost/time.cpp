@@ -465,7 +465,7 @@ StepTime estimate_time(const model::Model& model, const plan::Layout& l, const p
     // Under LoRA only the adapters have gradients and updated weights to gather (ZeRO 3 still gathers every weight).
     double reduce = ring_seconds(hw, dp_link, dp_group, pn * training.reduced_gradient_bytes() * trained, passes) +
                     ring_seconds(hw, edp_link, edp_group, pe * training.reduced_gradient_bytes() * trained, passes);
-    const double gathered = l.zero == 3 ? 1.0 : trained;
+    const double gathered = terms::shards_weights(training, l) ? 1.0 : trained;
     double gather = l.zero == 0 ? 0.0
                                 : ring_seconds(hw, dp_link, dp_group, pn * training.gathered_param_bytes() * gathered, 1.0) +
                                       ring_seconds(hw, edp_link, edp_group, pe * training.gathered_param_bytes() * gathered, 1.0);
@@ -481,9 +481,11 @@ StepTime estimate_time(const model::Model& model, const plan::Layout& l, const p
       // MindSpore's parallel optimizer accumulates whole and reduce-scatters once (above), re-gathering only.
       // So does FSDP2 with its gradient sync deferred to the step's last micro-batch (plan::Training::defer_grad_sync).
       double rs = (training.zero3_gathers_once_per_step && l.zero >= 3) || training.defer_grad_sync ? 0.0 : reduce;
-      double ag = l.zero == 3 ? gather : 0.0;
+      // FSDP2's ZeRO-2 keeps each forward's gather to the backward, and gathers again for the next forward.
+      const double ag_forward = terms::shards_weights(training, l) ? gather : 0.0;
+      const double ag_backward = l.zero >= 3 ? gather : 0.0;
       double forward_mb = one_mb * terms::kForwardShare, backward_mb = one_mb * terms::kBackwardShare;
-      exposed += (m - runs) * (hidden(rs + ag, backward_mb) + hidden(ag, forward_mb)) + runs * hidden(ag, backward_mb);
+      exposed += (m - runs) * (hidden(rs + ag_backward, backward_mb) + hidden(ag_forward, forward_mb)) + runs * hidden(ag_backward, backward_mb);
     }
     dp_comm = std::max(dp_comm, exposed);
     // Optimizer step: read/write weights, grads and states of the local shard once (memory bound).

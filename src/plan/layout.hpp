@@ -92,6 +92,12 @@ struct Training {
   // pp_enabled), its gradients accumulate unsharded in the reduce dtype (set_requires_gradient_sync(False) on every
   // backward but the last) and are reduce-scattered once. False: gathered and resharded per layer and micro-batch.
   bool zero3_gathers_once_with_pp = false;
+  // ZeRO-2 as torch's FSDP2 runs it (fully_shard with reshard_after_forward=False: torchtitan's
+  // fsdp_reshard_after_forward "never", AutoModel's and HyperParallel's reshard_after_forward false): the weights stay
+  // sharded like ZeRO-3's, and their gathered copies (gather dtype) are kept from a layer's forward to its backward,
+  // so the stage is held gathered within a micro-batch and gathered again for the next one (reshard_after_backward).
+  // False: ZeRO-2 as Megatron FSDP's optim_grads and DeepSpeed run it, the weights whole on every rank.
+  bool zero2_keeps_weights_sharded = false;
   // ZeRO-3 as MindSpore's parallel optimizer runs it (optimizer_level level1, MindFormers' enable_parallel_optimizer
   // with gradient_accumulation_shard False): weights and optimizer states sliced over DP; each weight all-gathered in
   // the compute dtype once before its first forward use and kept until its backward (under PP every gather waits on
