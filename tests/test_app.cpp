@@ -301,7 +301,8 @@ TEST(Estimate, AnUnknownFamilyIsNamedBeforeItsKeys) {
 // What `--emit` writes is what was priced: the search's best layout, written from --model in each framework's
 // format, read back by `sapp estimate --from` gives the same step time and peak memory (the framework's runtime
 // profile, its defaults that differ from the profile written out: AutoModel's weights dtype, deferred gradient
-// sync and loss; Megatron's DP overlap). A dense model with PP and VPP, a long sequence over CP, and an MoE model.
+// sync and loss; Megatron's DP overlap; torch's ZeRO-2 under PP). A dense model with PP and VPP, a long sequence over
+// CP, and two MoE models (DeepSeek-V3's search for torchtitan keeps replication to DP alone, which its DDP needs).
 class EmitReadBack : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(EmitReadBack, TheWrittenConfigIsPricedAsTheSearchPricedIt) {
@@ -313,7 +314,8 @@ TEST_P(EmitReadBack, TheWrittenConfigIsPricedAsTheSearchPricedIt) {
   };
   for (const Case& c : {Case{"--model llama3-8b --devices 16 --global-batch 64 --seq 8192", "--pp 1,2 --vpp 1,2"},
                         Case{"--model llama3-8b --devices 8 --global-batch 32 --seq 32768", "--cp 2,4"},
-                        Case{"--model qwen3-30b-a3b --devices 16 --global-batch 128 --seq 4096", "--pp 1,2"}}) {
+                        Case{"--model qwen3-30b-a3b --devices 16 --global-batch 128 --seq 4096", "--pp 1,2"},
+                        Case{"--model deepseek-v3 --devices 256 --global-batch 512 --seq 4096", "--pp 8,16 --tp 1,2"}}) {
     const std::string file = dir + "/plan." + format;
     auto r = run_sapp("search " + c.job + " " + c.space + " --hardware h100-sxm --top 1 -q -f json --emit " + format + " -o " + file);
     ASSERT_EQ(r.status, 0) << c.job << "\n" << r.err;

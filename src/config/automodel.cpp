@@ -139,7 +139,8 @@ Loaded read_automodel(const json& stated, const std::string& file) {
   }
 
   // ZeRO: FSDP2 shards parameters, gradients and optimizer states over dp_shard x CP (ZeRO-3; with
-  // reshard_after_forward false and no PP, the gathered parameters stay until backward: ZeRO-2); DDP replicates.
+  // reshard_after_forward false the gathered parameters stay until backward: ZeRO-2 as FSDP2 runs it, priced as
+  // ZeRO-3 kept gathered under PP, where AutoModel keeps them gathered anyway); DDP replicates.
   if (strategy == "ddp") {
     set("zero", 0, "distributed.strategy");
   } else {
@@ -148,7 +149,7 @@ Loaded read_automodel(const json& stated, const std::string& file) {
     // components/distributed/config.py, _transformers/infrastructure.py; distributed.moe.reshard_after_forward).
     const bool reshard =
         t.flag("distributed.reshard_after_forward").value_or(d.ep > 1 ? t.flag("distributed.moe.reshard_after_forward").value_or(false) : true);
-    const bool keep_gathered = !reshard && d.pp == 1;
+    const bool keep_gathered = !reshard;
     const long long zero = strategy == "megatron_fsdp" ? t.whole("distributed.zero_dp_strategy", 0).value_or(3) : keep_gathered ? 2 : 3;
     if (zero > 3) t.bad("distributed.zero_dp_strategy", fmt::format("{} is not a ZeRO stage 0-3", zero));
     set("zero", zero, strategy == "megatron_fsdp" ? "distributed.zero_dp_strategy" : "distributed.strategy");

@@ -800,12 +800,15 @@ Expressible expressible(EmitFormat format, const Loaded* original) {
       e.fp8 = false;  // MindSpore trains in BF16 / FP16 (Ascend's cube units have no FP8)
       return e;
     }
-    case EmitFormat::Torchtitan:
-      return {std::vector<int>{0, 2, 3}, std::vector<bool>{true},
-              "torchtitan's TP shards the sequence between blocks (SP); it states FSDP (data_parallel_shard_degree: ZeRO-3; "
-              "fsdp_reshard_after_forward never: ZeRO-2) or DDP, which takes no TP, PP, CP or EP (\"DDP has not supported > 1D parallelism\"; "
-              "such a plan is refused at --emit: search with --zero 2,3); its activation_checkpoint mode is one for every layer",
-              plan::RecomputeStated::OneModeForAll};
+    case EmitFormat::Torchtitan: {
+      Expressible e{std::vector<int>{0, 2, 3}, std::vector<bool>{true},
+                    "torchtitan's TP shards the sequence between blocks (SP); it states FSDP (data_parallel_shard_degree: ZeRO-3; "
+                    "fsdp_reshard_after_forward never: ZeRO-2) or DDP, which takes no TP, PP, CP or EP (\"DDP has not supported > 1D parallelism\"; "
+                    "such a search keeps replication to DP alone); its activation_checkpoint mode is one for every layer",
+                    plan::RecomputeStated::OneModeForAll};
+      e.replication_alone = true;
+      return e;
+    }
     case EmitFormat::Megatron:
       return {std::nullopt, std::nullopt,
               "Megatron states full recompute as one --recompute-num-layers for every chunk (block method: each chunk's first layers) and "

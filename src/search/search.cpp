@@ -428,6 +428,10 @@ Result search(const model::Model& model, const Space& space, const plan::Trainin
         ++rej[violations.front().rule];
         return std::nullopt;
       }
+      if (space.replication_alone && l.zero == 0 && l.dp > 1 && (l.tp > 1 || l.pp > 1 || l.cp > 1 || l.ep > 1)) {
+        ++rej["replication beside other dimensions"];
+        return std::nullopt;
+      }
       MemoryKey mk{l.mbs, l.tp, l.sp, l.cp, l.ep, l.etp};
       auto km = memory_groups.find(mk);
       if (km == memory_groups.end()) km = memory_groups.emplace(mk, cost::kind_memory(model, l, training)).first;
