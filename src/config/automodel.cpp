@@ -384,7 +384,7 @@ std::string emit_automodel(const Plan& plan, const Loaded* original, const std::
   std::string mode = plan::to_string(l.recompute);
   if (plan.split && plan.split->states_recompute()) {
     const long long full = plan.split->full_total();
-    mode = full == 0 ? "off" : "full";
+    mode = full == 0 ? (plan.split->selective_total() > 0 ? "selective" : "off") : "full";
     if (full > 0 && full < plan.split->total() && notes)
       notes->push_back(fmt::format("AutoModel checkpoints every decoder layer or none: the plan recomputes {} of {} layers, written as every layer", full,
                                    plan.split->total()));

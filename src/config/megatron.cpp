@@ -1519,7 +1519,9 @@ std::string emit_megatron(const Plan& plan, const Loaded* original, const std::s
   if (!extend_ep) ed.remove("--moe-tp-extend-ep");
   if (l.ep > 1 || ed.find("--expert-model-parallel-size").first >= 0)
     ed.set("--expert-model-parallel-size", std::to_string(extend_ep ? l.ep / l.tp : l.ep), "--tensor-model-parallel-size");
-  if (!extend_ep && (l.ep > 1 || l.etp > 1 || ed.find("--expert-tensor-parallel-size").first >= 0))
+  // Expert TP: written when it is not the reader's default for an MoE model (TP), or already stated.
+  const bool moe_model = plan.model && plan.model->is_moe();
+  if (!extend_ep && (l.ep > 1 || l.etp > 1 || (moe_model && l.etp != l.tp) || ed.find("--expert-tensor-parallel-size").first >= 0))
     ed.set("--expert-tensor-parallel-size", std::to_string(l.etp), "--tensor-model-parallel-size");
   if (l.sp && l.tp > 1)
     ed.set("--sequence-parallel", std::nullopt, "--tensor-model-parallel-size");

@@ -642,8 +642,14 @@ std::string emit_torchtitan(const Plan& plan, const Loaded* original, const std:
   bool every = false;
   if (plan.split && plan.split->states_recompute()) {
     const long long full = plan.split->full_total();
-    mode = full == 0 ? "off" : full == plan.split->total() ? "full" : "selective";
-    if (mode == "selective") {
+    const long long selective = plan.split->selective_total();
+    mode = full == 0 ? (selective > 0 ? "selective" : "off") : full == plan.split->total() ? "full" : "selective";
+    if (full == 0 && selective > 0 && selective < plan.split->total() && notes)
+      notes->push_back(
+          fmt::format("torchtitan's op-level selective checkpointing is one policy for every block: the plan's {} of {} selectively "
+                      "recomputed layers are written as all",
+                      selective, plan.split->total()));
+    if (mode == "selective" && full > 0) {
       every = true;
       const long long every_n = std::max<long long>(2, plan.split->total() / full);
       text = toml_set(text, "activation_checkpoint", "selective_ac_option", fmt::format("\"{}\"", every_n));

@@ -56,6 +56,8 @@ Descriptors describe(const model::Model& model, const plan::Layout& layout, cons
   const std::vector<cost::KindMemory> km = cost::kind_memory(model, layout, training);
   const cost::KindTimes kt = cost::kind_times(model, layout, training, hw, overlap);
   const cost::StateBytes state = cost::state_bytes_per_element(layout, training, static_cast<double>(model.spec.hidden_size));
+  // Activations as the estimator holds them: with the caching allocator's fragmentation (cost::StageMemory).
+  const double fragmented = 1.0 + training.activation_fragmentation;
 
   // BODY types: the stack in model order (vision tower, body), runs of one kind merged; MTP layers belong to the
   // last stage (TAIL).
@@ -95,7 +97,7 @@ Descriptors describe(const model::Model& model, const plan::Layout& layout, cons
       const auto m = static_cast<std::size_t>(mode);
       const auto r = static_cast<std::size_t>(rc_of(mode));
       body.backward[r] += n * ls.backward[m] * kMsPerS;
-      body.act_mb[r] = body.act_mb[r].value_or(0.0) + n * km[k].act[m] / kBytesPerMb;
+      body.act_mb[r] = body.act_mb[r].value_or(0.0) + n * km[k].act[m] * fragmented / kBytesPerMb;
     }
     return n * (ls.forward + ls.backward[static_cast<std::size_t>(layout.recompute)]);
   };
@@ -138,17 +140,29 @@ Descriptors describe(const model::Model& model, const plan::Layout& layout, cons
   auto states = [](const cost::StageMemory& s) { return s.params + s.grads + s.optimizer + s.dp_stage; };
   const cost::StageMemory& first = mem.stages.front();
   const cost::StageMemory& last = mem.stages.back();
-  set.head_mb = (states(first) - body_static.front() + first.embedding_activations) / kBytesPerMb;
-  set.tail_mb = (states(last) - body_static.back() + last.head_activations) / kBytesPerMb;
+  // The activations beyond the layers: the embedding's output on the first stage; the final norm's input, the
+  // logits and the loss backward's buffers on the head's.
+  auto tail_activations = [&](const cost::StageMemory& s) { return (s.head_activations + s.loss_backward) * fragmented; };
+  set.head_mb = (states(first) - body_static.front() + first.embedding_activations * fragmented) / kBytesPerMb;
+  set.tail_mb = (states(last) - body_static.back() + tail_activations(last)) / kBytesPerMb;
   if (layout.pp == 1 || plan::dualpipe_v(layout, training)) {
     // One stage holds both (DualPipe-V's chunk 1 runs back to stage 0, which holds the LM head and the loss too):
     // the embedding's activations with the head, every state beyond the layers with the tail.
-    set.head_mb = first.embedding_activations / kBytesPerMb;
-    set.tail_mb = (states(first) - body_static.front() + first.head_activations) / kBytesPerMb;
+    set.head_mb = first.embedding_activations * fragmented / kBytesPerMb;
+    set.tail_mb = (states(first) - body_static.front() + tail_activations(first)) / kBytesPerMb;
   }
+  // What every stage holds beyond its layers' own memory: its buffers (but ZeRO's stage-wide ones) and reserve, and
+  // one layer rebuilt during its backward (the estimator's recompute_working: the largest layer's activations less
+  // what its recompute kind keeps), the costliest kind's unless the problem allows fewer (constant_for).
   double working = 0;
-  for (const auto& s : mem.stages) working = std::max(working, s.buffers - s.dp_stage + s.reserve + s.recompute_working);
-  d.constant_mb = working / kBytesPerMb;
+  for (const auto& s : mem.stages) working = std::max(working, s.buffers - s.dp_stage + s.reserve);
+  for (const auto& k : km) {
+    for (plan::Recompute mode : {plan::Recompute::Selective, plan::Recompute::Full}) {
+      double& rebuild = d.rebuild_mb[static_cast<std::size_t>(rc_of(mode))];
+      rebuild = std::max(rebuild, (k.act[static_cast<int>(plan::Recompute::Off)] - k.act[static_cast<int>(mode)]) * fragmented / kBytesPerMb);
+    }
+  }
+  d.constant_mb = working / kBytesPerMb + *std::max_element(d.rebuild_mb.begin(), d.rebuild_mb.end());
 
   // Times: the cost model's step for one micro-batch on one stage (PP 1) less the layers gives the head, the LM
   // head, the loss and MTP; split 1 : 2 between forward and backward as the cost model does.
@@ -171,6 +185,13 @@ Descriptors describe(const model::Model& model, const plan::Layout& layout, cons
   const cost::StepTime t = cost::estimate_time(model, layout, training, hw, mem, overlap, &kt);
   d.outside_pipeline_s = t.breakdown.dp_comm_s + t.breakdown.pp_comm_s + t.breakdown.optimizer_s;
   return d;
+}
+
+double constant_for(const Descriptors& d, const std::vector<Rc>& kinds) {
+  double base = d.constant_mb - *std::max_element(d.rebuild_mb.begin(), d.rebuild_mb.end());
+  double rebuild = 0;
+  for (Rc r : kinds.empty() ? d.layers.kinds : kinds) rebuild = std::max(rebuild, d.rebuild_mb[static_cast<std::size_t>(r)]);
+  return base + rebuild;
 }
 
 Problem problem_for(const Descriptors& d, const plan::Layout& layout, const plan::Training& training, double capacity_bytes) {

@@ -13,6 +13,7 @@
 // Communication recompute kinds (comm, both) are not priced by the cost model and are not offered.
 #pragma once
 
+#include <array>
 #include <string>
 
 #include "cost/memory.hpp"
@@ -30,7 +31,10 @@ inline constexpr double kBytesPerMb = 1048576.0;
 
 struct Descriptors {
   LayerSet layers;
-  double constant_mb = 0;  // per stage, whatever its layers
+  double constant_mb = 0;  // per stage, whatever its layers (one layer rebuilt under the costliest recompute kind)
+  // The part of constant_mb that is one layer rebuilt in its backward, per recompute kind (indexed by Rc): a problem
+  // allowing fewer kinds needs only the largest of theirs (constant_for).
+  std::array<double, kRcKinds> rebuild_mb{};
   // Step time the pipeline schedule does not cover (exposed DP and PP communication, optimizer step), seconds.
   double outside_pipeline_s = 0;
   std::string why_not;  // non-empty: the model cannot be described this way (e.g. too many alternating kinds)
@@ -44,6 +48,10 @@ struct Descriptors {
 // the period: the sums of the period's times, activations and states); else it is refused in `why_not`.
 Descriptors describe(const model::Model& model, const plan::Layout& layout, const plan::Training& training, const hardware::Hardware& hw,
                      const cost::Overlap& overlap, int max_body_types = 3);
+
+// constant_mb for a problem allowing `kinds` (empty: every kind the layers state): the working set of the
+// costliest rebuild among them.
+double constant_for(const Descriptors& d, const std::vector<Rc>& kinds);
 
 // The balancing problem of a layout: its stages, chunks, micro-batches and schedule, the memory limit (bytes),
 // the recompute kinds the cost model prices.
