@@ -1543,16 +1543,11 @@ TEST(Megatron, ADualPipeVPlanReadsBackTheSameSplit) {
       "torchrun pretrain_gpt.py --num-layers 64 --hidden-size 1024 --num-attention-heads 16 --seq-length 2048 --micro-batch-size 1 "
       "--global-batch-size 64 --vocab-size 32000 --pipeline-model-parallel-size 8 --schedules-method dualpipev --noop-layers 61,62,63\n";
   const config::Loaded l = config::read_text(script, "run.sh", config::Format::Megatron);
-  config::Plan p;
-  p.layout.pp = 8;
-  p.layout.vpp = 2;
-  p.layout.dp = 1;
-  p.layout.mbs = 1;
-  p.layout.micro_batches = 64;
-  p.devices = 8;
-  p.global_batch = 64;
-  p.seq = 2048;
-  p.num_layers = 61;
+  plan::Layout layout;
+  layout.pp = 8;
+  layout.vpp = 2;
+  layout.micro_batches = 64;
+  config::Plan p = plan_of(layout, 8, 64, 2048, 61);
   p.dualpipe_v = true;
   p.split = *l.split;
   p.split->layers[0][3] = 3;  // one layer moved from rank 3's first chunk to rank 0's last

@@ -39,7 +39,7 @@ nlohmann::json with_emit_framework(const From& from, const nlohmann::json& value
 }
 
 template <typename Request>
-void fill_any(Request& request, From& from, const nlohmann::json& values) {
+void fill_from(Request& request, From& from, const nlohmann::json& values) {
   if (!from.emit.empty()) (void)config::parse_emit_format(from.emit, "--emit");
   if (from.file.empty()) {
     if (!from.format.empty()) throw app::UsageError("--from-format needs --from");
@@ -72,20 +72,18 @@ void check_emit_training(const Request& request, const From& from) {
   }
 }
 
+// The request filled from --from and the command line, then refused if --emit cannot write its training.
+template <typename Request>
+void fill_any(Request& request, From& from, const nlohmann::json& values) {
+  fill_from(request, from, values);
+  check_emit_training(request, from);
+}
+
 }  // namespace
 
-void fill(app::EstimateRequest& request, From& from, const nlohmann::json& values) {
-  fill_any(request, from, values);
-  check_emit_training(request, from);
-}
-void fill(app::SearchRequest& request, From& from, const nlohmann::json& values) {
-  fill_any(request, from, values);
-  check_emit_training(request, from);
-}
-void fill(app::PlanRequest& request, From& from, const nlohmann::json& values) {
-  fill_any(request, from, values);
-  check_emit_training(request, from);
-}
+void fill(app::EstimateRequest& request, From& from, const nlohmann::json& values) { fill_any(request, from, values); }
+void fill(app::SearchRequest& request, From& from, const nlohmann::json& values) { fill_any(request, from, values); }
+void fill(app::PlanRequest& request, From& from, const nlohmann::json& values) { fill_any(request, from, values); }
 
 config::Expressible keep_to_emit(const From& from, search::Space& space) {
   if (from.emit.empty()) return {};
