@@ -79,10 +79,11 @@ CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=None "-DCMAKE_C
 cmake --build build-fuzz -j"$jobs"
 # The balancer's long optimisations (time-limited, so their plans would depend on the sanitizers' slowdown), its
 # exhaustive comparisons (the end-stage bound's alone took 33 of the remaining 156 s under the sanitizers) and the
-# end-to-end plan and browser runs are left to the Release run above. The test program runs in $jobs shards of one process each rather than one
+# end-to-end plan, write-back (search, --emit, estimate --from: the readers and writers are unit-tested here too)
+# and browser runs are left to the Release run above. The test program runs in $jobs shards of one process each rather than one
 # process per test (ctest): starting 1994 sanitized processes took most of the 120 s this stage spent.
 slow='*DemoReadBack*:*BalanceReadBack*:Balance.OptimiserEquals*:Balance.InterleavedBound*:Balance.ExcursionBound*'
-slow+=':Balance.EndStageBound*:Simulator.PeakMemoryEqualsTheOptimisersModel*:BalanceCli*:PlanCommand*'
+slow+=':Balance.EndStageBound*:Simulator.PeakMemoryEqualsTheOptimisersModel*:BalanceCli*:PlanCommand*:*EmitReadBack*'
 # Sanitized, these suites take half of the rest (Balance 23 s, Search 15, Check 13, Progress 12 of 123 s).
 heavy='Balance.*:Search.*:Check.*:Progress.*'
 run_test_shards build-fuzz "-$slow" "$heavy" ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
