@@ -1388,8 +1388,15 @@ TEST(Megatron, OverlapFlagsThatTheScriptStates) {
   };
   const auto [plain, plain_unused] = read("--expert-model-parallel-size 4");
   const auto [tp, tp_unused] = read("--expert-model-parallel-size 4 --tp-comm-overlap --overlap-grad-reduce");
-  EXPECT_LT(plain.tp, cost::terms::kUserbuffersTpOverlap);
+  EXPECT_EQ(plain.tp, 0);  // Megatron-LM's tp_comm_overlap is off unless stated
   EXPECT_EQ(tp.tp, cost::terms::kUserbuffersTpOverlap);
+  // MindSpeed's --use-ascend-coc pipelines each TP GEMM with its collective in --coc-parallel-num pieces (default 1:
+  // nothing hidden); 4 pieces hide 3 of 4; its fused kernel is priced as userbuffers.
+  EXPECT_EQ(read("--use-ascend-coc").first.tp, 0);
+  const auto [coc, coc_unused] = read("--use-ascend-coc --coc-parallel-num 4");
+  EXPECT_DOUBLE_EQ(coc.tp, 0.75);
+  EXPECT_TRUE(coc_unused.empty()) << coc_unused.front();
+  EXPECT_EQ(read("--use-ascend-coc --coc-fused-kernel").first.tp, cost::terms::kUserbuffersTpOverlap);
   EXPECT_TRUE(tp_unused.empty()) << tp_unused.front();
   EXPECT_EQ(plain.ep, 0);
   EXPECT_EQ(read("--expert-model-parallel-size 4 --moe-fb-overlap").first.ep, cost::terms::kOverlappedEpAllToAll);

@@ -769,6 +769,16 @@ Loaded read_megatron(const std::string& text, const std::string& file) {
   // all-to-all hidden behind another micro-batch's compute by Megatron-Core's --overlap-moe-expert-parallel-comm or
   // MindSpeed's --moe-fb-overlap (mindspeed/features_manager/moe/fb_overlap.py).
   if (a.on("--tp-comm-overlap") && tp > 1) set("overlap_tp", cost::terms::kUserbuffersTpOverlap, "--tp-comm-overlap");
+  // MindSpeed's --use-ascend-coc (docs communication-over-computation.md): each TP GEMM and its collective split into
+  // --coc-parallel-num pieces (default 1: no split, nothing hidden) and pipelined, or one fused kernel with
+  // --coc-fused-kernel (priced as userbuffers).
+  if (a.on("--use-ascend-coc") && tp > 1) {
+    if (a.on("--coc-fused-kernel")) {
+      set("overlap_tp", cost::terms::kUserbuffersTpOverlap, "--use-ascend-coc --coc-fused-kernel");
+    } else {
+      set("overlap_tp", cost::terms::chunked_tp_overlap(a.whole("--coc-parallel-num").value_or(1)), "--use-ascend-coc --coc-parallel-num");
+    }
+  }
   for (const char* flag : {"--overlap-moe-expert-parallel-comm", "--moe-fb-overlap"}) {
     if (a.on(flag) && moe && ep > 1) {
       set("overlap_ep", cost::terms::kOverlappedEpAllToAll, flag);

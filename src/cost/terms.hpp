@@ -151,6 +151,10 @@ inline constexpr double kEpCommSms = 20.0;
 // chunk stay exposed): the NeMo and Megatron-Bridge profiles, whose recipes set tp_comm_overlap, and a script that
 // states the flag. A documented approximation, not fitted.
 inline constexpr double kUserbuffersTpOverlap = 0.9;
+// Share of a TP collective hidden when it and its GEMM are split into n pieces and pipelined (MindSpeed's
+// --use-ascend-coc --coc-parallel-num n): the piece that starts or ends the pipeline has nothing to hide behind,
+// the other n - 1 of n overlap. n = 1: nothing hidden.
+inline double chunked_tp_overlap(long long pieces) { return pieces <= 1 ? 0.0 : 1.0 - 1.0 / static_cast<double>(pieces); }
 // Share of the EP all-to-all hidden when the framework overlaps it with another micro-batch's compute
 // (Megatron-Core's --overlap-moe-expert-parallel-comm, MindSpeed's --moe-fb-overlap, DeepSeek's dual-batch
 // overlap): all of it, each hidden second still costing kEpCommSms of the SMs.
