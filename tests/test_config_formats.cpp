@@ -2155,6 +2155,38 @@ TEST(AutoModel, TheLossIsReadAsTheRecipeStatesIt) {
   EXPECT_EQ(read("loss_fn:\n  _target_: nemo_automodel.components.loss.linear_ce.FusedLinearCrossEntropy\n").second, true);
 }
 
+// AutoModel's two FP8 routes: a top-level fp8 section swaps torchao's Float8Linear in for the nn.Linear layers
+// (components/quantization/fp8.py; the GEMM inputs saved in BF16, the weights gathered in float8 with
+// enable_fsdp_float8_all_gather), model.backend.te_fp8 runs its own models' Transformer Engine layers under TE's
+// autocast (TEFp8Config). Both keys are read, nothing is left unused.
+TEST(AutoModel, ItsTwoFp8RoutesAreRead) {
+  const std::string base =
+      "step_scheduler:\n  global_batch_size: 64\n  local_batch_size: 2\ndistributed:\n  strategy: fsdp2\n  dp_size: 8\nmodel:\n"
+      "  pretrained_model_name_or_path: meta-llama/Llama-3.1-8B\ndataset:\n  seq_len: 4096\n";
+  auto read = [&](const std::string& text) {
+    const config::Loaded l = config::read_text(text, "recipe.yaml");
+    EXPECT_TRUE(l.unused.empty()) << l.unused.front();
+    app::EstimateRequest r;
+    config::fill(r, l, nlohmann::json::object());
+    return r.job.training;
+  };
+  const plan::Training plain = read(base);
+  EXPECT_FALSE(plain.fp8);
+  const plan::Training torchao = read(base +
+                                      "fp8:\n  enabled: true\n  recipe_name: tensorwise\n  enable_fsdp_float8_all_gather: true\n"
+                                      "  precompute_float8_dynamic_scale_for_fsdp: true\n  filter_fqns: [lm_head]\n");
+  EXPECT_TRUE(torchao.fp8);
+  EXPECT_FALSE(torchao.fp8_transformer_engine);
+  EXPECT_EQ(torchao.gather_bytes, 1);
+  EXPECT_EQ(read(base + "fp8:\n  enabled: true\n").gather_bytes, plain.gather_bytes);
+  EXPECT_FALSE(read(base + "fp8:\n  enabled: false\n").fp8);
+  std::string te = base;
+  te.replace(te.find("dataset:"), 8, "  backend:\n    te_fp8:\n      recipe: current\ndataset:");
+  const plan::Training transformer_engine = read(te);
+  EXPECT_TRUE(transformer_engine.fp8);
+  EXPECT_TRUE(transformer_engine.fp8_transformer_engine);
+}
+
 TEST(AutoModel, FsdpAsAutoModelRunsIt) {
   const std::string base = R"(step_scheduler:
   global_batch_size: 64

@@ -178,6 +178,10 @@ void add_job_fields(std::vector<Field<Request>>& f) {
                "it: 2 bytes more per layer parameter, an FP8 copy and its transpose kept across micro-batches; NeMo's and Megatron-Bridge's "
                "FP8 recipes set it)",
                true, [](R& r, const json& v, const std::string& w) { r.job.training.fp8_param_gather = truth(v, w); }, nullptr});
+  f.push_back({"fp8_transformer_engine", "",
+               "FP8 through Transformer Engine: the GEMM inputs kept for the backward in FP8, an FP8 weight copy cached across micro-batches "
+               "(false: torchao's Float8Linear, which keeps them in BF16); default: the framework's",
+               true, [](R& r, const json& v, const std::string& w) { r.job.training.fp8_transformer_engine = truth(v, w); }, nullptr});
   f.push_back({"less_memory", "", "interleaved schedule's less-memory variant (fewer warm-up micro-batches)", true,
                [](R& r, const json& v, const std::string& w) { r.job.training.interleave_less_memory = truth(v, w); }, nullptr});
   f.push_back({"param_bytes", "", "bytes per weight", false,
@@ -523,9 +527,10 @@ void apply_with_config(Request& request, const std::vector<Field<Request>>& fiel
 }  // namespace
 
 json stated_under_framework(const json& earlier, const json& later) {
-  static const std::set<std::string> governed = {"reserve_gib",  "param_bytes",   "grad_bytes", "optimizer_bytes",  "gather_bytes",
-                                                 "reduce_bytes", "loss_parallel", "loss_fused", "fp8_param_gather", "recompute_modules",
-                                                 "overlap_tp",   "overlap_dp",    "overlap_ep", "overlap_cp",       "overlap_pp"};
+  static const std::set<std::string> governed = {"reserve_gib",       "param_bytes",   "grad_bytes", "optimizer_bytes",  "gather_bytes",
+                                                 "reduce_bytes",      "loss_parallel", "loss_fused", "fp8_param_gather", "fp8_transformer_engine",
+                                                 "recompute_modules", "overlap_tp",    "overlap_dp", "overlap_ep",       "overlap_cp",
+                                                 "overlap_pp"};
   json out = json::object();
   if (!earlier.is_object() || !later.is_object() || !later.contains("framework")) return out;
   for (const auto& key : governed) {

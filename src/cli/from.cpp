@@ -122,6 +122,8 @@ void emit_plan(const From& from, const app::JobRequest& job, const plan::Layout&
   p.num_layers = x.model.body_layers() + x.model.vision_layers();
   p.fp8 = job.training.fp8;
   p.fp8_param_gather = job.training.fp8_param_gather;
+  p.fp8_transformer_engine = job.training.fp8_transformer_engine;
+  p.gather_bytes = job.training.gather_bytes;
   p.pipeline_runs = plan::pipeline_runs(layout, job.training);
   p.dualpipe_v = plan::dualpipe_v(layout, job.training);
   p.dp_overlap = job.overlap.dp > 0;

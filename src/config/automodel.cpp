@@ -289,10 +289,25 @@ Loaded read_automodel(const json& stated, const std::string& file) {
   }
   if (auto dispatcher = t.text("model.backend.dispatcher"))
     set("moe_dispatcher", *dispatcher == "deepep" || *dispatcher == "hybridep" ? "deepep" : "alltoall", "model.backend.dispatcher");
+  // Two FP8 routes (components/models/common/utils.py TEFp8Config; components/quantization/fp8.py): Transformer
+  // Engine's autocast over the TE layers of AutoModel's own models, or torchao's Float8Linear swapped in for the
+  // nn.Linear layers (its filter_fqns kept out; FSDP2 may gather the converted weights in float8).
   if (auto recipe = t.text("model.backend.te_fp8.recipe")) {
     set("fp8", true, "model.backend.te_fp8.recipe");
+    set("fp8_transformer_engine", true, "model.backend.te_fp8.recipe");
     out.warnings.push_back(fmt::format("model.backend.te_fp8.recipe {}: the Transformer Engine layers' GEMMs are priced at the device's FP8 rate", *recipe));
+  } else if (t.flag("fp8.enabled").value_or(false)) {
+    set("fp8", true, "fp8.enabled");
+    set("fp8_transformer_engine", false, "fp8.enabled (torchao Float8Linear)");
+    if (t.flag("fp8.enable_fsdp_float8_all_gather").value_or(false)) set("gather_bytes", 1, "fp8.enable_fsdp_float8_all_gather");
+    if (stated_at(t.root, "model.backend") != nullptr)
+      out.warnings.push_back(
+          "fp8.enabled: torchao converts nn.Linear layers only; the model's Transformer Engine layers and grouped experts "
+          "(model.backend) run in BF16 but are priced in FP8 with the rest");
   }
+  for (const char* k : {"fp8.recipe_name", "fp8.precompute_float8_dynamic_scale_for_fsdp", "fp8.force_recompute_fp8_weight_in_bwd", "fp8.filter_fqns",
+                        "fp8.emulate", "fp8.enabled", "fp8.enable_fsdp_float8_all_gather"})
+    t.use(k);
   if (auto rank = t.whole("peft.dim")) set("lora_rank", *rank, "peft.dim");
 
   // Pipeline stages (looped placement: virtual stage s on rank s mod PP; the V schedules fold the second half back).
@@ -418,8 +433,23 @@ std::string emit_automodel(const Plan& plan, const Loaded* original, const std::
       edits.emplace_back("loss_fn.fp32_upcast", "false");
     }
   }
-  if (plan.fp8 && notes)
-    notes->push_back("FP8 is not written: AutoModel states it per Transformer Engine layer (model.backend.te_fp8.recipe), which the plan does not choose");
+  // FP8 by the route it was priced with: Transformer Engine's current scaling over the TE layers, or torchao's
+  // tensorwise Float8Linear (the LM head kept in BF16, as priced), its weights gathered in float8 when so priced.
+  if (plan.fp8 && plan.fp8_transformer_engine) {
+    edits.emplace_back("model.backend.te_fp8.recipe", "current");
+    if (notes && stated_at(stated, "model.backend") == nullptr)
+      notes->push_back("FP8 is written as model.backend.te_fp8, which applies to AutoModel's own models with Transformer Engine layers");
+  } else if (plan.fp8) {
+    edits.emplace_back("fp8.enabled", "true");
+    edits.emplace_back("fp8.recipe_name", "tensorwise");
+    const bool float8_gather = plan.gather_bytes == 1;
+    edits.emplace_back("fp8.enable_fsdp_float8_all_gather", float8_gather ? "true" : "false");
+    edits.emplace_back("fp8.precompute_float8_dynamic_scale_for_fsdp", float8_gather ? "true" : "false");
+    if (stated_at(stated, "fp8.filter_fqns") == nullptr) edits.emplace_back("fp8.filter_fqns", "[lm_head]");
+  } else {
+    if (stated_at(stated, "fp8.enabled") != nullptr) edits.emplace_back("fp8.enabled", "false");
+    if (stated_at(stated, "model.backend.te_fp8") != nullptr) edits.emplace_back("model.backend.te_fp8", "null");
+  }
   return yaml_set_all(text, edits);
 }
 
