@@ -932,7 +932,12 @@ TEST(HyperParallel, TrainYamlTakesItsTrainersStateDtypes) {
   EXPECT_EQ(plain.training.recompute_modules, cost::terms::recompute_switches({"torchtitan_op_sac"}));
   EXPECT_EQ(plain.layout.zero, 3);
   EXPECT_FALSE(read("", "", "", ", loss_parallel: true").training.logits_whole_over_tp);
-  EXPECT_EQ(read("", "  reshard_after_forward: false\n").layout.zero, 2);
+  const Read kept = read("", "  reshard_after_forward: false\n" + bf16_gather);
+  EXPECT_EQ(kept.layout.zero, 2);
+  // Its fully_shard is FSDP2's design: under ZeRO-2 the fp32 weights stay sharded and the stage is held gathered in
+  // bf16 (the hyperparallel profile's zero2_keeps_weights_sharded), not whole in fp32 as Megatron's ZeRO-2 keeps them.
+  EXPECT_TRUE(kept.training.zero2_keeps_weights_sharded);
+  EXPECT_TRUE(cost::terms::shards_weights(kept.training, kept.layout));
   // reshard_after_backward false keeps them from one micro-batch's backward to the next one's forward: ZeRO-2 with
   // several micro-batches (global batch 8 over DP 4 here), nothing kept with one.
   EXPECT_EQ(read("", "  reshard_after_backward: false\n").layout.zero, 2);
