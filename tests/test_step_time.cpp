@@ -342,6 +342,27 @@ TEST(StepTime, NodeLimitedRoutingCutsDeepEPsInterNodeCopies) {
   EXPECT_DOUBLE_EQ(cost::estimate_time(limited, l, t, hw, none).breakdown.ep_comm_s, cost::estimate_time(unlimited, l, t, hw, none).breakdown.ep_comm_s);
 }
 
+TEST(StepTime, DeepEPSendsATokenOncePerRankWithinANode) {
+  // DeepEP's intranode dispatch sends a token once to each other rank holding any of its experts (get_dispatch_layout's
+  // is_token_in_rank) and its combine returns one reduced copy per rank; the alltoall dispatcher moves each of the k
+  // routed copies. Qwen3-30B-A3B, top-8 of 128 experts over EP 8 in one H100 node: 7 (1 - (7/8)^8) = 4.59 other ranks
+  // reached against 8 x 7/8 = 7 remote copies.
+  auto m = test::bundled("qwen3-30b-a3b");
+  auto hw = test::device("h100-sxm");
+  plan::Layout l;
+  l.dp = 8;
+  l.ep = 8;
+  l.micro_batches = 4;
+  plan::Training t = training(32, 4096);
+  cost::Overlap none;
+  none.ep = 0;
+  t.ep_dedup_per_node = true;
+  const double deepep = cost::estimate_time(m, l, t, hw, none).breakdown.ep_comm_s;
+  t.ep_dedup_per_node = false;
+  const double alltoall = cost::estimate_time(m, l, t, hw, none).breakdown.ep_comm_s;
+  EXPECT_NEAR(deepep / alltoall, 1.0 - std::pow(7.0 / 8.0, 8), 0.01);
+}
+
 // A fixed-resolution tower (Gemma 3's SigLIP) attends within each image: two images per sample cost twice one
 // image's tower FLOPs. A Qwen-VL tower, whose tokens attend as one, costs more than twice (quadratic attention).
 TEST(StepTime, FixedResolutionTowersAttendWithinEachImage) {

@@ -190,7 +190,11 @@ double remote_units_reached(double units, const Routing& r) {
 // Seconds per routed-token copy byte of one EP all-to-all (dispatch or combine) over `ep` ranks spaced `stride`
 // apart: each level's share of the copies on that level's per-device link, at once (the slowest level governs), as
 // Hardware::all_to_all. With `dedup` (DeepEP / HybridEP), the copies a token sends past the innermost level are one
-// per remote unit it reaches (remote_units_reached) of its k copies.
+// per remote unit it reaches (remote_units_reached) of its k copies, and within one node one per other rank it
+// reaches (DeepEP's intranode dispatch sends a token once to each rank holding any of its experts, is_token_in_rank
+// of get_dispatch_layout, and its combine returns one reduced copy per rank; github.com/deepseek-ai/DeepEP README).
+// Across nodes the innermost level keeps the per-copy share (its forwarding of tokens from other nodes is not
+// priced; the inter-node level governs there).
 double ep_seconds_per_copy_byte(const hardware::Hardware& hw, long long ep, long long stride, const Routing& routing, bool dedup) {
   const double topk = routing.topk;
   if (ep <= 1) return 0;
@@ -201,7 +205,7 @@ double ep_seconds_per_copy_byte(const hardware::Hardware& hw, long long ep, long
     long long within = level.devices == 0 || ep * stride <= level.devices ? ep : std::max(1LL, std::min(ep, level.devices / stride));
     if (within > below && level.bandwidth > 0) {
       double share = static_cast<double>(within - below) / static_cast<double>(ep);
-      if (dedup && i > 0 && topk > 1) {
+      if (dedup && topk > 1 && (i > 0 || within == ep)) {
         double units = static_cast<double>(within) / static_cast<double>(below);
         share = remote_units_reached(units, routing) / topk;
       }
