@@ -275,8 +275,6 @@ report::Plan balance_plan(const LoadedJob& x, const PlanRequest& request, const 
   if (request.recompute_stated == plan::RecomputeStated::OneModeForAll ||
       (request.recompute_stated == plan::RecomputeStated::FirstLayersOfEveryChunk && !first_layers))
     problem.kinds = {balance::rc_of(l.recompute)};
-  // The rebuilt layer's working set of the kinds the plan may use (Megatron's block recompute: none and full).
-  problem.constant_mb = balance::constant_for(d, first_layers ? std::vector<balance::Rc>{balance::Rc::None, balance::Rc::Full} : problem.kinds);
   balance::Solution sol;
   std::string tried;  // the block-recompute counts solved, when the target is Megatron
   try {

@@ -153,7 +153,7 @@ Descriptors describe(const model::Model& model, const plan::Layout& layout, cons
   }
   // What every stage holds beyond its layers' own memory: its buffers (but ZeRO's stage-wide ones) and reserve, and
   // one layer rebuilt during its backward (the estimator's recompute_working: the largest layer's activations less
-  // what its recompute kind keeps), the costliest kind's unless the problem allows fewer (constant_for).
+  // what its recompute kind keeps), per kind: a stage holds the largest among its kinds (Problem::rebuild_mb).
   double working = 0;
   for (const auto& s : mem.stages) working = std::max(working, s.buffers - s.dp_stage + s.reserve);
   for (const auto& k : km) {
@@ -187,13 +187,6 @@ Descriptors describe(const model::Model& model, const plan::Layout& layout, cons
   return d;
 }
 
-double constant_for(const Descriptors& d, const std::vector<Rc>& kinds) {
-  double base = d.constant_mb - *std::max_element(d.rebuild_mb.begin(), d.rebuild_mb.end());
-  double rebuild = 0;
-  for (Rc r : kinds.empty() ? d.layers.kinds : kinds) rebuild = std::max(rebuild, d.rebuild_mb[static_cast<std::size_t>(r)]);
-  return base + rebuild;
-}
-
 Problem problem_for(const Descriptors& d, const plan::Layout& layout, const plan::Training& training, double capacity_bytes) {
   Problem p;
   p.layers = d.layers;
@@ -201,7 +194,9 @@ Problem problem_for(const Descriptors& d, const plan::Layout& layout, const plan
   p.chunks = layout.vpp;
   p.micro_batches = layout.micro_batches;
   p.memory_limit_mb = capacity_bytes / kBytesPerMb;
-  p.constant_mb = d.constant_mb;
+  // Every stage's buffers and reserve; the layer it rebuilds is the largest of the kinds it holds (rebuild_mb).
+  p.constant_mb = d.constant_mb - *std::max_element(d.rebuild_mb.begin(), d.rebuild_mb.end());
+  p.rebuild_mb = d.rebuild_mb;
   p.schedule = plan::dualpipe_v(layout, training) ? simulate::Schedule::DualPipeV
                : layout.vpp > 1 ? (training.interleave_less_memory ? simulate::Schedule::InterleavedLessMemory : simulate::Schedule::Interleaved)
                                 : simulate::Schedule::OneF1B;

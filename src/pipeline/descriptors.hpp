@@ -32,8 +32,8 @@ inline constexpr double kBytesPerMb = 1048576.0;
 struct Descriptors {
   LayerSet layers;
   double constant_mb = 0;  // per stage, whatever its layers (one layer rebuilt under the costliest recompute kind)
-  // The part of constant_mb that is one layer rebuilt in its backward, per recompute kind (indexed by Rc): a problem
-  // allowing fewer kinds needs only the largest of theirs (constant_for).
+  // The part of constant_mb that is one layer rebuilt in its backward, per recompute kind (indexed by Rc): a stage
+  // needs only the largest among the kinds it holds (Problem::rebuild_mb).
   std::array<double, kRcKinds> rebuild_mb{};
   // Step time the pipeline schedule does not cover (exposed DP and PP communication, optimizer step), seconds.
   double outside_pipeline_s = 0;
@@ -48,10 +48,6 @@ struct Descriptors {
 // the period: the sums of the period's times, activations and states); else it is refused in `why_not`.
 Descriptors describe(const model::Model& model, const plan::Layout& layout, const plan::Training& training, const hardware::Hardware& hw,
                      const cost::Overlap& overlap, int max_body_types = 3);
-
-// constant_mb for a problem allowing `kinds` (empty: every kind the layers state): the working set of the
-// costliest rebuild among them.
-double constant_for(const Descriptors& d, const std::vector<Rc>& kinds);
 
 // The balancing problem of a layout: its stages, chunks, micro-batches and schedule, the memory limit (bytes),
 // the recompute kinds the cost model prices.

@@ -1207,6 +1207,26 @@ bool expressible(const Assignment& x) {
   return true;
 }
 
+namespace {
+
+// Why no plan can fit the memory limit whatever its layers (empty: it may): the head's or tail's stage, or the
+// least share of the parameters a stage holds, with the per-stage constant.
+std::string below_memory_floor(const Problem& p) {
+  if (p.memory_limit_mb <= 0) return "";
+  double params = 0;
+  for (const auto& b : p.layers.bodies) params += b.param_mb * static_cast<double>(b.count);
+  const double least = params / p.stages;
+  if (p.layers.head_mb + p.constant_mb > p.memory_limit_mb || p.layers.tail_mb + p.constant_mb > p.memory_limit_mb)
+    return fmt::format("{} MB is below the head's or tail's parameter memory ({} / {} MB plus the constant {} MB)", p.memory_limit_mb, p.layers.head_mb,
+                       p.layers.tail_mb, p.constant_mb);
+  if (least + p.constant_mb > p.memory_limit_mb)
+    return fmt::format("{} MB is below the parameter memory a stage must hold ({:.0f} MB of body parameters over {} stages)", p.memory_limit_mb, params,
+                       p.stages);
+  return "";
+}
+
+}  // namespace
+
 void check_problem(const Problem& p) {
   if (p.stages < 1) fail("--stages", "{} must be at least 1", p.stages);
   if (p.chunks < 1) fail("--interleave", "{} must be at least 1", p.chunks);
@@ -1242,21 +1262,8 @@ void check_problem(const Problem& p) {
       }());
     }
   }
-  if (p.memory_limit_mb > 0) {
-    // The least any stage can hold: its share of the parameters with the smallest activations.
-    double params = 0;
-    for (const auto& b : p.layers.bodies) params += b.param_mb * static_cast<double>(b.count);
-    double least = params / p.stages;
-    double first = p.layers.head_mb + p.constant_mb;
-    if (first > p.memory_limit_mb || p.layers.tail_mb + p.constant_mb > p.memory_limit_mb) {
-      fail("--memory-limit", "{} MB is below the head's or tail's parameter memory ({} / {} MB plus the constant {} MB)", p.memory_limit_mb, p.layers.head_mb,
-           p.layers.tail_mb, p.constant_mb);
-    }
-    if (least + p.constant_mb > p.memory_limit_mb) {
-      fail("--memory-limit", "{} MB is below the parameter memory a stage must hold ({:.0f} MB of body parameters over {} stages)", p.memory_limit_mb, params,
-           p.stages);
-    }
-  }
+  const std::string floor = below_memory_floor(p);
+  if (!floor.empty()) fail("--memory-limit", "{}", floor);
 }
 
 simulate::StageTimes stage_times(const Problem& p, const Assignment& x) {
@@ -1269,6 +1276,7 @@ simulate::StageTimes stage_times(const Problem& p, const Assignment& x) {
   t.activation = t.forward;
   t.static_memory.assign(S, 0);
   for (std::size_t s = 0; s < S; ++s) t.static_memory[s] = head_tail_static(p, static_cast<int>(s));
+  std::vector<double> rebuilt(S, 0.0);  // the largest layer rebuild among the kinds the stage holds (Problem::rebuild_mb)
   for (std::size_t l = 0; l < p.layers.bodies.size(); ++l) {
     const BodyType& b = p.layers.bodies[l];
     for (std::size_t v = 0; v < V; ++v) {
@@ -1276,6 +1284,7 @@ simulate::StageTimes stage_times(const Problem& p, const Assignment& x) {
         for (int r = 0; r < kRcKinds; ++r) {
           double n = static_cast<double>(x[l][v][s][static_cast<std::size_t>(r)]);
           if (n == 0) continue;
+          rebuilt[s] = std::max(rebuilt[s], p.rebuild_mb[static_cast<std::size_t>(r)]);
           t.forward[v][s] += n * b.forward;
           t.backward[v][s] += n * bwd_of(b, static_cast<Rc>(r));
           t.recompute[v][s] += n * (bwd_of(b, static_cast<Rc>(r)) - bwd_of(b, Rc::None));
@@ -1285,6 +1294,7 @@ simulate::StageTimes stage_times(const Problem& p, const Assignment& x) {
       }
     }
   }
+  for (std::size_t s = 0; s < S; ++s) t.static_memory[s] += rebuilt[s];
   t.forward[0][0] += p.layers.head_forward;
   t.backward[0][0] += p.layers.head_backward;
   std::size_t ts = static_cast<std::size_t>(tail_stage(p));
@@ -1320,7 +1330,10 @@ Evaluation evaluate(const Problem& p, const Assignment& x) {
   return e;
 }
 
-Solution solve(const Problem& p) {
+namespace {
+
+// solve() for a problem whose stages all hold the same constant (no Problem::rebuild_mb).
+Solution solve_with_constant(const Problem& p) {
   check_problem(p);
   Context c = make_context(p);
   Solution sol;
@@ -1520,6 +1533,91 @@ Solution solve(const Problem& p) {
   }
   sol.solve_seconds = c.elapsed();
   return sol;
+}
+
+}  // namespace
+
+Solution solve(const Problem& p) {
+  const std::vector<Rc> kinds = allowed_kinds(p);
+  std::vector<double> ceilings;
+  ceilings.reserve(kinds.size());
+  for (Rc r : kinds) ceilings.push_back(p.rebuild_mb[ix(r)]);
+  std::sort(ceilings.begin(), ceilings.end());
+  ceilings.erase(std::unique(ceilings.begin(), ceilings.end()), ceilings.end());
+  if (ceilings.size() <= 1 || !p.layers.has_memory()) {
+    Problem q = p;
+    q.constant_mb += ceilings.empty() ? 0.0 : ceilings.front();
+    q.rebuild_mb = {};
+    Solution sol = solve_with_constant(q);
+    if (sol.feasible) sol.eval = evaluate(p, sol.x);
+    return sol;
+  }
+  // A stage holds one layer rebuilt in its backward, the largest among the kinds it holds. Per ceiling (each kind's
+  // rebuild, smallest first) the plans of the kinds at or under it are balanced with that ceiling as every stage's
+  // constant (the plan's costliest kind on every stage: conservative on a stage holding only cheaper kinds); the
+  // fastest over the ceilings is kept, the least of their bounds is the bound, and the plan kept is evaluated with
+  // each stage's own rebuild.
+  const auto started = Clock::now();
+  Solution best;
+  double bound = kInf;
+  bool proved = true;
+  std::string methods;
+  long long explored = 0;
+  for (std::size_t i = 0; i < ceilings.size(); ++i) {
+    const double ceiling = ceilings[i];
+    Problem q = p;
+    q.kinds.clear();
+    for (Rc r : kinds) {
+      if (p.rebuild_mb[ix(r)] <= ceiling) q.kinds.push_back(r);
+    }
+    // Megatron's block recompute fully recomputes each cell's first layers: no plan without the full kind.
+    if (p.full_first_layers > 0 && std::find(q.kinds.begin(), q.kinds.end(), Rc::Full) == q.kinds.end()) continue;
+    q.constant_mb = p.constant_mb + ceiling;
+    q.rebuild_mb = {};
+    // Past the first ceiling a constant that alone overflows the limit proves that ceiling's plans infeasible.
+    if (i > 0 && !below_memory_floor(q).empty()) continue;
+    if (p.time_limit_s > 0) {
+      const double left = p.time_limit_s - std::chrono::duration<double>(Clock::now() - started).count();
+      if (left <= 0) {
+        proved = false;
+        best.timed_out = true;
+        break;
+      }
+      q.time_limit_s = left;
+    }
+    Solution sol = solve_with_constant(q);
+    explored += sol.explored;
+    best.timed_out = best.timed_out || sol.timed_out;
+    if (methods.empty()) methods = sol.method;
+    if (!sol.feasible) {
+      if (!sol.optimal) {  // not proved infeasible: nothing is known below its bound
+        proved = false;
+        bound = std::min(bound, sol.bound);
+      }
+      continue;
+    }
+    bound = std::min(bound, sol.bound);
+    proved = proved && sol.optimal;
+    if (!best.feasible || sol.eval.objective < best.eval.objective) {
+      const bool timed_out = best.timed_out;
+      best = sol;
+      best.timed_out = timed_out;
+    }
+  }
+  best.method = methods + fmt::format(", per rebuild ceiling ({} kinds' working sets)", ceilings.size());
+  best.explored = explored;
+  best.solve_seconds = std::chrono::duration<double>(Clock::now() - started).count();
+  if (!best.feasible) {
+    best.optimal = proved;  // every ceiling proved infeasible
+    best.bound = 0;
+    return best;
+  }
+  best.eval = evaluate(p, best.x);
+  best.bound = std::min(bound, best.eval.objective);
+  best.gap = std::max(0.0, (best.eval.objective - best.bound) / best.eval.objective);
+  best.optimal = proved && best.eval.objective <= best.bound * (1 + 1e-9);
+  if (best.optimal) best.gap = 0;
+  return best;
 }
 
 Solution solve_exhaustive(const Problem& p, long long limit) {
