@@ -50,10 +50,20 @@ TEST(Balance, OptimiserEqualsExhaustiveEnumerationOnSmallCases) {
   std::vector<Case> cases = {{3, 1, 4, 6, 330, false},       {4, 1, 6, 8, 360, false},       {3, 1, 3, 7, 0, false},      {2, 2, 4, 6, 420, false},
                              {3, 2, 3, 6, 460, true},        {2, 2, 2, 5, 350, false},       {8, 1, 8, 9, 300, false},    {4, 1, 4, 16, 700, false},
                              {2, 2, 4, 6, 420, false, true}, {3, 2, 6, 6, 520, false, true}, {2, 2, 5, 5, 0, false, true}};
-  for (const auto& c : cases) {
+  // Each case also with a rebuild working set per kind (Problem::rebuild_mb: one layer's activations less what its
+  // kind keeps, held by a stage for the costliest kind it holds), which the enumeration prices by simulation too.
+  int with_rebuild_feasible = 0;
+  for (const auto& [c, rebuild] : [&] {
+         std::vector<std::pair<Case, bool>> all;
+         for (const Case& c : cases) {
+           for (bool r : {false, true}) all.emplace_back(c, r);
+         }
+         return all;
+       }()) {
     balance::Problem p;
     p.layers = layers(c.L, 10, 40, {{Rc::None, 20}, {Rc::Selective, 12}, {Rc::Full, 3}});
     if (c.S == 8 || c.L == 16) p.layers = layers(c.L, 10, 40, {{Rc::None, 20}, {Rc::Full, 3}});  // keep the enumeration small
+    if (rebuild) p.rebuild_mb = {0, 8, 0, 0, 17};                                                // indexed by Rc: none, selective, comm, both, full
     p.stages = c.S;
     p.chunks = c.V;
     p.micro_batches = c.m;
@@ -62,7 +72,9 @@ TEST(Balance, OptimiserEqualsExhaustiveEnumerationOnSmallCases) {
     if (c.dual) p.schedule = simulate::Schedule::DualPipeV;
     balance::Solution dp = balance::solve(p);
     balance::Solution brute = balance::solve_exhaustive(p);
-    SCOPED_TRACE(::testing::Message() << "S=" << c.S << " V=" << c.V << " m=" << c.m << " L=" << c.L << " limit=" << c.limit << " dual=" << c.dual);
+    if (rebuild && dp.feasible) ++with_rebuild_feasible;
+    SCOPED_TRACE(::testing::Message() << "S=" << c.S << " V=" << c.V << " m=" << c.m << " L=" << c.L << " limit=" << c.limit << " dual=" << c.dual
+                                      << " rebuild=" << rebuild);
     ASSERT_EQ(dp.feasible, brute.feasible);
     if (dp.feasible) {
       // The exhaustive optimum (every expressible plan simulated) is the reference value; the bound must not
@@ -78,6 +90,7 @@ TEST(Balance, OptimiserEqualsExhaustiveEnumerationOnSmallCases) {
     }
     EXPECT_GT(brute.explored, 0);
   }
+  EXPECT_GE(with_rebuild_feasible, 6);
 }
 
 TEST(Balance, MegatronBlockRecomputeKeepsOneCountForEveryCell) {

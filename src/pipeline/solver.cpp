@@ -127,7 +127,9 @@ std::vector<std::vector<Mix>> mix_fronts(const BodyType& b, const std::vector<Rc
     }
   }
   if (!limited) {
-    for (auto& f : out) f.erase(f.begin(), f.end() - 1);  // the cheapest in time is last
+    for (auto& f : out) {
+      if (!f.empty()) f.erase(f.begin(), f.end() - 1);  // the cheapest in time is last
+    }
   }
   return out;
 }
@@ -146,6 +148,15 @@ std::vector<std::vector<Mix>> block_fronts(const BodyType& b, long long f, long 
     fronts[uz(n)].push_back(m);
   }
   return fronts;
+}
+
+// The layer a mix rebuilds in its backward: the largest of its kinds' (Problem::rebuild_mb).
+double mix_rebuild(const Problem& p, const Mix& m) {
+  double out = 0;
+  for (int r = 0; r < kRcKinds; ++r) {
+    if (m.counts[uz(r)] > 0) out = std::max(out, p.rebuild_mb[uz(r)]);
+  }
+  return out;
 }
 
 // The least backward one layer of type b can take over the allowed kinds (no memory limit considered).
@@ -248,7 +259,14 @@ struct Context {
   // The simulated step of a plan already found: a stage runs its m micro-batches' blocks one after another, so a
   // plan holding a stage with m T_s above it is slower, and the programs leave such stage options out.
   double cutoff = kInf;
-  std::vector<std::vector<std::vector<Mix>>> fronts;  // [type][n]
+  // Per rebuild ceiling R (Problem::rebuild_mb; one ceiling 0 when none is stated): the mixes of the kinds whose
+  // rebuild is at most R, [type][n]. A stage whose costliest kind rebuilds R holds R beside its layers: its options
+  // come from that ceiling's fronts against the memory left after R.
+  struct Ceiling {
+    double rebuild_mb = 0;
+    std::vector<std::vector<std::vector<Mix>>> fronts;
+  };
+  std::vector<Ceiling> ceilings;
   simulate::Orders orders;
   Clock::time_point t0 = Clock::now();
   bool timed_out = false;
@@ -286,8 +304,31 @@ Context make_context(const Problem& p) {
     c.total += b.count;
   }
   c.limit = p.memory_limit_mb > 0 ? p.memory_limit_mb : kInf;
-  for (const auto& b : p.layers.bodies)
-    c.fronts.push_back(p.full_first_layers >= 0 ? block_fronts(b, p.full_first_layers, b.count) : mix_fronts(b, c.kinds, b.count, p.memory_limit_mb > 0));
+  const bool limited = p.memory_limit_mb > 0;
+  std::vector<double> levels = {0.0};
+  if (limited) {
+    for (Rc r : c.kinds) levels.push_back(p.rebuild_mb[ix(r)]);
+  }
+  std::sort(levels.begin(), levels.end());
+  levels.erase(std::unique(levels.begin(), levels.end()), levels.end());
+  for (double level : levels) {
+    Context::Ceiling ceiling;
+    ceiling.rebuild_mb = level;
+    std::vector<Rc> kinds;
+    for (Rc r : c.kinds) {
+      if (!limited || p.rebuild_mb[ix(r)] <= level) kinds.push_back(r);
+    }
+    for (const auto& b : p.layers.bodies) {
+      if (p.full_first_layers >= 0) {
+        auto fronts = block_fronts(b, p.full_first_layers, b.count);
+        for (auto& f : fronts) f.erase(std::remove_if(f.begin(), f.end(), [&](const Mix& m) { return mix_rebuild(p, m) > level; }), f.end());
+        ceiling.fronts.push_back(std::move(fronts));
+      } else {
+        ceiling.fronts.push_back(mix_fronts(b, kinds, b.count, limited));
+      }
+    }
+    c.ceilings.push_back(std::move(ceiling));
+  }
   c.orders = simulate::make_orders(p.schedule, p.stages, p.chunks, p.micro_batches);
   if (p.schedule == simulate::Schedule::OneF1B || p.schedule == simulate::Schedule::Interleaved || p.schedule == simulate::Schedule::InterleavedLessMemory) {
     for (int s = 0; s < p.stages; ++s) {
@@ -346,27 +387,29 @@ StageChoice stage_option_v1(Context& c, int s, long long pos, long long k) {
   if (static_cast<double>(p.micro_batches) * fastest > c.cutoff * (1 + kTol)) return out;
   double c0 = 0;
   for (const auto& v : c.vectors[uz(s)]) c0 = std::max(c0, static_cast<double>(v[0]));
-  double budget = (c.limit - params - head_tail_static(p, s)) / std::max(1.0, c0);
-  if (budget < -kTol) return out;
   std::vector<Mix> pick(K);
   std::vector<Mix> best_pick;
   double best = kInf;
-  std::function<void(std::size_t, double, double)> walk = [&](std::size_t l, double cost, double weight) {
-    if (l == K) {
-      if (cost < best) {
-        best = cost;
-        best_pick = pick;
+  for (const Context::Ceiling& ceiling : c.ceilings) {
+    const double budget = (c.limit - params - head_tail_static(p, s) - ceiling.rebuild_mb) / std::max(1.0, c0);
+    if (budget < -kTol) break;  // higher ceilings leave less
+    std::function<void(std::size_t, double, double)> walk = [&](std::size_t l, double cost, double weight) {
+      if (l == K) {
+        if (cost < best) {
+          best = cost;
+          best_pick = pick;
+        }
+        return;
       }
-      return;
-    }
-    for (const Mix& m : c.fronts[l][uz(n[l])]) {
-      ++c.explored;
-      if (weight + m.weight > budget + kTol) break;
-      pick[l] = m;
-      walk(l + 1, cost + m.cost, weight + m.weight);
-    }
-  };
-  walk(0, 0, 0);
+      for (const Mix& m : ceiling.fronts[l][uz(n[l])]) {
+        ++c.explored;
+        if (weight + m.weight > budget + kTol) break;
+        pick[l] = m;
+        walk(l + 1, cost + m.cost, weight + m.weight);
+      }
+    };
+    walk(0, 0, 0);
+  }
   if (best == kInf) return out;
   out.time = forward + best + head_tail_f + head_tail_b;
   out.cell_max = out.time;
@@ -394,14 +437,11 @@ bool for_each_composition_mix(Context& c, int s, const std::vector<long long>& c
   const int V = p.chunks;
   const BodyType& b = p.layers.bodies[0];
   const auto& vecs = c.vectors[uz(s)];
-  const auto& fr = c.fronts[0];
   long long k = 0;
   for (long long n : comp) {
-    if (uz(n) >= fr.size()) return true;  // more layers in a chunk than the fronts cover: no mix
+    if (uz(n) >= c.ceilings.front().fronts[0].size()) return true;  // more layers in a chunk than the fronts cover: no mix
     k += n;
   }
-  double budget = c.limit - static_cast<double>(k) * b.param_mb - head_tail_static(p, s);
-  if (budget < -kTol) return true;
   std::vector<const Mix*> cur(uz(V), nullptr);
   std::vector<double> partial(vecs.size(), 0.0);
   std::vector<double> rest_min(vecs.size(), 0.0);
@@ -413,39 +453,52 @@ bool for_each_composition_mix(Context& c, int s, const std::vector<long long>& c
   std::vector<double> cb(uz(V), 0.0);
   bool stopped = false;
   constexpr long long kClockEvery = 4096;
-  std::function<void(int, double)> pick = [&](int u, double total) {
-    if (c.timed_out || stopped) return;
-    if (u == V) {
-      if (++c.explored % kClockEvery == 0) c.out_of_time();
-      stopped = !visit(cur, cf, cb);
-      return;
-    }
-    std::size_t ui = uz(u);
-    if (prune_slow) {
-      double rest_fastest = 0;
-      for (int r = u; r < V; ++r) rest_fastest += static_cast<double>(comp[uz(r)]) * per_layer + extra_f(r) + extra_b(r);
-      if (micro * (total + rest_fastest) > c.cutoff * (1 + kTol)) return;
-    }
-    for (std::size_t i = 0; i < vecs.size(); ++i) {
-      rest_min[i] = 0;
-      for (int r = u + 1; r < V; ++r) rest_min[i] += vecs[i][uz(r)] * fr[uz(comp[uz(r)])].front().weight;
-    }
-    for (const Mix& m : fr[uz(comp[ui])]) {
-      bool ok = true;
-      for (std::size_t i = 0; i < vecs.size() && ok; ++i) ok = partial[i] + vecs[i][ui] * m.weight + rest_min[i] <= budget + kTol;
-      if (!ok) break;  // heavier mixes follow: none of them fits either
-      double f = static_cast<double>(comp[ui]) * b.forward + extra_f(u);
-      double bw = m.cost + extra_b(u);
-      for (std::size_t i = 0; i < vecs.size(); ++i) partial[i] += vecs[i][ui] * m.weight;
-      cur[ui] = &m;
-      cf[ui] = f;
-      cb[ui] = bw;
-      pick(u + 1, total + f + bw);
-      for (std::size_t i = 0; i < vecs.size(); ++i) partial[i] -= vecs[i][ui] * m.weight;
-      if (stopped) return;
-    }
-  };
-  pick(0, 0.0);
+  // Per ceiling, the combinations whose costliest kind rebuilds exactly that much (the others were seen, with more
+  // memory left, at their own ceiling: a mix on a ceiling's front whose kinds stay under a lower one is on that one's
+  // front too).
+  for (const Context::Ceiling& ceiling : c.ceilings) {
+    const auto& fr = ceiling.fronts[0];
+    const double budget = c.limit - static_cast<double>(k) * b.param_mb - head_tail_static(p, s) - ceiling.rebuild_mb;
+    if (budget < -kTol) break;  // higher ceilings leave less
+    std::function<void(int, double, double)> pick = [&](int u, double total, double rebuilt) {
+      if (c.timed_out || stopped) return;
+      if (u == V) {
+        if (rebuilt < ceiling.rebuild_mb) return;
+        if (++c.explored % kClockEvery == 0) c.out_of_time();
+        stopped = !visit(cur, cf, cb);
+        return;
+      }
+      std::size_t ui = uz(u);
+      if (prune_slow) {
+        double rest_fastest = 0;
+        for (int r = u; r < V; ++r) rest_fastest += static_cast<double>(comp[uz(r)]) * per_layer + extra_f(r) + extra_b(r);
+        if (micro * (total + rest_fastest) > c.cutoff * (1 + kTol)) return;
+      }
+      for (std::size_t i = 0; i < vecs.size(); ++i) {
+        rest_min[i] = 0;
+        for (int r = u + 1; r < V; ++r) {
+          const auto& options = fr[uz(comp[uz(r)])];
+          rest_min[i] += options.empty() ? kInf : vecs[i][uz(r)] * options.front().weight;
+        }
+      }
+      for (const Mix& m : fr[uz(comp[ui])]) {
+        bool ok = true;
+        for (std::size_t i = 0; i < vecs.size() && ok; ++i) ok = partial[i] + vecs[i][ui] * m.weight + rest_min[i] <= budget + kTol;
+        if (!ok) break;  // heavier mixes follow: none of them fits either
+        double f = static_cast<double>(comp[ui]) * b.forward + extra_f(u);
+        double bw = m.cost + extra_b(u);
+        for (std::size_t i = 0; i < vecs.size(); ++i) partial[i] += vecs[i][ui] * m.weight;
+        cur[ui] = &m;
+        cf[ui] = f;
+        cb[ui] = bw;
+        pick(u + 1, total + f + bw, std::max(rebuilt, mix_rebuild(p, m)));
+        for (std::size_t i = 0; i < vecs.size(); ++i) partial[i] -= vecs[i][ui] * m.weight;
+        if (stopped) return;
+      }
+    };
+    pick(0, 0.0, 0.0);
+    if (stopped || c.timed_out) break;
+  }
   return !stopped && !c.timed_out;
 }
 
@@ -1219,7 +1272,9 @@ std::string below_memory_floor(const Problem& p) {
   if (p.layers.head_mb + p.constant_mb > p.memory_limit_mb || p.layers.tail_mb + p.constant_mb > p.memory_limit_mb)
     return fmt::format("{} MB is below the head's or tail's parameter memory ({} / {} MB plus the constant {} MB)", p.memory_limit_mb, p.layers.head_mb,
                        p.layers.tail_mb, p.constant_mb);
-  if (least + p.constant_mb > p.memory_limit_mb)
+  double rebuild = kInf;  // a stage holding layers rebuilds at least the cheapest kind's
+  for (Rc r : allowed_kinds(p)) rebuild = std::min(rebuild, p.rebuild_mb[ix(r)]);
+  if (least + p.constant_mb + rebuild > p.memory_limit_mb)
     return fmt::format("{} MB is below the parameter memory a stage must hold ({:.0f} MB of body parameters over {} stages)", p.memory_limit_mb, params,
                        p.stages);
   return "";
@@ -1330,10 +1385,7 @@ Evaluation evaluate(const Problem& p, const Assignment& x) {
   return e;
 }
 
-namespace {
-
-// solve() for a problem whose stages all hold the same constant (no Problem::rebuild_mb).
-Solution solve_with_constant(const Problem& p) {
+Solution solve(const Problem& p) {
   check_problem(p);
   Context c = make_context(p);
   Solution sol;
@@ -1533,91 +1585,6 @@ Solution solve_with_constant(const Problem& p) {
   }
   sol.solve_seconds = c.elapsed();
   return sol;
-}
-
-}  // namespace
-
-Solution solve(const Problem& p) {
-  const std::vector<Rc> kinds = allowed_kinds(p);
-  std::vector<double> ceilings;
-  ceilings.reserve(kinds.size());
-  for (Rc r : kinds) ceilings.push_back(p.rebuild_mb[ix(r)]);
-  std::sort(ceilings.begin(), ceilings.end());
-  ceilings.erase(std::unique(ceilings.begin(), ceilings.end()), ceilings.end());
-  if (ceilings.size() <= 1 || !p.layers.has_memory()) {
-    Problem q = p;
-    q.constant_mb += ceilings.empty() ? 0.0 : ceilings.front();
-    q.rebuild_mb = {};
-    Solution sol = solve_with_constant(q);
-    if (sol.feasible) sol.eval = evaluate(p, sol.x);
-    return sol;
-  }
-  // A stage holds one layer rebuilt in its backward, the largest among the kinds it holds. Per ceiling (each kind's
-  // rebuild, smallest first) the plans of the kinds at or under it are balanced with that ceiling as every stage's
-  // constant (the plan's costliest kind on every stage: conservative on a stage holding only cheaper kinds); the
-  // fastest over the ceilings is kept, the least of their bounds is the bound, and the plan kept is evaluated with
-  // each stage's own rebuild.
-  const auto started = Clock::now();
-  Solution best;
-  double bound = kInf;
-  bool proved = true;
-  std::string methods;
-  long long explored = 0;
-  for (std::size_t i = 0; i < ceilings.size(); ++i) {
-    const double ceiling = ceilings[i];
-    Problem q = p;
-    q.kinds.clear();
-    for (Rc r : kinds) {
-      if (p.rebuild_mb[ix(r)] <= ceiling) q.kinds.push_back(r);
-    }
-    // Megatron's block recompute fully recomputes each cell's first layers: no plan without the full kind.
-    if (p.full_first_layers > 0 && std::find(q.kinds.begin(), q.kinds.end(), Rc::Full) == q.kinds.end()) continue;
-    q.constant_mb = p.constant_mb + ceiling;
-    q.rebuild_mb = {};
-    // Past the first ceiling a constant that alone overflows the limit proves that ceiling's plans infeasible.
-    if (i > 0 && !below_memory_floor(q).empty()) continue;
-    if (p.time_limit_s > 0) {
-      const double left = p.time_limit_s - std::chrono::duration<double>(Clock::now() - started).count();
-      if (left <= 0) {
-        proved = false;
-        best.timed_out = true;
-        break;
-      }
-      q.time_limit_s = left;
-    }
-    Solution sol = solve_with_constant(q);
-    explored += sol.explored;
-    best.timed_out = best.timed_out || sol.timed_out;
-    if (methods.empty()) methods = sol.method;
-    if (!sol.feasible) {
-      if (!sol.optimal) {  // not proved infeasible: nothing is known below its bound
-        proved = false;
-        bound = std::min(bound, sol.bound);
-      }
-      continue;
-    }
-    bound = std::min(bound, sol.bound);
-    proved = proved && sol.optimal;
-    if (!best.feasible || sol.eval.objective < best.eval.objective) {
-      const bool timed_out = best.timed_out;
-      best = sol;
-      best.timed_out = timed_out;
-    }
-  }
-  best.method = methods + fmt::format(", per rebuild ceiling ({} kinds' working sets)", ceilings.size());
-  best.explored = explored;
-  best.solve_seconds = std::chrono::duration<double>(Clock::now() - started).count();
-  if (!best.feasible) {
-    best.optimal = proved;  // every ceiling proved infeasible
-    best.bound = 0;
-    return best;
-  }
-  best.eval = evaluate(p, best.x);
-  best.bound = std::min(bound, best.eval.objective);
-  best.gap = std::max(0.0, (best.eval.objective - best.bound) / best.eval.objective);
-  best.optimal = proved && best.eval.objective <= best.bound * (1 + 1e-9);
-  if (best.optimal) best.gap = 0;
-  return best;
 }
 
 Solution solve_exhaustive(const Problem& p, long long limit) {

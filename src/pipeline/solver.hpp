@@ -14,8 +14,7 @@
 //   (4) within a stage, the chunks' layer counts differ by at most `chunk_spread` (0: no limit, the default);
 //   (5) memory, exact for the schedule's block order: for every stage s and every prefix of its order,
 //       static(s) + sum_v c_v(prefix) * A(v, s) <= M, where static(s) = sum P_l x + [s=0] H + [s=S-1] T + C
-//       + max over the kinds r stage s holds of R_r (one layer rebuilt in its backward, Problem::rebuild_mb; the
-//       optimiser takes the plan's costliest kind on every stage, see below),
+//       + max over the kinds r stage s holds of R_r (one layer rebuilt in its backward, Problem::rebuild_mb),
 //       A(v, s) = sum A_{l,r} x, and c_v(prefix) the micro-batches of chunk v holding activations then
 //       (plan::in_flight_vectors). This is the simulator's peak memory by construction;
 //   (6) the framework can state the plan: no cell holds both selective-only and comm-only layers of one type
@@ -48,11 +47,9 @@
 //     then stop once a plan meets it): the end-stage relaxation (pipeline/end_bound: stages 0 and S-1 exact, the
 //     middle as delays, a Lagrangian over the middle whose weights come from a master LP).
 //   - "proved optimal" iff the best simulated step equals the lower bound; otherwise the gap is reported.
-//   - rebuild working sets (R_r, when stated): the steps above run once per ceiling R (each kind's R_r, smallest
-//     first) over the kinds with R_r <= R, with C + R on every stage; the fastest over the ceilings is kept and
-//     the least of their bounds is the bound. What is proved is therefore relative to every stage holding the
-//     rebuild of the costliest kind in the plan (a stage holding only cheaper kinds needs less: up to one layer's
-//     working set is left unused there); the plan's per-stage peaks are evaluated exactly, each with its own kinds.
+//   - rebuild working sets (R_r, when stated): a stage's options are listed per ceiling R (each kind's R_r),
+//     from the mixes of the kinds with R_r <= R against the memory left after R, each combination at the
+//     ceiling of its costliest kind, so constraint (5) holds exactly per stage in the programs as in the simulation.
 //   A time limit stops any step and returns the best found so far with its gap. K > 1 with V > 1 skips the
 //   program (the cells of one stage are not contiguous in model order): bound = m x (least total work) / S.
 // `enumerate` tries every assignment (small cases only) and simulates each: proved optimal by exhaustion.
