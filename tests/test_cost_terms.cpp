@@ -47,6 +47,11 @@ TEST(CostTerms, FrameworkProfilesAreNamedAndCited) {
   EXPECT_FALSE(cost::terms::framework_profile("torchtitan").fp8_transformer_engine);
   EXPECT_EQ(cost::terms::framework_profile("mindformers").grad_bytes, 2.0);
   EXPECT_EQ(cost::terms::framework_profile("megatron").optimizer_bytes, 12.0);  // the defaults' Megatron mixed precision
+  // Megatron-LM hides no TP collective unless --tp-comm-overlap; HyperParallel runs TP inline and its pipeline
+  // scheduler's sends block (overlap_p2p False).
+  EXPECT_EQ(cost::terms::framework_profile("megatron").overlap.tp, 0.0);
+  EXPECT_EQ(cost::terms::framework_profile("hyperparallel").overlap.tp, 0.0);
+  EXPECT_EQ(cost::terms::framework_profile("hyperparallel").overlap.pp, 0.0);
 }
 
 TEST(CostTerms, AFrameworkFileIsReadKeyByKey) {
