@@ -1422,6 +1422,22 @@ TEST(Megatron, FirstAndLastStageLayers) {
 
 // A --framework on the command line applies its profile, but dtypes the file states stay: a Megatron script
 // without --bf16 / --fp16 trains fp32 weights (4 B) with Adam moments only (8 B) under any framework.
+// A launch script whose processes are fewer than its own TP x PP (Megatron-LM's examples default to one node) is
+// refused naming the keys the devices came from and what fixes it; --devices prices it.
+TEST(Megatron, TooFewDevicesForItsOwnDegreesNameTheScriptsKeys) {
+  const std::string dir = sapp::test::temp_dir();
+  sapp::test::write_file(dir + "/run.sh",
+                         "torchrun --nproc_per_node 8 --nnodes 1 pretrain_gpt.py --tensor-model-parallel-size 8 --pipeline-model-parallel-size 2 "
+                         "--num-layers 32 --hidden-size 4096 --num-attention-heads 32 --vocab-size 32000 --seq-length 4096 --micro-batch-size 1 "
+                         "--global-batch-size 64\n");
+  auto refused = sapp::test::run_sapp("estimate --from " + dir + "/run.sh -H h100-sxm");
+  EXPECT_EQ(refused.status, 1);
+  EXPECT_NE(refused.err.find("run.sh: --nproc_per_node x --nnodes: 8 devices are not a multiple of TP x PP x CP = 8 x 2 x 1 = 16; give --devices"),
+            std::string::npos)
+      << refused.err;
+  EXPECT_EQ(sapp::test::run_sapp("estimate --from " + dir + "/run.sh -H h100-sxm --devices 16").status, 0);
+}
+
 TEST(Megatron, CommandLineFrameworkKeepsTheDtypesTheFileStates) {
   std::string dir = sapp::test::temp_dir();
   sapp::test::write_file(dir + "/run.sh",

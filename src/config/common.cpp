@@ -724,6 +724,14 @@ std::vector<std::string> fill_request(Request& request, const Loaded& loaded, co
   if constexpr (std::is_same_v<Request, app::EstimateRequest>) {
     // --devices beside a file's own degrees and global batch: the data-parallel degree follows the devices, and a
     // global batch it cannot split is the file's key's fault, named as such (not a --global-batch nobody gave).
+    // Devices the file states (a launch script's processes, a config's degrees) too few for its own model-parallel
+    // degrees: the file's keys are named, and --devices is what fixes it.
+    const auto devices_from = loaded.origin.find("devices");
+    const long long model_ranks = 1LL * request.layout.tp * request.layout.pp * request.layout.cp;
+    if (!command_line.contains("devices") && devices_from != loaded.origin.end() && model_ranks > 0 && request.job.devices % model_ranks != 0) {
+      fail(at(loaded.file, devices_from->second), "{} devices are not a multiple of TP x PP x CP = {} x {} x {} = {}; give --devices", request.job.devices,
+           request.layout.tp, request.layout.pp, request.layout.cp, model_ranks);
+    }
     const auto batch = loaded.origin.find("global_batch");
     if (command_line.contains("devices") && !command_line.contains("global_batch") && batch != loaded.origin.end() && request.job.devices > 0) {
       plan::Layout probe = request.layout;
