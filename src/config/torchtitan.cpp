@@ -671,6 +671,13 @@ std::string emit_torchtitan(const Plan& plan, const Loaded* original, const std:
                     v01       ? "[\"float8\"]"
                     : experts ? "[\"quantize.linear.float8\", \"quantize.grouped_mm.float8\"]"
                               : "[\"quantize.linear.float8\"]");
+    // FSDP's gather of the converted weights in float8, as priced (gather_bytes 1; the reader's key).
+    const std::string section = v01 ? "float8" : "quantize.linear.float8";
+    const bool float8_gather = plan.gather_bytes == 1;
+    if (float8_gather || (original && original->text.find("enable_fsdp_float8_all_gather") != std::string::npos)) {
+      text = toml_set(text, section, "enable_fsdp_float8_all_gather", float8_gather ? "true" : "false");
+      text = toml_set(text, section, "precompute_float8_dynamic_scale_for_fsdp", float8_gather ? "true" : "false");
+    }
   }
   return text;
 }
