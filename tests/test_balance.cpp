@@ -165,6 +165,63 @@ TEST(Balance, SeveralBodyTypesKeepModelOrder) {
   EXPECT_LE(last_vision, first_decoder);
 }
 
+// With interleaving the program is skipped for several types (a stage's cells are not contiguous in model order)
+// and plans start from even splits: the split must place the layers in model order along the virtual pipeline
+// (cells v S + s), not each type evenly over every cell, and within a cell holding two types the recompute kinds may
+// only get lighter along model order (frameworks recompute a cell's first layers): otherwise the written split
+// holds other layers, and other recompute, than the plan priced. Exhaustive enumeration (cells in model order) is
+// the reference.
+TEST(Balance, SeveralBodyTypesWithInterleavingKeepModelOrderAndTheFrameworksRecomputeOrder) {
+  nlohmann::json j = {
+      {"layers_description",
+       {{{"name", "HEAD"}, {"type", "HEAD"}, {"time", 1}, {"nb_layer", 1}, {"memory_parameter", 10}},
+        {{"name", "dense"}, {"type", "BODY"}, {"time", 4}, {"nb_layer", 3}, {"memory_parameter", 5}, {"memory_activation", 8}, {"memory_recompute", 1}},
+        {{"name", "moe"}, {"type", "BODY"}, {"time", 9}, {"nb_layer", 6}, {"memory_parameter", 20}, {"memory_activation", 15}, {"memory_recompute", 2}},
+        {{"name", "TAIL"}, {"type", "TAIL"}, {"time", 2}, {"nb_layer", 1}, {"memory_parameter", 10}}}}};
+  balance::Problem p;
+  p.layers = balance::layers_from_json(j, "moe.json");
+  p.stages = 2;
+  p.chunks = 2;
+  p.micro_batches = 4;
+  p.schedule = simulate::Schedule::Interleaved;
+  // The even split: 9 layers over 4 cells (2, 3, 2, 2 in virtual order), dense first.
+  const balance::Assignment even = balance::even_split(p, Rc::None);
+  auto count = [&](const balance::Assignment& x, std::size_t type, int v, int s) {
+    long long n = 0;
+    for (long long k : x[type][static_cast<std::size_t>(v)][static_cast<std::size_t>(s)]) n += k;
+    return n;
+  };
+  EXPECT_EQ(count(even, 0, 0, 0), 2);
+  EXPECT_EQ(count(even, 0, 0, 1), 1);
+  EXPECT_EQ(count(even, 1, 0, 1), 2);
+  EXPECT_EQ(count(even, 1, 1, 0) + count(even, 1, 1, 1), 4);
+  for (double limit : {0.0, 200.0, 170.0}) {
+    p.memory_limit_mb = limit;
+    const balance::Solution found = balance::solve(p);
+    const balance::Solution brute = balance::solve_exhaustive(p);
+    SCOPED_TRACE(limit);
+    ASSERT_EQ(found.feasible, brute.feasible);
+    if (!found.feasible) continue;
+    EXPECT_GE(found.eval.objective, brute.eval.objective - 1e-9);
+    // Model order along the virtual pipeline: no dense layer after the first MoE layer.
+    bool moe_seen = false;
+    for (int cell = 0; cell < 4; ++cell) {
+      if (moe_seen) {
+        EXPECT_EQ(count(found.x, 0, cell / 2, cell % 2), 0) << "cell " << cell;
+      }
+      moe_seen = moe_seen || count(found.x, 1, cell / 2, cell % 2) > 0;
+    }
+    // In a cell holding both types, no recomputed MoE layer after a dense layer that is not recomputed.
+    for (int cell = 0; cell < 4; ++cell) {
+      const auto& dense = found.x[0][static_cast<std::size_t>(cell / 2)][static_cast<std::size_t>(cell % 2)];
+      const auto& moe = found.x[1][static_cast<std::size_t>(cell / 2)][static_cast<std::size_t>(cell % 2)];
+      if (dense[static_cast<std::size_t>(Rc::None)] > 0) {
+        EXPECT_EQ(moe[static_cast<std::size_t>(Rc::Full)], 0) << "cell " << cell;
+      }
+    }
+  }
+}
+
 TEST(Balance, ManyChunksStopAtTheTimeLimitWithAPlan) {
   // 400 layers on 2 stages of 10 chunks: even the compositions of a stage's 200 layers (what the cutoff from the
   // first plan leaves) number more than 10^15. The solve must honour its time limit (it once ran for hours on

@@ -233,6 +233,28 @@ TEST(PlanCommand, EveryFormatsWrittenPlanReadsBackAtItsStepAndPeak) {
   }
 }
 
+// A model of two layer kinds (DeepSeek-V2: a dense first layer, then MoE layers) balanced with interleaving: the
+// MindFormers split it writes (per-cell counts; recompute of each cell's first layers) reads back at every stage's
+// planned peak and at the plan's step. Before, the even split spread each kind over every chunk, so the written
+// split held other layers than the plan priced (DeepSeek-V3 on 256 H100: 87.3 GiB read back for 79.6 planned).
+TEST(PlanCommand, TwoLayerKindsReadBackAtEveryStagesPeak) {
+  const std::string dir = test::temp_dir();
+  const std::string job = "--model deepseek-v2 --devices 64 --global-batch 256 --seq 4096 --hardware h100-sxm";
+  auto r = test::run_sapp("plan " + job + " --pp 4 --vpp 2 --candidates 1 -q -f json --emit mindformers -o " + dir + "/out.yaml");
+  ASSERT_EQ(r.status, 0) << r.err;
+  const nlohmann::json plan = nlohmann::json::parse(r.out)["plans"].at(0);
+  ASSERT_TRUE(plan["balanced"].get<bool>()) << plan["status"];
+  auto back = test::run_sapp("estimate --from " + dir + "/out.yaml " + job + " -f json");
+  ASSERT_EQ(back.status, 0) << back.err;
+  const nlohmann::json est = nlohmann::json::parse(back.out);
+  ASSERT_EQ(est["stages"].size(), plan["stages"].size());
+  for (std::size_t s = 0; s < plan["stages"].size(); ++s) {
+    SCOPED_TRACE(s);
+    expect_planned_peak(est["stages"][s]["memory_bytes"]["total"].get<double>(), plan["stages"][s]["peak_memory_bytes"].get<double>());
+  }
+  EXPECT_NEAR(est["step_time_s"].get<double>(), plan["estimate_step_time_s"].get<double>(), 1e-9 * plan["estimate_step_time_s"].get<double>());
+}
+
 // A stack whose layer kinds alternate in a repeating period (Gemma 2: sliding-window and global attention layers in
 // turn, HF config layer_types) is balanced a whole period at a time: every chunk holds whole periods, and the plan's
 // split, priced again by `sapp estimate --stage-layers`, gives the plan's peak memory. More chunks than periods is

@@ -131,9 +131,16 @@ Descriptors describe(const model::Model& model, const plan::Layout& layout, cons
   // HEAD, TAIL and the constant, from the cost model's own estimate of the layout (even split): what a stage
   // holds beyond its layers.
   const cost::MemoryEstimate mem = cost::estimate_memory(model, layout, training, hw.memory_bytes, &km);
+  // The BODY layers' states per stage; the MTP layers (on the head's stage, not balanced) stay in the TAIL with their
+  // activations, in flight as the estimator counts them.
   std::vector<double> body_static(static_cast<std::size_t>(layout.pp), 0.0);
-  plan::for_each_chunk_group(model, layout, training, [&](int stage, int /*chunk*/, int kind, long long count) {
+  double mtp_activations = 0;
+  plan::for_each_chunk_group(model, layout, training, [&](int stage, int chunk, int kind, long long count, plan::Recompute mode, bool is_mtp) {
     const auto k = static_cast<std::size_t>(kind);
+    if (is_mtp) {
+      mtp_activations += static_cast<double>(plan::in_flight_count(layout, training, chunk, stage) * count) * km[k].act[static_cast<int>(mode)];
+      return;
+    }
     body_static[static_cast<std::size_t>(stage)] += static_cast<double>(count) * (km[k].dense_elems * state.dense + km[k].expert_elems * state.expert);
   });
   // What grows with a stage's parameters: its states and ZeRO's stage-wide buffers (StateBytes counts both).
@@ -142,7 +149,7 @@ Descriptors describe(const model::Model& model, const plan::Layout& layout, cons
   const cost::StageMemory& last = mem.stages.back();
   // The activations beyond the layers: the embedding's output on the first stage; the final norm's input, the
   // logits and the loss backward's buffers on the head's.
-  auto tail_activations = [&](const cost::StageMemory& s) { return (s.head_activations + s.loss_backward) * fragmented; };
+  auto tail_activations = [&](const cost::StageMemory& s) { return (s.head_activations + s.loss_backward + mtp_activations) * fragmented; };
   set.head_mb = (states(first) - body_static.front() + first.embedding_activations * fragmented) / kBytesPerMb;
   set.tail_mb = (states(last) - body_static.back() + tail_activations(last)) / kBytesPerMb;
   if (layout.pp == 1 || plan::dualpipe_v(layout, training)) {

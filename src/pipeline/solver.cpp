@@ -729,7 +729,55 @@ bool fits_memory(Context& c, const simulate::StageTimes& t, int s) {
   return t.static_memory[uz(s)] + peak <= c.limit + kTol;
 }
 
+// Constraint (3): along the virtual pipeline (cells in order v S + s) the body types follow model order.
+bool in_model_order(const Problem& p, const Assignment& x) {
+  std::size_t last = 0;
+  for (int cell = 0; cell < p.stages * p.chunks; ++cell) {
+    for (std::size_t l = 0; l < x.size(); ++l) {
+      long long n = 0;
+      for (long long k : x[l][uz(cell / p.stages)][uz(cell % p.stages)]) n += k;
+      if (n == 0) continue;
+      if (l < last) return false;
+      last = l;
+    }
+  }
+  return true;
+}
+
+// A cell holding layers of several types: the frameworks recompute a cell's first layers in model order (MindFormers'
+// recompute / select_recompute counts, the estimator's StageSplit: full, then selective, then none), so along the
+// cell's types the recompute kinds may only get lighter, and selective-only and comm-only layers stay apart.
+bool cells_ordered_across_types(const Problem& p, const Assignment& x) {
+  if (x.size() < 2) return true;
+  auto weight = [](Rc r) { return r == Rc::Full ? 3 : r == Rc::Both ? 2 : r == Rc::None ? 0 : 1; };
+  for (int v = 0; v < p.chunks; ++v) {
+    for (int s = 0; s < p.stages; ++s) {
+      int lightest_before = 3;
+      bool selective = false;
+      bool comm = false;
+      for (const auto& type : x) {
+        const auto& cell = type[uz(v)][uz(s)];
+        int heaviest = -1;
+        int lightest = 3;
+        for (int r = 0; r < kRcKinds; ++r) {
+          if (cell[uz(r)] == 0) continue;
+          heaviest = std::max(heaviest, weight(static_cast<Rc>(r)));
+          lightest = std::min(lightest, weight(static_cast<Rc>(r)));
+        }
+        if (heaviest < 0) continue;
+        if (heaviest > lightest_before) return false;
+        lightest_before = lightest;
+        selective = selective || cell[ix(Rc::Selective)] > 0;
+        comm = comm || cell[ix(Rc::Comm)] > 0;
+      }
+      if (selective && comm) return false;
+    }
+  }
+  return true;
+}
+
 bool structurally_valid(const Problem& p, const Assignment& x) {
+  if (!in_model_order(p, x) || !cells_ordered_across_types(p, x)) return false;
   for (int s = 0; s < p.stages; ++s) {
     long long lo = std::numeric_limits<long long>::max();
     long long hi = 0;
@@ -1697,14 +1745,21 @@ Assignment even_split(const Problem& p, Rc kind) {
   Assignment x = empty_assignment(p);
   std::vector<Rc> kinds = allowed_kinds(p);
   if (std::find(kinds.begin(), kinds.end(), kind) == kinds.end()) return {};
-  long long cells = 1LL * p.stages * p.chunks;
-  for (std::size_t l = 0; l < p.layers.bodies.size(); ++l) {
-    long long n = p.layers.bodies[l].count;
-    long long base = n / cells;
-    long long extra = n % cells;
-    for (long long c = 0; c < cells; ++c) {
-      long long here = base + ((c >= 1 && c <= extra) ? 1 : 0);
-      x[l][static_cast<std::size_t>(c / p.stages)][static_cast<std::size_t>(c % p.stages)][static_cast<std::size_t>(kind)] = here;
+  // The cells' counts from all body layers, then the layers in model order along the virtual pipeline (cells in
+  // order v S + s): several types split type by type would interleave them, which no framework's split states.
+  const long long cells = 1LL * p.stages * p.chunks;
+  const long long n = p.layers.body_layers();
+  const long long base = n / cells;
+  const long long extra = n % cells;
+  std::size_t type = 0;
+  long long left = p.layers.bodies.empty() ? 0 : p.layers.bodies.front().count;
+  for (long long c = 0; c < cells; ++c) {
+    for (long long here = base + ((c >= 1 && c <= extra) ? 1 : 0); here > 0;) {
+      while (left == 0) left = p.layers.bodies[++type].count;
+      const long long take = std::min(here, left);
+      x[type][static_cast<std::size_t>(c / p.stages)][static_cast<std::size_t>(c % p.stages)][static_cast<std::size_t>(kind)] += take;
+      here -= take;
+      left -= take;
     }
   }
   return x;
