@@ -55,6 +55,32 @@ TEST(Search, AutoEqualsTheExplicitFullLists) {
   EXPECT_TRUE(same_ranking(a, b));
 }
 
+// A format whose DDP takes no other dimension and which shards over CP (torchtitan): replication (ZeRO 0) only over
+// DP alone, never beside CP even at DP 1; every other layout is kept as it would be without the rule.
+TEST(Search, ReplicationAloneKeepsZeroZeroToDataParallelism) {
+  auto m = test::bundled("llama3-8b");
+  plan::Training t = training(16, 32768);
+  search::Space all;
+  all.zero = std::vector<int>{0, 3};
+  search::Space alone = all;
+  alone.replication_alone = true;
+  const auto every = run(m, all, t, 8);
+  const auto kept = run(m, alone, t, 8);
+  ASSERT_GT(kept.rejected.count("replication beside other dimensions"), 0U);
+  long long expected = 0;
+  for (const auto& c : every.ranked) {
+    const plan::Layout& l = c.layout;
+    const bool beside = l.zero == 0 && (l.cp > 1 || (l.dp > 1 && (l.tp > 1 || l.pp > 1 || l.ep > 1)));
+    if (!beside) ++expected;
+  }
+  EXPECT_EQ(static_cast<long long>(kept.ranked.size()), expected);
+  for (const auto& c : kept.ranked) {
+    const plan::Layout& l = c.layout;
+    EXPECT_FALSE(l.zero == 0 && l.cp > 1) << l.describe();
+    EXPECT_FALSE(l.zero == 0 && l.dp > 1 && (l.tp > 1 || l.pp > 1)) << l.describe();
+  }
+}
+
 // DP and the micro-batch count follow from the devices, the batch and the other degrees; stated lists keep only the
 // candidates among them, and the rows kept are exactly the unfiltered rows that satisfy the lists.
 TEST(Search, DataParallelAndMicroBatchListsFilter) {

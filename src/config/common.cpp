@@ -812,7 +812,7 @@ Expressible expressible(EmitFormat format, const Loaded* original) {
       Expressible e{std::vector<int>{0, 2, 3}, std::vector<bool>{true},
                     "torchtitan's TP shards the sequence between blocks (SP); it states FSDP (data_parallel_shard_degree: ZeRO-3; "
                     "fsdp_reshard_after_forward never: ZeRO-2) or DDP, which takes no TP, PP, CP or EP (\"DDP has not supported > 1D parallelism\"; "
-                    "such a search keeps replication to DP alone); its activation_checkpoint mode is one for every layer",
+                    "such a search keeps replication to DP alone, and CP sharded: FSDP runs over it); its activation_checkpoint mode is one for every layer",
                     plan::RecomputeStated::OneModeForAll};
       e.replication_alone = true;
       return e;

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <array>
+#include <optional>
 #include <string>
 
 #include "cost/memory.hpp"
@@ -46,8 +47,10 @@ struct Descriptors {
 // `max_body_types` bounds the BODY types (the balancer's cost grows with them). A stack that alternates more
 // runs of kinds than that is described by its period when it repeats one exactly (one BODY type whose layer is
 // the period: the sums of the period's times, activations and states); else it is refused in `why_not`.
+// `mtp_mode`: the recompute of the MTP layers (in the TAIL) as the written plan states it; none: the layout's (a
+// split stating recompute per chunk leaves them not recomputed, plan::for_each_chunk_group).
 Descriptors describe(const model::Model& model, const plan::Layout& layout, const plan::Training& training, const hardware::Hardware& hw,
-                     const cost::Overlap& overlap, int max_body_types = 3);
+                     const cost::Overlap& overlap, int max_body_types = 3, std::optional<plan::Recompute> mtp_mode = std::nullopt);
 
 // The balancing problem of a layout: its stages, chunks, micro-batches and schedule, the memory limit (bytes),
 // the recompute kinds the cost model prices.

@@ -35,8 +35,9 @@ struct Space {
   int optimizer_shard = 0;
   bool allow_tp_across_nodes = false;
   std::shared_ptr<const plan::StageSplit> split;  // a stated uneven split, held fixed on every candidate (null: even)
-  // Replication (ZeRO 0 over DP > 1) only without TP, PP, CP or EP: what a target format can write (torchtitan's
-  // DDP takes no other dimension); other such layouts are rejected as "replication beside other dimensions".
+  // Replication (ZeRO 0 over DP > 1) only without TP, PP, CP or EP, and no CP without sharding: what a target format
+  // can write (torchtitan's DDP takes no other dimension, and it applies FSDP over CP); other such layouts are
+  // rejected as "replication beside other dimensions".
   bool replication_alone = false;
 };
 
