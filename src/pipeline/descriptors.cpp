@@ -138,7 +138,8 @@ Descriptors describe(const model::Model& model, const plan::Layout& layout, cons
   plan::for_each_chunk_group(model, layout, training, [&](int stage, int chunk, int kind, long long count, plan::Recompute mode, bool is_mtp) {
     const auto k = static_cast<std::size_t>(kind);
     if (is_mtp) {
-      mtp_activations += static_cast<double>(plan::in_flight_count(layout, training, chunk, stage) * count) * km[k].act[static_cast<int>(mtp_mode.value_or(mode))];
+      mtp_activations +=
+          static_cast<double>(plan::in_flight_count(layout, training, chunk, stage) * count) * km[k].act[static_cast<int>(mtp_mode.value_or(mode))];
       return;
     }
     body_static[static_cast<std::size_t>(stage)] += static_cast<double>(count) * (km[k].dense_elems * state.dense + km[k].expert_elems * state.expert);
