@@ -329,6 +329,37 @@ TEST(Memory, TorchtitanPipelineKeepsTheStageGatheredAndSyncsOnce) {
   EXPECT_LT(cost::estimate_memory(m, l, t, 1e15).stages[0].dp_buffer, st.dp_buffer / 4);
 }
 
+// A stated split whose chunks hold unequal activations: the stage's peak is the schedule's prefix of the most
+// activation, not the first prefix of the most micro-batches. Llama 3 8B at PP2 VPP2 with the last stage's chunks
+// of 24 and 2 layers (the logits on the second): its peak holds more micro-batches of the 24-layer chunk than the
+// closed-form counts (plan::in_flight_count) give, and equals plan::in_flight_peak over the chunks' activations.
+TEST(Memory, AStatedUnevenSplitPeaksAtTheSchedulesHeaviestPrefix) {
+  auto m = test::bundled("llama3-8b");
+  plan::Training t;
+  t.seq = 4096;
+  t.global_batch = 32;
+  plan::Layout l;
+  l.dp = 1;
+  l.pp = 2;
+  l.vpp = 2;
+  l.micro_batches = 32;
+  plan::StageSplit split;
+  split.layers = {{2, 24}, {4, 2}};
+  l.split = std::make_shared<const plan::StageSplit>(split);
+  const cost::StageMemory last = cost::estimate_memory(m, l, t, 1e15).stages[1];
+  const double layer = cost::kind_memory(m, l, t)[0].act[static_cast<int>(plan::Recompute::Off)];
+  // One micro-batch's final norm input and logits, from the even split (closed-form counts there).
+  plan::Layout even = l;
+  even.split.reset();
+  const double head = cost::estimate_memory(m, even, t, 1e15).stages[1].head_activations / static_cast<double>(plan::in_flight_count(even, t, 1, 1));
+  const std::vector<double> chunks = {24 * layer, 2 * layer + head};
+  const double exact = plan::in_flight_peak(plan::schedule_of(l, false), 2, 2, 32, 1, chunks);
+  EXPECT_NEAR(last.layer_activations + last.head_activations, exact, 1e-6 * exact);
+  // The closed-form counts (the first prefix of the most micro-batches) hold less.
+  const double closed = static_cast<double>(plan::in_flight_count(l, t, 0, 1)) * chunks[0] + static_cast<double>(plan::in_flight_count(l, t, 1, 1)) * chunks[1];
+  EXPECT_GT(exact, closed * 1.05);
+}
+
 TEST(Memory, Fsdp2ZeroTwoKeepsTheWeightsShardedAndTheStageGatheredPerMicroBatch) {
   // FSDP2's reshard_after_forward=False (torchtitan's fsdp_reshard_after_forward "never"): the fp32 weights stay
   // sharded as under ZeRO-3 (torch/distributed/fsdp/_fully_shard: the sharded DTensor is the parameter), and each

@@ -116,6 +116,42 @@ StateBytes state_bytes_per_element(const plan::Layout& l, const plan::Training& 
   return StateBytes{per_element(l.zero_group()), per_element(l.expert_zero_group())};
 }
 
+namespace {
+
+// A stated split's chunks hold unequal activations (uneven layer counts, per-chunk recompute): the stage's peak is
+// the schedule's prefix of the most activation (plan::in_flight_vectors), which can hold other counts than the
+// first prefix of the most micro-batches (plan::in_flight_count; Gemma 2 9B at PP2 VPP2 with 14 and 6 layers: three
+// micro-batches of the larger chunk, 4.3 GiB more than two and one). The counts at that prefix replace the
+// per-chunk counts of the layers, the embedding (chunk 0) and the final norm and logits (last chunk). Even splits
+// keep the closed form (chunks equal but for one layer), which the search prices a million times.
+void exact_in_flight_peak(const plan::Layout& l, const plan::Training& training, int stage, const std::vector<double>& chunk_act, StageMemory& m) {
+  if (l.split == nullptr || l.vpp < 2 || chunk_act.empty() || plan::dualpipe_v(l, training) || training.seq_split > 1) return;
+  const auto V = static_cast<std::size_t>(l.vpp);
+  const double embedding = m.embedding_activations / static_cast<double>(std::max(1LL, plan::in_flight_count(l, training, 0, stage)));
+  const double head = m.head_activations / static_cast<double>(std::max(1LL, plan::in_flight_count(l, training, l.vpp - 1, stage)));
+  std::vector<double> per_chunk = chunk_act;
+  per_chunk[0] += embedding;
+  per_chunk[V - 1] += head;
+  const int micro_batches = l.micro_batches / plan::pipeline_runs(l, training);
+  double best = -1;
+  std::vector<int> at;
+  for (const auto& c : plan::in_flight_vectors(plan::schedule_of(l, training.interleave_less_memory), l.pp, l.vpp, micro_batches, stage)) {
+    double a = 0;
+    for (std::size_t v = 0; v < V && v < c.size(); ++v) a += c[v] * per_chunk[v];
+    if (a > best) {
+      best = a;
+      at = c;
+    }
+  }
+  if (at.size() < V) return;
+  m.layer_activations = 0;
+  for (std::size_t v = 0; v < V; ++v) m.layer_activations += at[v] * chunk_act[v];
+  if (m.embedding_activations > 0) m.embedding_activations = at[0] * embedding;
+  if (m.head_activations > 0) m.head_activations = at[V - 1] * head;
+}
+
+}  // namespace
+
 MemoryEstimate estimate_memory(const model::Model& model, const plan::Layout& l, const plan::Training& training, double capacity,
                                const std::vector<KindMemory>* per_kind) {
   const model::ModelSpec& spec = model.spec;
@@ -130,6 +166,7 @@ MemoryEstimate estimate_memory(const model::Model& model, const plan::Layout& l,
     long long layers = 0;
     double pn = 0, pe = 0, act = 0, working = 0, max_layer = 0;
     bool moe = false;
+    std::vector<double> chunk_act;  // one micro-batch's layer activations per chunk
   };
   std::vector<Sums> sums(static_cast<std::size_t>(l.pp));
   plan::for_each_chunk_group(model, l, training, [&](int stage, int chunk, int kind, long long count, plan::Recompute mode) {
@@ -141,6 +178,8 @@ MemoryEstimate estimate_memory(const model::Model& model, const plan::Layout& l,
     x.pe += n * km[k].expert_elems;
     double act = km[k].act[static_cast<int>(mode)];  // the run's mode (a stated split recomputes per chunk)
     x.act += static_cast<double>(plan::in_flight_count(l, training, chunk, stage)) * n * act;
+    if (x.chunk_act.empty()) x.chunk_act.assign(static_cast<std::size_t>(l.vpp), 0.0);
+    x.chunk_act[static_cast<std::size_t>(chunk)] += n * act;
     x.working = std::max(x.working, km[k].act[static_cast<int>(plan::Recompute::Off)] - act);
     x.max_layer = std::max(x.max_layer, km[k].dense_elems + km[k].expert_elems);
     x.moe = x.moe || km[k].moe;
@@ -187,6 +226,7 @@ MemoryEstimate estimate_memory(const model::Model& model, const plan::Layout& l,
       m.loss_backward =
           training.loss_chunked ? 0.0 : tokens * vocab_share * static_cast<double>(1 + mtp) * terms::loss_backward_bytes_per_logit(training, l.tp);
     }
+    exact_in_flight_peak(l, training, s, x.chunk_act, m);
     m.param_elements = pn;
     m.expert_param_elements = pe;
     // Elements per rank of a state that ZeRO shards from `stage` on (1: optimizer states, 2: + grads, 3: + params).
