@@ -69,9 +69,7 @@ TEST(Search, ReplicationAloneKeepsZeroZeroToDataParallelism) {
   ASSERT_GT(kept.rejected.count("replication beside other dimensions"), 0U);
   long long expected = 0;
   for (const auto& c : every.ranked) {
-    const plan::Layout& l = c.layout;
-    const bool beside = l.zero == 0 && (l.cp > 1 || (l.dp > 1 && (l.tp > 1 || l.pp > 1 || l.ep > 1)));
-    if (!beside) ++expected;
+    if (!plan::replicates_beside_other_dimensions(c.layout)) ++expected;
   }
   EXPECT_EQ(static_cast<long long>(kept.ranked.size()), expected);
   for (const auto& c : kept.ranked) {

@@ -267,7 +267,7 @@ report::Plan balance_plan(const LoadedJob& x, const PlanRequest& request, const 
   // A plan written with its recompute per chunk leaves the MTP layers not recomputed (plan::for_each_chunk_group).
   const std::optional<plan::Recompute> mtp_mode =
       request.recompute_stated == plan::RecomputeStated::OneModeForAll ? std::nullopt : std::optional<plan::Recompute>(plan::Recompute::Off);
-  balance::Descriptors d = balance::describe(x.model, l, request.job.training, x.hardware, request.job.overlap, 3, mtp_mode);
+  balance::Descriptors d = balance::describe(x.model, l, request.job.training, x.hardware, request.job.overlap, mtp_mode);
   if (!d.why_not.empty()) return estimate_plan(x, request, row, "not balanced: " + d.why_not);
   balance::Problem problem = balance::problem_for(d, l, request.job.training, x.capacity_bytes);
   problem.time_limit_s = request.balance_time_limit_s;

@@ -607,13 +607,14 @@ std::string emit_torchtitan(const Plan& plan, const Loaded* original, const std:
         "# torchtitan (v0.2) job config for {} on {} devices, written by sapp.\n[job]\ndescription = \"{}\"\n\n[model]\nname = \"{}\"\nflavor = \"{}\"\n",
         model_name, plan.devices, model_name, name, flavour);
   }
-  if (l.zero == 0 && l.dp > 1 && (l.tp > 1 || l.pp > 1 || l.cp > 1 || l.ep > 1))
-    fail("--emit torchtitan",
-         "the plan replicates over DP {} without sharding (ZeRO 0) beside TP {} PP {} CP {} EP {}: torchtitan's DDP takes no other "
-         "dimension (\"DDP has not supported > 1D parallelism\"); price it with --zero 2 or 3",
-         l.dp, l.tp, l.pp, l.cp, l.ep);
-  if (l.zero == 0 && l.cp > 1)
+  if (plan::replicates_beside_other_dimensions(l)) {
+    if (l.dp > 1)
+      fail("--emit torchtitan",
+           "the plan replicates over DP {} without sharding (ZeRO 0) beside TP {} PP {} CP {} EP {}: torchtitan's DDP takes no other "
+           "dimension (\"DDP has not supported > 1D parallelism\"); price it with --zero 2 or 3",
+           l.dp, l.tp, l.pp, l.cp, l.ep);
     fail("--emit torchtitan", "the plan keeps CP {} without sharding (ZeRO 0): torchtitan applies FSDP over CP; price it with --zero 2 or 3", l.cp);
+  }
   long long shard = l.zero >= 1 ? (l.optimizer_shard > 0 ? l.optimizer_shard / l.cp : l.dp) : 1;
   text = toml_set(text, "parallelism", "data_parallel_replicate_degree", std::to_string(l.dp / shard));
   text = toml_set(text, "parallelism", "data_parallel_shard_degree", std::to_string(shard));

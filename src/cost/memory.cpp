@@ -122,13 +122,13 @@ namespace {
 // the schedule's prefix of the most activation (plan::in_flight_vectors), which can hold other counts than the
 // first prefix of the most micro-batches (plan::in_flight_count; Gemma 2 9B at PP2 VPP2 with 14 and 6 layers: three
 // micro-batches of the larger chunk, 4.3 GiB more than two and one). The counts at that prefix replace the
-// per-chunk counts of the layers, the embedding (chunk 0) and the final norm and logits (last chunk). Even splits
-// keep the closed form (chunks equal but for one layer), which the search prices a million times.
-void exact_in_flight_peak(const plan::Layout& l, const plan::Training& training, int stage, const std::vector<double>& chunk_act, StageMemory& m) {
+// per-chunk counts of the layers, the embedding (chunk 0) and the final norm and logits (last chunk), each given
+// for one micro-batch. Even splits keep the closed form (chunks equal but for one layer), which the search prices a
+// million times.
+void exact_in_flight_peak(const plan::Layout& l, const plan::Training& training, int stage, const std::vector<double>& chunk_act, double embedding, double head,
+                          StageMemory& m) {
   if (l.split == nullptr || l.vpp < 2 || chunk_act.empty() || plan::dualpipe_v(l, training) || training.seq_split > 1) return;
   const auto V = static_cast<std::size_t>(l.vpp);
-  const double embedding = m.embedding_activations / static_cast<double>(std::max(1LL, plan::in_flight_count(l, training, 0, stage)));
-  const double head = m.head_activations / static_cast<double>(std::max(1LL, plan::in_flight_count(l, training, l.vpp - 1, stage)));
   std::vector<double> per_chunk = chunk_act;
   per_chunk[0] += embedding;
   per_chunk[V - 1] += head;
@@ -146,8 +146,8 @@ void exact_in_flight_peak(const plan::Layout& l, const plan::Training& training,
   if (at.size() < V) return;
   m.layer_activations = 0;
   for (std::size_t v = 0; v < V; ++v) m.layer_activations += at[v] * chunk_act[v];
-  if (m.embedding_activations > 0) m.embedding_activations = at[0] * embedding;
-  if (m.head_activations > 0) m.head_activations = at[V - 1] * head;
+  m.embedding_activations = at[0] * embedding;
+  m.head_activations = at[V - 1] * head;
 }
 
 }  // namespace
@@ -210,10 +210,13 @@ MemoryEstimate estimate_memory(const model::Model& model, const plan::Layout& l,
     m.recompute_working = x.working;
     bool first = s == 0;
     bool last = s == plan::head_stage(l, training);
+    double embedding_one = 0;  // one micro-batch's embedding output (first stage), final norm input and logits (head's)
+    double head_one = 0;
     if (first) {
       pn += model.embedding_params / l.tp + model.vision_extra_params / l.tp;
       // Embedding output (and its dropout mask) for every micro-batch the first chunk holds.
-      m.embedding_activations = static_cast<double>(plan::in_flight_count(l, training, 0, s)) * tokens * (bc * h + dropout * h) / l.tsp();
+      embedding_one = tokens * (bc * h + dropout * h) / l.tsp();
+      m.embedding_activations = static_cast<double>(plan::in_flight_count(l, training, 0, s)) * embedding_one;
     }
     if (last) {
       pn += model.head_params / l.tp + model.final_norm_params + model.mtp_extra_params * static_cast<double>(mtp) / l.tp;
@@ -221,12 +224,13 @@ MemoryEstimate estimate_memory(const model::Model& model, const plan::Layout& l,
       // Final norm input, and logits in the compute dtype plus their fp32 upcast for the loss (one per MTP depth too).
       const double vocab_share = static_cast<double>(spec.vocab_size) / terms::logits_split(training, l.tp);
       double logits = training.loss_chunked ? 0.0 : tokens * (bc + 4.0) * vocab_share * static_cast<double>(1 + mtp);
-      m.head_activations = static_cast<double>(plan::in_flight_count(l, training, l.vpp - 1, s)) * (tokens * bc * h / l.tsp() + logits);
+      head_one = tokens * bc * h / l.tsp() + logits;
+      m.head_activations = static_cast<double>(plan::in_flight_count(l, training, l.vpp - 1, s)) * head_one;
       // The loss backward's transient buffers, one micro-batch at a time (terms::loss_backward_bytes_per_logit).
       m.loss_backward =
           training.loss_chunked ? 0.0 : tokens * vocab_share * static_cast<double>(1 + mtp) * terms::loss_backward_bytes_per_logit(training, l.tp);
     }
-    exact_in_flight_peak(l, training, s, x.chunk_act, m);
+    exact_in_flight_peak(l, training, s, x.chunk_act, embedding_one, head_one, m);
     m.param_elements = pn;
     m.expert_param_elements = pe;
     // Elements per rank of a state that ZeRO shards from `stage` on (1: optimizer states, 2: + grads, 3: + params).

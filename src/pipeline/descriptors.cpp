@@ -45,7 +45,7 @@ LayerSeconds layer_seconds(const cost::KindTime& k) {
 }  // namespace
 
 Descriptors describe(const model::Model& model, const plan::Layout& layout, const plan::Training& training, const hardware::Hardware& hw,
-                     const cost::Overlap& overlap, int max_body_types, std::optional<plan::Recompute> mtp_mode) {
+                     const cost::Overlap& overlap, std::optional<plan::Recompute> mtp_mode, int max_body_types) {
   Descriptors d;
   LayerSet& set = d.layers;
   set.file = model.spec.name + " (sapp's cost model)";
@@ -170,7 +170,7 @@ Descriptors describe(const model::Model& model, const plan::Layout& layout, cons
       rebuild = std::max(rebuild, (k.act[static_cast<int>(plan::Recompute::Off)] - k.act[static_cast<int>(mode)]) * fragmented / kBytesPerMb);
     }
   }
-  d.constant_mb = working / kBytesPerMb + *std::max_element(d.rebuild_mb.begin(), d.rebuild_mb.end());
+  d.constant_mb = working / kBytesPerMb;
 
   // Times: the cost model's step for one micro-batch on one stage (PP 1) less the layers gives the head, the LM
   // head, the loss and MTP; split 1 : 2 between forward and backward as the cost model does.
@@ -202,8 +202,7 @@ Problem problem_for(const Descriptors& d, const plan::Layout& layout, const plan
   p.chunks = layout.vpp;
   p.micro_batches = layout.micro_batches;
   p.memory_limit_mb = capacity_bytes / kBytesPerMb;
-  // Every stage's buffers and reserve; the layer it rebuilds is the largest of the kinds it holds (rebuild_mb).
-  p.constant_mb = d.constant_mb - *std::max_element(d.rebuild_mb.begin(), d.rebuild_mb.end());
+  p.constant_mb = d.constant_mb;
   p.rebuild_mb = d.rebuild_mb;
   p.schedule = plan::dualpipe_v(layout, training) ? simulate::Schedule::DualPipeV
                : layout.vpp > 1 ? (training.interleave_less_memory ? simulate::Schedule::InterleavedLessMemory : simulate::Schedule::Interleaved)
@@ -230,8 +229,10 @@ nlohmann::json to_layers_json(const Descriptors& d) {
   }
   list.push_back(
       {{"name", "TAIL"}, {"type", "TAIL"}, {"time", s.tail_forward}, {"backward_time", s.tail_backward}, {"nb_layer", 1}, {"memory_parameter", s.tail_mb}});
-  return nlohmann::json{
-      {"name", s.file}, {"units", {{"time", "ms"}, {"memory", "MB (2^20 bytes)"}}}, {"constant_memory_mb", d.constant_mb}, {"layers_description", list}};
+  return nlohmann::json{{"name", s.file},
+                        {"units", {{"time", "ms"}, {"memory", "MB (2^20 bytes)"}}},
+                        {"constant_memory_mb", d.constant_mb + *std::max_element(d.rebuild_mb.begin(), d.rebuild_mb.end())},
+                        {"layers_description", list}};
 }
 
 }  // namespace sapp::balance

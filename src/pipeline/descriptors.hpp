@@ -32,9 +32,10 @@ inline constexpr double kBytesPerMb = 1048576.0;
 
 struct Descriptors {
   LayerSet layers;
-  double constant_mb = 0;  // per stage, whatever its layers (one layer rebuilt under the costliest recompute kind)
-  // The part of constant_mb that is one layer rebuilt in its backward, per recompute kind (indexed by Rc): a stage
-  // needs only the largest among the kinds it holds (Problem::rebuild_mb).
+  double constant_mb = 0;  // per stage, whatever its layers: buffers and reserve
+  // Beside constant_mb, one layer rebuilt in its backward, per recompute kind (indexed by Rc): a stage holds the
+  // largest among the kinds it holds (Problem::rebuild_mb); a layers file, which states no kinds' rebuilds, the
+  // costliest (to_layers_json).
   std::array<double, kRcKinds> rebuild_mb{};
   // Step time the pipeline schedule does not cover (exposed DP and PP communication, optimizer step), seconds.
   double outside_pipeline_s = 0;
@@ -50,7 +51,7 @@ struct Descriptors {
 // `mtp_mode`: the recompute of the MTP layers (in the TAIL) as the written plan states it; none: the layout's (a
 // split stating recompute per chunk leaves them not recomputed, plan::for_each_chunk_group).
 Descriptors describe(const model::Model& model, const plan::Layout& layout, const plan::Training& training, const hardware::Hardware& hw,
-                     const cost::Overlap& overlap, int max_body_types = 3, std::optional<plan::Recompute> mtp_mode = std::nullopt);
+                     const cost::Overlap& overlap, std::optional<plan::Recompute> mtp_mode = std::nullopt, int max_body_types = 3);
 
 // The balancing problem of a layout: its stages, chunks, micro-batches and schedule, the memory limit (bytes),
 // the recompute kinds the cost model prices.

@@ -212,6 +212,13 @@ struct Training {
 // The stage that holds the last layers, the head and the loss: the last stage, or stage 0 under DualPipe-V.
 [[nodiscard]] inline int head_stage(const Layout& layout, const Training& training) { return dualpipe_v(layout, training) ? 0 : layout.pp - 1; }
 
+// Replication (ZeRO 0) beside another dimension: over DP > 1 with TP, PP or EP (DDP taking no other dimension),
+// or with CP at all (CP's ranks shard nothing then). What a format whose DDP is one-dimensional and which shards over
+// CP cannot state (torchtitan; search::Space::replication_alone).
+[[nodiscard]] inline bool replicates_beside_other_dimensions(const Layout& l) {
+  return l.zero == 0 && (l.cp > 1 || (l.dp > 1 && (l.tp > 1 || l.pp > 1 || l.ep > 1)));
+}
+
 // The pipelines the step runs one after another (Training::pipeline_runs): 1 without PP.
 [[nodiscard]] inline int pipeline_runs(const Layout& layout, const Training& training) { return layout.pp > 1 ? std::max(1, training.pipeline_runs) : 1; }
 

@@ -428,7 +428,7 @@ Result search(const model::Model& model, const Space& space, const plan::Trainin
         ++rej[violations.front().rule];
         return std::nullopt;
       }
-      if (space.replication_alone && l.zero == 0 && (l.cp > 1 || (l.dp > 1 && (l.tp > 1 || l.pp > 1 || l.ep > 1)))) {
+      if (space.replication_alone && plan::replicates_beside_other_dimensions(l)) {
         ++rej["replication beside other dimensions"];
         return std::nullopt;
       }
