@@ -42,6 +42,39 @@ TEST(Calibrate, RecoversAPlantedEfficiencyScale) {
   for (double e : c.errors_after) EXPECT_LT(std::fabs(e), 0.02);
 }
 
+// Attention fitted apart: runs on a device whose GEMMs and memory are 0.9x and whose attention kernel is 0.6x as
+// efficient as the catalog says, at sequences from 4k (attention a small share) to 128k (most of the work): the
+// two scales are recovered.
+TEST(Calibrate, RecoversAnAttentionScaleFittedApart) {
+  auto hw = test::device("h100-sxm");
+  hardware::Hardware planted = hw;
+  planted.efficiency.gemm *= 0.9;
+  planted.efficiency.memory *= 0.9;
+  planted.efficiency.attention *= 0.6;
+  std::vector<cost::MeasuredRun> runs;
+  for (auto [seq, cp] : std::vector<std::pair<long long, int>>{{4096, 1}, {16384, 1}, {65536, 4}, {131072, 8}}) {
+    cost::MeasuredRun r;
+    r.name = std::to_string(seq);
+    r.model = test::bundled("llama3-8b");
+    r.devices = 8;
+    r.training = training(8, seq);
+    r.layout.cp = cp;
+    r.layout.dp = 8 / cp;
+    r.layout.micro_batches = cp;
+    r.layout.recompute = plan::Recompute::Full;
+    r.step_time_s = cost::estimate_time(r.model, r.layout, r.training, planted).step_s;
+    runs.push_back(std::move(r));
+  }
+  auto c = cost::calibrate(runs, hw, true);
+  EXPECT_NEAR(c.scale, 0.9, 0.01);
+  EXPECT_NEAR(c.attention_scale, 0.6, 0.01);
+  for (double e : c.errors_after) EXPECT_LT(std::fabs(e), 0.01);
+  auto one = cost::calibrate(runs, hw);  // one scale for both cannot fit every sequence
+  double worst = 0;
+  for (double e : one.errors_after) worst = std::max(worst, std::fabs(e));
+  EXPECT_GT(worst, 0.03);
+}
+
 TEST(Calibrate, EachRunIsPricedWithWhatItsSystemOverlapped) {
   // A run's `overlap:` block reaches the estimate: the same run with TP overlap 0.9 is faster than with the
   // default 0.5, and a fraction outside [0, 1] is refused with the file and key.
@@ -134,11 +167,13 @@ TEST(Calibrate, ShippedFactorsAreTheOptimumOfTheirFittingRuns) {
   struct Fit {
     const char* device;
     const char* runs;
+    bool attention_apart;
   };
-  for (const Fit& f : {Fit{"h100-sxm", "runs-h100-fp8-nemo2407.yaml"}, Fit{"b200", "runs-b200-mxfp8-mb2511.yaml"}}) {
+  for (const Fit& f : {Fit{"h100-sxm", "runs-h100-fp8-nemo2407.yaml", true}, Fit{"b200", "runs-b200-mxfp8-mb2511.yaml", false}}) {
     const std::string path = test::data_dir() + "/../validation/" + f.runs;
     auto runs = cost::runs_from_json(io::read_tree(path), path, test::catalog());
-    cost::Calibration c = cost::calibrate(runs, test::device(f.device));
+    cost::Calibration c = cost::calibrate(runs, test::device(f.device), f.attention_apart);
     EXPECT_NEAR(c.scale, 1.0, 0.01) << f.device << " on " << f.runs;
+    EXPECT_NEAR(c.attention_scale, 1.0, 0.01) << f.device << " on " << f.runs;
   }
 }

@@ -864,8 +864,9 @@ TEST(Torchtitan, SearchForTorchtitanKeepsToSequenceParallelTp) {
 }
 
 // torchtitan's DDP takes no other dimension ("DDP has not supported > 1D parallelism", parallelize.py apply_ddp) and
-// CP implies FSDP: a replicated plan beside TP is refused at --emit, and CP's all-to-all is written as
-// context_parallel_rotate_method alltoall, read back as such.
+// CP implies FSDP: a replicated plan beside TP is refused at --emit; its CP is ring attention whatever the rotate
+// method (allgather or alltoall exchange K,V shards), so an all-to-all-of-heads plan is refused and a ring plan
+// reads back as ring.
 TEST(Torchtitan, EmitWritesOnlyWhatTorchtitanRuns) {
   config::Plan p = plan_of(plan::Layout{}, 8, 8, 8192, 32);
   p.layout.dp = 4;
@@ -878,10 +879,17 @@ TEST(Torchtitan, EmitWritesOnlyWhatTorchtitanRuns) {
   p.layout.dp = 2;
   p.layout.cp = 2;
   p.layout.cp_algo = plan::CpAlgo::AllToAll;
+  EXPECT_THROW((void)config::emit(config::EmitFormat::Torchtitan, p, nullptr, "torchtitan llama3 8B"), Error);
+  p.layout.cp_algo = plan::CpAlgo::Ring;
   const std::string written = config::emit(config::EmitFormat::Torchtitan, p, nullptr, "torchtitan llama3 8B");
   const app::EstimateRequest back = filled(written, "t.toml");
-  EXPECT_EQ(back.layout.cp_algo, plan::CpAlgo::AllToAll) << written;
+  EXPECT_EQ(back.layout.cp_algo, plan::CpAlgo::Ring) << written;
   EXPECT_EQ(back.layout.cp, 2);
+  std::string shuffled = written;
+  const std::size_t table = shuffled.find("[parallelism]\n");
+  ASSERT_NE(table, std::string::npos) << written;
+  shuffled.insert(table + 14, "context_parallel_rotate_method = \"alltoall\"\n");
+  EXPECT_EQ(filled(shuffled, "t.toml").layout.cp_algo, plan::CpAlgo::Ring) << shuffled;
 }
 
 // HyperParallel's train YAML runs its trainer's fully_shard and AdamW (the hyperparallel profile; mindspore-ai/

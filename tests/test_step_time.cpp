@@ -347,6 +347,31 @@ TEST(StepTime, NodeLimitedRoutingCutsDeepEPsInterNodeCopies) {
   EXPECT_DOUBLE_EQ(exposed_ep_s(limited, l, t, false), exposed_ep_s(unlimited, l, t, false));
 }
 
+// Ring CP hides each step's K,V transfer behind that step's attention, no more (issue 9, physical overlap): over
+// random blocks and attention times, the exposed time is at least the transfers minus the attention they run
+// beside, never more than the transfers, and nothing when every transfer is shorter than its step's attention.
+TEST(StepTime, RingContextParallelHidesOnlyBehindEachStepsAttention) {
+  unsigned state = 12345;
+  auto uniform = [&](double lo, double hi) {
+    state = state * 1103515245u + 12345u;
+    return lo + (hi - lo) * static_cast<double>((state >> 8) & 0xFFFF) / 65535.0;
+  };
+  for (int i = 0; i < 500; ++i) {
+    double cp = static_cast<double>(1 << static_cast<int>(uniform(1, 5.99)));
+    double block = uniform(1e-5, 1e-2), fwd = uniform(1e-4, 1e-1), bwd = uniform(1.0, 3.0) * fwd, overlap = uniform(0, 1);
+    double raw = cost::terms::kRingCpPassesPerStep * (cp - 1) * block;
+    double exposed = cost::terms::ring_cp_exposed_seconds(cp, block, fwd, bwd, overlap);
+    EXPECT_GE(exposed, raw - overlap * (fwd + bwd) * (cp - 1) / cp - 1e-15);
+    EXPECT_LE(exposed, raw + 1e-15);
+    if (block <= overlap * fwd / cp && 2 * block <= overlap * bwd / cp) {
+      EXPECT_EQ(exposed, 0.0);
+    }
+  }
+  EXPECT_EQ(cost::terms::ring_cp_exposed_seconds(1, 1.0, 0, 0, 1), 0.0);
+  // A step whose attention is half its transfer leaves the other half exposed, forward and backward.
+  EXPECT_DOUBLE_EQ(cost::terms::ring_cp_exposed_seconds(2, 1.0, 1.0, 2.0, 1.0), 0.5 + 1.0);
+}
+
 TEST(StepTime, DeepEPSendsATokenOncePerRankWithinANode) {
   // DeepEP's intranode dispatch sends a token once to each other rank holding any of its experts (get_dispatch_layout's
   // is_token_in_rank) and its combine returns one reduced copy per rank; the alltoall dispatcher moves each of the k

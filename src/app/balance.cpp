@@ -221,7 +221,7 @@ report::CalibrateReport run_calibrate(const CalibrateRequest& o) {
   model::Catalog catalog = model::load_catalog(data);
   hardware::Hardware hw = hardware::load_hardware(o.hardware, data);
   auto runs = cost::runs_from_json(io::read_tree(o.runs), o.runs, catalog);
-  report::CalibrateReport r{hw.id, hw.name, hw.source, {}, cost::calibrate(runs, hw)};
+  report::CalibrateReport r{hw.id, hw.name, hw.source, {}, cost::calibrate(runs, hw, o.attention_apart)};
   for (const auto& run : runs) r.runs.push_back(run.name);
   return r;
 }

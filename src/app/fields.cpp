@@ -289,7 +289,7 @@ void add_job_fields(std::vector<Field<Request>>& f) {
   f.push_back({"overlap_ep", "", "fraction of MoE all-to-all hidden", false,
                [](R& r, const json& v, const std::string& w) { r.job.overlap.ep = real(v, w, 0, 1, "(a fraction)"); },
                [](const R& r) { return show_number(r.job.overlap.ep); }});
-  f.push_back({"overlap_cp", "", "fraction of the ring-CP attention that hides its KV exchange", false,
+  f.push_back({"overlap_cp", "", "share of each ring-CP step's attention that hides the step's K,V transfer (1: all of it, a side stream)", false,
                [](R& r, const json& v, const std::string& w) { r.job.overlap.cp = real(v, w, 0, 1, "(a fraction)"); },
                [](const R& r) { return show_number(r.job.overlap.cp); }});
   f.push_back({"overlap_pp", "", "fraction of steady-state pipeline sends hidden", false,
@@ -646,6 +646,10 @@ std::vector<Field<CalibrateRequest>> make_calibrate_fields() {
                "recompute_modules, fp8, grad_bytes, attention_kernel, eager_norms, dispatcher, ep_overlap, pipeline_split_counts_head, overlap, "
                "step_time_s | tokens_per_s_per_device} (required)",
                false, [](R& r, const json& v, const std::string& w) { r.runs = text(v, w); }, [](const R&) { return std::string(); }});
+  f.push_back({"attention_apart", "",
+               "fit the attention kernel's efficiency with a scale of its own (runs at long sequences, where attention is most of the "
+               "work), the GEMMs' and memory's with another",
+               true, [](R& r, const json& v, const std::string& w) { r.attention_apart = truth(v, w); }, nullptr});
   return f;
 }
 

@@ -149,6 +149,7 @@ struct CalibrateRequest {
   Source source = Source::CommandLine;
   std::string hardware = "h100-sxm";
   std::string runs;
+  bool attention_apart = false;  // fit the attention efficiency with its own scale
 };
 
 // Limits of the balancer's counts, those of the data files' (core/units.hpp): the schedule is simulated per

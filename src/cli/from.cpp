@@ -99,8 +99,9 @@ config::Expressible keep_to_emit(const From& from, search::Space& space) {
   };
   keep(space.zero, e.zero, "--zero");
   keep(space.sp, e.sp, "--sp");
+  keep(space.cp_algo, e.cp_algo, "--cp-algo");
   space.replication_alone = e.replication_alone;
-  if (e.zero || e.sp || e.recompute != plan::RecomputeStated::PerChunkCounts)
+  if (e.zero || e.sp || e.cp_algo || e.recompute != plan::RecomputeStated::PerChunkCounts)
     std::fprintf(stderr, "sapp: note: --emit %s: the search keeps to what it can write (%s)\n", from.emit.c_str(), e.why.c_str());
   return e;
 }

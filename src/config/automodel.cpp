@@ -370,10 +370,13 @@ Loaded read_automodel(const json& stated, const std::string& file) {
 }
 
 Expressible expressible_automodel() {
-  return {std::vector<int>{2, 3}, std::nullopt,
-          "AutoModel states FSDP2 (ZeRO-3; reshard_after_forward false: ZeRO-2); its DDP strategy takes no TP, PP, CP or EP, so plain replication "
-          "is not written; activation_checkpointing is one mode for every layer",
-          plan::RecomputeStated::OneModeForAll};
+  Expressible e{std::vector<int>{2, 3}, std::nullopt,
+                "AutoModel states FSDP2 (ZeRO-3; reshard_after_forward false: ZeRO-2); its DDP strategy takes no TP, PP, CP or EP, so plain "
+                "replication is not written; its cp_size runs PyTorch's ring context parallelism (no all-to-all algorithm key); "
+                "activation_checkpointing is one mode for every layer",
+                plan::RecomputeStated::OneModeForAll};
+  e.cp_algo = std::vector<plan::CpAlgo>{plan::CpAlgo::Ring};
+  return e;
 }
 
 std::string emit_automodel(const Plan& plan, const Loaded* original, const std::string& model_name, std::vector<std::string>* notes) {

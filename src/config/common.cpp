@@ -812,9 +812,12 @@ Expressible expressible(EmitFormat format, const Loaded* original) {
       Expressible e{std::vector<int>{0, 2, 3}, std::vector<bool>{true},
                     "torchtitan's TP shards the sequence between blocks (SP); it states FSDP (data_parallel_shard_degree: ZeRO-3; "
                     "fsdp_reshard_after_forward never: ZeRO-2) or DDP, which takes no TP, PP, CP or EP (\"DDP has not supported > 1D parallelism\"; "
-                    "such a search keeps replication to DP alone, and CP sharded: FSDP runs over it); its activation_checkpoint mode is one for every layer",
+                    "such a search keeps replication to DP alone, and CP sharded: FSDP runs over it); its CP is ring attention (both "
+                    "context_parallel_rotate_method values exchange K,V shards: no all-to-all of heads); its activation_checkpoint mode is one "
+                    "for every layer",
                     plan::RecomputeStated::OneModeForAll};
       e.replication_alone = true;
+      e.cp_algo = std::vector<plan::CpAlgo>{plan::CpAlgo::Ring};
       return e;
     }
     case EmitFormat::Megatron:
@@ -846,6 +849,9 @@ std::string emit(EmitFormat format, const Plan& plan, const Loaded* original, co
   check_training_expressible(format, original, plan.dualpipe_v && l.pp > 1, l.pp > 1 ? plan.seq_split : 1, plan.fp8);
   const bool zero_ok = !e.zero || l.dp * l.cp <= 1 || std::find(e.zero->begin(), e.zero->end(), l.zero) != e.zero->end();
   const bool sp_ok = !e.sp || l.tp <= 1 || std::find(e.sp->begin(), e.sp->end(), l.sp) != e.sp->end();
+  if (e.cp_algo && l.cp > 1 && std::find(e.cp_algo->begin(), e.cp_algo->end(), l.cp_algo) == e.cp_algo->end())
+    fail(fmt::format("--emit {}", to_string(format_of(format))), "the plan's all-to-all context parallelism cannot be written: {}; search with --cp-algo ring",
+         e.why);
   if (!zero_ok || !sp_ok) {
     std::string search = e.zero ? fmt::format("--zero {}", fmt::join(*e.zero, ",")) : "";
     if (e.sp && e.sp->size() == 1) search += (*e.sp)[0] ? " --sp on" : " --sp off";

@@ -130,7 +130,8 @@ struct Expressible {
   bool dualpipe_v = true;  // DualPipe-V (Megatron: MindSpeed's dualpipev; MindFormers: zero_bubble_v; torch: DualPipeV)
   bool seq_split = false;  // MindSpore's sequence pipeline (MindFormers: seqpipe with seq_split_num)
   bool fp8 = true;
-  bool replication_alone = false;  // ZeRO 0 over DP only without other dimensions (search::Space::replication_alone)
+  bool replication_alone = false;                                   // ZeRO 0 over DP only without other dimensions (search::Space::replication_alone)
+  std::optional<std::vector<plan::CpAlgo>> cp_algo = std::nullopt;  // the context-parallel algorithms it has keys for (all: nullopt)
 };
 // Refuses (naming --emit) a schedule or an FP8 plan the format has no keys for.
 void check_training_expressible(EmitFormat format, const Loaded* original, bool dualpipe_v, int seq_split, bool fp8);

@@ -350,7 +350,9 @@ Loaded read_torchtitan(const std::string& text, const std::string& file) {
   if (cp > 1) {
     std::string rot = t.text("parallelism.context_parallel_rotate_method").value_or("allgather");
     if (rot != "allgather" && rot != "alltoall") t.bad("parallelism.context_parallel_rotate_method", fmt::format("'{}' is not allgather or alltoall", rot));
-    set("cp_algo", rot == "alltoall" ? "all2all" : "ring", "parallelism.context_parallel_rotate_method");
+    // Both methods exchange K,V shards for ring attention (allgather: all shards after the first sub-SDPA;
+    // alltoall: shuffled shard by shard; torchtitan job_config.py): neither is the all-to-all of heads (Ulysses).
+    set("cp_algo", "ring", "parallelism.context_parallel_rotate_method");
   }
 
   // Batch: local_batch_size per data-parallel rank; PP micro-batches of pipeline_parallel_microbatch_size.
@@ -624,7 +626,6 @@ std::string emit_torchtitan(const Plan& plan, const Loaded* original, const std:
   text = toml_set(text, "parallelism", "context_parallel_degree", std::to_string(l.cp));
   text = toml_set(text, "parallelism", "expert_parallel_degree", std::to_string(l.ep));
   if (l.ep > 1) text = toml_set(text, "parallelism", "expert_tensor_parallel_degree", std::to_string(l.etp));
-  if (l.cp > 1) text = toml_set(text, "parallelism", "context_parallel_rotate_method", l.cp_algo == plan::CpAlgo::AllToAll ? "\"alltoall\"" : "\"allgather\"");
   // torchtitan's local_batch_size is one forward's batch per DP rank: the micro-batch without PP (global_batch_size
   // then accumulates the rest), one pipeline run's micro-batches together with PP (pipeline_parallel_microbatch_size
   // each; the plan's pipeline runs are the accumulation steps): the reader's rule.

@@ -29,7 +29,8 @@ struct MeasuredRun {
 };
 
 struct Calibration {
-  double scale = 1;  // multiplies the exercised GEMM efficiencies, attention and memory (each capped at 1)
+  double scale = 1;            // multiplies the exercised GEMM efficiencies and memory (each capped at 1)
+  double attention_scale = 1;  // multiplies attention: `scale` unless fitted apart
   hardware::Efficiency efficiency;
   std::vector<double> errors_before;  // (estimated - measured) / measured step time, per run
   std::vector<double> errors_after;
@@ -52,6 +53,9 @@ const std::vector<std::string>& run_row_keys();
 // Reads runs from a YAML/JSON tree: runs[] of {name?, model, devices, global_batch, seq, the layout
 // (read_run_layout), the training facts (read_run_settings), overlap?, step_time_s | tokens_per_s_per_device}.
 std::vector<MeasuredRun> runs_from_json(const nlohmann::json& tree, const std::string& file, const model::Catalog& catalog);
-Calibration calibrate(const std::vector<MeasuredRun>& runs, const hardware::Hardware& hw);
+// Fits the efficiencies to the runs' step times (least squares of the log error): one scale on the GEMMs,
+// attention and memory, or with `attention_apart` a second scale on attention alone (for a set whose long
+// sequences make attention most of the work).
+Calibration calibrate(const std::vector<MeasuredRun>& runs, const hardware::Hardware& hw, bool attention_apart = false);
 
 }  // namespace sapp::cost

@@ -110,14 +110,15 @@ constexpr std::array<ValidatedPair, 9> kValidated = {{
      "dualpipev as DualPipe-V): two runs, the efficiencies are priors"},
     {"a100-80g", false, true, "Narayanan et al. 2021 Table 1 (fp16, 10 held-out runs, median 6 %)"},
     {"h100-sxm", true, true,
-     "13 held-out FP8 runs in validation/runs.yaml, median 5.7 %: NeMo 24.07 / 24.12 dense runs within 9 % (Nemotron-3 8B / 22B and "
-     "Nemotron-4 340B -6.5, -5.5, -5.8 %), Megatron-Bridge 25.11 dense +5.4 % and -11.7 %; Megatron-Bridge FP8 MoE runs off by 5-10 %"},
+     "20 held-out FP8 runs in validation/runs.yaml, median 4.5 %: NeMo 24.07 / 24.12 dense runs within 8 % (Nemotron-3 8B / 22B and "
+     "Nemotron-4 340B -4.5, -5.2, -7.9 %), NeMo 24.03 Llama 2 7B from 4k to 512k over CP up to 16 within -1.7 to +5.4 %, Megatron-Bridge "
+     "25.11 dense +8.7 % and -11.8 %; Megatron-Bridge FP8 MoE runs off by 4-7 %"},
     {"h100-sxm", false, false,
-     "4 held-out BF16 H100 runs in validation/runs.yaml, median 29 %: GPT-OSS-120B -14 %, AutoModel Qwen3-30B-A3B +50 %, AutoModel "
-     "DeepSeek-V3 +44 %, AutoModel Llama3-70B -3.0 %; the BF16 GEMM efficiency is a prior (0.69)"},
+     "4 held-out BF16 H100 runs in validation/runs.yaml, median 31 %: GPT-OSS-120B -12 %, AutoModel Qwen3-30B-A3B +60 %, AutoModel "
+     "DeepSeek-V3 +50 %, AutoModel Llama3-70B +6.9 %; the BF16 GEMM efficiency is a prior (0.69)"},
     {"b200", true, false,
-     "10 held-out B200 FP8 runs in validation/runs.yaml, median 8.4 %: NeMo 25.02 dense -8 % to +1 %, Megatron-Bridge MXFP8 MoE and "
-     "long-context -20 % to +11 %; the FP8 efficiencies were fitted on two Megatron-Bridge 25.11 dense MXFP8 runs"},
+     "10 held-out B200 FP8 runs in validation/runs.yaml, median 8.5 %: NeMo 25.02 dense -8 % to +1 %, Megatron-Bridge MXFP8 MoE and "
+     "long-context -21 % to +11 %; the FP8 efficiencies were fitted on two Megatron-Bridge 25.11 dense MXFP8 runs"},
     {"b200", false, false, "one B200 BF16 run (GPT-OSS-120B, -26 %); the BF16 GEMM efficiency is the prior 0.75 times the FP8 fit's 0.798"},
     {"h100-96g", false, true,
      "4 held-out torchtitan BF16 runs at the 500 W power limit (Llama 3.1 8B FSDP8 / FSDP128, eager and compiled, torch SDPA): -5.5 % to "

@@ -24,8 +24,8 @@ struct Overlap {
   double dp = 0.9;  // gradient reduce-scatter / parameter all-gather overlapped with backward / forward, but at
                     // most the last micro-batch's backward hides it (the reduce starts when the grads are ready)
   double ep = 0.0;  // MoE dispatch/combine all-to-all: exposed by default
-  double cp = 0.5;  // ring CP: the KV exchange hides behind half the attention it feeds (the first step and the
-                    // per-step kernel splits stay exposed)
+  double cp = 1.0;  // ring CP: share of each ring step's attention that hides the step's K,V transfer (a side
+                    // stream; terms::ring_cp_exposed_seconds)
   double pp = 1.0;  // steady-state pipeline sends hidden under compute (fill/drain sends are always exposed)
 };
 // An overlap mapping ({tp, dp, ep, cp, pp}, each a fraction from 0 to 1; keys not stated keep `into`'s) read over
@@ -104,6 +104,18 @@ inline double loss_bytes(double tokens, double vocab, double mtp_depths) { retur
 // Ring CP: cp-1 steps of K,V forward; backward passes K,V and their gradients: 3 (cp-1) transfers of one K,V block.
 // Source: Megatron-Core context_parallel (attention backward sends dK, dV with K, V), Liu et al. 2023 Ring Attention.
 inline constexpr double kRingCpPassesPerStep = 3.0;
+// Exposed time of a ring CP layer: each of the cp-1 forward steps sends the next K,V block while the attention of
+// the block at hand runs (a side stream: Transformer Engine's AttnFuncWithCP, cp_stream; Megatron-Core's context
+// parallelism), and each backward step sends K,V and the dK,dV accumulated so far (2 blocks) beside that step's
+// attention backward. A step's transfer is hidden up to `overlap` times its step's attention (the load-balanced
+// split gives every step 1/cp of the layer's attention), the rest is exposed. `block_s` is one K,V block's
+// transfer, `attention_fwd_s` / `attention_bwd_s` the layer's attention kernels on this rank.
+inline double ring_cp_exposed_seconds(double cp, double block_s, double attention_fwd_s, double attention_bwd_s, double overlap) {
+  if (cp <= 1) return 0;
+  double forward = std::max(0.0, block_s - overlap * attention_fwd_s / cp);
+  double backward = std::max(0.0, (kRingCpPassesPerStep - 1.0) * block_s - overlap * attention_bwd_s / cp);
+  return (cp - 1) * (forward + backward);
+}
 // All-to-all CP (Ulysses): q, k, v, output forward and their four in backward. Source: Jacobs et al. 2023 (arXiv:2309.14509).
 inline constexpr double kUlyssesAllToAlls = 8.0;
 // EP: dispatch + combine in the forward, their transposes in the backward. Source: Megatron-Core MoE

@@ -21,6 +21,8 @@ struct LayerTime {
   double recompute_s[3] = {};  // forward work re-run in backward, per recompute mode
   double recompute_flops[3] = {};
   double shared_expert_s = 0;  // the shared experts' forward + backward (what moe_shared_expert_overlap hides EP behind)
+  double attention_fwd_s = 0;  // the flash-attention kernels' forward and backward (what a CP ring hides behind)
+  double attention_bwd_s = 0;
   // Selective recompute drops the dispatched tokens (the expert_in op's switch: Megatron's `moe` module), so its
   // recompute dispatches and combines them again.
   bool selective_redispatches = false;
@@ -96,6 +98,10 @@ LayerTime layer_time(const model::Model& model, const model::BoundKind& kind, co
       backward = terms::frozen_gemm_backward(terms::trainable_fraction(training, static_cast<double>(model.spec.hidden_size)));
     out.bwd_s += seconds * backward;
     if (term.role == model::WorkRole::SharedExperts) out.shared_expert_s += seconds * (1.0 + backward);
+    if (term.role == model::WorkRole::FlashAttention && training.flash_attention) {
+      out.attention_fwd_s += seconds;
+      out.attention_bwd_s += seconds * backward;
+    }
     bool flops = term.kind != model::WorkKind::Memory;
     if (flops) {
       out.fwd_flops += amount;
@@ -290,14 +296,10 @@ KindTimes kind_times(const model::Model& model, const plan::Layout& l, const pla
     if (l.cp > 1 && !kind.vision && kind.kind.attention != model::AttentionFlavour::Linear) {
       double kv_width = spec.kv_exchange_width();
       if (l.cp_algo == plan::CpAlgo::Ring) {
-        // cp-1 steps of the local K,V block forward; backward passes K,V and their gradients (2x).
         double bw = cp_link.bandwidth * hw.efficiency.comm;
-        double comm = terms::kRingCpPassesPerStep * (l.cp - 1) * (tokens * kv_width * bc / l.tp / bw + cp_link.latency);
-        kt.cp_raw_s = comm;
-        // Each step's transfer runs under the previous block's attention; the layer's attention share of its
-        // forward + backward (about half, a documented approximation) is what can hide it.
-        double hide = 0.5 * 3.0 * lt.fwd_s;
-        kt.cp_s = std::max(0.0, comm - overlap.cp * hide);
+        double block_s = tokens * kv_width * bc / l.tp / bw + cp_link.latency;
+        kt.cp_raw_s = terms::kRingCpPassesPerStep * (l.cp - 1) * block_s;
+        kt.cp_s = terms::ring_cp_exposed_seconds(l.cp, block_s, lt.attention_fwd_s, lt.attention_bwd_s, overlap.cp);
       } else {
         // Four all-to-alls (q, k, v, output) forward and their four in backward.
         double bytes = tokens * h * bc / l.tp;

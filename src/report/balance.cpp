@@ -228,6 +228,7 @@ json to_json(const CalibrateReport& r) {
   const auto& e = c.efficiency;
   return json{{"hardware", r.hardware_id},
               {"scale", c.scale},
+              {"attention_scale", c.attention_scale},
               {"efficiency", {{"gemm", e.gemm}, {"gemm_fp8", e.gemm_fp8}, {"attention", e.attention}, {"memory", e.memory}}},
               {"errors_before", c.errors_before},
               {"errors_after", c.errors_after},
@@ -238,7 +239,8 @@ json to_json(const CalibrateReport& r) {
 std::string to_table(const CalibrateReport& r) {
   const cost::Calibration& c = r.calibration;
   const auto& e = c.efficiency;
-  std::string out = fmt::format("{} measured runs on {}: compute efficiencies scaled by {:.3f}\n", r.runs.size(), r.hardware_name, c.scale);
+  std::string out = fmt::format("{} measured runs on {}: compute efficiencies scaled by {:.3f}", r.runs.size(), r.hardware_name, c.scale);
+  out += c.attention_scale != c.scale ? fmt::format(", attention by {:.3f}\n", c.attention_scale) : "\n";
   out += fmt::format("{:<28} {:>12} {:>12}\n", "run", "error before", "error after");
   for (std::size_t i = 0; i < r.runs.size(); ++i) {
     out += fmt::format("{:<28} {:>+11.1f}% {:>+11.1f}%\n", r.runs[i], 100 * c.errors_before[i], 100 * c.errors_after[i]);
