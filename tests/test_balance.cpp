@@ -51,7 +51,8 @@ TEST(Balance, OptimiserEqualsExhaustiveEnumerationOnSmallCases) {
                              {3, 2, 3, 6, 460, true},        {2, 2, 2, 5, 350, false},       {8, 1, 8, 9, 300, false},    {4, 1, 4, 16, 700, false},
                              {2, 2, 4, 6, 420, false, true}, {3, 2, 6, 6, 520, false, true}, {2, 2, 5, 5, 0, false, true}};
   // Each case also with a rebuild working set per kind (Problem::rebuild_mb: one layer's activations less what its
-  // kind keeps, held by a stage for the costliest kind it holds), which the enumeration prices by simulation too.
+  // kind keeps, held by a stage for the costliest kind it holds) and the head's and tail's activations per
+  // micro-batch in flight (LayerSet::head_act_mb, tail_act_mb), which the enumeration prices by simulation too.
   int with_rebuild_feasible = 0;
   for (const auto& [c, rebuild] : [&] {
          std::vector<std::pair<Case, bool>> all;
@@ -63,7 +64,11 @@ TEST(Balance, OptimiserEqualsExhaustiveEnumerationOnSmallCases) {
     balance::Problem p;
     p.layers = layers(c.L, 10, 40, {{Rc::None, 20}, {Rc::Selective, 12}, {Rc::Full, 3}});
     if (c.S == 8 || c.L == 16) p.layers = layers(c.L, 10, 40, {{Rc::None, 20}, {Rc::Full, 3}});  // keep the enumeration small
-    if (rebuild) p.rebuild_mb = {0, 8, 0, 0, 17};                                                // indexed by Rc: none, selective, comm, both, full
+    if (rebuild) {
+      p.rebuild_mb = {0, 8, 0, 0, 17};  // indexed by Rc: none, selective, comm, both, full
+      p.layers.head_act_mb = 5;
+      p.layers.tail_act_mb = 7;
+    }
     p.stages = c.S;
     p.chunks = c.V;
     p.micro_batches = c.m;
@@ -91,6 +96,33 @@ TEST(Balance, OptimiserEqualsExhaustiveEnumerationOnSmallCases) {
     EXPECT_GT(brute.explored, 0);
   }
   EXPECT_GE(with_rebuild_feasible, 6);
+}
+
+// A layers file's HEAD and TAIL memory_activation is held per micro-batch in flight with the first and the last
+// chunk: under 1F1B over two stages stage 0 holds two micro-batches at its peak, stage 1 one, so the peaks grow by
+// 2 x 10 and 1 x 20 MB; memory_parameter stays static.
+TEST(Balance, HeadAndTailActivationsAreHeldPerMicroBatchInFlight) {
+  auto file = [](double head_act, double tail_act) {
+    nlohmann::json j = {{"layers_description",
+                         {{{"type", "HEAD"}, {"time", 1}, {"nb_layer", 1}, {"memory_parameter", 100}, {"memory_activation", head_act}},
+                          {{"type", "BODY"}, {"time", 10}, {"nb_layer", 4}, {"memory_parameter", 50}, {"memory_activation", 30}},
+                          {{"type", "TAIL"}, {"time", 2}, {"nb_layer", 1}, {"memory_parameter", 200}, {"memory_activation", tail_act}}}}};
+    return balance::layers_from_json(j, "layers.json");
+  };
+  balance::Problem p;
+  p.stages = 2;
+  p.chunks = 1;
+  p.micro_batches = 4;
+  p.layers = file(0, 0);
+  EXPECT_DOUBLE_EQ(p.layers.head_mb, 100);
+  const balance::Evaluation without = balance::evaluate(p, balance::even_split(p, Rc::None));
+  p.layers = file(10, 20);
+  EXPECT_DOUBLE_EQ(p.layers.head_act_mb, 10);
+  EXPECT_DOUBLE_EQ(p.layers.tail_act_mb, 20);
+  const balance::Evaluation with = balance::evaluate(p, balance::even_split(p, Rc::None));
+  EXPECT_DOUBLE_EQ(with.stage_memory_mb[0] - without.stage_memory_mb[0], 2 * 10);
+  EXPECT_DOUBLE_EQ(with.stage_memory_mb[1] - without.stage_memory_mb[1], 1 * 20);
+  EXPECT_DOUBLE_EQ(with.objective, without.objective);
 }
 
 TEST(Balance, MegatronBlockRecomputeKeepsOneCountForEveryCell) {

@@ -230,6 +230,8 @@ MemoryEstimate estimate_memory(const model::Model& model, const plan::Layout& l,
       m.loss_backward =
           training.loss_chunked ? 0.0 : tokens * vocab_share * static_cast<double>(1 + mtp) * terms::loss_backward_bytes_per_logit(training, l.tp);
     }
+    m.embedding_activation_one = embedding_one;
+    m.head_activation_one = head_one;
     exact_in_flight_peak(l, training, s, x.chunk_act, embedding_one, head_one, m);
     m.param_elements = pn;
     m.expert_param_elements = pe;

@@ -56,14 +56,16 @@ struct StageMemory {
   // Elements and parts, for --explain.
   double param_elements = 0;
   double expert_param_elements = 0;
-  double layer_activations = 0;      // in-flight layer activations
-  double recompute_working = 0;      // one layer rebuilt during its backward
-  double embedding_activations = 0;  // first stage
-  double head_activations = 0;       // last stage: final norm input and logits
-  double loss_backward = 0;          // last stage: the loss backward's transient buffers (terms.hpp)
-  double fp8_weight_cache = 0;       // in params: Transformer Engine's FP8 weight copies (plan::Training)
-  double kv_cache = 0;               // in buffers: the sequence pipeline's KV cache (plan::Training::seq_split)
-  double dp_stage = 0;               // in buffers: ZeRO's stage-wide gathered weights and unsharded gradients (Zero3Stage)
+  double layer_activations = 0;         // in-flight layer activations
+  double recompute_working = 0;         // one layer rebuilt during its backward
+  double embedding_activations = 0;     // first stage
+  double head_activations = 0;          // last stage: final norm input and logits
+  double embedding_activation_one = 0;  // the same for one micro-batch in flight (the balancer's head and tail)
+  double head_activation_one = 0;
+  double loss_backward = 0;     // last stage: the loss backward's transient buffers (terms.hpp)
+  double fp8_weight_cache = 0;  // in params: Transformer Engine's FP8 weight copies (plan::Training)
+  double kv_cache = 0;          // in buffers: the sequence pipeline's KV cache (plan::Training::seq_split)
+  double dp_stage = 0;          // in buffers: ZeRO's stage-wide gathered weights and unsharded gradients (Zero3Stage)
   double tp_buffer = 0, ep_buffer = 0, cp_buffer = 0, dp_buffer = 0;
 };
 

@@ -297,6 +297,8 @@ KindTimes kind_times(const model::Model& model, const plan::Layout& l, const pla
       double kv_width = spec.kv_exchange_width();
       if (l.cp_algo == plan::CpAlgo::Ring) {
         double bw = cp_link.bandwidth * hw.efficiency.comm;
+        // Eager attention leaves nothing for the ring to hide behind (Megatron's CP runs only through Transformer
+        // Engine's fused or flash attention).
         double block_s = tokens * kv_width * bc / l.tp / bw + cp_link.latency;
         kt.cp_raw_s = terms::kRingCpPassesPerStep * (l.cp - 1) * block_s;
         kt.cp_s = terms::ring_cp_exposed_seconds(l.cp, block_s, lt.attention_fwd_s, lt.attention_bwd_s, overlap.cp);
@@ -601,7 +603,8 @@ std::vector<std::string> explain_stage_terms(const model::Model& model, const pl
       fmt::format("  compute {:.3f} + recompute {:.3f} = the window that hides TP/CP/EP (each up to its share of it)", ms(s.compute), ms(s.recompute)));
   out.push_back(fmt::format(
       "  TP {:.3f} of {:.3f} exposed (overlap {:.2f}), CP {:.3f} of {:.3f} (overlap {:.2f}; ring: kRingCpPassesPerStep {} x (cp - 1) "
-      "K,V blocks; all-to-all: kUlyssesAllToAlls {}), EP {:.3f} of {:.3f} (overlap {:.2f}; kEpAllToAlls {}, {}; of which {:.3f} is compute "
+      "K,V blocks, each hidden behind its step's attention: ring_cp_exposed_seconds; all-to-all: kUlyssesAllToAlls {}), EP {:.3f} of {:.3f} (overlap {:.2f}; "
+      "kEpAllToAlls {}, {}; of which {:.3f} is compute "
       "slowed while the rest hides: kEpCommSms {} of {} SMs)",
       ms(s.tp), ms(s.tp_raw), overlap.tp, ms(s.cp), ms(s.cp_raw), overlap.cp, terms::kRingCpPassesPerStep, terms::kUlyssesAllToAlls, ms(s.ep), ms(s.ep_raw),
       overlap.ep, terms::kEpAllToAlls, training.ep_dedup_per_node ? "DeepEP/HybridEP: one copy per remote node" : "alltoall: every routed copy",

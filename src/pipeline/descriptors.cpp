@@ -132,14 +132,19 @@ Descriptors describe(const model::Model& model, const plan::Layout& layout, cons
   // holds beyond its layers.
   const cost::MemoryEstimate mem = cost::estimate_memory(model, layout, training, hw.memory_bytes, &km);
   // The BODY layers' states per stage; the MTP layers (on the head's stage, not balanced) stay in the TAIL with their
-  // activations, in flight as the estimator counts them.
+  // activations: per micro-batch in flight with the tail's when they run in its chunk (the last), else held as
+  // often as the estimator counts them.
   std::vector<double> body_static(static_cast<std::size_t>(layout.pp), 0.0);
-  double mtp_activations = 0;
+  double mtp_static = 0;
+  double mtp_one = 0;
   plan::for_each_chunk_group(model, layout, training, [&](int stage, int chunk, int kind, long long count, plan::Recompute mode, bool is_mtp) {
     const auto k = static_cast<std::size_t>(kind);
     if (is_mtp) {
-      mtp_activations +=
-          static_cast<double>(plan::in_flight_count(layout, training, chunk, stage) * count) * km[k].act[static_cast<int>(mtp_mode.value_or(mode))];
+      const double one = static_cast<double>(count) * km[k].act[static_cast<int>(mtp_mode.value_or(mode))];
+      if (chunk == layout.vpp - 1)
+        mtp_one += one;
+      else
+        mtp_static += static_cast<double>(plan::in_flight_count(layout, training, chunk, stage)) * one;
       return;
     }
     body_static[static_cast<std::size_t>(stage)] += static_cast<double>(count) * (km[k].dense_elems * state.dense + km[k].expert_elems * state.expert);
@@ -148,16 +153,20 @@ Descriptors describe(const model::Model& model, const plan::Layout& layout, cons
   auto states = [](const cost::StageMemory& s) { return s.params + s.grads + s.optimizer + s.dp_stage; };
   const cost::StageMemory& first = mem.stages.front();
   const cost::StageMemory& last = mem.stages.back();
-  // The activations beyond the layers: the embedding's output on the first stage; the final norm's input, the
-  // logits and the loss backward's buffers on the head's.
-  auto tail_activations = [&](const cost::StageMemory& s) { return (s.head_activations + s.loss_backward + mtp_activations) * fragmented; };
-  set.head_mb = (states(first) - body_static.front() + first.embedding_activations * fragmented) / kBytesPerMb;
-  set.tail_mb = (states(last) - body_static.back() + tail_activations(last)) / kBytesPerMb;
-  if (layout.pp == 1 || plan::dualpipe_v(layout, training)) {
+  // The activations beyond the layers, per micro-batch in flight (the balancer holds them with the first chunk's and
+  // the last chunk's, LayerSet::head_act_mb): the embedding's output on the first stage; the final norm's input and
+  // the logits on the head's. The loss backward's buffers (one micro-batch at a time) are static.
+  const cost::StageMemory& tail_stage = layout.pp == 1 || plan::dualpipe_v(layout, training) ? first : last;
+  set.head_act_mb = first.embedding_activation_one * fragmented / kBytesPerMb;
+  set.tail_act_mb = (tail_stage.head_activation_one + mtp_one) * fragmented / kBytesPerMb;
+  const double tail_static = (tail_stage.loss_backward + mtp_static) * fragmented;
+  set.head_mb = (states(first) - body_static.front()) / kBytesPerMb;
+  set.tail_mb = (states(last) - body_static.back() + tail_static) / kBytesPerMb;
+  if (&tail_stage == &first) {
     // One stage holds both (DualPipe-V's chunk 1 runs back to stage 0, which holds the LM head and the loss too):
-    // the embedding's activations with the head, every state beyond the layers with the tail.
-    set.head_mb = first.embedding_activations * fragmented / kBytesPerMb;
-    set.tail_mb = (states(first) - body_static.front() + tail_activations(first)) / kBytesPerMb;
+    // every state beyond the layers with the tail.
+    set.head_mb = 0;
+    set.tail_mb = (states(first) - body_static.front() + tail_static) / kBytesPerMb;
   }
   // What every stage holds beyond its layers' own memory: its buffers (but ZeRO's stage-wide ones) and reserve, and
   // one layer rebuilt during its backward (the estimator's recompute_working: the largest layer's activations less
@@ -217,7 +226,8 @@ nlohmann::json to_layers_json(const Descriptors& d) {
                                                    "memory_recompute"};
   static const char* const kTimeKey[kRcKinds] = {"backward_time", "select_rec_time", "select_comm_time", "both_comm_select_time", "recompute_time"};
   nlohmann::json list = nlohmann::json::array();
-  list.push_back({{"name", "HEAD"}, {"type", "HEAD"}, {"time", s.head_forward}, {"nb_layer", 1}, {"memory_parameter", s.head_mb}});
+  list.push_back(
+      {{"name", "HEAD"}, {"type", "HEAD"}, {"time", s.head_forward}, {"nb_layer", 1}, {"memory_parameter", s.head_mb}, {"memory_activation", s.head_act_mb}});
   for (const BodyType& b : s.bodies) {
     nlohmann::json j{{"name", b.name}, {"type", "BODY"}, {"time", b.forward}, {"nb_layer", b.count}, {"memory_parameter", b.param_mb}};
     for (Rc r : s.kinds) {
@@ -227,8 +237,13 @@ nlohmann::json to_layers_json(const Descriptors& d) {
     }
     list.push_back(j);
   }
-  list.push_back(
-      {{"name", "TAIL"}, {"type", "TAIL"}, {"time", s.tail_forward}, {"backward_time", s.tail_backward}, {"nb_layer", 1}, {"memory_parameter", s.tail_mb}});
+  list.push_back({{"name", "TAIL"},
+                  {"type", "TAIL"},
+                  {"time", s.tail_forward},
+                  {"backward_time", s.tail_backward},
+                  {"nb_layer", 1},
+                  {"memory_parameter", s.tail_mb},
+                  {"memory_activation", s.tail_act_mb}});
   return nlohmann::json{{"name", s.file},
                         {"units", {{"time", "ms"}, {"memory", "MB (2^20 bytes)"}}},
                         {"constant_memory_mb", d.constant_mb + *std::max_element(d.rebuild_mb.begin(), d.rebuild_mb.end())},

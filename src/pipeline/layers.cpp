@@ -87,16 +87,19 @@ LayerSet layers_from_json(const nlohmann::json& tree, const std::string& file) {
     double base_backward = backward_of(kKeys[0]);
     if (type == "HEAD" || type == "TAIL") {
       if (count != 1) rd.bad("nb_layer", "1 for a HEAD or TAIL");
+      double activation = rd.quantity_or("memory_activation", units::kMegabytes, 0.0);
       if (type == "HEAD") {
         ++heads;
         set.head_forward += forward;
         set.head_backward += base_backward;
         set.head_mb += param;
+        set.head_act_mb += activation;
       } else {
         ++tails;
         set.tail_forward += forward;
         set.tail_backward += base_backward;
         set.tail_mb += param;
+        set.tail_act_mb += activation;
       }
       continue;
     }

@@ -38,6 +38,10 @@ struct LayerSet {
   std::string file;
   double head_forward = 0, head_backward = 0, head_mb = 0;
   double tail_forward = 0, tail_backward = 0, tail_mb = 0;
+  // The head's and tail's activation per micro-batch in flight (HEAD / TAIL memory_activation, an extension of the
+  // reference, whose head and tail memory is static): held with the first chunk's (the last chunk's) activations,
+  // so a stage's peak counts them as often as the schedule holds that chunk.
+  double head_act_mb = 0, tail_act_mb = 0;
   std::vector<BodyType> bodies;  // model order
   std::vector<Rc> kinds;         // recompute kinds every BODY considers (all must agree)
   [[nodiscard]] long long body_layers() const;

@@ -174,6 +174,11 @@ double head_tail_backward(const Problem& p, int v, int s) {
   return (v == 0 && s == 0 ? p.layers.head_backward : 0.0) + (tail_cell(p, v, s) ? p.layers.tail_backward : 0.0);
 }
 
+// The head's and tail's activation per micro-batch, held in cell (v, s) with that chunk's (LayerSet::head_act_mb).
+double head_tail_activation(const Problem& p, int v, int s) {
+  return (v == 0 && s == 0 ? p.layers.head_act_mb : 0.0) + (tail_cell(p, v, s) ? p.layers.tail_act_mb : 0.0);
+}
+
 double head_tail_static(const Problem& p, int s) { return (s == 0 ? p.layers.head_mb : 0.0) + (s == tail_stage(p) ? p.layers.tail_mb : 0.0) + p.constant_mb; }
 
 Assignment empty_assignment(const Problem& p) {
@@ -391,7 +396,7 @@ StageChoice stage_option_v1(Context& c, int s, long long pos, long long k) {
   std::vector<Mix> best_pick;
   double best = kInf;
   for (const Context::Ceiling& ceiling : c.ceilings) {
-    const double budget = (c.limit - params - head_tail_static(p, s) - ceiling.rebuild_mb) / std::max(1.0, c0);
+    const double budget = (c.limit - params - head_tail_static(p, s) - ceiling.rebuild_mb) / std::max(1.0, c0) - head_tail_activation(p, 0, s);
     if (budget < -kTol) break;  // higher ceilings leave less
     std::function<void(std::size_t, double, double)> walk = [&](std::size_t l, double cost, double weight) {
       if (l == K) {
@@ -443,7 +448,10 @@ bool for_each_composition_mix(Context& c, int s, const std::vector<long long>& c
     k += n;
   }
   std::vector<const Mix*> cur(uz(V), nullptr);
-  std::vector<double> partial(vecs.size(), 0.0);
+  std::vector<double> partial(vecs.size(), 0.0);  // the in-flight activations of the chunks picked, head and tail from the start
+  for (std::size_t i = 0; i < vecs.size(); ++i) {
+    for (int v = 0; v < V; ++v) partial[i] += vecs[i][uz(v)] * head_tail_activation(p, v, s);
+  }
   std::vector<double> rest_min(vecs.size(), 0.0);
   auto extra_f = [&](int v) { return head_tail_forward(p, v, s); };
   auto extra_b = [&](int v) { return head_tail_backward(p, v, s); };
@@ -1400,9 +1408,11 @@ simulate::StageTimes stage_times(const Problem& p, const Assignment& x) {
   for (std::size_t s = 0; s < S; ++s) t.static_memory[s] += rebuilt[s];
   t.forward[0][0] += p.layers.head_forward;
   t.backward[0][0] += p.layers.head_backward;
+  t.activation[0][0] += p.layers.head_act_mb;
   std::size_t ts = static_cast<std::size_t>(tail_stage(p));
   t.forward[V - 1][ts] += p.layers.tail_forward;
   t.backward[V - 1][ts] += p.layers.tail_backward;
+  t.activation[V - 1][ts] += p.layers.tail_act_mb;
   return t;
 }
 
