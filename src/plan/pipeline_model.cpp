@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <set>
 
 #include "core/error.hpp"
 
@@ -179,11 +180,14 @@ bool releases(const Block& b) { return b.kind == BlockKind::Weight || (b.kind ==
 std::vector<std::vector<int>> in_flight_vectors(Schedule schedule, int S, int V, int m, int s) {
   std::vector<Block> order = stage_order(schedule, S, V, m, s);
   std::vector<int> count(static_cast<std::size_t>(V), 0);
+  // Each distinct vector once, in order of first appearance: the steady state repeats a round's vectors, so a few
+  // V S of them stand for the V m prefixes and the dominance check below stays small.
   std::vector<std::vector<int>> seen;
+  std::set<std::vector<int>> distinct;
   for (const Block& b : order) {
     if (b.kind == BlockKind::Forward) {
       ++count[static_cast<std::size_t>(b.chunk)];
-      seen.push_back(count);
+      if (distinct.insert(count).second) seen.push_back(count);
     } else if (releases(b)) {
       --count[static_cast<std::size_t>(b.chunk)];
     }
