@@ -2,6 +2,7 @@
 // shipped factors are the optimum of their fitting runs.
 #include <algorithm>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "core/error.hpp"
@@ -14,6 +15,26 @@
 using namespace sapp;
 using test::training;
 
+// A run "measured" on `planted`: `model` on `devices` GPUs at `global_batch` sequences of `seq`, TP / PP / CP as
+// given, the rest data parallel, full recompute; its step time is the estimate on the planted device.
+cost::MeasuredRun planted_run(const hardware::Hardware& planted, const char* model, int devices, long long global_batch, long long seq, int tp, int pp,
+                              int cp) {
+  cost::MeasuredRun r;
+  r.name = fmt::format("{} tp{} pp{} cp{} seq{}", model, tp, pp, cp, seq);
+  r.model = test::bundled(model);
+  r.devices = devices;
+  r.training = training(global_batch, seq);
+  r.layout.tp = tp;
+  r.layout.pp = pp;
+  r.layout.cp = cp;
+  r.layout.dp = devices / (tp * pp * cp);
+  r.layout.micro_batches = static_cast<int>(global_batch / r.layout.dp);
+  r.layout.sp = tp > 1;
+  r.layout.recompute = plan::Recompute::Full;
+  r.step_time_s = cost::estimate_time(r.model, r.layout, r.training, planted).step_s;
+  return r;
+}
+
 TEST(Calibrate, RecoversAPlantedEfficiencyScale) {
   // Runs "measured" on a device whose compute is 0.7x as efficient as the catalog says: calibration recovers 0.7.
   auto hw = test::device("a100-80g");
@@ -23,19 +44,7 @@ TEST(Calibrate, RecoversAPlantedEfficiencyScale) {
   slow.efficiency.memory *= 0.7;
   std::vector<cost::MeasuredRun> runs;
   for (auto [name, tp, pp] : std::vector<std::tuple<const char*, int, int>>{{"llama3-8b", 1, 1}, {"llama3-8b", 2, 2}, {"llama3-70b", 8, 2}}) {
-    cost::MeasuredRun r;
-    r.name = name;
-    r.model = test::bundled(name);
-    r.devices = 16;
-    r.training = training(64, 4096);
-    r.layout.tp = tp;
-    r.layout.pp = pp;
-    r.layout.dp = static_cast<int>(16 / (tp * pp));
-    r.layout.micro_batches = static_cast<int>(64 / r.layout.dp);
-    r.layout.sp = tp > 1;
-    r.layout.recompute = plan::Recompute::Full;
-    r.step_time_s = cost::estimate_time(r.model, r.layout, r.training, slow).step_s;
-    runs.push_back(std::move(r));
+    runs.push_back(planted_run(slow, name, 16, 64, 4096, tp, pp, 1));
   }
   auto c = cost::calibrate(runs, hw);
   EXPECT_NEAR(c.scale, 0.7, 0.01);
@@ -53,17 +62,7 @@ TEST(Calibrate, RecoversAnAttentionScaleFittedApart) {
   planted.efficiency.attention *= 0.6;
   std::vector<cost::MeasuredRun> runs;
   for (auto [seq, cp] : std::vector<std::pair<long long, int>>{{4096, 1}, {16384, 1}, {65536, 4}, {131072, 8}}) {
-    cost::MeasuredRun r;
-    r.name = std::to_string(seq);
-    r.model = test::bundled("llama3-8b");
-    r.devices = 8;
-    r.training = training(8, seq);
-    r.layout.cp = cp;
-    r.layout.dp = 8 / cp;
-    r.layout.micro_batches = cp;
-    r.layout.recompute = plan::Recompute::Full;
-    r.step_time_s = cost::estimate_time(r.model, r.layout, r.training, planted).step_s;
-    runs.push_back(std::move(r));
+    runs.push_back(planted_run(planted, "llama3-8b", 8, 8, seq, 1, 1, cp));
   }
   auto c = cost::calibrate(runs, hw, true);
   EXPECT_NEAR(c.scale, 0.9, 0.01);
