@@ -238,36 +238,14 @@ TEST(PlanCommand, EveryFormatsWrittenPlanReadsBackAtItsStepAndPeak) {
 // than the closed-form count, and the plan's per-stage peak is the written plan's read back exactly (Gemma 2 9B at
 // PP2 VPP2, a 256k vocabulary: the last stage was planned at 70.19 GiB and read back at 65.94 when the balancer held
 // the logits as static memory at the closed-form count).
-TEST(PlanCommand, HeadAndTailActivationsArePlannedPerMicroBatchInFlight) {
-  const std::string dir = test::temp_dir();
-  auto r = test::run_sapp(
-      "plan --model gemma2-9b --devices 8 --global-batch 64 --seq 8192 --pp 2 --vpp 2 --hardware h100-sxm --candidates 1 -q -f json --emit megatron -o " + dir +
-      "/out.sh");
+// `sapp plan PLAN_ARGS` (its best plan written to `file`; balanced), then `sapp estimate --from file ESTIMATE_ARGS`:
+// every stage's peak and the step read back as planned.
+void expect_every_stage_reads_back(const std::string& plan_args, const std::string& file, const std::string& estimate_args) {
+  auto r = test::run_sapp("plan " + plan_args + " --candidates 1 -q -f json -o " + file);
   ASSERT_EQ(r.status, 0) << r.err;
   const nlohmann::json plan = nlohmann::json::parse(r.out)["plans"].at(0);
   ASSERT_TRUE(plan["balanced"].get<bool>()) << plan["status"];
-  auto back = test::run_sapp("estimate --from " + dir + "/out.sh --model gemma2-9b --devices 8 --seq 8192 --hardware h100-sxm -f json");
-  ASSERT_EQ(back.status, 0) << back.err;
-  const nlohmann::json est = nlohmann::json::parse(back.out);
-  ASSERT_EQ(est["stages"].size(), plan["stages"].size());
-  for (std::size_t s = 0; s < plan["stages"].size(); ++s) {
-    SCOPED_TRACE(s);
-    expect_planned_peak(est["stages"][s]["memory_bytes"]["total"].get<double>(), plan["stages"][s]["peak_memory_bytes"].get<double>());
-  }
-}
-
-// A model of two layer kinds (DeepSeek-V2: a dense first layer, then MoE layers) balanced with interleaving: the
-// MindFormers split it writes (per-cell counts; recompute of each cell's first layers) reads back at every stage's
-// planned peak and at the plan's step. Before, the even split spread each kind over every chunk, so the written
-// split held other layers than the plan priced (DeepSeek-V3 on 256 H100: 87.3 GiB read back for 79.6 planned).
-TEST(PlanCommand, TwoLayerKindsReadBackAtEveryStagesPeak) {
-  const std::string dir = test::temp_dir();
-  const std::string job = "--model deepseek-v2 --devices 64 --global-batch 256 --seq 4096 --hardware h100-sxm";
-  auto r = test::run_sapp("plan " + job + " --pp 4 --vpp 2 --candidates 1 -q -f json --emit mindformers -o " + dir + "/out.yaml");
-  ASSERT_EQ(r.status, 0) << r.err;
-  const nlohmann::json plan = nlohmann::json::parse(r.out)["plans"].at(0);
-  ASSERT_TRUE(plan["balanced"].get<bool>()) << plan["status"];
-  auto back = test::run_sapp("estimate --from " + dir + "/out.yaml " + job + " -f json");
+  auto back = test::run_sapp("estimate --from " + file + " " + estimate_args + " -f json");
   ASSERT_EQ(back.status, 0) << back.err;
   const nlohmann::json est = nlohmann::json::parse(back.out);
   ASSERT_EQ(est["stages"].size(), plan["stages"].size());
@@ -276,6 +254,20 @@ TEST(PlanCommand, TwoLayerKindsReadBackAtEveryStagesPeak) {
     expect_planned_peak(est["stages"][s]["memory_bytes"]["total"].get<double>(), plan["stages"][s]["peak_memory_bytes"].get<double>());
   }
   EXPECT_NEAR(est["step_time_s"].get<double>(), plan["estimate_step_time_s"].get<double>(), 1e-9 * plan["estimate_step_time_s"].get<double>());
+}
+
+TEST(PlanCommand, HeadAndTailActivationsArePlannedPerMicroBatchInFlight) {
+  const std::string job = "--model gemma2-9b --devices 8 --seq 8192 --hardware h100-sxm";
+  expect_every_stage_reads_back(job + " --global-batch 64 --pp 2 --vpp 2 --emit megatron", test::temp_dir() + "/out.sh", job);
+}
+
+// A model of two layer kinds (DeepSeek-V2: a dense first layer, then MoE layers) balanced with interleaving: the
+// MindFormers split it writes (per-cell counts; recompute of each cell's first layers) reads back at every stage's
+// planned peak and at the plan's step. Before, the even split spread each kind over every chunk, so the written
+// split held other layers than the plan priced (DeepSeek-V3 on 256 H100: 87.3 GiB read back for 79.6 planned).
+TEST(PlanCommand, TwoLayerKindsReadBackAtEveryStagesPeak) {
+  const std::string job = "--model deepseek-v2 --devices 64 --global-batch 256 --seq 4096 --hardware h100-sxm";
+  expect_every_stage_reads_back(job + " --pp 4 --vpp 2 --emit mindformers", test::temp_dir() + "/out.yaml", job);
 }
 
 // A stack whose layer kinds alternate in a repeating period (Gemma 2: sliding-window and global attention layers in
