@@ -118,47 +118,70 @@ StateBytes state_bytes_per_element(const plan::Layout& l, const plan::Training& 
 
 namespace {
 
-// A stated split's chunks hold unequal activations (uneven layer counts, per-chunk recompute): the stage's peak is
-// the schedule's prefix of the most activation (plan::in_flight_vectors), which can hold other counts than the
-// first prefix of the most micro-batches (plan::in_flight_count; Gemma 2 9B at PP2 VPP2 with 14 and 6 layers: three
-// micro-batches of the larger chunk, 4.3 GiB more than two and one). The counts at that prefix replace the
-// per-chunk counts of the layers, the embedding (chunk 0) and the final norm and logits (last chunk), each given
-// for one micro-batch. Even splits keep the closed form (chunks equal but for one layer), which the search prices a
-// million times.
-void exact_in_flight_peak(const plan::Layout& l, const plan::Training& training, int stage, const std::vector<double>& chunk_act, double embedding, double head,
+// Whether a layout's stages are counted by the schedule's vectors (interleaved 1F1B and its less-memory variant)
+// rather than the closed form (1F1B, whose one chunk makes them equal; DualPipe-V and the sequence pipeline, whose
+// own counts the closed form states).
+// (Nor with fewer micro-batches than stages, which no interleaved order runs: the closed form's uniform counts.)
+bool counts_by_vectors(const plan::Layout& l, const plan::Training& training) {
+  return l.vpp >= 2 && !plan::dualpipe_v(l, training) && training.seq_split <= 1 && l.micro_batches / plan::pipeline_runs(l, training) >= l.pp;
+}
+
+// Interleaved chunks hold unequal activations (uneven layer counts, per-chunk recompute, the embedding on the first
+// chunk and the logits on the last): the stage's peak is the schedule's prefix of the most activation
+// (plan::in_flight_vectors), which can hold other counts than the first prefix of the most micro-batches
+// (plan::in_flight_count; Gemma 2 9B at PP2 VPP2 with 14 and 6 layers: three micro-batches of the larger chunk, 4.3
+// GiB more than two and one; its even split's last stage, the 256k-vocabulary logits on the last chunk: 4.3 GiB
+// less). The counts at that prefix replace the per-chunk counts of the layers, the embedding (chunk 0) and the final
+// norm and logits (last chunk), each given for one micro-batch.
+void exact_in_flight_peak(const std::vector<double>& vectors, std::size_t V, const std::vector<double>& chunk_act, double embedding, double head,
                           StageMemory& m) {
-  if (l.split == nullptr || l.vpp < 2 || chunk_act.empty() || plan::dualpipe_v(l, training) || training.seq_split > 1) return;
-  const auto V = static_cast<std::size_t>(l.vpp);
-  std::vector<double> per_chunk = chunk_act;
-  per_chunk[0] += embedding;
-  per_chunk[V - 1] += head;
-  const int micro_batches = l.micro_batches / plan::pipeline_runs(l, training);
+  if (V == 0 || chunk_act.size() < V || vectors.size() < V) return;
   double best = -1;
-  std::vector<int> at;
-  for (const auto& c : plan::in_flight_vectors(plan::schedule_of(l, training.interleave_less_memory), l.pp, l.vpp, micro_batches, stage)) {
-    double a = 0;
-    for (std::size_t v = 0; v < V && v < c.size(); ++v) a += c[v] * per_chunk[v];
+  std::size_t at = 0;
+  for (std::size_t i = 0; i + V <= vectors.size(); i += V) {
+    const double* c = vectors.data() + i;
+    double a = c[0] * embedding + c[V - 1] * head;
+    for (std::size_t v = 0; v < V; ++v) a += c[v] * chunk_act[v];
     if (a > best) {
       best = a;
-      at = c;
+      at = i;
     }
   }
-  if (at.size() < V) return;
+  const double* c = vectors.data() + at;
   m.layer_activations = 0;
-  for (std::size_t v = 0; v < V; ++v) m.layer_activations += at[v] * chunk_act[v];
-  m.embedding_activations = at[0] * embedding;
-  m.head_activations = at[V - 1] * head;
+  for (std::size_t v = 0; v < V; ++v) m.layer_activations += c[v] * chunk_act[v];
+  m.embedding_activations = c[0] * embedding;
+  m.head_activations = c[V - 1] * head;
 }
 
 }  // namespace
 
+InFlightVectors in_flight_vectors_of(const plan::Layout& l, const plan::Training& training) {
+  InFlightVectors out;
+  if (!counts_by_vectors(l, training)) return out;
+  out.chunks = static_cast<std::size_t>(l.vpp);
+  const int micro_batches = l.micro_batches / plan::pipeline_runs(l, training);
+  for (int s = 0; s < l.pp; ++s) {
+    std::vector<double>& flat = out.stages.emplace_back();
+    for (const auto& c : plan::in_flight_vectors(plan::schedule_of(l, training.interleave_less_memory), l.pp, l.vpp, micro_batches, s)) {
+      flat.insert(flat.end(), c.begin(), c.end());
+    }
+  }
+  return out;
+}
+
 MemoryEstimate estimate_memory(const model::Model& model, const plan::Layout& l, const plan::Training& training, double capacity,
-                               const std::vector<KindMemory>* per_kind) {
+                               const std::vector<KindMemory>* per_kind, const InFlightVectors* in_flight) {
   const model::ModelSpec& spec = model.spec;
   std::vector<KindMemory> computed;
   if (per_kind == nullptr) {
     computed = kind_memory(model, l, training);
     per_kind = &computed;
+  }
+  InFlightVectors computed_in_flight;
+  if (in_flight == nullptr && counts_by_vectors(l, training)) {
+    computed_in_flight = in_flight_vectors_of(l, training);
+    in_flight = &computed_in_flight;
   }
   const std::vector<KindMemory>& km = *per_kind;
   // Per stage: parameter elements, in-flight activations, the largest rebuilt layer, MoE presence.
@@ -232,7 +255,9 @@ MemoryEstimate estimate_memory(const model::Model& model, const plan::Layout& l,
     }
     m.embedding_activation_one = embedding_one;
     m.head_activation_one = head_one;
-    exact_in_flight_peak(l, training, s, x.chunk_act, embedding_one, head_one, m);
+    if (counts_by_vectors(l, training) && in_flight != nullptr) {
+      exact_in_flight_peak(in_flight->stages[static_cast<std::size_t>(s)], in_flight->chunks, x.chunk_act, embedding_one, head_one, m);
+    }
     m.param_elements = pn;
     m.expert_param_elements = pe;
     // Elements per rank of a state that ZeRO shards from `stage` on (1: optimizer states, 2: + grads, 3: + params).

@@ -112,10 +112,21 @@ Zero3Stage zero3_stage_bytes(const plan::Layout& layout, const plan::Training& t
 // takes with the distributed optimizer only); none under ZeRO-3, whose gathered weights are released per layer.
 double fp8_weight_cache_bytes(const plan::Layout& layout, const plan::Training& training);
 
+// An interleaved schedule's micro-batches in flight per stage: plan::in_flight_vectors of every stage, each stage's
+// vectors one after the other (`chunks` counts per vector) for a tight dot-product loop.
+struct InFlightVectors {
+  std::size_t chunks = 0;
+  std::vector<std::vector<double>> stages;
+};
+// The vectors estimate_memory() counts an interleaved layout's stages by (what a caller pricing many layouts of one
+// schedule, stage count, chunk count and micro-batch count may keep and pass back).
+InFlightVectors in_flight_vectors_of(const plan::Layout& layout, const plan::Training& training);
+
 // Prices one layout. The layout is assumed valid (see check_layout). `per_kind`, when given, must be
-// kind_memory() of a layout with the same mbs, tp, sp, cp, ep and etp.
+// kind_memory() of a layout with the same mbs, tp, sp, cp, ep and etp; `in_flight`, when given,
+// in_flight_vectors_of() a layout with the same schedule, pp, vpp and micro-batches.
 MemoryEstimate estimate_memory(const model::Model& model, const plan::Layout& layout, const plan::Training& training, double capacity_bytes,
-                               const std::vector<KindMemory>* per_kind = nullptr);
+                               const std::vector<KindMemory>* per_kind = nullptr, const InFlightVectors* in_flight = nullptr);
 
 // One line per term of one stage: name, bytes, the formula and its inputs.
 std::vector<std::string> explain_stage(const model::Model& model, const plan::Layout& layout, const plan::Training& training, const MemoryEstimate& estimate,

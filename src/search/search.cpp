@@ -421,6 +421,7 @@ Result search(const model::Model& model, const Space& space, const plan::Trainin
     Keeper& keeper = keepers[static_cast<std::size_t>(worker)];
     std::map<MemoryKey, std::vector<cost::KindMemory>> memory_groups;
     std::map<TimeKey, cost::KindTimes> time_groups;
+    std::map<std::array<int, 4>, cost::InFlightVectors> in_flight_groups;  // by schedule, pp, vpp, micro-batches
     // Prices one layout: a fitting candidate, or nothing (the rejection counted).
     auto price = [&](const plan::Layout& l, std::size_t i) -> std::optional<Candidate> {
       auto violations = plan::check_layout(model, l, training, cluster, false);
@@ -435,7 +436,10 @@ Result search(const model::Model& model, const Space& space, const plan::Trainin
       MemoryKey mk{l.mbs, l.tp, l.sp, l.cp, l.ep, l.etp};
       auto km = memory_groups.find(mk);
       if (km == memory_groups.end()) km = memory_groups.emplace(mk, cost::kind_memory(model, l, training)).first;
-      cost::MemoryEstimate mem = cost::estimate_memory(model, l, training, capacity, &km->second);
+      std::array<int, 4> fk{static_cast<int>(plan::schedule_of(l, training.interleave_less_memory)), l.pp, l.vpp, l.micro_batches};
+      auto fl = in_flight_groups.find(fk);
+      if (fl == in_flight_groups.end()) fl = in_flight_groups.emplace(fk, cost::in_flight_vectors_of(l, training)).first;
+      cost::MemoryEstimate mem = cost::estimate_memory(model, l, training, capacity, &km->second, &fl->second);
       if (!mem.fits()) {
         ++rej["out of memory"];
         keeper.overflow(l, mem.peak_bytes, i);
