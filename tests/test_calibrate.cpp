@@ -35,13 +35,19 @@ cost::MeasuredRun planted_run(const hardware::Hardware& planted, const char* mod
   return r;
 }
 
+// `hw` with its BF16 GEMM and memory efficiencies times `compute` and its attention efficiency times `attention`.
+hardware::Hardware planted_device(const hardware::Hardware& hw, double compute, double attention) {
+  hardware::Hardware out = hw;
+  out.efficiency.gemm *= compute;
+  out.efficiency.memory *= compute;
+  out.efficiency.attention *= attention;
+  return out;
+}
+
 TEST(Calibrate, RecoversAPlantedEfficiencyScale) {
   // Runs "measured" on a device whose compute is 0.7x as efficient as the catalog says: calibration recovers 0.7.
   auto hw = test::device("a100-80g");
-  hardware::Hardware slow = hw;
-  slow.efficiency.gemm *= 0.7;
-  slow.efficiency.attention *= 0.7;
-  slow.efficiency.memory *= 0.7;
+  const hardware::Hardware slow = planted_device(hw, 0.7, 0.7);
   std::vector<cost::MeasuredRun> runs;
   for (auto [name, tp, pp] : std::vector<std::tuple<const char*, int, int>>{{"llama3-8b", 1, 1}, {"llama3-8b", 2, 2}, {"llama3-70b", 8, 2}}) {
     runs.push_back(planted_run(slow, name, 16, 64, 4096, tp, pp, 1));
@@ -56,10 +62,7 @@ TEST(Calibrate, RecoversAPlantedEfficiencyScale) {
 // two scales are recovered.
 TEST(Calibrate, RecoversAnAttentionScaleFittedApart) {
   auto hw = test::device("h100-sxm");
-  hardware::Hardware planted = hw;
-  planted.efficiency.gemm *= 0.9;
-  planted.efficiency.memory *= 0.9;
-  planted.efficiency.attention *= 0.6;
+  const hardware::Hardware planted = planted_device(hw, 0.9, 0.6);
   std::vector<cost::MeasuredRun> runs;
   for (auto [seq, cp] : std::vector<std::pair<long long, int>>{{4096, 1}, {16384, 1}, {65536, 4}, {131072, 8}}) {
     runs.push_back(planted_run(planted, "llama3-8b", 8, 8, seq, 1, 1, cp));

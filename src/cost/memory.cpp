@@ -178,8 +178,9 @@ MemoryEstimate estimate_memory(const model::Model& model, const plan::Layout& l,
     computed = kind_memory(model, l, training);
     per_kind = &computed;
   }
+  const bool by_vectors = counts_by_vectors(l, training);
   InFlightVectors computed_in_flight;
-  if (in_flight == nullptr && counts_by_vectors(l, training)) {
+  if (by_vectors && (in_flight == nullptr || in_flight->stages.size() != static_cast<std::size_t>(l.pp))) {
     computed_in_flight = in_flight_vectors_of(l, training);
     in_flight = &computed_in_flight;
   }
@@ -255,7 +256,7 @@ MemoryEstimate estimate_memory(const model::Model& model, const plan::Layout& l,
     }
     m.embedding_activation_one = embedding_one;
     m.head_activation_one = head_one;
-    if (counts_by_vectors(l, training) && in_flight != nullptr) {
+    if (by_vectors) {
       exact_in_flight_peak(in_flight->stages[static_cast<std::size_t>(s)], in_flight->chunks, x.chunk_act, embedding_one, head_one, m);
     }
     m.param_elements = pn;

@@ -166,18 +166,14 @@ double fastest_backward(const BodyType& b, const std::vector<Rc>& kinds) {
   return best;
 }
 
-// The head's and the tail's share of cell (v, s): one micro-batch's forward and backward.
-double head_tail_forward(const Problem& p, int v, int s) {
-  return (v == 0 && s == 0 ? p.layers.head_forward : 0.0) + (tail_cell(p, v, s) ? p.layers.tail_forward : 0.0);
-}
-double head_tail_backward(const Problem& p, int v, int s) {
-  return (v == 0 && s == 0 ? p.layers.head_backward : 0.0) + (tail_cell(p, v, s) ? p.layers.tail_backward : 0.0);
-}
-
-// The head's and tail's activation per micro-batch, held in cell (v, s) with that chunk's (LayerSet::head_act_mb).
-double head_tail_activation(const Problem& p, int v, int s) {
-  return (v == 0 && s == 0 ? p.layers.head_act_mb : 0.0) + (tail_cell(p, v, s) ? p.layers.tail_act_mb : 0.0);
-}
+// The head's and the tail's share of cell (v, s) of one per-micro-batch quantity (`head`, `tail`): the head sits in
+// the first cell, the tail in tail_cell.
+double head_tail_of(const Problem& p, int v, int s, double head, double tail) { return (v == 0 && s == 0 ? head : 0.0) + (tail_cell(p, v, s) ? tail : 0.0); }
+// One micro-batch's forward and backward.
+double head_tail_forward(const Problem& p, int v, int s) { return head_tail_of(p, v, s, p.layers.head_forward, p.layers.tail_forward); }
+double head_tail_backward(const Problem& p, int v, int s) { return head_tail_of(p, v, s, p.layers.head_backward, p.layers.tail_backward); }
+// The activation held per micro-batch in flight with that chunk's (LayerSet::head_act_mb).
+double head_tail_activation(const Problem& p, int v, int s) { return head_tail_of(p, v, s, p.layers.head_act_mb, p.layers.tail_act_mb); }
 
 double head_tail_static(const Problem& p, int s) { return (s == 0 ? p.layers.head_mb : 0.0) + (s == tail_stage(p) ? p.layers.tail_mb : 0.0) + p.constant_mb; }
 

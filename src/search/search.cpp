@@ -436,10 +436,14 @@ Result search(const model::Model& model, const Space& space, const plan::Trainin
       MemoryKey mk{l.mbs, l.tp, l.sp, l.cp, l.ep, l.etp};
       auto km = memory_groups.find(mk);
       if (km == memory_groups.end()) km = memory_groups.emplace(mk, cost::kind_memory(model, l, training)).first;
-      std::array<int, 4> fk{static_cast<int>(plan::schedule_of(l, training.interleave_less_memory)), l.pp, l.vpp, l.micro_batches};
-      auto fl = in_flight_groups.find(fk);
-      if (fl == in_flight_groups.end()) fl = in_flight_groups.emplace(fk, cost::in_flight_vectors_of(l, training)).first;
-      cost::MemoryEstimate mem = cost::estimate_memory(model, l, training, capacity, &km->second, &fl->second);
+      const cost::InFlightVectors* in_flight = nullptr;  // one chunk: the closed form is exact, nothing to keep
+      if (l.vpp >= 2) {
+        std::array<int, 4> fk{static_cast<int>(plan::schedule_of(l, training.interleave_less_memory)), l.pp, l.vpp, l.micro_batches};
+        auto fl = in_flight_groups.find(fk);
+        if (fl == in_flight_groups.end()) fl = in_flight_groups.emplace(fk, cost::in_flight_vectors_of(l, training)).first;
+        in_flight = &fl->second;
+      }
+      cost::MemoryEstimate mem = cost::estimate_memory(model, l, training, capacity, &km->second, in_flight);
       if (!mem.fits()) {
         ++rej["out of memory"];
         keeper.overflow(l, mem.peak_bytes, i);
