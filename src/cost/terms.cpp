@@ -100,7 +100,7 @@ struct ValidatedPair {
   bool validated;
   const char* runs;
 };
-constexpr std::array<ValidatedPair, 9> kValidated = {{
+constexpr std::array<ValidatedPair, 11> kValidated = {{
     {"ascend-910b", false, true,
      "one held-out BF16 run in validation/runs.yaml (MindSpeed-LLM Qwen3-30B-A3B on 16 Atlas 800T A2 NPUs, +4.1 %): a single run, the "
      "efficiencies are priors"},
@@ -119,7 +119,13 @@ constexpr std::array<ValidatedPair, 9> kValidated = {{
     {"b200", true, false,
      "10 held-out B200 FP8 runs in validation/runs.yaml, median 8.5 %: NeMo 25.02 dense -8 % to +1 %, Megatron-Bridge MXFP8 MoE and "
      "long-context -21 % to +11 %; the FP8 efficiencies were fitted on two Megatron-Bridge 25.11 dense MXFP8 runs"},
-    {"b200", false, false, "one B200 BF16 run (GPT-OSS-120B, -26 %); the BF16 GEMM efficiency is the prior 0.75 times the FP8 fit's 0.798"},
+    {"b200", false, false, "one B200 BF16 run (GPT-OSS-120B, -31 %); the BF16 GEMM efficiency is the prior 0.75 times the FP8 fit's 0.798"},
+    {"gb200", true, true,
+     "3 held-out GB200 MXFP8 MoE runs in validation/runs.yaml (Megatron-Bridge 26.04: Qwen3-30B-A3B -8.6 %, Qwen3-235B-A22B +2.8 %, "
+     "DeepSeek-V3 +5.1 %), median 5.1 %, priced with B200's efficiencies: three runs of one release, no dense run"},
+    {"gb200", false, false,
+     "one GB200 BF16 run (Megatron-Bridge 26.04 GPT-OSS-120B, -36 %); the BF16 GEMM efficiency is B200's prior, 0.75 times its FP8 "
+     "fit's 0.798"},
     {"h100-96g", false, true,
      "4 held-out torchtitan BF16 runs at the 500 W power limit (Llama 3.1 8B FSDP8 / FSDP128, eager and compiled, torch SDPA): -5.5 % to "
      "-8.5 %, median 6.5 %, one configuration at two scales; the peak is the H100 NVL's, the lower end of the bracket torchtitan gives"},
