@@ -1421,6 +1421,30 @@ TEST(Megatron, OverlapFlagsThatTheScriptStates) {
   EXPECT_GT(tp.dp, 0);
 }
 
+// Megatron-LM's arguments.py gives the experts --ffn-hidden-size when --moe-ffn-hidden-size is not stated: read so,
+// and said for fine-grained experts (MindSpeed-LLM's examples/mindspore/deepseek2_lite/pretrain_deepseek2_lite_16b_8p_ms.sh states
+// --num-experts 64 and --ffn-hidden-size 10944 without it: a 16B model read as 116B).
+TEST(Megatron, ExpertsWithoutTheirWidthTakeTheDenseWidthAndSaySo) {
+  const std::string script =
+      "torchrun pretrain_gpt.py --num-layers 4 --hidden-size 1024 --ffn-hidden-size 4096 --num-attention-heads 16 --seq-length 2048 "
+      "--micro-batch-size 1 --global-batch-size 16 --vocab-size 32000 --num-experts 64 --moe-router-topk 6 ";
+  auto read = [&](const std::string& flags) { return config::read_text(script + flags + "\n", "run.sh", config::Format::Megatron); };
+  auto says = [](const config::Loaded& l) {
+    return std::any_of(l.warnings.begin(), l.warnings.end(), [](const std::string& w) { return w.find("--moe-ffn-hidden-size") != std::string::npos; });
+  };
+  const config::Loaded bare = read("");
+  EXPECT_TRUE(says(bare));
+  EXPECT_FALSE(bare.model_config.contains("moe_intermediate_size"));  // the family's default: the dense width
+  const config::Loaded stated = read("--moe-ffn-hidden-size 512");
+  EXPECT_FALSE(says(stated));
+  EXPECT_EQ(stated.model_config.at("moe_intermediate_size"), 512);
+  // Few experts as wide as the dense FFN (Mixtral's 8) are what such scripts mean: nothing said.
+  EXPECT_FALSE(
+      says(config::read_text("torchrun pretrain_gpt.py --num-layers 4 --hidden-size 1024 --ffn-hidden-size 4096 --num-attention-heads 16 --seq-length 2048 "
+                             "--micro-batch-size 1 --global-batch-size 16 --vocab-size 32000 --num-experts 8 --moe-router-topk 2\n",
+                             "run.sh", config::Format::Megatron)));
+}
+
 TEST(Megatron, FirstAndLastStageLayers) {
   config::Loaded l = config::read_file(source("tests/configs/megatron-uneven.args"));
   ASSERT_TRUE(l.split);

@@ -894,6 +894,14 @@ Loaded read_megatron(const std::string& text, const std::string& file) {
         m["moe_intermediate_size"] = *w;
       } else if (auto old_name = a.whole("--moe-intermediate-size")) {
         m["moe_intermediate_size"] = *old_name;  // MindSpeed-LLM's deprecated name for --moe-ffn-hidden-size
+      } else if (experts > 16 || a.flags.count("--n-shared-experts") > 0) {
+        // Megatron-LM's arguments.py: moe_ffn_hidden_size defaults to ffn_hidden_size. Said aloud for fine-grained
+        // experts (Mixtral's 8 are as wide as a dense FFN), since a script that forgot the flag prices them as wide
+        // as its dense layers (a 16B model read as 116B).
+        out.warnings.push_back(
+            fmt::format("--num-experts without --moe-ffn-hidden-size: each expert is {} wide, the dense FFN's (Megatron's default); "
+                        "state --moe-ffn-hidden-size if the experts are narrower",
+                        ffn));
       }
       if (auto w = a.whole("--moe-shared-expert-intermediate-size")) m["shared_expert_intermediate_size"] = *w;
       if (auto n = a.whole("--n-shared-experts", 0)) m["n_shared_experts"] = *n;
