@@ -1445,6 +1445,22 @@ TEST(Megatron, ExpertsWithoutTheirWidthTakeTheDenseWidthAndSaySo) {
                              "run.sh", config::Format::Megatron)));
 }
 
+// Fine-tuning scripts whose samples do not run at --seq-length (MindSpeed-LLM's --no-pad-to-seq-lengths, Megatron's
+// --variable-seq-lengths: each micro-batch padded to its longest sample) are priced at --seq-length, and say so.
+TEST(Megatron, SamplesShorterThanTheSequenceAreSaidToBePricedAtIt) {
+  auto warned = [](const std::string& flag) {
+    const config::Loaded l = config::read_text(
+        "torchrun pretrain_gpt.py --num-layers 4 --hidden-size 1024 --num-attention-heads 16 --seq-length 4096 --micro-batch-size 1 "
+        "--global-batch-size 16 --vocab-size 32000 " +
+            flag + "\n",
+        "run.sh", config::Format::Megatron);
+    const bool unused = std::find(l.unused.begin(), l.unused.end(), flag) != l.unused.end();
+    return !unused && std::any_of(l.warnings.begin(), l.warnings.end(), [&](const std::string& w) { return w.find(flag) != std::string::npos; });
+  };
+  EXPECT_TRUE(warned("--variable-seq-lengths"));
+  EXPECT_TRUE(warned("--no-pad-to-seq-lengths"));
+}
+
 TEST(Megatron, FirstAndLastStageLayers) {
   config::Loaded l = config::read_file(source("tests/configs/megatron-uneven.args"));
   ASSERT_TRUE(l.split);

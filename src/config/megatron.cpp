@@ -1066,6 +1066,12 @@ Loaded read_megatron(const std::string& text, const std::string& file) {
   if (a.on("--no-pad-to-seq-lengths"))
     out.warnings.emplace_back(
         "--no-pad-to-seq-lengths: samples run at their own lengths, below --seq-length; sapp prices every sample at --seq-length (an upper bound)");
+  // Megatron-LM's --variable-seq-lengths (MindSpeed-LLM's fine-tuning scripts): each micro-batch is padded to its own
+  // longest sample (a multiple of --pad-to-multiple-of), not to --seq-length.
+  if (a.on("--variable-seq-lengths"))
+    out.warnings.emplace_back(
+        "--variable-seq-lengths: each micro-batch is padded to its longest sample, not to --seq-length; sapp prices every micro-batch at "
+        "--seq-length (an upper bound on memory and time)");
   // LoRA fine-tuning (MindSpeed-LLM's --lora-r; its --lora-target-modules are priced as every linear layer).
   if (auto r = a.whole("--lora-r")) {
     set("lora_rank", *r, "--lora-r");
