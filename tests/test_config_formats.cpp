@@ -1066,6 +1066,32 @@ TEST(HyperParallel, TheMeshFoldsContextParallelIntoTheShards) {
   EXPECT_EQ(rep.layout.zero_group(), 2);
 }
 
+// The HuggingFace ids that framework configs name resolve to the bundled configs (by the id's last component as the
+// data file's name, or by its `_source` / `_hf_ids`): each read through a trainer YAML names that model.
+TEST(HyperParallel, HuggingFaceIdsOfBundledModelsResolve) {
+  const std::vector<std::pair<std::string, std::string>> ids = {{"meta-llama/Llama-3.2-1B", "llama-3.2-1b"},
+                                                                {"meta-llama/Llama-3.2-1B-Instruct", "llama-3.2-1b"},
+                                                                {"openai/gpt-oss-20b", "gpt-oss-20b"},
+                                                                {"Qwen/Qwen2.5-7B", "qwen2.5-7b"},
+                                                                {"Qwen/Qwen2.5-7B-Instruct", "qwen2.5-7b"},
+                                                                {"Qwen/Qwen3-32B", "qwen3-32b"},
+                                                                {"Qwen/Qwen3-0.6B", "qwen3-0.6b"},
+                                                                {"Qwen/Qwen3-0.6B-Base", "qwen3-0.6b"},
+                                                                {"Qwen/Qwen3-4B", "qwen3-4b"},
+                                                                {"Qwen/Qwen3-4B-Base", "qwen3-4b"},
+                                                                {"moonshotai/Moonlight-16B-A3B", "moonlight-16b-a3b"},
+                                                                {"moonshotai/Moonlight-16B-A3B-Instruct", "moonlight-16b-a3b"},
+                                                                {"microsoft/phi-4", "phi-4"},
+                                                                {"mistralai/Mistral-Nemo-Base-2407", "mistral-nemo-base-2407"},
+                                                                {"mistralai/Mistral-Nemo-Instruct-2407", "mistral-nemo-base-2407"}};
+  for (const auto& [id, name] : ids) {
+    const std::string text = "model:\n  pretrained_model_name_or_path: " + id +
+                             "\naccelerator: {tp_size: 1}\nfsdp_config: {dp_shard_size: 8}\ntraining: {global_batch_size: 8, micro_batch_size: 1}\n";
+    const app::EstimateRequest r = filled(text, "train.yaml", config::Format::HyperParallel);
+    EXPECT_EQ(r.job.model, name) << id;
+  }
+}
+
 // A named model with some of its fields stated (model.config_overrides.num_hidden_layers: a cropped model, as the
 // trainer's examples shorten a model for a smoke run) is that model with those fields laid over it; the name may be
 // model.config_path or model.name, underscores for dashes; a file naming no model says which keys would.

@@ -362,6 +362,80 @@ TEST(PublishedParams, Glm45Air_106B_total_12B_active) {
   near_published(p.total + p.embedding + p.head, 110, 1, "checkpoint (MTP layer with its own embedding and head)");
 }
 
+// Configs bundled for the HuggingFace ids framework configs name (each dimension from the published config.json,
+// cross-checked against a framework's model definition; `_source` in each data file says which).
+// Meta's Llama 3.2 model card: 1B "(1.23B)", shared embeddings (HuggingFace lists 1.24 B; sapp's count, 1.2358 B, is
+// within 0.5 % of the card's).
+TEST(PublishedParams, Llama32_1B_1_23B_TiedEmbeddings) {
+  auto p = bundled("llama-3.2-1b").params();
+  near_published(p.total, 1.23, 0.01, "total");
+  EXPECT_LT(p.head, 1e4);  // tied: the head is the final norm only
+}
+// OpenAI gpt-oss model card (arXiv:2508.10925) table 1: gpt-oss-20b 20.91 B total, 3.61 B active per token (the
+// unembedding counted as active, the embedding not, as for gpt-oss-120b above).
+TEST(PublishedParams, GptOss20B_20_91B_total_3_61B_active) {
+  auto m = bundled("gpt-oss-20b");
+  auto p = m.params();
+  near_published(p.total, 20.91, 0.01, "total");
+  near_published(p.active_no_embedding, 3.61, 0.01, "active");
+  EXPECT_EQ(m.stack.size(), 24u);  // sliding and full attention alternate
+  EXPECT_TRUE(m.kinds[static_cast<std::size_t>(m.stack[0].kind)].kind.sliding);
+  EXPECT_FALSE(m.kinds[static_cast<std::size_t>(m.stack[1].kind)].kind.sliding);
+}
+// Qwen2.5 model card (HF Qwen/Qwen2.5-7B): 7.61 B parameters, 6.53 B non-embedding (without the embedding and the
+// untied LM head).
+TEST(PublishedParams, Qwen25_7B_7_61B) {
+  auto p = bundled("qwen2.5-7b").params();
+  near_published(p.total, 7.61, 0.01, "total");
+  near_published(p.total - p.embedding - p.head, 6.53, 0.01, "non-embedding");
+}
+// Qwen3 model cards: Qwen3-32B 32.8 B (31.2 B non-embedding), Qwen3-4B 4.0 B (3.6 B), Qwen3-0.6B 0.6 B (0.44 B);
+// the two small ones tie the LM head to the embedding.
+TEST(PublishedParams, Qwen3_32B_4B_0_6B) {
+  auto q32 = bundled("qwen3-32b").params();
+  near_published(q32.total, 32.8, 0.1, "32B total");
+  near_published(q32.total - q32.embedding - q32.head, 31.2, 0.1, "32B non-embedding");
+  auto q4 = bundled("qwen3-4b").params();
+  near_published(q4.total, 4.0, 0.1, "4B total");
+  near_published(q4.total - q4.embedding - q4.head, 3.6, 0.1, "4B non-embedding");
+  auto q06 = bundled("qwen3-0.6b").params();
+  near_published(q06.total, 0.6, 0.1, "0.6B total");
+  near_published(q06.total - q06.embedding - q06.head, 0.44, 0.01, "0.6B non-embedding");
+  EXPECT_LT(q4.head, 1e4);
+  EXPECT_LT(q06.head, 1e4);
+}
+// Moonshot AI, "Muon is Scalable for LLM Training" (arXiv:2502.16982) tables 4 and 5 and the Moonlight README:
+// 15.29 B total and 2.24 B activated, "the reported parameter counts exclude the embedding parameters" (sapp agrees
+// when the untied LM head is left out as well: 15.289 B and 2.244 B); the model card's download table names it 16B
+// total, 3B activated (sapp: 15.96 B and 2.91 B with the embedding and head).
+TEST(PublishedParams, Moonlight16B_A3B_15_29B_total_2_24B_active) {
+  auto m = bundled("moonlight-16b-a3b");
+  auto p = m.params();
+  near_published(p.total - p.embedding - p.head, 15.29, 0.01, "total without embedding and head");
+  near_published(p.active - p.embedding - p.head, 2.24, 0.01, "activated without embedding and head");
+  near_published(p.total, 16, 1, "total (model card)");
+  near_published(p.active, 3, 1, "activated (model card)");
+  EXPECT_EQ(m.mtp_layers(), 0);
+  EXPECT_FALSE(m.spec.q_lora_rank.has_value());  // q_lora_rank null: no query compression
+}
+// Microsoft names phi-4 "14B" (model card; report arXiv:2412.08905 section 3), a count rounded down to the billion
+// (phi-3-medium, whose architecture phi-4 follows with a 100,352-token vocabulary, is also "14B"): the HuggingFace
+// microsoft/phi-4 page lists 14.7 B parameters for its safetensors, which is what this checks.
+TEST(PublishedParams, Phi4_14_7B) {
+  auto m = bundled("phi-4");
+  near_published(m.params().total, 14.7, 0.1, "total");
+  EXPECT_GE(m.params().total, 14e9);
+  EXPECT_FALSE(m.spec.sliding_window.has_value());  // full attention
+}
+// Mistral AI's announcement of Mistral NeMo: a 12B model. Its config states head_dim 128 with hidden 5120 and 32
+// heads (queries 4096 wide, not 5120): with hidden/heads = 160 the count would be 12.77 B.
+TEST(PublishedParams, MistralNemo12B_ExplicitHeadDim) {
+  auto m = bundled("mistral-nemo-base-2407");
+  near_published(m.params().total, 12, 1, "total");
+  EXPECT_EQ(m.spec.effective_head_dim(), 128);
+  EXPECT_LT(m.params().total, 12.5e9);
+}
+
 // n_group / topk_group 0 means no group-limited routing and q_lora_rank 0 no query compression (MindFormers'
 // DeepSeek configs state 0 for them): read as unset, not refused as zero counts; a positive group count is still
 // checked against the experts.
@@ -399,4 +473,14 @@ TEST(ModelSpec, ZeroRoutingGroupsMeanNone) {
   const auto resolved =
       sapp::model::resolve(sapp::model::model_from_json(telechat3, "telechat3"), sapp::test::catalog().records, sapp::test::catalog().profiles);
   EXPECT_EQ(resolved.spec.arch, "deepseek");
+}
+
+// --model takes the HuggingFace id of a bundled config as framework configs name it (the lower-cased last component
+// as the data file's name, or its `_source` / `_hf_ids`); an id bundled under neither is refused by name.
+TEST(BundledModels, HuggingFaceIdsLoadTheBundledConfig) {
+  const std::string dir = sapp::test::data_dir();
+  EXPECT_EQ(sapp::model::load_model("Qwen/Qwen3-8B", dir).name, "qwen3-8b");
+  EXPECT_EQ(sapp::model::load_model("moonshotai/Moonlight-16B-A3B-Instruct", dir).name, "moonlight-16b-a3b");
+  EXPECT_EQ(sapp::model::load_model("mistralai/Mistral-Nemo-Instruct-2407", dir).hidden_size, 5120);
+  EXPECT_THROW((void)sapp::model::load_model("nobody/no-such-model", dir), sapp::Error);
 }

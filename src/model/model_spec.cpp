@@ -740,6 +740,13 @@ ModelSpec load_model(const std::string& name_or_path, const std::string& data_di
     m.name = name_or_path;
     return m;
   }
+  // A HuggingFace id ("Qwen/Qwen3-8B"): the bundled config of that name (lower-cased last component) or that
+  // `_source` / `_hf_ids`, as framework configs name models (config::detail::bundled_name).
+  if (name_or_path.find('/') != std::string::npos) {
+    const std::string last = io::lower(name_or_path.substr(name_or_path.find_last_of('/') + 1));
+    if (io::exists(data_dir + "/models/" + last + ".json")) return load_model(last, data_dir);
+    if (auto named = bundled_model_of_hf_id(name_or_path, data_dir)) return load_model(*named, data_dir);
+  }
   std::string list;
   for (const auto& n : bundled_models(data_dir)) list += (list.empty() ? "" : ", ") + n;
   fail("--model", "'{}' is neither a file nor a bundled model; bundled: {}", name_or_path, list);
