@@ -87,7 +87,7 @@ void fill(app::PlanRequest& request, From& from, const nlohmann::json& values) {
 
 config::Expressible keep_to_emit(const From& from, search::Space& space) {
   if (from.emit.empty()) return {};
-  const config::Expressible e = config::expressible(config::parse_emit_format(from.emit, "--emit"), from.loaded ? &*from.loaded : nullptr);
+  config::Expressible e = config::expressible(config::parse_emit_format(from.emit, "--emit"), from.loaded ? &*from.loaded : nullptr);
   auto keep = [&](auto& dim, const auto& allowed, const char* option) {
     if (!allowed) return;
     if (!dim) {

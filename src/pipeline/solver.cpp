@@ -39,7 +39,8 @@ std::size_t uz(int v) { return static_cast<std::size_t>(v); }
 // The tail's cell: the last chunk's last stage, or (DualPipe-V, whose second chunk runs back to stage 0) its stage 0.
 int tail_stage(const Problem& p) { return p.schedule == simulate::Schedule::DualPipeV ? 0 : p.stages - 1; }
 bool tail_cell(const Problem& p, int v, int s) { return v == p.chunks - 1 && s == tail_stage(p); }
-bool reserved(const Problem& p, int v, int s) { return (v == 0 && s == 0) || tail_cell(p, v, s); }
+// A cell that may hold no body layer: the head's and the tail's (every cell under Problem::empty_cells).
+bool reserved(const Problem& p, int v, int s) { return p.empty_cells || (v == 0 && s == 0) || tail_cell(p, v, s); }
 
 bool cell_expressible(const std::array<long long, kRcKinds>& c) { return c[ix(Rc::Selective)] == 0 || c[ix(Rc::Comm)] == 0; }
 
@@ -854,10 +855,38 @@ void offer_even_splits(Context& c, Incumbent& best) {
   }
 }
 
+// A one-type plan (cells' counts and kinds) as a plan of p's types: `front` more layers at the start of the first
+// cell and `back` more at the end of the last (the types the relaxation left out, before and after its own), then
+// the types in model order along the virtual pipeline; within a cell the kinds run from the heaviest recompute to
+// none, as the frameworks recompute a cell's first layers (cells_ordered_across_types holds).
+Assignment typed_from(const Problem& p, const Assignment& one, long long front, long long back) {
+  Assignment x = empty_assignment(p);
+  const int S = p.stages;
+  const int cells = S * p.chunks;
+  constexpr std::array<Rc, kRcKinds> heavy_first = {Rc::Full, Rc::Both, Rc::Comm, Rc::Selective, Rc::None};
+  std::size_t type = 0;
+  long long left = p.layers.bodies.front().count;
+  for (int c = 0; c < cells; ++c) {
+    const std::size_t v = uz(c / S);
+    const std::size_t s = uz(c % S);
+    std::vector<Rc> kinds;  // the cell's layers, heaviest recompute first
+    for (Rc r : heavy_first) kinds.insert(kinds.end(), uz(one[0][v][s][ix(r)]), r);
+    if (c == 0) kinds.insert(kinds.begin(), uz(front), kinds.empty() ? Rc::None : kinds.front());
+    if (c == cells - 1) kinds.insert(kinds.end(), uz(back), kinds.empty() ? Rc::None : kinds.back());
+    for (Rc r : kinds) {
+      while (left == 0 && type + 1 < p.layers.bodies.size()) left = p.layers.bodies[++type].count;
+      if (left == 0) return {};  // more layers than the types hold: not a plan of p
+      x[type][v][s][ix(r)] += 1;
+      --left;
+    }
+  }
+  return x;
+}
+
 // Step 5: local search on the simulated step: move one layer across a boundary of consecutive cells (keeping
 // its kind), change one layer's kind, or move and then change a kind in the receiving stage; first improvement,
 // until none improves or the time runs out.
-void local_search(Context& c, Incumbent& best, double bound) {
+void local_search(Context& c, Incumbent& best, double bound, bool long_moves = true) {
   const Problem& p = c.p;
   if (best.x.empty()) return;
   const int S = p.stages;
@@ -906,12 +935,49 @@ void local_search(Context& c, Incumbent& best, double bound) {
     // Kind changes anywhere.
     for (int s = 0; s < S && !improved; ++s) improved = kind_moves(x, s, false);
     if (improved) continue;
-    // Boundary moves between consecutive cells in virtual order: from cell a to cell b = a +- 1.
-    // With one type any two cells may trade a layer; with several, only consecutive ones (model order).
+    // Boundary moves: from cell a to cell b. With one type any two cells may trade a layer. With several, a layer
+    // moved between consecutive cells in virtual order keeps its type; between any two cells, the cells' counts and
+    // kinds change and the types follow in model order (typed_from), every boundary between them shifting by one.
     std::vector<int> dirs;
-    for (int d = 1; d < (K == 1 ? cells : 2); ++d) {
+    for (int d = 1; d < cells; ++d) {
       dirs.push_back(d);
       dirs.push_back(-d);
+    }
+    if (K > 1 && !long_moves) dirs = {1, -1};
+    if (K > 1 && long_moves) {
+      Assignment one(1, empty_assignment(p).front());
+      for (std::size_t l = 0; l < K; ++l) {
+        for (int v = 0; v < V; ++v) {
+          for (int s = 0; s < S; ++s) {
+            for (int r = 0; r < kRcKinds; ++r) one[0][uz(v)][uz(s)][uz(r)] += x[l][uz(v)][uz(s)][uz(r)];
+          }
+        }
+      }
+      for (int a = 0; a < cells && !improved && !c.out_of_time(); ++a) {
+        for (int dir : dirs) {
+          const int b = a + dir;
+          if (b < 0 || b >= cells || dir == 1 || dir == -1 || improved) continue;  // +-1: the moves below
+          auto& from = one[0][uz(a / S)][uz(a % S)];
+          auto& to = one[0][uz(b / S)][uz(b % S)];
+          for (Rc r : c.kinds) {
+            if (improved || from[ix(r)] == 0) continue;
+            --from[ix(r)];
+            ++to[ix(r)];
+            Assignment y = typed_from(p, one, 0, 0);
+            if (!y.empty() && cells_allowed(p, y)) {
+              improved = try_x(y);
+              if (!improved && b % S != a % S) {
+                simulate::StageTimes t = stage_times(p, y);
+                if (!fits_memory(c, t, b % S)) improved = kind_moves(y, b % S, true);
+              }
+            }
+            ++from[ix(r)];
+            --to[ix(r)];
+          }
+        }
+      }
+      if (improved) continue;
+      dirs = {1, -1};
     }
     for (int a = 0; a < cells && !improved && !c.out_of_time(); ++a) {
       for (int dir : dirs) {
@@ -1245,6 +1311,61 @@ std::vector<std::vector<std::vector<StageOption>>> end_bound_options(Context& c)
   return out;
 }
 
+// Several BODY types under interleaving (K > 1 with V > 1), which the programs, the end-stage bound and the
+// annealing read one type of: two relaxations to one type, each solved for its bound only (in at most a quarter of
+// the time left). Both are valid because the simulated step never shrinks when a block grows or a layer leaves:
+// - every layer as one type taking, per recompute kind, the least forward and backward time and the least activation
+//   and parameter memory of the types (each plan maps onto a plan of it with the same counts and kinds per cell, no
+//   block slower and no stage holding more): tight when the types cost alike (alternating attention kinds);
+// - the most numerous type alone, the other types' layers left out and any cell allowed to be empty (each plan maps
+//   onto one by dropping them): tight when the others are few (DeepSeek-style dense first layers).
+// The larger bound is kept, and each relaxation's plan, given p's types back (typed_from), starts p's search.
+struct Relaxed {
+  double bound = 0;
+  std::vector<Assignment> starts;
+};
+Relaxed relax_to_one_type(const Problem& p, double elapsed_s) {
+  Relaxed out;
+  auto solve_for_bound = [&](LayerSet layers, bool empty_cells, long long front, long long back) {
+    Problem q = p;
+    q.layers = std::move(layers);
+    q.bound_only = true;
+    q.empty_cells = empty_cells;
+    q.progress = false;
+    if (p.time_limit_s > 0) {
+      q.time_limit_s = (p.time_limit_s - elapsed_s) / 4;
+      if (q.time_limit_s <= 0) return;
+    }
+    const Solution r = solve(q);
+    out.bound = std::max(out.bound, r.bound);
+    if (r.feasible) {
+      Assignment x = typed_from(p, r.x, front, back);
+      if (!x.empty()) out.starts.push_back(std::move(x));
+    }
+  };
+  LayerSet least = p.layers;
+  BodyType one = p.layers.bodies.front();
+  one.name = "least of the types";
+  one.count = p.layers.body_layers();
+  for (const BodyType& b : p.layers.bodies) {
+    one.forward = std::min(one.forward, b.forward);
+    one.param_mb = std::min(one.param_mb, b.param_mb);
+    for (std::size_t r = 0; r < kRcKinds; ++r) {
+      one.backward[r] = std::min(one.backward[r], b.backward[r]);
+      if (one.act_mb[r] && b.act_mb[r]) one.act_mb[r] = std::min(*one.act_mb[r], *b.act_mb[r]);
+    }
+  }
+  least.bodies = {one};
+  solve_for_bound(least, false, 0, 0);
+  const auto major = std::max_element(p.layers.bodies.begin(), p.layers.bodies.end(), [](const BodyType& a, const BodyType& b) { return a.count < b.count; });
+  long long front = 0;
+  for (auto it = p.layers.bodies.begin(); it != major; ++it) front += it->count;
+  LayerSet alone = p.layers;
+  alone.bodies = {*major};
+  solve_for_bound(alone, true, front, p.layers.body_layers() - front - major->count);
+  return out;
+}
+
 // A valid lower bound without the program (K > 1 with V > 1): the busiest stage does at least the mean work.
 double work_bound(const Problem& p) {
   double work = p.layers.head_forward + p.layers.head_backward + p.layers.tail_forward + p.layers.tail_backward;
@@ -1560,6 +1681,17 @@ Solution solve(const Problem& p) {
     phase("closed-form program");
   }
   if (!bound_exact) bound = work_bound(p);
+  // Several types under interleaving: the one-type relaxations' bound (relax_to_one_type), proved when met, and
+  // their plans as starts.
+  bool relaxed_bound = false;
+  std::vector<Assignment> starts;  // local searches of their own (below), the best kept
+  if (!program && !c.timed_out) {
+    Relaxed relaxed = relax_to_one_type(p, c.elapsed());
+    relaxed_bound = relaxed.bound > bound;
+    bound = std::max(bound, relaxed.bound);
+    starts = std::move(relaxed.starts);
+    phase("one-type relaxations");
+  }
   if (best.x.empty()) {
     // An even split with one kind per type, the least memory-hungry that fits (K > 1 with V > 1, or out of time).
     offer_even_splits(c, best);
@@ -1581,7 +1713,7 @@ Solution solve(const Problem& p) {
     // memory limit the start is skipped.
     if (p.chunks > 1 && p.memory_limit_mb > 0) {
       Assignment seed = late_spare_seed(p);
-      Annealer(c, seed).polish(best, bound, sims, true);
+      Annealer(c, seed).polish(best, bound, p.bound_only ? sims / 8 : sims, true);
       phase("late-spare seed");
     }
     // The end-stage relaxation before the rounds: they stop as soon as a plan meets it, and a time limit that
@@ -1611,14 +1743,23 @@ Solution solve(const Problem& p) {
       }
       phase("end-stage bound");
     }
-    for (unsigned round = 0; round < kRounds && !c.timed_out && best.step > bound * (1 + kTol); ++round) {
+    for (unsigned round = 0; round < kRounds && !p.bound_only && !c.timed_out && best.step > bound * (1 + kTol); ++round) {
       Annealer(c, best.x).run(best, bound, kProposals, sims, 20240611 + round);
       if (!c.timed_out) Annealer(c, best.x).polish(best, bound, sims);
       local_search(c, best, bound);
       phase("annealing round");
     }
   } else {
+    // Several types: from the best even split with and without the long moves, then from each relaxation's plan,
+    // each climb on its own (first-improvement climbs end in different local optima); the best kept.
+    if (p.layers.bodies.size() > 1 && !best.x.empty()) starts.insert(starts.begin(), best.x);
     local_search(c, best, bound);
+    for (std::size_t i = 0; i < starts.size(); ++i) {
+      Incumbent from;
+      offer(c, from, starts[i]);
+      local_search(c, from, bound, i != 0);
+      if (from.step < best.step - kTol) best = std::move(from);
+    }
     phase("local search");
   }
   c.end_progress();
@@ -1631,7 +1772,7 @@ Solution solve(const Problem& p) {
     sol.x = best.x;
     sol.eval = evaluate(p, sol.x);
     sol.gap = std::max(0.0, (sol.eval.objective - bound) / sol.eval.objective);
-    sol.optimal = bound_exact && sol.eval.objective <= bound * (1 + 1e-9);
+    sol.optimal = (bound_exact || relaxed_bound) && sol.eval.objective <= bound * (1 + 1e-9);
     if (sol.optimal) sol.gap = 0;
   } else {
     sol.feasible = false;

@@ -83,6 +83,12 @@ struct Problem {
   long long full_first_layers = -1;
   double time_limit_s = 0;  // 0: none
   bool progress = false;    // a progress line on stderr for solves over a second
+  // Stop once the lower bound is known (no annealing rounds; the plan returned is the best of the programs' and the
+  // late-spare start's): how solve() bounds several BODY types under interleaving through a one-type relaxation.
+  bool bound_only = false;
+  // Every cell may hold no body layer (the rule that each chunk holds one dropped): the majority-type relaxation
+  // solve() bounds several BODY types with.
+  bool empty_cells = false;
 };
 
 // x[l][v][s][r]: layers of body type l, chunk v, stage s, recompute kind r.
