@@ -1487,6 +1487,24 @@ TEST(Megatron, SamplesShorterThanTheSequenceAreSaidToBePricedAtIt) {
   EXPECT_TRUE(warned("--no-pad-to-seq-lengths"));
 }
 
+// A script that launches generation or evaluation (MindSpeed-LLM's examples/mcore/*/generate_*.sh run inference.py
+// with --max-new-tokens) is priced as training of its model and layout, and says so; a training script does not.
+TEST(Megatron, InferenceScriptsAreSaidToBePricedAsTraining) {
+  const std::string flags =
+      " --num-layers 4 --hidden-size 1024 --num-attention-heads 16 --seq-length 2048 --micro-batch-size 1 --global-batch-size 16 "
+      "--vocab-size 32000";
+  auto says = [&](const std::string& launch) {
+    const config::Loaded l = config::read_text(launch + flags + "\n", "run.sh", config::Format::Megatron);
+    return std::any_of(l.warnings.begin(), l.warnings.end(), [](const std::string& w) { return w.find("is not training") != std::string::npos; });
+  };
+  EXPECT_TRUE(says("torchrun $DISTRIBUTED_ARGS inference.py --max-new-tokens 256"));
+  EXPECT_TRUE(says("torchrun evaluation.py"));
+  EXPECT_TRUE(says("torchrun examples/multimodal/run_text_generation.py"));
+  EXPECT_TRUE(says("python tools/run.py --max-new-tokens 64"));
+  EXPECT_FALSE(says("torchrun pretrain_gpt.py"));
+  EXPECT_FALSE(says("torchrun posttrain_gpt.py"));
+}
+
 TEST(Megatron, FirstAndLastStageLayers) {
   config::Loaded l = config::read_file(source("tests/configs/megatron-uneven.args"));
   ASSERT_TRUE(l.split);

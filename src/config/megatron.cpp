@@ -534,6 +534,7 @@ struct Args {
   std::vector<std::string> order;
   std::set<std::string> used;
   std::string file;
+  std::vector<std::string> programs;  // the Python files the commands launch (pretrain_gpt.py, inference.py, ...)
 
   bool on(const std::string& f) {
     used.insert(f);
@@ -577,6 +578,7 @@ Args parse_args(const Shell& sh, const std::string& file) {
         current.clear();  // a `case` pattern of the script's own option parsing (--data-path)), not a flag
         continue;
       }
+      if (w.size() > 3 && w.rfind("--", 0) != 0 && w.compare(w.size() - 3, 3, ".py") == 0) a.programs.push_back(w);
       if (w.rfind("--", 0) == 0 && w.size() > 2) {
         std::string flag = w;
         std::string inline_value;
@@ -715,6 +717,22 @@ Loaded read_megatron(const std::string& text, const std::string& file) {
   Loaded out;
   auto set = setter(out);
   out.warnings = sh.warnings;
+  // A script that launches generation or evaluation (MindSpeed-LLM's inference.py / evaluation.py, Megatron-LM's
+  // run_text_generation.py, --max-new-tokens): priced as training of its model and layout all the same, and said.
+  std::string inference_program;
+  for (const std::string& program : a.programs) {
+    const std::string name = io::lower(program.substr(program.find_last_of('/') == std::string::npos ? 0 : program.find_last_of('/') + 1));
+    if (name.find("inference") != std::string::npos || name.find("generat") != std::string::npos || name.find("evaluat") != std::string::npos) {
+      inference_program = program;
+      break;
+    }
+  }
+  if (a.on("--max-new-tokens") || !inference_program.empty()) {
+    out.warnings.push_back(
+        fmt::format("{} is not training: sapp prices training of this model and layout (gradients, optimizer states, activations "
+                    "kept for the backward), not the generation or evaluation it launches",
+                    inference_program.empty() ? "a script stating --max-new-tokens" : inference_program));
+  }
 
   // Devices: torchrun's processes per node x nodes, or WORLD_SIZE.
   std::optional<long long> devices;

@@ -880,12 +880,13 @@ Assignment typed_from(const Problem& p, const Assignment& one, long long front, 
       --left;
     }
   }
+  if (left != 0 || type + 1 != p.layers.bodies.size()) return {};  // fewer layers than the types hold
   return x;
 }
 
-// Step 5: local search on the simulated step: move one layer across a boundary of consecutive cells (keeping
-// its kind), change one layer's kind, or move and then change a kind in the receiving stage; first improvement,
-// until none improves or the time runs out.
+// Step 5: local search on the simulated step: move one layer between two cells (keeping its kind; with several
+// types only between consecutive cells unless `long_moves`), change one layer's kind, or move and then change a kind
+// in the receiving stage; first improvement, until none improves or the time runs out.
 void local_search(Context& c, Incumbent& best, double bound, bool long_moves = true) {
   const Problem& p = c.p;
   if (best.x.empty()) return;
