@@ -191,6 +191,9 @@ TEST_F(BadInput, DataFiles) {
        {"llama.yaml", "ffn_mm", "-3"},
        data_with("op_profiles/llama.yaml",
                  "model_types: [llama]\nkinds:\n  decoder: {ops: {att_mm: 4, att_bmm: 2, ffn_mm: -3, softmax: 1, norm: 2, tp_comm: 4, act: 1, linrec: 0}}\n")},
+      // The commands' options read frameworks.yaml as they are built: refused there too, not an abort.
+      {"framework profiles unreadable", est(m), {"frameworks.yaml"}, data_with("frameworks.yaml", "defaults: [unclosed\n")},
+      {"data directory missing", est(m), {"frameworks.yaml", "cannot be opened"}, "SAPP_DATA_DIR=" + dir + "/no-such-data"},
       {"profile attention_bias naming no projection bias",
        est(m),
        {"llama.yaml", "attention_bias", "qkv_bias and/or o_bias"},

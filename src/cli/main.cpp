@@ -72,7 +72,9 @@ void warn(const std::vector<std::string>& warnings) {
 
 }  // namespace sapp::cli
 
-int main(int argc, char** argv) {
+namespace {
+
+int run(int argc, char** argv) {
   CLI::App app{
       "sapp: symbolic automatic parallel planner for LLM training.\n"
       "Which parallel layout to run, how much memory each device uses, how fast a step is, and how to\n"
@@ -117,4 +119,20 @@ int main(int argc, char** argv) {
     return sapp::app::kExitInternal;
   }
   return sapp::app::kExitOk;
+}
+
+}  // namespace
+
+// The commands' options read data files as they are built (framework names, bundled devices): a missing or broken
+// data directory is bad input there too, not an abort.
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const sapp::Error& e) {
+    std::fprintf(stderr, "sapp: error: %s (the data directory: $SAPP_DATA_DIR, or the one built in)\n", e.what());
+    return sapp::app::kExitBadInput;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "sapp: internal error: %s (please report it)\n", e.what());
+    return sapp::app::kExitInternal;
+  }
 }
