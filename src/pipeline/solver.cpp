@@ -1319,7 +1319,8 @@ std::vector<std::vector<std::vector<StageOption>>> end_bound_options(Context& c)
 //   and parameter memory of the types (each plan maps onto a plan of it with the same counts and kinds per cell, no
 //   block slower and no stage holding more): tight when the types cost alike (alternating attention kinds);
 // - the most numerous type alone, the other types' layers left out and any cell allowed to be empty (each plan maps
-//   onto one by dropping them): tight when the others are few (DeepSeek-style dense first layers).
+//   onto one by dropping them): tight when the others are few (DeepSeek-style dense first layers); not under block
+//   recompute (Problem::full_first_layers), where dropping layers moves the recompute onto the kept ones.
 // The larger bound is kept, and each relaxation's plan, given p's types back (typed_from), starts p's search.
 struct Relaxed {
   double bound = 0;
@@ -1361,9 +1362,13 @@ Relaxed relax_to_one_type(const Problem& p, double elapsed_s) {
   const auto major = std::max_element(p.layers.bodies.begin(), p.layers.bodies.end(), [](const BodyType& a, const BodyType& b) { return a.count < b.count; });
   long long front = 0;
   for (auto it = p.layers.bodies.begin(); it != major; ++it) front += it->count;
-  LayerSet alone = p.layers;
-  alone.bodies = {*major};
-  solve_for_bound(alone, true, front, p.layers.body_layers() - front - major->count);
+  // Not under Megatron's block recompute (check_problem refuses it for several types today): a cell's first n layers
+  // are the recomputed ones, and with the others' layers left out more of the kept type's would be.
+  if (p.full_first_layers < 0) {
+    LayerSet alone = p.layers;
+    alone.bodies = {*major};
+    solve_for_bound(alone, true, front, p.layers.body_layers() - front - major->count);
+  }
   return out;
 }
 
