@@ -111,25 +111,20 @@ int run(int argc, char** argv) {
   } catch (const sapp::app::UsageError& e) {
     std::fprintf(stderr, "sapp: error: %s (see sapp <command> --help)\n", e.what());
     return sapp::app::kExitUsage;
-  } catch (const sapp::Error& e) {
-    std::fprintf(stderr, "sapp: error: %s\n", e.what());
-    return sapp::app::kExitBadInput;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "sapp: internal error: %s (please report it)\n", e.what());
-    return sapp::app::kExitInternal;
   }
   return sapp::app::kExitOk;
 }
 
 }  // namespace
 
-// The commands' options read data files as they are built (framework names, bundled devices): a missing or broken
-// data directory is bad input there too, not an abort.
+// Bad input and internal errors, wherever they are thrown: in a command, or while the commands' options are built
+// (they read data files: framework names, bundled devices), so that a missing or broken data directory is bad input
+// too, not an abort.
 int main(int argc, char** argv) {
   try {
     return run(argc, argv);
   } catch (const sapp::Error& e) {
-    std::fprintf(stderr, "sapp: error: %s (the data directory: $SAPP_DATA_DIR, or the one built in)\n", e.what());
+    std::fprintf(stderr, "sapp: error: %s\n", e.what());
     return sapp::app::kExitBadInput;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "sapp: internal error: %s (please report it)\n", e.what());

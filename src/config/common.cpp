@@ -147,15 +147,10 @@ void put(Loaded& out, const std::string& key, const json& value, const std::stri
 }
 
 std::optional<std::string> bundled_name(const std::string& id, const std::string& where, const std::string& hint, Loaded& out) {
-  std::string base = id.substr(id.find_last_of('/') == std::string::npos ? 0 : id.find_last_of('/') + 1);
-  std::string lower = io::lower(base);
-  if (io::exists(io::data_dir() + "/models/" + lower + ".json")) return lower;
-  std::string dashed = lower;  // qwen3_30b_a3b names qwen3-30b-a3b
-  std::replace(dashed.begin(), dashed.end(), '_', '-');
-  if (io::exists(io::data_dir() + "/models/" + dashed + ".json")) return dashed;
-  if (auto named = model::bundled_model_of_hf_id(id, io::data_dir())) return *named;
+  if (auto named = model::bundled_model_named(id, io::data_dir())) return *named;
   if (io::exists(id)) return id;
   if (io::exists(id + "/config.json")) return id + "/config.json";
+  const std::string lower = io::lower(id.substr(id.find_last_of('/') == std::string::npos ? 0 : id.find_last_of('/') + 1));
   out.model_error = fmt::format("{}: '{}' is neither a bundled model ({} is not one) nor a local config; {}", where, id, lower, hint);
   return std::nullopt;
 }

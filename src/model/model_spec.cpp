@@ -1,5 +1,6 @@
 #include "model/model_spec.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <set>
 
@@ -732,6 +733,15 @@ std::optional<std::string> bundled_model_of_hf_id(const std::string& id, const s
   return std::nullopt;
 }
 
+std::optional<std::string> bundled_model_named(const std::string& id, const std::string& data_dir) {
+  const std::string lower = io::lower(id.substr(id.find_last_of('/') == std::string::npos ? 0 : id.find_last_of('/') + 1));
+  if (io::exists(data_dir + "/models/" + lower + ".json")) return lower;
+  std::string dashed = lower;  // qwen3_30b_a3b names qwen3-30b-a3b
+  std::replace(dashed.begin(), dashed.end(), '_', '-');
+  if (io::exists(data_dir + "/models/" + dashed + ".json")) return dashed;
+  return bundled_model_of_hf_id(id, data_dir);
+}
+
 ModelSpec load_model(const std::string& name_or_path, const std::string& data_dir) {
   if (io::exists(name_or_path)) return read_model_file(name_or_path);
   std::string bundled = data_dir + "/models/" + name_or_path + ".json";
@@ -740,12 +750,9 @@ ModelSpec load_model(const std::string& name_or_path, const std::string& data_di
     m.name = name_or_path;
     return m;
   }
-  // A HuggingFace id ("Qwen/Qwen3-8B"): the bundled config of that name (lower-cased last component) or that
-  // `_source` / `_hf_ids`, as framework configs name models (config::detail::bundled_name).
+  // A HuggingFace id ("Qwen/Qwen3-8B") of a bundled config.
   if (name_or_path.find('/') != std::string::npos) {
-    const std::string last = io::lower(name_or_path.substr(name_or_path.find_last_of('/') + 1));
-    if (io::exists(data_dir + "/models/" + last + ".json")) return load_model(last, data_dir);
-    if (auto named = bundled_model_of_hf_id(name_or_path, data_dir)) return load_model(*named, data_dir);
+    if (auto named = bundled_model_named(name_or_path, data_dir)) return load_model(*named, data_dir);
   }
   std::string list;
   for (const auto& n : bundled_models(data_dir)) list += (list.empty() ? "" : ", ") + n;

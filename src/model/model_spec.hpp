@@ -149,5 +149,9 @@ std::vector<std::string> bundled_models(const std::string& data_dir);
 // The bundled model a HuggingFace id names ("meta-llama/Llama-3.1-70B" -> "llama3-70b"), matched without case against
 // each bundled file's `_source` (its first word) and `_hf_ids` (ids of the same architecture); none when no file names it.
 std::optional<std::string> bundled_model_of_hf_id(const std::string& id, const std::string& data_dir);
+// The bundled model a name or HuggingFace id means, as framework configs name models: the lower-cased last path
+// component as a data file's name ("Qwen/Qwen3-8B" -> "qwen3-8b"), with underscores as dashes ("qwen3_30b_a3b"),
+// or bundled_model_of_hf_id; none when no bundled file matches.
+std::optional<std::string> bundled_model_named(const std::string& id, const std::string& data_dir);
 
 }  // namespace sapp::model

@@ -1898,24 +1898,17 @@ Assignment even_split(const Problem& p, Rc kind) {
   Assignment x = empty_assignment(p);
   std::vector<Rc> kinds = allowed_kinds(p);
   if (std::find(kinds.begin(), kinds.end(), kind) == kinds.end()) return {};
+  if (p.layers.bodies.empty()) return x;
   // The cells' counts from all body layers, then the layers in model order along the virtual pipeline (cells in
-  // order v S + s): several types split type by type would interleave them, which no framework's split states.
+  // order v S + s, typed_from): several types split type by type would interleave them, which no framework's split
+  // states.
   const long long cells = 1LL * p.stages * p.chunks;
   const long long n = p.layers.body_layers();
   const long long base = n / cells;
   const long long extra = n % cells;
-  std::size_t type = 0;
-  long long left = p.layers.bodies.empty() ? 0 : p.layers.bodies.front().count;
-  for (long long c = 0; c < cells; ++c) {
-    for (long long here = base + ((c >= 1 && c <= extra) ? 1 : 0); here > 0;) {
-      while (left == 0) left = p.layers.bodies[++type].count;
-      const long long take = std::min(here, left);
-      x[type][static_cast<std::size_t>(c / p.stages)][static_cast<std::size_t>(c % p.stages)][static_cast<std::size_t>(kind)] += take;
-      here -= take;
-      left -= take;
-    }
-  }
-  return x;
+  Assignment one(1, x.front());
+  for (long long c = 0; c < cells; ++c) one[0][uz(c / p.stages)][uz(c % p.stages)][ix(kind)] = base + ((c >= 1 && c <= extra) ? 1 : 0);
+  return typed_from(p, one, 0, 0);
 }
 
 std::vector<FrameworkStrategy> to_framework(const Problem& p, const Assignment& x) {
