@@ -37,6 +37,7 @@ void read_run_settings(const nlohmann::json& row, const std::string& file, const
   if (rd.boolean_or("ep_overlap", false)) overlap.ep = terms::kOverlappedEpAllToAll;
   training.pipeline_split_counts_head = rd.boolean_or("pipeline_split_counts_head", false);
   training.dualpipe_v = rd.boolean_or("dualpipe_v", false);
+  training.pipeline_runs = static_cast<int>(rd.count_or("pipeline_runs", units::kDegree, 1));
   // What the run's recipe overlaps where it differs from its framework's profile.
   if (rd.has("overlap")) read_overlap(rd.child("overlap"), overlap);
 }
@@ -103,6 +104,7 @@ const std::vector<std::string>& run_row_keys() {
                                                 "ep_overlap",
                                                 "overlap",
                                                 "dualpipe_v",
+                                                "pipeline_runs",
                                                 "pipeline_split_counts_head"};
   return keys;
 }
