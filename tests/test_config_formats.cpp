@@ -2268,6 +2268,33 @@ TEST(AutoModel, TheLossIsReadAsTheRecipeStatesIt) {
   EXPECT_EQ(read("loss_fn:\n  _target_: nemo_automodel.components.loss.linear_ce.FusedLinearCrossEntropy\n").second, true);
 }
 
+// The 2025 benchmark recipes (examples/benchmark/configs/*_te_deepep.yaml at 8d9bfb90e) state DeepEP as
+// model.backend.enable_deepep and route with the benchmark's fake_balanced_gate (each token's experts consecutive):
+// both are read, and the gate is said to be a benchmark setting.
+TEST(AutoModel, TheBenchmarkGateAndEnableDeepepAreRead) {
+  const std::string base =
+      "step_scheduler:\n  global_batch_size: 512\n  local_batch_size: 4\ndistributed:\n  strategy: fsdp2\n  dp_size: 8\n  ep_size: 8\nmodel:\n  config:\n    "
+      "pretrained_model_name_or_path: "
+      "Qwen/Qwen3-30B-A3B\n  backend:\n    attn: te\n";
+  auto read = [&](const std::string& backend) {
+    const config::Loaded l = config::read_text(base + backend + "dataset:\n  seq_len: 4096\n", "recipe.yaml");
+    EXPECT_TRUE(l.unused.empty()) << l.unused.front();
+    app::EstimateRequest r;
+    config::fill(r, l, nlohmann::json::object());
+    return std::pair{r.job.training, l.warnings};
+  };
+  const auto [plain, plain_warnings] = read("");
+  EXPECT_FALSE(plain.ep_dedup_per_node);
+  EXPECT_FALSE(plain.moe_contiguous_routing);
+  const auto [bench, bench_warnings] = read("    enable_deepep: true\n    fake_balanced_gate: true\n");
+  EXPECT_TRUE(bench.ep_dedup_per_node);
+  EXPECT_TRUE(bench.moe_contiguous_routing);
+  bool said = false;
+  for (const auto& w : bench_warnings) said = said || w.find("fake_balanced_gate") != std::string::npos;
+  EXPECT_TRUE(said);
+  EXPECT_FALSE(read("    enable_deepep: false\n    fake_balanced_gate: false\n").first.moe_contiguous_routing);
+}
+
 // AutoModel's two FP8 routes: a top-level fp8 section swaps torchao's Float8Linear in for the nn.Linear layers
 // (components/quantization/fp8.py; the GEMM inputs saved in BF16, the weights gathered in float8 with
 // enable_fsdp_float8_all_gather), model.backend.te_fp8 runs its own models' Transformer Engine layers under TE's

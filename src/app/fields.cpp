@@ -276,6 +276,10 @@ void add_job_fields(std::vector<Field<Request>>& f) {
                  r.job.training.ep_dedup_per_node = choice(v, w, {"alltoall", "deepep"}) == "deepep";
                },
                [](const R& r) { return std::string(r.job.training.ep_dedup_per_node ? "deepep" : "alltoall"); }});
+  f.push_back({"moe_contiguous_routing", "",
+               "MoE: each token's top-k experts are k consecutive experts (NeMo AutoModel's fake_balanced_gate, a benchmark gate): a DeepEP "
+               "dispatch reaches ceil(k x ranks / experts) ranks or nodes per token, not a random spread",
+               true, [](R& r, const json& v, const std::string& w) { r.job.training.moe_contiguous_routing = truth(v, w); }, nullptr});
   f.push_back({"shared_expert_overlap", "", "MoE shared experts run while the dispatch and combine are in flight (Megatron's moe_shared_expert_overlap)", true,
                [](R& r, const json& v, const std::string& w) { r.job.training.shared_expert_overlap = truth(v, w); }, nullptr});
   f.push_back({"split_counts_embedding_and_loss", "",

@@ -287,8 +287,17 @@ Loaded read_automodel(const json& stated, const std::string& file) {
   } else if (auto impl = t.text("model.attn_implementation")) {
     set("attention_kernel", impl->find("flash") != std::string::npos ? "fused" : "torch_sdpa", "model.attn_implementation");
   }
-  if (auto dispatcher = t.text("model.backend.dispatcher"))
+  if (auto dispatcher = t.text("model.backend.dispatcher")) {
     set("moe_dispatcher", *dispatcher == "deepep" || *dispatcher == "hybridep" ? "deepep" : "alltoall", "model.backend.dispatcher");
+  } else if (auto deepep = t.flag("model.backend.enable_deepep")) {
+    set("moe_dispatcher", *deepep ? "deepep" : "alltoall", "model.backend.enable_deepep");  // the recipes of 2025
+  }
+  if (t.flag("model.backend.fake_balanced_gate").value_or(false)) {
+    set("moe_contiguous_routing", true, "model.backend.fake_balanced_gate");
+    out.warnings.push_back(
+        "model.backend.fake_balanced_gate: a benchmark gate (each token's experts consecutive, every expert equally loaded); "
+        "the dispatch is priced as it routes, which trained routing does not do");
+  }
   // Two FP8 routes (components/models/common/utils.py TEFp8Config; components/quantization/fp8.py): Transformer
   // Engine's autocast over the TE layers of AutoModel's own models, or torchao's Float8Linear swapped in for the
   // nn.Linear layers (its filter_fqns kept out; FSDP2 may gather the converted weights in float8).

@@ -35,6 +35,7 @@ void read_run_settings(const nlohmann::json& row, const std::string& file, const
     training.ep_dedup_per_node = dispatcher == "deepep";
   }
   if (rd.boolean_or("ep_overlap", false)) overlap.ep = terms::kOverlappedEpAllToAll;
+  training.moe_contiguous_routing = rd.boolean_or("moe_contiguous_routing", false);
   training.pipeline_split_counts_head = rd.boolean_or("pipeline_split_counts_head", false);
   training.dualpipe_v = rd.boolean_or("dualpipe_v", false);
   training.pipeline_runs = static_cast<int>(rd.count_or("pipeline_runs", units::kDegree, 1));
@@ -105,6 +106,7 @@ const std::vector<std::string>& run_row_keys() {
                                                 "overlap",
                                                 "dualpipe_v",
                                                 "pipeline_runs",
+                                                "moe_contiguous_routing",
                                                 "pipeline_split_counts_head"};
   return keys;
 }

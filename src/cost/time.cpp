@@ -157,10 +157,15 @@ double dp_exposed(double reduce, double gather, double backward_mb, double forwa
 // topk_group of them per token (DeepSeek-V3's node-limited routing, DeepSeek-AI 2024, arXiv:2412.19437 §2.1.2:
 // "each token will be sent to at most M nodes"; DeepSeek-V2's device-limited routing, arXiv:2405.04434 §2.2.3).
 // n_group 0: no limit.
+// `contiguous`: a token's k experts are k consecutive ones starting at a multiple of k (NeMo AutoModel's
+// FakeBalancedGate, a benchmark gate: expert indices (token x k + j) mod n_experts), so it reaches
+// ceil(k / experts per unit) units, not a random spread.
 struct Routing {
   double topk = 1;
   long long groups = 0;
   long long group_limit = 0;
+  bool contiguous = false;
+  double experts = 0;
 };
 
 // C(n, r) / C(N, r): the chance that r groups drawn without replacement out of N all avoid a set of N - n.
@@ -174,8 +179,10 @@ double all_avoid(long long n, long long total, long long r) {
 // routing: (U - 1)(1 - (1 - 1/U)^k). With group-limited routing the reachable units are those of its topk_group
 // groups: with several groups per unit, the expected units those groups touch, U (1 - C(n - g, t) / C(n, t)) for
 // g = n / U groups per unit; with a group spanning several units, k copies spread over its t U / n units. Either
-// way a share (U - 1) / U of them is remote. The smaller of the two counts applies.
+// way a share (U - 1) / U of them is remote. The smaller of the two counts applies. Contiguous routing reaches
+// ceil(k U / n_experts) units (at most U), a share (U - 1) / U of them remote (tokens start at every unit alike).
 double remote_units_reached(double units, const Routing& r) {
+  if (r.contiguous && r.experts > 0) return std::min(units, std::ceil(r.topk * units / r.experts)) * (units - 1.0) / units;
   double uniform = (units - 1.0) * (1.0 - std::pow(1.0 - 1.0 / units, r.topk));
   if (r.groups <= 1 || r.group_limit <= 0 || r.group_limit >= r.groups) return uniform;
   const auto u = static_cast<long long>(std::llround(units));
@@ -268,7 +275,8 @@ KindTimes kind_times(const model::Model& model, const plan::Layout& l, const pla
   // Megatron's expert layout: expert-TP innermost, then EP, over consecutive ranks.
   const hardware::Hardware::AllToAll ep_a2a = hw.all_to_all(l.ep, l.etp);
   const double ep_topk = static_cast<double>(spec.experts_per_token.value_or(1));
-  const Routing routing{ep_topk, spec.routing_groups.value_or(0), spec.routing_group_limit.value_or(0)};
+  const Routing routing{ep_topk, spec.routing_groups.value_or(0), spec.routing_group_limit.value_or(0), training.moe_contiguous_routing,
+                        static_cast<double>(spec.num_experts.value_or(0))};
   const double ep_s_per_byte = ep_seconds_per_copy_byte(hw, l.ep, l.etp, routing, training.ep_dedup_per_node);
   const hardware::Hardware::AllToAll cp_a2a = hw.all_to_all(l.cp, plan::group_span(l, training.rank_order, 'c') / l.cp);
   KindTimes result;
@@ -607,7 +615,11 @@ std::vector<std::string> explain_stage_terms(const model::Model& model, const pl
       "kEpAllToAlls {}, {}; of which {:.3f} is compute "
       "slowed while the rest hides: kEpCommSms {} of {} SMs)",
       ms(s.tp), ms(s.tp_raw), overlap.tp, ms(s.cp), ms(s.cp_raw), overlap.cp, terms::kRingCpPassesPerStep, terms::kUlyssesAllToAlls, ms(s.ep), ms(s.ep_raw),
-      overlap.ep, terms::kEpAllToAlls, training.ep_dedup_per_node ? "DeepEP/HybridEP: one copy per remote node" : "alltoall: every routed copy",
+      overlap.ep, terms::kEpAllToAlls,
+      training.ep_dedup_per_node
+          ? (training.moe_contiguous_routing ? "DeepEP/HybridEP: one copy per remote node, contiguous routing: ceil(k x units / experts) units reached"
+                                             : "DeepEP/HybridEP: one copy per remote node")
+          : "alltoall: every routed copy",
       // exposed = raw - hidden x (1 - share), so the slowed compute is hidden x share.
       ms(ep_sm_share(hw) < 1 ? (s.ep_raw - s.ep) / (1.0 - ep_sm_share(hw)) * ep_sm_share(hw) : s.ep), terms::kEpCommSms,
       hw.sm_count > 0 ? fmt::format("{:g}", hw.sm_count) : std::string("(not stated: no cost)")));

@@ -149,6 +149,9 @@ struct Training {
   // true = DeepEP / HybridEP (moe_flex_dispatcher_backend): a token crosses to each remote node once and fans out
   // over NVLink inside it.
   bool ep_dedup_per_node = false;
+  // MoE: each token's k experts are consecutive (NeMo AutoModel's fake_balanced_gate, a benchmark setting), so the
+  // dispatch reaches one or a few ranks and nodes per token instead of a random spread (cost/time.cpp, Routing).
+  bool moe_contiguous_routing = false;
   // MoE: Megatron's moe_shared_expert_overlap (the shared experts run while the dispatch/combine are in flight).
   bool shared_expert_overlap = false;
   // The loss: Megatron's fused vocab-parallel cross entropy (true) or an unfused fp32 log-softmax (PyTorch).
