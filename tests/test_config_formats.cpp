@@ -1033,6 +1033,12 @@ TEST(HyperParallel, TheTrainersPipelineKeysReadAndWriteBack) {
   ASSERT_TRUE(back.split.has_value());
   EXPECT_EQ(back.split->layers, (plan::ChunkCounts{{5, 3}}));
   EXPECT_EQ(app::run_estimate(back).layout.micro_batches, 4);
+  // The CP algorithm goes back as read: the file's ulysses split stays all-to-all, a ring plan takes it out.
+  EXPECT_EQ(back.layout.cp_algo, plan::CpAlgo::AllToAll);
+  config::Plan ring = p;
+  ring.layout.cp_algo = plan::CpAlgo::Ring;
+  EXPECT_EQ(filled(config::emit(config::EmitFormat::HyperParallel, ring, &loaded, "x"), "train.yaml", config::Format::HyperParallel).layout.cp_algo,
+            plan::CpAlgo::Ring);
   // A fresh file for an interleaved plan states pp_vpp and pp_micro_batch_num, not the keys the trainer refuses.
   p.layout.vpp = 2;
   p.split.reset();

@@ -675,6 +675,9 @@ std::string emit_hyperparallel(const Plan& plan, const Loaded* original, const s
                                   {"train.micro_batch_size", std::to_string(l.mbs)},
                                   {"train.gradient_checkpointing.activation_checkpoint", plan::to_string(l.recompute)},
                               });
+    // The CP algorithm as the reader takes it (ulysses_cp: all-to-all; MindFormers' colossalai_cp: ring).
+    if (l.cp > 1 || original_states("train.accelerator.context_parallel_algo"))
+      text = yaml_set(text, "train.accelerator.context_parallel_algo", l.cp_algo == plan::CpAlgo::AllToAll ? "ulysses_cp" : "colossalai_cp");
   } else {
     // FSDP: dp_shard shards parameters, gradients and optimizer states (ZeRO-3); dp_replicate replicates.
     // The trainer's mesh: dp_replicate x dp_shard = DP x CP.
@@ -683,6 +686,11 @@ std::string emit_hyperparallel(const Plan& plan, const Loaded* original, const s
     text = yaml_set(text, "accelerator.tp_size", std::to_string(l.tp));
     text = yaml_set(text, "accelerator.pp_size", std::to_string(l.pp));
     text = yaml_set(text, "accelerator.cp_size", std::to_string(l.cp));
+    // All-to-all CP is the data loader's ulysses split; ring is its default (a stated ulysses is taken out).
+    if (l.cp > 1 && l.cp_algo == plan::CpAlgo::AllToAll)
+      text = yaml_set(text, "dataloader.get_batch.cp_algorithm", "ulysses");
+    else if (original_states("dataloader.get_batch.cp_algorithm"))
+      text = yaml_set(text, "dataloader.get_batch.cp_algorithm", "null");
     text = yaml_set(text, "accelerator.ep_size", std::to_string(l.ep));
     if (l.etp > 1) text = yaml_set(text, "accelerator.etp_size", std::to_string(l.etp));
     // dp_replicate (unstated: it follows from the world size) is written where the file states it or replicas exist.

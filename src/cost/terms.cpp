@@ -111,27 +111,27 @@ constexpr std::array<ValidatedPair, 11> kValidated = {{
     {"a100-80g", false, true, "Narayanan et al. 2021 Table 1 (fp16, 10 held-out runs, median 6 %)"},
     {"h100-sxm", true, true,
      "20 held-out FP8 runs in validation/runs.yaml, median 4.5 %: NeMo 24.07 / 24.12 dense runs within 8 % (Nemotron-3 8B / 22B and "
-     "Nemotron-4 340B -4.5, -5.2, -7.9 %), NeMo 24.03 Llama 2 7B from 4k to 512k over CP up to 16 within -1.7 to +5.4 %, Megatron-Bridge "
-     "25.11 dense +8.7 % and -11.8 %; Megatron-Bridge FP8 MoE runs off by 4-7 %"},
+     "Nemotron-4 340B -4.5, -5.2, -7.8 %), NeMo 24.03 Llama 2 7B from 4k to 512k over CP up to 16 within -1.2 to +5.2 %, Megatron-Bridge "
+     "25.11 dense +8.6 % and -11.1 %; Megatron-Bridge FP8 MoE runs off by 4-7 %"},
     {"h100-sxm", false, false,
-     "4 held-out BF16 H100 runs in validation/runs.yaml, median 31 %: GPT-OSS-120B -12 %, AutoModel Qwen3-30B-A3B +60 %, AutoModel "
-     "DeepSeek-V3 +50 %, AutoModel Llama3-70B +6.9 %; the BF16 GEMM efficiency is a prior (0.69)"},
+     "6 held-out BF16 H100 runs in validation/runs.yaml, median 9.6 %: GPT-OSS-120B -12 %, AutoModel Qwen3-30B-A3B +45 %, AutoModel "
+     "DeepSeek-V3 +12 % (256) and -3.4 % (1024), Kimi K2 -4.7 %, Llama3-70B +7.5 %; the BF16 GEMM efficiency is a prior (0.69)"},
     {"b200", true, false,
-     "10 held-out B200 FP8 runs in validation/runs.yaml, median 8.5 %: NeMo 25.02 dense -8 % to +1 %, Megatron-Bridge MXFP8 MoE and "
-     "long-context -21 % to +11 %; the FP8 efficiencies were fitted on two Megatron-Bridge 25.11 dense MXFP8 runs"},
-    {"b200", false, false, "one B200 BF16 run (GPT-OSS-120B, -31 %); the BF16 GEMM efficiency is the prior 0.75 times the FP8 fit's 0.798"},
+     "10 held-out B200 FP8 runs in validation/runs.yaml, median 8.3 %: NeMo 25.02 dense -8.5 % to -0.2 %, Megatron-Bridge MXFP8 MoE and "
+     "long-context -21 % to +10 %; the FP8 efficiencies were fitted on two Megatron-Bridge 25.11 dense MXFP8 runs"},
+    {"b200", false, false, "one B200 BF16 run (GPT-OSS-120B, -31 %); the BF16 GEMM efficiency is the prior 0.75 times the FP8 fit's 0.801"},
     {"gb200", true, true,
-     "3 held-out GB200 MXFP8 MoE runs in validation/runs.yaml (Megatron-Bridge 26.04: Qwen3-30B-A3B -8.6 %, Qwen3-235B-A22B +2.8 %, "
-     "DeepSeek-V3 +5.1 %), median 5.1 %, priced with B200's efficiencies: three runs of one release, no dense run"},
+     "3 held-out GB200 MXFP8 MoE runs in validation/runs.yaml (Megatron-Bridge 26.04: Qwen3-30B-A3B -8.9 %, Qwen3-235B-A22B +2.4 %, "
+     "DeepSeek-V3 +4.7 %), median 4.7 %, priced with B200's efficiencies: three runs of one release, no dense run"},
     {"gb200", false, false,
      "one GB200 BF16 run (Megatron-Bridge 26.04 GPT-OSS-120B, -36 %); the BF16 GEMM efficiency is B200's prior, 0.75 times its FP8 "
-     "fit's 0.798"},
+     "fit's 0.801"},
     {"h100-96g", false, true,
      "4 held-out torchtitan BF16 runs at the 500 W power limit (Llama 3.1 8B FSDP8 / FSDP128, eager and compiled, torch SDPA): -5.5 % to "
      "-8.5 %, median 6.5 %, one configuration at two scales; the peak is the H100 NVL's, the lower end of the bracket torchtitan gives"},
     {"h100-96g", true, false,
      "torchtitan Float8 runs at a 500 W power limit in validation/runs.yaml (7 runs, median 9.1 %): Llama 3.1 8B FSDP +6 % / +8 %, 70B 2D "
-     "+9 %, 8B at 32k to 256k (CP 1 to 8) +12 % to -20 %; torchao's Float8 casts, the CP ring's per-step kernels and the 500 W clock are not "
+     "+9 %, 8B at 32k to 256k (CP 1 to 8) +13 % to -19 %; torchao's Float8 casts, the CP ring's per-step kernels and the 500 W clock are not "
      "modelled"},
 }};
 

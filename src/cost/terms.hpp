@@ -104,6 +104,16 @@ inline double loss_bytes(double tokens, double vocab, double mtp_depths) { retur
 // Ring CP: cp-1 steps of K,V forward; backward passes K,V and their gradients: 3 (cp-1) transfers of one K,V block.
 // Source: Megatron-Core context_parallel (attention backward sends dK, dV with K, V), Liu et al. 2023 Ring Attention.
 inline constexpr double kRingCpPassesPerStep = 3.0;
+// Ring CP merges each step's partial result into the running one on the compute stream: the forward's output
+// (out += out_step x exp(lse_step - lse), one fused pass reading both and writing one: 3 elements of the compute
+// dtype per output element), the backward's dQ (dq.add_(dq_step)) and the dK,dV passed along the ring (dkv.add_),
+// the same 3 per element. Under the load-balanced causal split the steps past the diagonal cover half of the local
+// queries: (cp + 1) / 2 whole and (cp - 1) / 2 half steps, (3 cp + 1) / 4 whole ones' worth. Source: Transformer
+// Engine transformer_engine/pytorch/attention/dot_product_attention/context_parallel.py (AttnFuncWithCPAndKVP2P,
+// flash_attn_fwd_out_correction, dq.add_, dkv.add_; commit d0067d0da), BF16 attention in the bshd / sbhd layouts.
+// PyTorch's experimental CP merges in fp32 with more passes (torchtitan's runs): not priced beyond this.
+inline constexpr double kRingMergeElementsPerPass = 3.0;
+inline double ring_merge_steps(double cp) { return cp > 1 ? (3.0 * cp + 1.0) / 4.0 : 0.0; }
 // Exposed time of a ring CP layer: each of the cp-1 forward steps sends the next K,V block while the attention of
 // the block at hand runs (a side stream: Transformer Engine's AttnFuncWithCP, cp_stream; Megatron-Core's context
 // parallelism), and each backward step sends K,V and the dK,dV accumulated so far (2 blocks) beside that step's

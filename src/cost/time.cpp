@@ -310,6 +310,15 @@ KindTimes kind_times(const model::Model& model, const plan::Layout& l, const pla
         double block_s = tokens * kv_width * bc / l.tp / bw + cp_link.latency;
         kt.cp_raw_s = terms::kRingCpPassesPerStep * (l.cp - 1) * block_s;
         kt.cp_s = terms::ring_cp_exposed_seconds(l.cp, block_s, lt.attention_fwd_s, lt.attention_bwd_s, overlap.cp);
+        // The merges of the steps' partial results (terms::kRingMergeElementsPerPass), compute-stream memory passes
+        // that a full recompute runs again with the forward.
+        const double out_elements = tokens * static_cast<double>(spec.num_heads) * spec.attention_value_width() / l.tp;
+        const double merge_bytes = terms::kRingMergeElementsPerPass * bc * terms::ring_merge_steps(l.cp);
+        kt.cp_merge_fwd_s = compute_seconds(hw, model::WorkKind::Memory, merge_bytes * out_elements, false);
+        kt.cp_merge_bwd_s = compute_seconds(hw, model::WorkKind::Memory, merge_bytes * (out_elements + tokens * kv_width / l.tp), false);
+        kt.fwd_s += kt.cp_merge_fwd_s;
+        kt.bwd_s += kt.cp_merge_bwd_s;
+        kt.recompute_s[static_cast<int>(plan::Recompute::Full)] += kt.cp_merge_fwd_s;
       } else {
         // Four all-to-alls (q, k, v, output) forward and their four in backward.
         double bytes = tokens * h * bc / l.tp;
@@ -570,10 +579,11 @@ std::vector<std::string> explain_stage_terms(const model::Model& model, const pl
     const KindTime& k = kt.kinds[static_cast<std::size_t>(r.kind)];
     out.push_back(
         fmt::format("  chunk {} kind {}: {} layers x (forward {:.3f} + backward {:.3f} + recompute {:.3f} [{}] + host stalls {:.3f} "
-                    "[kAllToAllDispatcherHostSeconds, in fwd/bwd]; TP {:.3f} CP {:.3f} EP {:.3f} before overlap{})",
-                    r.chunk, model.kinds[static_cast<std::size_t>(r.kind)].kind.name, r.count, ms(k.fwd_s - terms::kForwardShare * k.host_s),
-                    ms(k.bwd_s - terms::kBackwardShare * k.host_s), ms(k.recompute_s[static_cast<int>(r.mode)]), to_string(r.mode), ms(k.host_s),
-                    ms(k.tp_raw_s), ms(k.cp_raw_s), ms(k.ep_raw_s),
+                    "[kAllToAllDispatcherHostSeconds, in fwd/bwd] + CP merges {:.3f} + {:.3f} [kRingMergeElementsPerPass x ring_merge_steps, "
+                    "in fwd/bwd]; TP {:.3f} CP {:.3f} EP {:.3f} before overlap{})",
+                    r.chunk, model.kinds[static_cast<std::size_t>(r.kind)].kind.name, r.count, ms(k.fwd_s - terms::kForwardShare * k.host_s - k.cp_merge_fwd_s),
+                    ms(k.bwd_s - terms::kBackwardShare * k.host_s - k.cp_merge_bwd_s), ms(k.recompute_s[static_cast<int>(r.mode)]), to_string(r.mode),
+                    ms(k.host_s), ms(k.cp_merge_fwd_s), ms(k.cp_merge_bwd_s), ms(k.tp_raw_s), ms(k.cp_raw_s), ms(k.ep_raw_s),
                     k.ep_raw_s > 0 && (r.mode == plan::Recompute::Full || (r.mode == plan::Recompute::Selective && k.selective_redispatches))
                         ? "; x 1.5: its recompute dispatches and combines again"
                         : ""));

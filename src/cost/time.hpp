@@ -52,6 +52,7 @@ struct KindTime {
   double tp_s = 0, cp_s = 0, ep_s = 0;              // exposed under the overlap fractions alone
   double tp_raw_s = 0, cp_raw_s = 0, ep_raw_s = 0;  // the collectives' own time, before any overlap
   double host_s = 0;                                // host synchronisation stalls (in fwd_s and bwd_s)
+  double cp_merge_fwd_s = 0, cp_merge_bwd_s = 0;    // ring CP's merges of partial results (in fwd_s and bwd_s)
   bool selective_redispatches = false;              // selective recompute re-runs the EP dispatch and combine
 };
 struct KindTimes {

@@ -23,6 +23,8 @@ double ModelSpec::kv_exchange_width() const {
   return 2.0 * static_cast<double>(kv_heads() * effective_head_dim());
 }
 
+double ModelSpec::attention_value_width() const { return static_cast<double>(is_mla() ? *v_head_dim : effective_head_dim()); }
+
 namespace {
 
 struct Source {

@@ -132,6 +132,8 @@ struct ModelSpec {
   // Elements per token of the K and V a context-parallel ring passes on: the up-projected heads for MLA, the
   // KV heads otherwise.
   [[nodiscard]] double kv_exchange_width() const;
+  // The width of one head's attention output (MLA's v_head_dim, else the head dimension).
+  [[nodiscard]] double attention_value_width() const;
 };
 
 // The keys of a HuggingFace-style config (text_config included, vision_config left to its reader) that
