@@ -372,6 +372,32 @@ TEST(StepTime, RingContextParallelHidesOnlyBehindEachStepsAttention) {
   EXPECT_DOUBLE_EQ(cost::terms::ring_cp_exposed_seconds(2, 1.0, 1.0, 2.0, 1.0), 0.5 + 1.0);
 }
 
+// Ring CP merges each step's partial output, and in the backward each step's dQ and the dK,dV passed along, in one
+// pass of 3 elements per element (Transformer Engine's AttnFuncWithCPAndKVP2P): Llama 3 8B at 32k over CP 4, TP 2,
+// 8192 local tokens x 16 heads x 128 of output and 8192 x 2 x 4 x 128 of K,V per rank, (3 x 4 + 1) / 4 steps' worth,
+// BF16, at the device's element-wise rate; in the forward and backward times, a full recompute repeats the forward's.
+TEST(StepTime, RingContextParallelPaysItsMerges) {
+  auto hw = test::device("h100-sxm");
+  plan::Layout l;
+  l.tp = 2;
+  l.sp = true;
+  l.cp = 4;
+  l.dp = 1;
+  l.micro_batches = 4;
+  const plan::Training t = training(4, 32768);
+  const cost::KindTime k = cost::kind_times(test::bundled("llama3-8b"), l, t, hw).kinds.at(0);
+  const double rate = hw.hbm_bandwidth * hw.efficiency.memory;
+  const double out = 8192.0 * 16 * 128, kv = 8192.0 * 2 * 4 * 128, steps = 13.0 / 4.0;
+  EXPECT_NEAR(k.cp_merge_fwd_s, 3 * 2 * out * steps / rate, 1e-12);
+  EXPECT_NEAR(k.cp_merge_bwd_s, 3 * 2 * (out + kv) * steps / rate, 1e-12);
+  plan::Layout ulysses = l;
+  ulysses.cp_algo = plan::CpAlgo::AllToAll;
+  EXPECT_EQ(cost::kind_times(test::bundled("llama3-8b"), ulysses, t, hw).kinds.at(0).cp_merge_fwd_s, 0.0);
+  plan::Layout no_cp = l;
+  no_cp.cp = 1;
+  EXPECT_EQ(cost::kind_times(test::bundled("llama3-8b"), no_cp, t, hw).kinds.at(0).cp_merge_bwd_s, 0.0);
+}
+
 TEST(StepTime, DeepEPSendsATokenOncePerRankWithinANode) {
   // DeepEP's intranode dispatch sends a token once to each other rank holding any of its experts (get_dispatch_layout's
   // is_token_in_rank) and its combine returns one reduced copy per rank; the alltoall dispatcher moves each of the k
