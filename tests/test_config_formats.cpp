@@ -2301,6 +2301,52 @@ TEST(AutoModel, TheBenchmarkGateAndEnableDeepepAreRead) {
   EXPECT_FALSE(read("    enable_deepep: false\n    fake_balanced_gate: false\n").first.moe_contiguous_routing);
 }
 
+// The 2025 recipes (examples/benchmark/configs/kimi_k2_te_deepep.yaml at 89e3a9fdd) state the pipeline as a top-level
+// autopipeline section and activation checkpointing under parallelizer; both are read by those names (nothing left
+// unused), the model by its HuggingFace id, and the interleave AutoModel's split of that era would have made is said.
+TEST(AutoModel, The2025SchemaIsRead) {
+  const std::string text =
+      "step_scheduler: {global_batch_size: 512, local_batch_size: 8}\n"
+      "distributed: {_target_: nemo_automodel.components.distributed.fsdp2.FSDP2Manager, tp_size: 1, cp_size: 1, pp_size: 8, "
+      "dp_replicate_size: 1, ep_size: 32, sequence_parallel: false}\n"
+      "autopipeline: {_target_: nemo_automodel.components.distributed.pipelining.AutoPipeline, pp_schedule: interleaved1f1b, "
+      "pp_microbatch_size: 1, round_virtual_stages_to_pp_multiple: down, scale_grads_in_schedule: false, patch_inner_model: false, "
+      "patch_causal_lm_model: false, layers_per_stage: 2}\n"
+      "parallelizer: {_target_: nemo_automodel.components.moe.parallelizer.parallelize_model, activation_checkpointing: true}\n"
+      "model:\n  config: {pretrained_model_name_or_path: moonshotai/Kimi-K2-Base}\n"
+      "  backend: {attn: te, enable_deepep: true, fake_balanced_gate: true}\n"
+      "dataset: {seq_len: 4096}\n";
+  const config::Loaded l = config::read_text(text, "kimi.yaml");
+  EXPECT_TRUE(l.unused.empty()) << l.unused.front();
+  app::EstimateRequest r;
+  config::fill(r, l, nlohmann::json{{"devices", 256}});
+  const auto rep = app::run_estimate(r);
+  EXPECT_EQ(rep.layout.pp, 8);
+  EXPECT_EQ(rep.layout.vpp, 3);  // ceil(61 / 2) = 31 virtual stages, rounded down to 24
+  EXPECT_EQ(rep.layout.recompute, plan::Recompute::Full);
+  EXPECT_EQ(rep.layout.mbs, 1);
+  EXPECT_TRUE(r.job.training.moe_contiguous_routing);
+  bool said = false;
+  for (const auto& w : l.warnings) said = said || (w.find("autopipeline.layers_per_stage") != std::string::npos && w.find("--vpp 4") != std::string::npos);
+  EXPECT_TRUE(said);
+  // Written back under the same sections, not today's distributed.pipeline / distributed.activation_checkpointing.
+  config::Plan p;
+  p.layout = rep.layout;
+  p.layout.vpp = 4;
+  p.layout.recompute = plan::Recompute::Off;
+  p.devices = 256;
+  p.global_batch = 512;
+  p.seq = 4096;
+  p.num_layers = 61;
+  p.pipeline_runs = 2;
+  const std::string written = config::emit(config::EmitFormat::AutoModel, p, &l, "kimi-k2");
+  EXPECT_EQ(written.find("activation_checkpointing: true"), std::string::npos) << written;
+  const config::Loaded back = config::read_text(written, "back.yaml");
+  EXPECT_EQ(back.values.at("vpp"), 4) << written;
+  EXPECT_EQ(back.values.at("recompute"), "off") << written;
+  EXPECT_EQ(written.find("  pipeline:"), std::string::npos) << written;
+}
+
 // AutoModel's two FP8 routes: a top-level fp8 section swaps torchao's Float8Linear in for the nn.Linear layers
 // (components/quantization/fp8.py; the GEMM inputs saved in BF16, the weights gathered in float8 with
 // enable_fsdp_float8_all_gather), model.backend.te_fp8 runs its own models' Transformer Engine layers under TE's

@@ -24,13 +24,13 @@ namespace {
 // The layers each virtual stage holds: the split a list of module names per stage states
 // (distributed.pipeline.module_fqns_per_model_part), or calculate_virtual_stages / generate_hf_model_split's even
 // split (the first stages one more when they do not divide).
-std::vector<long long> virtual_stage_layers(Tree& t, long long layers, long long pp, bool multi) {
-  if (const json* parts = t.get("distributed.pipeline.module_fqns_per_model_part")) {
-    if (!parts->is_array() || parts->empty()) t.bad("distributed.pipeline.module_fqns_per_model_part", "expected a list of module-name lists");
+std::vector<long long> virtual_stage_layers(Tree& t, const std::string& pipeline, long long layers, long long pp, bool multi) {
+  if (const json* parts = t.get(pipeline + ".module_fqns_per_model_part")) {
+    if (!parts->is_array() || parts->empty()) t.bad(pipeline + ".module_fqns_per_model_part", "expected a list of module-name lists");
     std::vector<long long> per_stage;
     long long total = 0;
     for (const json& part : *parts) {
-      if (!part.is_array()) t.bad("distributed.pipeline.module_fqns_per_model_part", "expected a list of module-name lists");
+      if (!part.is_array()) t.bad(pipeline + ".module_fqns_per_model_part", "expected a list of module-name lists");
       long long n = 0;
       for (const json& fqn : part) {
         if (fqn.is_string() && fqn.get<std::string>().find("layers.") != std::string::npos) ++n;
@@ -38,17 +38,16 @@ std::vector<long long> virtual_stage_layers(Tree& t, long long layers, long long
       per_stage.push_back(n);
       total += n;
     }
-    if (total != layers)
-      t.bad("distributed.pipeline.module_fqns_per_model_part", fmt::format("names {} layers.N modules, but the model has {} layers", total, layers));
+    if (total != layers) t.bad(pipeline + ".module_fqns_per_model_part", fmt::format("names {} layers.N modules, but the model has {} layers", total, layers));
     return per_stage;
   }
   long long stages = pp * (multi ? 2 : 1);
-  if (auto per = t.whole("distributed.pipeline.layers_per_stage")) {
+  if (auto per = t.whole(pipeline + ".layers_per_stage")) {
     stages = (layers + *per - 1) / *per;
     if (stages % pp != 0) {
-      auto round = t.text("distributed.pipeline.round_virtual_stages_to_pp_multiple");
+      auto round = t.text(pipeline + ".round_virtual_stages_to_pp_multiple");
       if (!round)
-        t.bad("distributed.pipeline.layers_per_stage",
+        t.bad(pipeline + ".layers_per_stage",
               fmt::format("{} layers at {} per stage make {} virtual stages, which do not divide over pp_size {} (AutoModel refuses it too; "
                           "round_virtual_stages_to_pp_multiple up or down rounds them)",
                           layers, *per, stages, pp));
@@ -57,9 +56,9 @@ std::vector<long long> virtual_stage_layers(Tree& t, long long layers, long long
       else if (*round == "down")
         stages -= stages % pp;
       else
-        t.bad("distributed.pipeline.round_virtual_stages_to_pp_multiple", fmt::format("'{}' is neither up nor down", *round));
+        t.bad(pipeline + ".round_virtual_stages_to_pp_multiple", fmt::format("'{}' is neither up nor down", *round));
     }
-    if (stages > layers) t.bad("distributed.pipeline.layers_per_stage", fmt::format("{} virtual stages for {} layers", stages, layers));
+    if (stages > layers) t.bad(pipeline + ".layers_per_stage", fmt::format("{} virtual stages for {} layers", stages, layers));
   }
   std::vector<long long> per_stage(static_cast<std::size_t>(stages), layers / stages);
   for (long long s = 0; s < layers % stages; ++s) ++per_stage[static_cast<std::size_t>(s)];
@@ -67,6 +66,21 @@ std::vector<long long> virtual_stage_layers(Tree& t, long long layers, long long
 }
 
 const char* const kRecipe = "a NeMo AutoModel recipe YAML";
+
+// The 2025 recipes (examples/benchmark/configs at 89e3a9fdd) state the pipeline as a top-level `autopipeline` section
+// and activation checkpointing under `parallelizer`; today's under `distributed`. Each is read, and written back, by
+// the name the file uses.
+struct SchemaKeys {
+  std::string pipeline = "distributed.pipeline";
+  std::string checkpointing = "distributed.activation_checkpointing";
+};
+SchemaKeys schema_keys(const json& tree) {
+  SchemaKeys k;
+  if (stated_at(tree, "autopipeline") != nullptr && stated_at(tree, "distributed.pipeline") == nullptr) k.pipeline = "autopipeline";
+  if (stated_at(tree, "parallelizer.activation_checkpointing") != nullptr && stated_at(tree, "distributed.activation_checkpointing") == nullptr)
+    k.checkpointing = "parallelizer.activation_checkpointing";
+  return k;
+}
 
 // AutoModel's loader turns string values into Python ones (components/config/loader.py translate_value): none /
 // None to null, true / True / false / False to booleans, numerals to numbers; `dp_size: none` is the launch's.
@@ -92,6 +106,7 @@ json translated(const json& node) {
 Loaded read_automodel(const json& stated, const std::string& file) {
   const json tree = translated(stated);
   Tree t{tree, file, {}};
+  const SchemaKeys keys = schema_keys(tree);
   Loaded out;
   auto set = setter(out);
   set("framework", "automodel", kRecipe);
@@ -170,16 +185,16 @@ Loaded read_automodel(const json& stated, const std::string& file) {
     set("defer_grad_sync", t.flag("distributed.defer_fsdp_grad_sync").value_or(true), "distributed.defer_fsdp_grad_sync (default true)");
 
   // Recompute: whole decoder blocks (true, "full"), or torchtitan's op-level policy ("selective").
-  if (const json* ac = t.get("distributed.activation_checkpointing")) {
+  if (const json* ac = t.get(keys.checkpointing)) {
     std::string mode = ac->is_boolean() ? (ac->get<bool>() ? "full" : "off") : ac->is_string() ? io::lower(ac->get<std::string>()) : "";
     if (mode == "true" || mode == "on" || mode == "enabled" || mode == "yes") mode = "full";
     if (mode == "false" || mode == "none" || mode == "disabled" || mode == "no") mode = "off";
     if (mode != "full" && mode != "off" && mode != "selective")
-      t.bad("distributed.activation_checkpointing", fmt::format("'{}' is none of true, false, full, selective", ac->dump()));
-    set("recompute", mode, "distributed.activation_checkpointing");
-    if (mode == "selective") set("recompute_modules", json::array({"torchtitan_op_sac"}), "distributed.activation_checkpointing");
+      t.bad(keys.checkpointing, fmt::format("'{}' is none of true, false, full, selective", ac->dump()));
+    set("recompute", mode, keys.checkpointing);
+    if (mode == "selective") set("recompute_modules", json::array({"torchtitan_op_sac"}), keys.checkpointing);
   } else {
-    set("recompute", "off", "distributed.activation_checkpointing (absent: off)");
+    set("recompute", "off", keys.checkpointing + " (absent: off)");
   }
 
   // Batch: local_batch_size samples per data-parallel rank per forward (without PP) or per pipeline run (with PP,
@@ -188,13 +203,13 @@ Loaded read_automodel(const json& stated, const std::string& file) {
   const long long local = t.whole("step_scheduler.local_batch_size").value_or(1);
   long long mbs = local;
   if (d.pp > 1) {
-    mbs = t.whole("distributed.pipeline.pp_microbatch_size").value_or(1);
-    if (local % mbs != 0) t.bad("distributed.pipeline.pp_microbatch_size", fmt::format("{} does not divide step_scheduler.local_batch_size {}", mbs, local));
+    mbs = t.whole(keys.pipeline + ".pp_microbatch_size").value_or(1);
+    if (local % mbs != 0) t.bad(keys.pipeline + ".pp_microbatch_size", fmt::format("{} does not divide step_scheduler.local_batch_size {}", mbs, local));
     if (local / mbs < d.pp)
       t.bad("step_scheduler.local_batch_size",
             fmt::format("{} / pp_microbatch_size {} = {} micro-batches, fewer than pp_size {} (AutoModel asserts the same)", local, mbs, local / mbs, d.pp));
   }
-  set("mbs", mbs, d.pp > 1 ? "distributed.pipeline.pp_microbatch_size" : "step_scheduler.local_batch_size");
+  set("mbs", mbs, d.pp > 1 ? keys.pipeline + ".pp_microbatch_size" : "step_scheduler.local_batch_size");
   if (global) {
     set("global_batch", *global, "step_scheduler.global_batch_size");
     if (dp && *global % t.product("step_scheduler.local_batch_size", {local, *dp}) != 0)
@@ -322,7 +337,7 @@ Loaded read_automodel(const json& stated, const std::string& file) {
   // Pipeline stages (looped placement: virtual stage s on rank s mod PP; the V schedules fold the second half back).
   long long vpp = 1;
   if (d.pp > 1) {
-    const std::string schedule = t.text("distributed.pipeline.pp_schedule").value_or("1f1b");
+    const std::string schedule = t.text(keys.pipeline + ".pp_schedule").value_or("1f1b");
     // The split is read here, from the model's layer count: --model on the command line comes too late for it.
     if (!out.values.contains("model"))
       t.bad("distributed.pp_size",
@@ -330,15 +345,27 @@ Loaded read_automodel(const json& stated, const std::string& file) {
                         "config.json (under PP --model cannot stand in for it)",
                         id ? fmt::format("'{}' is neither a bundled model nor a local config", *id) : std::string("the recipe names no model")));
     const long long layers = inline_layers > 0 ? inline_layers : model::load_model(out.values.at("model").get<std::string>(), io::data_dir()).num_layers;
-    std::vector<long long> per_stage = virtual_stage_layers(t, layers, d.pp, torch_multi_stage_schedule(schedule));
+    std::vector<long long> per_stage = virtual_stage_layers(t, keys.pipeline, layers, d.pp, torch_multi_stage_schedule(schedule));
     if (static_cast<long long>(per_stage.size()) % d.pp != 0)
-      t.bad("distributed.pipeline", fmt::format("{} virtual stages do not divide over pp_size {}", per_stage.size(), d.pp));
+      t.bad(keys.pipeline, fmt::format("{} virtual stages do not divide over pp_size {}", per_stage.size(), d.pp));
     vpp = static_cast<long long>(per_stage.size()) / d.pp;
+    // From a1e232161 (2025-08-27) to b3c51c328 (2025-11-12) calculate_virtual_stages made one stage more,
+    // ceil(layers / layers_per_stage) + 1; an `autopipeline` file may come from either side of that change.
+    if (auto per = t.whole(keys.pipeline + ".layers_per_stage"); per && keys.pipeline == "autopipeline") {
+      long long earlier = (layers + *per - 1) / *per + 1;
+      const std::string round = t.text(keys.pipeline + ".round_virtual_stages_to_pp_multiple").value_or("");
+      if (earlier % d.pp != 0) earlier += round == "up" ? d.pp - earlier % d.pp : round == "down" ? -(earlier % d.pp) : 0;
+      if (earlier % d.pp == 0 && earlier / d.pp != vpp)
+        out.warnings.push_back(
+            fmt::format("{}.layers_per_stage {}: priced as AutoModel splits since b3c51c328 (2025-11-12), {} virtual stages "
+                        "(interleave {}); from a1e232161 to then it made {} (interleave {}): give --vpp {} for such a checkout",
+                        keys.pipeline, *per, vpp * d.pp, vpp, earlier, earlier / d.pp, earlier / d.pp));
+    }
     plan::StageSplit split = looped_split(per_stage, d.pp, torch_v_schedule(schedule));
-    if (torch_dualpipe_v(schedule)) set("dualpipe_v", true, "distributed.pipeline.pp_schedule DualPipeV");
+    if (torch_dualpipe_v(schedule)) set("dualpipe_v", true, keys.pipeline + ".pp_schedule DualPipeV");
     if (split.layers != plan::even_split(layers, static_cast<int>(d.pp), static_cast<int>(vpp)).layers) out.split = split;
   }
-  set("vpp", vpp, "distributed.pipeline.pp_schedule");
+  set("vpp", vpp, keys.pipeline + ".pp_schedule");
 
   for (const char* k : {"recipe",
                         "seed",
@@ -366,14 +393,13 @@ Loaded read_automodel(const json& stated, const std::string& file) {
                         "step_scheduler.ckpt_every_steps",
                         "step_scheduler.val_every_steps",
                         "step_scheduler.gc_every_steps",
-                        "distributed.pipeline.patch_inner_model",
-                        "distributed.pipeline.patch_causal_lm_model",
-                        "distributed.pipeline.scale_grads_in_schedule",
                         "peft._target_",
                         "peft.alpha",
                         "peft.dropout",
                         "peft.target_modules"})
     t.use(k);
+  for (const char* k : {"patch_inner_model", "patch_causal_lm_model", "scale_grads_in_schedule", "_target_"}) t.use(keys.pipeline + "." + k);
+  for (const char* k : {"parallelizer._target_", "distributed._target_"}) t.use(k);  // the 2025 schema's classes (FSDP2Manager)
   out.unused = t.unused();
   return out;
 }
@@ -398,6 +424,8 @@ std::string emit_automodel(const Plan& plan, const Loaded* original, const std::
                                     "# NeMo AutoModel recipe for {} on {} devices, written by sapp.\nrecipe: TrainFinetuneRecipeForNextTokenPrediction\n"
                                     "model:\n  _target_: nemo_automodel.NeMoAutoModelForCausalLM.from_pretrained\n  pretrained_model_name_or_path: {}\n",
                                     model_name, plan.devices, model_name);
+  const json stated = original ? io::parse_yaml(original->text, original->file) : json::object();
+  const SchemaKeys keys = schema_keys(stated);
   YamlEdits edits = {{"distributed.strategy", "fsdp2"},
                      {"distributed.dp_size", std::to_string(l.dp)},
                      {"distributed.tp_size", std::to_string(l.tp)},
@@ -416,23 +444,22 @@ std::string emit_automodel(const Plan& plan, const Loaded* original, const std::
       notes->push_back(fmt::format("AutoModel checkpoints every decoder layer or none: the plan recomputes {} of {} layers, written as every layer", full,
                                    plan.split->total()));
   }
-  edits.emplace_back("distributed.activation_checkpointing", mode == "off" ? "false" : mode == "full" ? "true" : "selective");
+  edits.emplace_back(keys.checkpointing, mode == "off" ? "false" : mode == "full" ? "true" : "selective");
   // local_batch_size: one forward's batch per DP rank without PP; the pipeline's micro-batches together with PP.
   edits.emplace_back("step_scheduler.global_batch_size", std::to_string(plan.global_batch));
   edits.emplace_back("step_scheduler.local_batch_size", std::to_string(l.pp > 1 ? plan.global_batch / (1LL * l.dp * plan.pipeline_runs) : l.mbs));
   edits.emplace_back("dataset.seq_len", std::to_string(plan.seq));
   if (l.pp > 1) {
-    edits.emplace_back("distributed.pipeline.pp_schedule", plan.dualpipe_v ? "dualpipev" : l.vpp > 1 ? "interleaved1f1b" : "1f1b");
-    edits.emplace_back("distributed.pipeline.pp_microbatch_size", std::to_string(l.mbs));
+    edits.emplace_back(keys.pipeline + ".pp_schedule", plan.dualpipe_v ? "dualpipev" : l.vpp > 1 ? "interleaved1f1b" : "1f1b");
+    edits.emplace_back(keys.pipeline + ".pp_microbatch_size", std::to_string(l.mbs));
     // The split as HuggingFace module names per virtual stage (rank r holds stages r, r + PP, ...): it overrides
     // layers_per_stage.
-    edits.emplace_back("distributed.pipeline.module_fqns_per_model_part",
+    edits.emplace_back(keys.pipeline + ".module_fqns_per_model_part",
                        flow(module_names_per_stage(placed_split(plan), {"model.embed_tokens", "model.layers.", "model.norm", "lm_head"}, plan.dualpipe_v)));
   }
   // What the plan was priced with where the file states nothing (its defaults may differ from the profile's): the
   // weights' dtype (the gradients' and torch Adam's moments follow it), FSDP's deferred gradient sync, and the loss
   // (the recipes' default, MaskedCrossEntropy with its fp32 upcast, is the unfused price).
-  const json stated = original ? io::parse_yaml(original->text, original->file) : json::object();
   if (stated_at(stated, "model.torch_dtype") == nullptr && (plan.param_bytes == 4 || plan.param_bytes == 2))
     edits.emplace_back("model.torch_dtype", plan.param_bytes == 4 ? "float32" : "bfloat16");
   if (stated_at(stated, "distributed.defer_fsdp_grad_sync") == nullptr)
