@@ -323,6 +323,24 @@ double exposed_ep_s(const model::Model& m, const plan::Layout& l, plan::Training
   t.ep_dedup_per_node = deepep;
   return cost::estimate_time(m, l, t, test::device("h100-sxm"), none).breakdown.ep_comm_s;
 }
+// EP 64 over 8 H100 nodes (PP 16, DP 64, 16 micro-batches), as DeepSeek-V3 runs in the tests below.
+plan::Layout ep64_over_eight_nodes() {
+  plan::Layout l;
+  l.tp = 1;
+  l.pp = 16;
+  l.ep = 64;
+  l.dp = 64;
+  l.micro_batches = 16;
+  return l;
+}
+// EP 8 within one node (DP 8, 4 micro-batches), as Qwen3-30B-A3B runs in the tests below.
+plan::Layout ep8_in_one_node() {
+  plan::Layout l;
+  l.dp = 8;
+  l.ep = 8;
+  l.micro_batches = 4;
+  return l;
+}
 }  // namespace
 
 TEST(StepTime, NodeLimitedRoutingCutsDeepEPsInterNodeCopies) {
@@ -336,12 +354,7 @@ TEST(StepTime, NodeLimitedRoutingCutsDeepEPsInterNodeCopies) {
   spec.routing_groups.reset();
   spec.routing_group_limit.reset();
   auto unlimited = model::resolve(spec, test::catalog().records, test::catalog().profiles);
-  plan::Layout l;
-  l.tp = 1;
-  l.pp = 16;
-  l.ep = 64;
-  l.dp = 64;
-  l.micro_batches = 16;
+  const plan::Layout l = ep64_over_eight_nodes();
   const plan::Training t = training(1024, 4096);
   EXPECT_NEAR(exposed_ep_s(limited, l, t, true) / exposed_ep_s(unlimited, l, t, true), 3.5 / (7.0 * (1.0 - std::pow(7.0 / 8.0, 8))), 0.02);
   EXPECT_DOUBLE_EQ(exposed_ep_s(limited, l, t, false), exposed_ep_s(unlimited, l, t, false));
@@ -404,10 +417,7 @@ TEST(StepTime, DeepEPSendsATokenOncePerRankWithinANode) {
   // routed copies. Qwen3-30B-A3B, top-8 of 128 experts over EP 8 in one H100 node: 7 (1 - (7/8)^8) = 4.59 other ranks
   // reached against 8 x 7/8 = 7 remote copies.
   auto m = test::bundled("qwen3-30b-a3b");
-  plan::Layout l;
-  l.dp = 8;
-  l.ep = 8;
-  l.micro_batches = 4;
+  const plan::Layout l = ep8_in_one_node();
   const plan::Training t = training(32, 4096);
   EXPECT_NEAR(exposed_ep_s(m, l, t, true) / exposed_ep_s(m, l, t, false), 1.0 - std::pow(7.0 / 8.0, 8), 0.01);
 }
@@ -424,20 +434,12 @@ TEST(StepTime, ContiguousRoutingReachesOneUnitPerToken) {
     return t;
   };
   auto dsv3 = test::bundled("deepseek-v3");
-  plan::Layout l;
-  l.tp = 1;
-  l.pp = 16;
-  l.ep = 64;
-  l.dp = 64;
-  l.micro_batches = 16;
+  const plan::Layout l = ep64_over_eight_nodes();
   const plan::Training t = training(1024, 4096);
   EXPECT_NEAR(exposed_ep_s(dsv3, l, with_routing(t, true), true) / exposed_ep_s(dsv3, l, with_routing(t, false), true), 0.875 / 3.5, 0.01);
   EXPECT_DOUBLE_EQ(exposed_ep_s(dsv3, l, with_routing(t, true), false), exposed_ep_s(dsv3, l, with_routing(t, false), false));
   auto qwen = test::bundled("qwen3-30b-a3b");
-  plan::Layout one_node;
-  one_node.dp = 8;
-  one_node.ep = 8;
-  one_node.micro_batches = 4;
+  const plan::Layout one_node = ep8_in_one_node();
   const plan::Training q = training(32, 4096);
   EXPECT_NEAR(exposed_ep_s(qwen, one_node, with_routing(q, true), true) / exposed_ep_s(qwen, one_node, with_routing(q, false), true),
               0.875 / (7.0 * (1.0 - std::pow(7.0 / 8.0, 8))), 0.015);  // the all-to-alls' fixed latency apart
