@@ -411,6 +411,21 @@ TEST(StepTime, RingContextParallelPaysItsMerges) {
   EXPECT_EQ(cost::kind_times(test::bundled("llama3-8b"), no_cp, t, hw).kinds.at(0).cp_merge_bwd_s, 0.0);
 }
 
+// LoRA adapters on Llama 3 8B's linear layers (op record lora_adapters, from NeMo AutoModel's TritonLinearLoRA): the
+// forward reads each linear's input once more and writes, reads and adds an output-wide result, in + 4 out elements
+// per token: q, k, v read h = 4096 each, o reads 4096, gate and up 4096 each, down 14336 (in 38912); out 4096 + 1024
+// + 1024 + 4096 + 14336 + 14336 + 4096 (43008). The frozen layers' forward GEMMs are unchanged, so that is the
+// whole forward difference, at the device's element-wise rate.
+TEST(StepTime, LoraAdaptersPayTheirElementwisePasses) {
+  auto hw = test::device("h100-sxm");
+  plan::Training full = training(8, 4096);
+  plan::Training lora = full;
+  lora.lora_rank = 16;
+  const double tokens = 4096.0;
+  const double expected = tokens * 2 * (38912.0 + 4 * 43008.0) / (hw.hbm_bandwidth * hw.efficiency.memory);
+  EXPECT_NEAR(llama8b_layer(lora).fwd_s - llama8b_layer(full).fwd_s, expected, 1e-9 * expected);
+}
+
 TEST(StepTime, DeepEPSendsATokenOncePerRankWithinANode) {
   // DeepEP's intranode dispatch sends a token once to each other rank holding any of its experts (get_dispatch_layout's
   // is_token_in_rank) and its combine returns one reduced copy per rank; the alltoall dispatcher moves each of the k

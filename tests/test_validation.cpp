@@ -198,7 +198,7 @@ TEST_P(RegimeStepTime, HeldOutMedianWithinEightPercentWorstTwenty) {
   EXPECT_LE(median, 0.08) << GetParam();
   EXPECT_LE(worst, 0.20) << GetParam();
 }
-INSTANTIATE_TEST_SUITE_P(Validation, RegimeStepTime, testing::Values("dense", "moe", "long_context", "fsdp"));
+INSTANTIATE_TEST_SUITE_P(Validation, RegimeStepTime, testing::Values("dense", "moe", "long_context", "fsdp", "lora"));
 
 // What every estimate prints as `validated` (cost::terms::validated) is what the runs show: a (device, precision)
 // pair is validated iff its held-out runs meet the step-time target (median |error| <= 8 %), and every pair with

@@ -39,6 +39,7 @@ void read_run_settings(const nlohmann::json& row, const std::string& file, const
   training.pipeline_split_counts_head = rd.boolean_or("pipeline_split_counts_head", false);
   training.dualpipe_v = rd.boolean_or("dualpipe_v", false);
   training.pipeline_runs = static_cast<int>(rd.count_or("pipeline_runs", units::kDegree, 1));
+  training.lora_rank = static_cast<int>(rd.count_or("lora_rank", units::kRank, 0));
   // What the run's recipe overlaps where it differs from its framework's profile.
   if (rd.has("overlap")) read_overlap(rd.child("overlap"), overlap);
 }
@@ -107,6 +108,7 @@ const std::vector<std::string>& run_row_keys() {
                                                 "dualpipe_v",
                                                 "pipeline_runs",
                                                 "moe_contiguous_routing",
+                                                "lora_rank",
                                                 "pipeline_split_counts_head"};
   return keys;
 }

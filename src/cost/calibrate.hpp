@@ -40,7 +40,8 @@ struct Calibration {
 // framework's profile first (dtypes, selective modules, overlaps, reserve), then its own keys, which win:
 // recompute_modules, fp8, flash_attention, grad_bytes (under FP8 too), attention_kernel, eager_norms, dispatcher
 // (alltoall | deepep: one copy per remote node), ep_overlap (the EP all-to-all hidden), pipeline_split_counts_head, pipeline_runs
-// (gradient-accumulation steps each running its own pipeline, torchtitan's and AutoModel's), moe_contiguous_routing.
+// (gradient-accumulation steps each running its own pipeline, torchtitan's and AutoModel's), moe_contiguous_routing,
+// lora_rank (LoRA adapters on every linear layer).
 // `row` is one run's mapping; `where` names it in errors. Other keys are left to the caller.
 void read_run_settings(const nlohmann::json& row, const std::string& file, const std::string& where, plan::Training& training, Overlap& overlap);
 // The layout it states: tp, pp, cp, vpp, ep, etp, mbs, zero, sp (default: with TP), recompute. The caller derives
