@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Prints sapp's estimates against every published run in validation/runs.yaml: per run (estimated vs measured step
-# time and peak memory, with the step-time breakdown), then per regime (dense, moe, long_context, fsdp) the median
+# time and peak memory, with the step-time breakdown), then per regime (dense, moe, long_context, fsdp, lora) the median
 # and worst |error| of the fitted rows and of the held-out rows apart, and which regimes are known gaps.
 # Usage: scripts/validation_report.sh [build-dir]   (builds sapp_tests if needed; 2 cores)
 set -euo pipefail
