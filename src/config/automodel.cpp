@@ -21,6 +21,15 @@ namespace sapp::config::detail {
 
 namespace {
 
+// calculate_virtual_stages' rounding of a virtual-stage count to a multiple of pp (round_virtual_stages_to_pp_multiple
+// up or down); unchanged when it divides or `round` is neither.
+long long rounded_to_pp(long long stages, long long pp, const std::string& round) {
+  if (stages % pp == 0) return stages;
+  if (round == "up") return stages + pp - stages % pp;
+  if (round == "down") return stages - stages % pp;
+  return stages;
+}
+
 // The layers each virtual stage holds: the split a list of module names per stage states
 // (distributed.pipeline.module_fqns_per_model_part), or calculate_virtual_stages / generate_hf_model_split's even
 // split (the first stages one more when they do not divide).
@@ -51,12 +60,8 @@ std::vector<long long> virtual_stage_layers(Tree& t, const std::string& pipeline
               fmt::format("{} layers at {} per stage make {} virtual stages, which do not divide over pp_size {} (AutoModel refuses it too; "
                           "round_virtual_stages_to_pp_multiple up or down rounds them)",
                           layers, *per, stages, pp));
-      if (*round == "up")
-        stages += pp - stages % pp;
-      else if (*round == "down")
-        stages -= stages % pp;
-      else
-        t.bad(pipeline + ".round_virtual_stages_to_pp_multiple", fmt::format("'{}' is neither up nor down", *round));
+      if (*round != "up" && *round != "down") t.bad(pipeline + ".round_virtual_stages_to_pp_multiple", fmt::format("'{}' is neither up nor down", *round));
+      stages = rounded_to_pp(stages, pp, *round);
     }
     if (stages > layers) t.bad(pipeline + ".layers_per_stage", fmt::format("{} virtual stages for {} layers", stages, layers));
   }
@@ -352,9 +357,8 @@ Loaded read_automodel(const json& stated, const std::string& file) {
     // From a1e232161 (2025-08-27) to b3c51c328 (2025-11-12) calculate_virtual_stages made one stage more,
     // ceil(layers / layers_per_stage) + 1; an `autopipeline` file may come from either side of that change.
     if (auto per = t.whole(keys.pipeline + ".layers_per_stage"); per && keys.pipeline == "autopipeline") {
-      long long earlier = (layers + *per - 1) / *per + 1;
-      const std::string round = t.text(keys.pipeline + ".round_virtual_stages_to_pp_multiple").value_or("");
-      if (earlier % d.pp != 0) earlier += round == "up" ? d.pp - earlier % d.pp : round == "down" ? -(earlier % d.pp) : 0;
+      const long long earlier =
+          rounded_to_pp((layers + *per - 1) / *per + 1, d.pp, t.text(keys.pipeline + ".round_virtual_stages_to_pp_multiple").value_or(""));
       if (earlier % d.pp == 0 && earlier / d.pp != vpp)
         out.warnings.push_back(
             fmt::format("{}.layers_per_stage {}: priced as AutoModel splits since b3c51c328 (2025-11-12), {} virtual stages "

@@ -150,7 +150,7 @@ std::optional<std::string> bundled_name(const std::string& id, const std::string
   if (auto named = model::bundled_model_named(id, io::data_dir())) return *named;
   if (io::exists(id)) return id;
   if (io::exists(id + "/config.json")) return id + "/config.json";
-  const std::string lower = io::lower(id.substr(id.find_last_of('/') == std::string::npos ? 0 : id.find_last_of('/') + 1));
+  const std::string lower = io::lower(io::last_component(id));
   out.model_error = fmt::format("{}: '{}' is neither a bundled model ({} is not one) nor a local config; {}", where, id, lower, hint);
   return std::nullopt;
 }

@@ -690,7 +690,7 @@ std::optional<std::pair<long long, std::string>> tokenizer_vocab(Args& a, long l
     // The bundled config whose source is that HuggingFace id ("meta-llama/Meta-Llama-3-8B config.json"), else
     // the one named as the id's last part.
     const std::string id = io::lower(model);
-    const std::string base = io::lower(model.substr(model.find_last_of('/') + 1));
+    const std::string base = io::lower(io::last_component(model));
     std::string path = io::data_dir() + "/models/" + base + ".json";
     for (const std::string& candidate : io::list_files(io::data_dir() + "/models", ".json")) {
       const nlohmann::json c = io::read_tree(candidate);
@@ -702,7 +702,7 @@ std::optional<std::pair<long long, std::string>> tokenizer_vocab(Args& a, long l
     const nlohmann::json& text = config.contains("text_config") ? config.at("text_config") : config;
     if (!text.contains("vocab_size") || !text.at("vocab_size").is_number_integer()) return std::nullopt;
     raw = text.at("vocab_size").get<long long>();
-    from = fmt::format("the bundled {} config's embedding rows ({})", path.substr(path.find_last_of('/') + 1), raw);
+    from = fmt::format("the bundled {} config's embedding rows ({})", io::last_component(path), raw);
   } else {
     return std::nullopt;
   }
@@ -721,7 +721,7 @@ Loaded read_megatron(const std::string& text, const std::string& file) {
   // run_text_generation.py, --max-new-tokens): priced as training of its model and layout all the same, and said.
   std::string inference_program;
   for (const std::string& program : a.programs) {
-    const std::string name = io::lower(program.substr(program.find_last_of('/') == std::string::npos ? 0 : program.find_last_of('/') + 1));
+    const std::string name = io::lower(io::last_component(program));
     if (name.find("inference") != std::string::npos || name.find("generat") != std::string::npos || name.find("evaluat") != std::string::npos) {
       inference_program = program;
       break;

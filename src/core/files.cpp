@@ -316,6 +316,11 @@ bool exists(const std::string& path) {
 
 std::string stem(const std::string& path) { return fs::path(path).stem().string(); }
 
+std::string last_component(const std::string& path) {
+  const auto slash = path.find_last_of('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
 std::string markup_escape(const std::string& text) {
   std::string out;
   out.reserve(text.size());

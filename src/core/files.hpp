@@ -36,6 +36,8 @@ void write_atomic(const std::string& path, const std::string& content);
 std::vector<std::string> list_files(const std::string& dir, const std::string& extension);
 bool exists(const std::string& path);
 std::string stem(const std::string& path);
+// The text after the last '/' (all of it when there is none): a HuggingFace id's model name, a path's file name.
+std::string last_component(const std::string& path);
 
 // Lower-cased copy (ASCII), for case-insensitive keywords.
 std::string lower(std::string text);

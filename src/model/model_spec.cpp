@@ -736,7 +736,7 @@ std::optional<std::string> bundled_model_of_hf_id(const std::string& id, const s
 }
 
 std::optional<std::string> bundled_model_named(const std::string& id, const std::string& data_dir) {
-  const std::string lower = io::lower(id.substr(id.find_last_of('/') == std::string::npos ? 0 : id.find_last_of('/') + 1));
+  const std::string lower = io::lower(io::last_component(id));
   if (io::exists(data_dir + "/models/" + lower + ".json")) return lower;
   std::string dashed = lower;  // qwen3_30b_a3b names qwen3-30b-a3b
   std::replace(dashed.begin(), dashed.end(), '_', '-');
