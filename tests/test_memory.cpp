@@ -3,6 +3,7 @@
 // (h = 12288, a = 96, s = 2048, 16-bit activations, dropout on): exact equality, no tolerance.
 // Weight + optimizer bytes against Megatron-LM's megatron/training/theoretical_memory_usage.py
 // (18 bytes per parameter without the distributed optimizer, 6 + 12/DP with it).
+#include <map>
 #include <tuple>
 
 #include <gtest/gtest.h>
@@ -233,6 +234,37 @@ TEST(Memory, LayoutRulesNameTheRule) {
   auto v = plan::check_layout(m, l, t, 6);
   ASSERT_FALSE(v.empty());
   EXPECT_EQ(v.front().rule, "tp/heads");
+}
+
+// Megatron's account_for_embedding_in_pipeline_split and account_for_loss_in_pipeline_split count the embedding and
+// the loss as one layer each: Llama 3.1 405B's 126 layers fill PP 16 x VPP 8 = 128 chunks, the first holding the
+// embedding alone and the last the loss alone (Megatron-Bridge's LLAMA31_405B_PRETRAIN_CONFIG_GB200_FP8_MX_V2, whose
+// 26.04 run published 793 tokens/s per GPU). Without them 126 layers cannot fill 128 chunks.
+TEST(Memory, EmbeddingAndLossUnitsFillAChunkAlone) {
+  auto m = test::bundled("llama3.1-405b");
+  plan::Training t = test::training(1536, 8192);
+  plan::Layout l;
+  l.tp = 4;
+  l.sp = true;
+  l.pp = 16;
+  l.vpp = 8;
+  l.dp = 4;
+  l.micro_batches = 384;
+  auto refused = plan::check_layout(m, l, t, 256);
+  ASSERT_EQ(refused.size(), 1U);
+  EXPECT_EQ(refused.front().rule, "layers < pp x vpp");
+  t.pipeline_split_counts_head = true;
+  EXPECT_TRUE(plan::check_layout(m, l, t, 256).empty());
+  std::map<std::pair<int, int>, long long> layers;  // (chunk, stage) -> decoder layers
+  plan::for_each_chunk_group(m, l, t, [&](int stage, int chunk, int, long long count) { layers[{chunk, stage}] += count; });
+  long long total = 0;
+  for (auto& [key, count] : layers) {
+    EXPECT_EQ(count, 1) << "chunk " << key.first << " stage " << key.second;
+    total += count;
+  }
+  EXPECT_EQ(total, 126);
+  EXPECT_EQ(layers.count({0, 0}), 0U);   // the embedding alone
+  EXPECT_EQ(layers.count({7, 15}), 0U);  // the loss alone
 }
 
 namespace sapp {

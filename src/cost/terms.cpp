@@ -122,8 +122,9 @@ constexpr std::array<ValidatedPair, 11> kValidated = {{
      "long-context -21 % to +10 %; the FP8 efficiencies were fitted on two Megatron-Bridge 25.11 dense MXFP8 runs"},
     {"b200", false, false, "one B200 BF16 run (GPT-OSS-120B, -31 %); the BF16 GEMM efficiency is the prior 0.75 times the FP8 fit's 0.801"},
     {"gb200", true, true,
-     "3 held-out GB200 MXFP8 MoE runs in validation/runs.yaml (Megatron-Bridge 26.04: Qwen3-30B-A3B -8.9 %, Qwen3-235B-A22B +2.4 %, "
-     "DeepSeek-V3 +4.7 %), median 4.7 %, priced with B200's efficiencies: three runs of one release, no dense run"},
+     "6 held-out GB200 MXFP8 runs in validation/runs.yaml, median 2.1 %, priced with B200's efficiencies: Megatron-Bridge dense Llama 3 "
+     "8B (25.11) +0.7 %, Llama 3 70B and 3.1 405B (26.04) +1.8 % and +0.2 %; 26.04 MoE Qwen3-30B-A3B -8.9 %, Qwen3-235B-A22B +2.4 %, "
+     "DeepSeek-V3 +4.7 %"},
     {"gb200", false, false,
      "one GB200 BF16 run (Megatron-Bridge 26.04 GPT-OSS-120B, -36 %); the BF16 GEMM efficiency is B200's prior, 0.75 times its FP8 "
      "fit's 0.801"},

@@ -9,6 +9,7 @@
 #include "core/error.hpp"
 #include "core/files.hpp"
 #include "plan/split.hpp"
+#include "plan/stages.hpp"
 
 namespace sapp::plan {
 
@@ -259,8 +260,12 @@ std::vector<Violation> check_layout(const model::Model& model, const Layout& l, 
       else
         out.push_back(Violation{v.rule, {}});
     }
-  } else if (layers < chunks) {
-    bad("layers < pp x vpp", [&] { return fmt::format("{} layers cannot fill PP {} x VPP {} = {} chunks", layers, l.pp, l.vpp, chunks); });
+  } else if (long long units = layers + pipeline_head_and_tail_units(model, training); units < chunks) {
+    bad("layers < pp x vpp", [&] {
+      return units > layers ? fmt::format("{} layers and {} embedding / loss / MTP units cannot fill PP {} x VPP {} = {} chunks", layers, units - layers, l.pp,
+                                          l.vpp, chunks)
+                            : fmt::format("{} layers cannot fill PP {} x VPP {} = {} chunks", layers, l.pp, l.vpp, chunks);
+    });
   }
   if (l.vpp > 1 && l.pp == 1) bad("vpp without pp", [&] { return std::string("virtual pipeline chunks need PP > 1"); });
   const int runs = pipeline_runs(l, training);

@@ -83,6 +83,14 @@ expr::Env layer_env(const model::Model& model, const model::BoundKind& kind, con
   return env;
 }
 
+long long pipeline_head_and_tail_units(const model::Model& model, const Training& training) {
+  if (!training.pipeline_split_counts_head) return 0;
+  long long mtp = 0;
+  for (const auto& group : model.stack)
+    if (group.mtp) mtp += group.count;
+  return 2 + mtp;
+}
+
 std::vector<StagePlan> plan_stages(const model::Model& model, const Layout& l) {
   std::vector<StagePlan> plan(static_cast<std::size_t>(l.pp));
   for (auto& st : plan) st.chunks.resize(static_cast<std::size_t>(l.vpp));

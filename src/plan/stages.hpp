@@ -41,6 +41,11 @@ std::vector<StagePlan> plan_stages(const model::Model& model, const Layout& layo
 // account_for_loss_in_pipeline_split, and the pp_layout strings of the Megatron-Bridge DeepSeek-V3 recipes such
 // as "Et|(tt|)*30mL"), the embedding counts as one unit of the first chunk and each MTP layer and the loss as
 // units of the last chunk, so those chunks take fewer layers (an even split only; a stated split is as stated).
+// Units the even split counts besides the layers: with training.pipeline_split_counts_head the embedding (1), the
+// loss (1) and each MTP layer; 0 otherwise. A chunk may then hold the embedding or the loss alone (Llama 3.1 405B's
+// 126 layers over PP 16 x VPP 8 in the Megatron-Bridge recipes).
+long long pipeline_head_and_tail_units(const model::Model& model, const Training& training);
+
 template <typename Visit>
 void for_each_chunk_group(const model::Model& model, const Layout& l, const Training& training, Visit&& visit) {
   auto call = [&](int stage, int chunk, int kind, long long count, Recompute mode, bool is_mtp = false) {
@@ -53,13 +58,9 @@ void for_each_chunk_group(const model::Model& model, const Layout& l, const Trai
       visit(stage, chunk, kind, count);
     }
   };
-  long long mtp = 0;
-  for (const auto& group : model.stack)
-    if (group.mtp) mtp += group.count;
-  const long long head_units = training.pipeline_split_counts_head ? 1 : 0;        // the embedding
-  const long long tail_units = training.pipeline_split_counts_head ? 1 + mtp : 0;  // the loss and the MTP layers
+  const long long head_units = training.pipeline_split_counts_head ? 1 : 0;  // the embedding
   const long long layers = model.vision_layers() + model.body_layers();
-  const long long units = layers + head_units + tail_units;
+  const long long units = layers + pipeline_head_and_tail_units(model, training);
   const long long chunks = 1LL * l.pp * l.vpp;
   const long long base = units / chunks;
   const long long extra = units % chunks;

@@ -119,7 +119,9 @@ std::vector<plan::Layout> enumerate_blocks(const model::Model& model, const Spac
                                            long long devices, std::map<std::string, long long>& skipped) {
   std::vector<plan::Layout> out;
   const model::ModelSpec& spec = model.spec;
-  long long layers = model.body_layers() + model.vision_layers();
+  // What the even split spreads over the chunks: the layers, and the embedding, loss and MTP units when the split
+  // counts them (Megatron's account_for_embedding/loss_in_pipeline_split: Llama 3.1 405B's 126 + 2 over PP 16 x VP 8).
+  long long layers = model.body_layers() + model.vision_layers() + plan::pipeline_head_and_tail_units(model, training);
   auto values = [](const Dim& d, const std::vector<int>& fallback) { return d ? *d : fallback; };
   // Auto domains: TP powers of two within a node (across nodes only when allowed), CP powers of two up to 32,
   // PP any divisor up to the layers, EP powers of two up to the experts, expert TP 1 or TP, VPP 1-4 and the
