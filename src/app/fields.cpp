@@ -129,8 +129,9 @@ void add_job_fields(std::vector<Field<Request>>& f) {
   f.push_back({"model", "-m",
                "bundled model name (e.g. llama3-70b), the HuggingFace id of a bundled one (Qwen/Qwen3-8B), or a HuggingFace config.json / YAML path (required)",
                false, [](R& r, const json& v, const std::string& w) { r.job.model = text(v, w); }, [](const R&) { return std::string(); }});
-  f.push_back({"hardware", "-H", "bundled device (h100-sxm, h100-96g, a100-80g, h200, b200, gb200, mi300x, ascend-910b, ascend-910c) or a hardware YAML path",
-               false, [](R& r, const json& v, const std::string& w) { r.job.hardware = text(v, w); }, [](const R& r) { return r.job.hardware; }});
+  f.push_back({"hardware", "-H",
+               "bundled device (h100-sxm, h100-96g, a100-80g, h200, b200, gb200, b300, gb300, mi300x, ascend-910b, ascend-910c) or a hardware YAML path", false,
+               [](R& r, const json& v, const std::string& w) { r.job.hardware = text(v, w); }, [](const R& r) { return r.job.hardware; }});
   f.push_back({"framework", "",
                fmt::format("training system whose runtime profile applies (overlaps, runtime reserve, fragmentation, loss, parameter / gradient / "
                            "optimizer dtypes): {} (the --overlap-*, --reserve-gib and --*-bytes options given as well win)",

@@ -100,7 +100,7 @@ struct ValidatedPair {
   bool validated;
   const char* runs;
 };
-constexpr std::array<ValidatedPair, 11> kValidated = {{
+constexpr std::array<ValidatedPair, 15> kValidated = {{
     {"ascend-910b", false, true,
      "one held-out BF16 run in validation/runs.yaml (MindSpeed-LLM Qwen3-30B-A3B on 16 Atlas 800T A2 NPUs, +4.1 %): a single run, the "
      "efficiencies are priors"},
@@ -128,6 +128,16 @@ constexpr std::array<ValidatedPair, 11> kValidated = {{
     {"gb200", false, false,
      "one GB200 BF16 run (Megatron-Bridge 26.04 GPT-OSS-120B, -36 %); the BF16 GEMM efficiency is B200's prior, 0.75 times its FP8 "
      "fit's 0.801"},
+    {"gb300", true, true,
+     "5 held-out GB300 MXFP8 runs in validation/runs.yaml, median 2.2 %: Megatron-Bridge 26.04 Llama 3.1 405B +0.4 %, MoE Qwen3-30B-A3B "
+     "-8.7 %, Qwen3-235B-A22B +2.7 %, DeepSeek-V3 +2.2 %, Kimi K2 -1.9 %; the FP8 efficiencies were fitted on two dense Megatron-Bridge "
+     "GB300 MXFP8 runs (Llama 3 8B, 70B)"},
+    {"gb300", false, false,
+     "one GB300 BF16 run (Megatron-Bridge 26.04 GPT-OSS-120B, -25 %); the BF16 GEMM efficiency is the prior 0.75 times the FP8 fit's 0.977"},
+    {"b300", true, true,
+     "3 held-out B300 MXFP8 MoE runs in validation/runs.yaml, median 7.1 % (Megatron-Bridge 26.04: Qwen3-30B-A3B -6.3 %, Qwen3-235B-A22B "
+     "-7.1 %, DeepSeek-V3 PP16 -26 %), priced with GB300's efficiencies (no B300 run fitted): three runs of one release, no dense run"},
+    {"b300", false, false, "one B300 BF16 run (Megatron-Bridge 26.04 GPT-OSS-120B, -43 %); the BF16 GEMM efficiency is GB300's prior"},
     {"h100-96g", false, true,
      "4 held-out torchtitan BF16 runs at the 500 W power limit (Llama 3.1 8B FSDP8 / FSDP128, eager and compiled, torch SDPA): -5.5 % to "
      "-8.5 %, median 6.5 %, one configuration at two scales; the peak is the H100 NVL's, the lower end of the bracket torchtitan gives"},
