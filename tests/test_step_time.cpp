@@ -245,6 +245,35 @@ TEST(StepTime, NarrowExpertGroupedGemmRunsAtThePublishedKernelRate) {
   EXPECT_NEAR(experts_flops / experts_s / 1e12, 242.12, 0.10 * 242.12);
 }
 
+// A weight-gradient GEMM reads and writes its accumulated gradient every micro-batch (Megatron-Core's
+// gradient_accumulation_fusion into main_grad; terms::wgrad_pass_min_bytes). Qwen3-235B-A22B's 128 experts (h 4096,
+// width 1536, gate, up and down) all on one H100 in BF16 with fp32 gradients, 4096 tokens: 256 rows per expert, so the
+// pass moves 128 x 4096 x 1536 x 3 weights x 2 x 4 bytes plus 4096 x 8 routed copies x (2 x 4096 + 3 x 1536) BF16
+// inputs, more than its GEMM's time at the device's memory rate; the backward pays the difference. At 65536 tokens
+// (4096 rows per expert) the GEMM is the longer and nothing is added.
+TEST(StepTime, ExpertWeightGradientsMoveTheirGradientsEveryMicroBatch) {
+  const hardware::Hardware hw = test::device("h100-sxm");
+  const double rate = hw.hbm_bandwidth * hw.efficiency.memory;
+  const double h = 4096, width = 1536, experts = 128, topk = 8;
+  for (double s : {4096.0, 65536.0}) {
+    plan::Training t = training(8, static_cast<long long>(s));
+    t.moe_imbalance = 1.0;
+    const cost::KindTime once = first_kind_on_one_h100("qwen3-235b-a22b", t);
+    t.moe_imbalance = 2.0;
+    const cost::KindTime twice = first_kind_on_one_h100("qwen3-235b-a22b", t);
+    const double permute_s = s * topk * 2 * h * 5 / rate;  // moe_permute: 5 h-wide bf16 passes
+    const double experts_s = (twice.fwd_s - once.fwd_s) - permute_s;
+    const double bytes = experts * h * width * 3 * 2 * 4 + s * topk * (2 * h + 3 * width) * 2;
+    std::printf("Qwen3-235B-A22B experts at %.0f tokens, H100 BF16: weight-gradient pass %.3f ms at the memory rate, GEMM %.3f ms\n", s, 1e3 * bytes / rate,
+                1e3 * experts_s);
+    EXPECT_NEAR(once.wgrad_floor_s, std::max(0.0, bytes / rate - experts_s), 1e-6) << s;
+  }
+  EXPECT_GT(first_kind_on_one_h100("qwen3-235b-a22b", training(8, 4096)).wgrad_floor_s, 0.0);
+  plan::Training lora = training(8, 4096);
+  lora.lora_rank = 16;  // frozen experts: no weight gradients
+  EXPECT_EQ(first_kind_on_one_h100("qwen3-235b-a22b", lora).wgrad_floor_s, 0.0);
+}
+
 TEST(StepTime, Fp8AddsTheCastTrafficOfEveryGemmInput) {
   // Transformer Engine casts each GEMM input to FP8 with its transpose (4 bytes moved per element); on a
   // dense Llama layer at TP 1 the inputs are h (QKV), a x dv (output projection), h (FFN in), ffn (FFN out).

@@ -156,6 +156,18 @@ inline constexpr double kDpBucketElements = 40e6;
 // EP ranks per micro-batch: the slowest rank waits for the most loaded one. Default imbalance factor (max over
 // mean of tokens per EP rank) for dropless routing when a run states none; 1 when the router is forced to balance.
 inline constexpr double kDroplessImbalance = 1.0;
+// A weight-gradient GEMM adds its product into the gradient kept across micro-batches: Megatron-Core's
+// gradient_accumulation_fusion (default with Transformer Engine) has TE's Linear and GroupedLinear accumulate into
+// main_grad inside the GEMM (fuse_wgrad_accumulation; megatron/core/extensions/transformer_engine.py, TEGroupedLinear),
+// PyTorch's autograd adds into .grad after it. Either way the GEMM reads and writes every gradient element of its
+// weight once per micro-batch (grad_bytes each way) besides reading its two inputs, so it cannot run faster than
+// those bytes at the device's memory rate. The bound binds where a weight sees few rows per micro-batch: a routed
+// expert's weight gradient over K rows does 2 K FLOPs per 2 x grad_bytes moved, below B200's or H100's FP8 balance
+// point (about 450 FLOPs per byte at the fitted efficiencies) under ~1800 rows: DeepSeek-V3 over EP 8 gives each
+// expert 1024 rows per micro-batch, over EP 32 4096. Bytes one weight-gradient pass moves at least:
+inline double wgrad_pass_min_bytes(double weight_elements, double grad_bytes, double input_elements, double input_bytes) {
+  return weight_elements * 2.0 * grad_bytes + input_elements * input_bytes;
+}
 // Megatron-Core's alltoall token dispatcher copies tokens_per_expert to the host in every dispatch (the grouped
 // GEMM's split sizes and the all-to-all's output splits; token_dispatcher.py, `.to(torch.device("cpu"))`), which
 // drains the launch queue: after each sync the GPU waits for the CPU to launch the layer's next kernels again

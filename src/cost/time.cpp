@@ -23,6 +23,7 @@ struct LayerTime {
   double shared_expert_s = 0;  // the shared experts' forward + backward (what moe_shared_expert_overlap hides EP behind)
   double attention_fwd_s = 0;  // the flash-attention kernels' forward and backward (what a CP ring hides behind)
   double attention_bwd_s = 0;
+  double wgrad_floor_s = 0;  // the routed experts' weight-gradient passes beyond their GEMM time (terms::wgrad_pass_min_bytes)
   // Selective recompute drops the dispatched tokens (the expert_in op's switch: Megatron's `moe` module), so its
   // recompute dispatches and combines them again.
   bool selective_redispatches = false;
@@ -42,10 +43,12 @@ double compute_seconds(const hardware::Hardware& hw, model::WorkKind kind, doubl
   return 0;
 }
 
+// A shape symbol's value in `env` (0 when the records state none).
+double value_of(const expr::Env& env, int symbol) { return symbol >= 0 && env.has(symbol) ? env.get(symbol).as_double() : 0.0; }
+
 // The query-key head dimension a flash kernel runs: MLA's nope + rope, else dh (0 when the records state neither).
 double attention_head_dim(const model::OpRecords& rec, const expr::Env& env) {
-  auto value = [&](int sym) { return sym >= 0 && env.has(sym) ? env.get(sym).as_double() : 0.0; };
-  return value(rec.shape.mla) == 1 ? value(rec.shape.nope) + value(rec.shape.rope) : value(rec.shape.dh);
+  return value_of(env, rec.shape.mla) == 1 ? value_of(env, rec.shape.nope) + value_of(env, rec.shape.rope) : value_of(env, rec.shape.dh);
 }
 
 // The attention kernel's rate for a layer whose names `env` binds (terms::attention_kernel_rate).
@@ -69,7 +72,7 @@ LayerTime layer_time(const model::Model& model, const model::BoundKind& kind, co
   }
   // The routed experts' width per expert-TP rank, for the grouped-GEMM loss (efficiency.grouped_gemm_half_width).
   const int ffn_sym = rec.shape.ffn;
-  const double expert_width = ffn_sym >= 0 && env.has(ffn_sym) ? env.get(ffn_sym).as_double() / l.etp : 0.0;
+  const double expert_width = value_of(env, ffn_sym) / l.etp;
   const double attention_rate = attention_rate_of(rec, env, training);
   LayerTime out;
   out.selective_redispatches = redispatch;
@@ -97,6 +100,19 @@ LayerTime layer_time(const model::Model& model, const model::BoundKind& kind, co
     if (term.kind == model::WorkKind::Gemm && training.lora_rank > 0)
       backward = terms::frozen_gemm_backward(terms::trainable_fraction(training, static_cast<double>(model.spec.hidden_size)));
     out.bwd_s += seconds * backward;
+    if (term.role == model::WorkRole::RoutedExperts && term.kind == model::WorkKind::Gemm && training.lora_rank == 0 && rows > 0) {
+      // The weight-gradient pass (one forward's worth of the backward) moves at least its gradients twice and its
+      // inputs once (terms::wgrad_pass_min_bytes): the local experts' weights amount / (2 rows), each routed copy
+      // reading h + n_ffn_mm ffn input and output-gradient elements per expert (h in and out of the gated pair and
+      // the down projection).
+      const double weights = amount / (2.0 * rows);
+      const double hd = value_of(env, rec.shape.h), mm = value_of(env, rec.shape.n_ffn_mm), width = expert_width;
+      const double copies = hd > 0 && mm > 0 && width > 0 ? amount / (2.0 * hd * width * mm) : 0.0;
+      const double bytes =
+          terms::wgrad_pass_min_bytes(weights, training.gradient_bytes(), copies * (2.0 * hd + mm * width), training.fp8 ? 1.0 : training.compute_bytes);
+      const double floor_s = compute_seconds(hw, model::WorkKind::Memory, bytes, false);
+      out.wgrad_floor_s += std::max(0.0, floor_s - seconds);
+    }
     if (term.role == model::WorkRole::SharedExperts) out.shared_expert_s += seconds * (1.0 + backward);
     if (term.role == model::WorkRole::FlashAttention && training.flash_attention) {
       out.attention_fwd_s += seconds;
@@ -118,6 +134,7 @@ LayerTime layer_time(const model::Model& model, const model::BoundKind& kind, co
       if (flops) out.recompute_flops[sel] += amount;
     }
   }
+  out.bwd_s += out.wgrad_floor_s;
   return out;
 }
 
@@ -295,6 +312,7 @@ KindTimes kind_times(const model::Model& model, const plan::Layout& l, const pla
       kt.recompute_flops[m] = lt.recompute_flops[m];
     }
     kt.selective_redispatches = lt.selective_redispatches;
+    kt.wgrad_floor_s = lt.wgrad_floor_s;
     double kh = kind.vision ? static_cast<double>(spec.vision->hidden_size) : h;
     double ktokens = kind.vision ? static_cast<double>(spec.vision->tokens) * l.mbs : tokens;
     double collectives = static_cast<double>(kind.kind.ops.at("tp_comm"));
@@ -577,16 +595,17 @@ std::vector<std::string> explain_stage_terms(const model::Model& model, const pl
   out.push_back(fmt::format("time, per {} on stage {} (ms):", training.seq_split > 1 ? "sequence-pipeline unit" : "micro-batch", stage));
   for (const plan::StageRun& r : plan::stage_runs(model, l, training, stage)) {
     const KindTime& k = kt.kinds[static_cast<std::size_t>(r.kind)];
-    out.push_back(
-        fmt::format("  chunk {} kind {}: {} layers x (forward {:.3f} + backward {:.3f} + recompute {:.3f} [{}] + host stalls {:.3f} "
-                    "[kAllToAllDispatcherHostSeconds, in fwd/bwd] + CP merges {:.3f} + {:.3f} [kRingMergeElementsPerPass x ring_merge_steps, "
-                    "in fwd/bwd]; TP {:.3f} CP {:.3f} EP {:.3f} before overlap{})",
-                    r.chunk, model.kinds[static_cast<std::size_t>(r.kind)].kind.name, r.count, ms(k.fwd_s - terms::kForwardShare * k.host_s - k.cp_merge_fwd_s),
-                    ms(k.bwd_s - terms::kBackwardShare * k.host_s - k.cp_merge_bwd_s), ms(k.recompute_s[static_cast<int>(r.mode)]), to_string(r.mode),
-                    ms(k.host_s), ms(k.cp_merge_fwd_s), ms(k.cp_merge_bwd_s), ms(k.tp_raw_s), ms(k.cp_raw_s), ms(k.ep_raw_s),
-                    k.ep_raw_s > 0 && (r.mode == plan::Recompute::Full || (r.mode == plan::Recompute::Selective && k.selective_redispatches))
-                        ? "; x 1.5: its recompute dispatches and combines again"
-                        : ""));
+    out.push_back(fmt::format(
+        "  chunk {} kind {}: {} layers x (forward {:.3f} + backward {:.3f} + recompute {:.3f} [{}] + host stalls {:.3f} "
+        "[kAllToAllDispatcherHostSeconds, in fwd/bwd] + CP merges {:.3f} + {:.3f} [kRingMergeElementsPerPass x ring_merge_steps, "
+        "in fwd/bwd] + expert weight gradients beyond their GEMMs {:.3f} [wgrad_pass_min_bytes, in bwd]; TP {:.3f} CP {:.3f} EP {:.3f} "
+        "before overlap{})",
+        r.chunk, model.kinds[static_cast<std::size_t>(r.kind)].kind.name, r.count, ms(k.fwd_s - terms::kForwardShare * k.host_s - k.cp_merge_fwd_s),
+        ms(k.bwd_s - terms::kBackwardShare * k.host_s - k.cp_merge_bwd_s - k.wgrad_floor_s), ms(k.recompute_s[static_cast<int>(r.mode)]), to_string(r.mode),
+        ms(k.host_s), ms(k.cp_merge_fwd_s), ms(k.cp_merge_bwd_s), ms(k.wgrad_floor_s), ms(k.tp_raw_s), ms(k.cp_raw_s), ms(k.ep_raw_s),
+        k.ep_raw_s > 0 && (r.mode == plan::Recompute::Full || (r.mode == plan::Recompute::Selective && k.selective_redispatches))
+            ? "; x 1.5: its recompute dispatches and combines again"
+            : ""));
   }
   std::vector<char> told(model.kinds.size(), 0);
   for (const plan::StageRun& r : plan::stage_runs(model, l, training, stage)) {

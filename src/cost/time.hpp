@@ -53,6 +53,7 @@ struct KindTime {
   double tp_raw_s = 0, cp_raw_s = 0, ep_raw_s = 0;  // the collectives' own time, before any overlap
   double host_s = 0;                                // host synchronisation stalls (in fwd_s and bwd_s)
   double cp_merge_fwd_s = 0, cp_merge_bwd_s = 0;    // ring CP's merges of partial results (in fwd_s and bwd_s)
+  double wgrad_floor_s = 0;                         // routed experts' weight-gradient passes beyond their GEMMs (in bwd_s)
   bool selective_redispatches = false;              // selective recompute re-runs the EP dispatch and combine
 };
 struct KindTimes {

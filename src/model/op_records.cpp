@@ -170,7 +170,7 @@ OpRecords op_records_from_json(const json& tree, const std::string& file) {
   auto find = [&](const char* name) { return r.symbols.find(name); };
   r.layout = LayoutSymbols{find("s"),         find("seq"), find("ctx"), find("b"),  find("t"),   find("tsp"), find("cp"),  find("ep"),    find("etp"),
                            find("tok_shard"), find("fa"),  find("bc"),  find("bq"), find("kvs"), find("cap"), find("fp8"), find("eager"), find("lora")};
-  r.shape = ShapeSymbols{find("ffn"), find("mla"), find("nope"), find("rope"), find("dh")};
+  r.shape = ShapeSymbols{find("ffn"), find("mla"), find("nope"), find("rope"), find("dh"), find("h"), find("n_ffn_mm")};
   return r;
 }
 

@@ -72,7 +72,7 @@ struct LayoutSymbols {
 // Indices of the model-bound names the time estimator reads per layer kind (the expert width, the attention's head
 // dimension), resolved once when the records load (-1: unread).
 struct ShapeSymbols {
-  int ffn = -1, mla = -1, nope = -1, rope = -1, dh = -1;
+  int ffn = -1, mla = -1, nope = -1, rope = -1, dh = -1, h = -1, n_ffn_mm = -1;
 };
 
 struct OpRecords {
