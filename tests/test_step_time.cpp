@@ -274,6 +274,34 @@ TEST(StepTime, ExpertWeightGradientsMoveTheirGradientsEveryMicroBatch) {
   EXPECT_EQ(first_kind_on_one_h100("qwen3-235b-a22b", lora).wgrad_floor_s, 0.0);
 }
 
+// Megatron-Core overlaps pipeline sends only in its interleaved schedule (overlap_p2p_comm); in 1F1B each steady-state
+// micro-batch blocks on one activation send forward and one gradient send backward. Llama 3 8B over PP 4 on H100
+// nodes (PP neighbours on the node's NVLink, 450 GB/s at the device's comm efficiency): one send is 4096 x 4096 x 2 bytes.
+// Under the Megatron-Bridge profile the 1F1B step pays them all, the interleaved one only its fill and drain;
+// --overlap-pp, when stated, holds for both schedules.
+TEST(StepTime, OneFOneBBlocksOnItsPipelineSendsUnderMegatron) {
+  const auto hw = test::device("h100-sxm");
+  const auto m = test::bundled("llama3-8b");
+  const auto& profile = cost::terms::framework_profile("megatron_bridge");
+  plan::Training t = training(32, 4096);
+  cost::terms::apply_profile(profile, t);
+  plan::Layout l;
+  l.pp = 4;
+  l.dp = 1;
+  l.micro_batches = 32;
+  const hardware::Level link = hw.level_for_span(4);
+  const double one = 4096.0 * 4096 * 2 / (link.bandwidth * hw.efficiency.comm) + link.latency;
+  EXPECT_NEAR(cost::estimate_time(m, l, t, hw, profile.overlap).breakdown.pp_comm_s, 2 * 3 * one + 2 * 32 * one, 1e-9);
+  plan::Layout interleaved = l;
+  interleaved.vpp = 2;
+  EXPECT_NEAR(cost::estimate_time(m, interleaved, t, hw, profile.overlap).breakdown.pp_comm_s, 2 * 3 * 2 * one, 1e-9);
+  cost::Overlap stated = profile.overlap;
+  stated.pp = 1.0;
+  stated.pp_1f1b = -1.0;  // what --overlap-pp 1 sets
+  EXPECT_NEAR(cost::estimate_time(m, l, t, hw, stated).breakdown.pp_comm_s, 2 * 3 * one, 1e-9);
+  EXPECT_EQ(cost::terms::framework_profile("torchtitan").overlap.pp_without_interleaving(), cost::terms::framework_profile("torchtitan").overlap.pp);
+}
+
 TEST(StepTime, Fp8AddsTheCastTrafficOfEveryGemmInput) {
   // Transformer Engine casts each GEMM input to FP8 with its transpose (4 bytes moved per element); on a
   // dense Llama layer at TP 1 the inputs are h (QKV), a x dv (output projection), h (FFN in), ffn (FFN out).

@@ -298,8 +298,11 @@ void add_job_fields(std::vector<Field<Request>>& f) {
   f.push_back({"overlap_cp", "", "share of each ring-CP step's attention that hides the step's K,V transfer (1: all of it, a side stream)", false,
                [](R& r, const json& v, const std::string& w) { r.job.overlap.cp = real(v, w, 0, 1, "(a fraction)"); },
                [](const R& r) { return show_number(r.job.overlap.cp); }});
-  f.push_back({"overlap_pp", "", "fraction of steady-state pipeline sends hidden", false,
-               [](R& r, const json& v, const std::string& w) { r.job.overlap.pp = real(v, w, 0, 1, "(a fraction)"); },
+  f.push_back({"overlap_pp", "", "fraction of steady-state pipeline sends hidden (with or without interleaving; default: the framework's)", false,
+               [](R& r, const json& v, const std::string& w) {
+                 r.job.overlap.pp = real(v, w, 0, 1, "(a fraction)");
+                 r.job.overlap.pp_1f1b = -1.0;  // stated: for every schedule
+               },
                [](const R& r) { return show_number(r.job.overlap.pp); }});
 }
 

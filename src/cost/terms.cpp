@@ -299,8 +299,8 @@ Validity validated(const hardware::Hardware& hw, bool fp8) {
 namespace sapp::cost {
 
 void read_overlap(const io::Reader& map, Overlap& into) {
-  map.only({"tp", "dp", "ep", "cp", "pp"});
-  for (auto [key, value] : {std::pair{"tp", &into.tp}, {"dp", &into.dp}, {"ep", &into.ep}, {"cp", &into.cp}, {"pp", &into.pp}}) {
+  map.only({"tp", "dp", "ep", "cp", "pp", "pp_1f1b"});
+  for (auto [key, value] : {std::pair{"tp", &into.tp}, {"dp", &into.dp}, {"ep", &into.ep}, {"cp", &into.cp}, {"pp", &into.pp}, {"pp_1f1b", &into.pp_1f1b}}) {
     if (map.has(key)) *value = map.quantity(key, units::kOverlap);
   }
 }

@@ -27,8 +27,15 @@ struct Overlap {
   double cp = 1.0;  // ring CP: share of each ring step's attention that hides the step's K,V transfer (a side
                     // stream; terms::ring_cp_exposed_seconds)
   double pp = 1.0;  // steady-state pipeline sends hidden under compute (fill/drain sends are always exposed)
+  // The same under a schedule without interleaving (1F1B, GPipe); negative: as `pp`. Megatron-Core overlaps its
+  // pipeline sends only in the interleaved schedule (overlap_p2p_comm); without interleaving each steady-state
+  // step blocks on send_forward_recv_backward and send_backward_recv_forward (schedules.py,
+  // forward_backward_pipelining_without_interleaving; Megatron-Bridge's comm_overlap.py sets overlap_p2p_comm only
+  // with VP > 1 and batch_p2p_comm otherwise): the Megatron, NeMo and Megatron-Bridge profiles state 0.
+  double pp_1f1b = -1.0;
+  [[nodiscard]] double pp_without_interleaving() const { return pp_1f1b < 0 ? pp : pp_1f1b; }
 };
-// An overlap mapping ({tp, dp, ep, cp, pp}, each a fraction from 0 to 1; keys not stated keep `into`'s) read over
+// An overlap mapping ({tp, dp, ep, cp, pp, pp_1f1b}, each a fraction from 0 to 1; keys not stated keep `into`'s) read over
 // `into`: the framework profiles' and the validation runs' (their recipes' overlap where it differs).
 void read_overlap(const io::Reader& map, Overlap& into);
 

@@ -541,8 +541,10 @@ StepTime estimate_time(const model::Model& model, const plan::Layout& l, const p
     double msg = tokens * h * bc / l.tsp();
     double one = msg / (pp_link.bandwidth * hw.efficiency.comm) + pp_link.latency;
     // Fill and drain cross p-1 boundaries forward and backward (v times with interleaving); the steady-state
-    // transfers overlap compute except for the fraction 1 - overlap.pp of the m micro-batches' sends.
-    pp_comm = runs * 2.0 * (l.pp - 1.0) * v * one + (1.0 - overlap.pp) * 2.0 * m * one;
+    // transfers overlap compute except for the fraction 1 - overlap.pp of the m micro-batches' sends (without
+    // interleaving, Overlap::pp_without_interleaving: Megatron-Core blocks on them).
+    const double hidden_pp = v > 1 ? overlap.pp : overlap.pp_without_interleaving();
+    pp_comm = runs * 2.0 * (l.pp - 1.0) * v * one + (1.0 - hidden_pp) * 2.0 * m * one;
   }
   out.breakdown.dp_comm_s = dp_comm;
   out.breakdown.pp_comm_s = pp_comm;
