@@ -2015,6 +2015,12 @@ TEST(MegatronTokenizer, VocabularyFromKnownTokenizers) {
                             "--tokenizer-type HuggingFaceTokenizer --tokenizer-model meta-llama/Meta-Llama-3-8B --tensor-model-parallel-size 2\n",
                         "hf.sh", config::Format::Megatron);
   EXPECT_EQ(hf.model_config.at("vocab_size").get<long long>(), 128256);  // llama3-8b.json: 128256 = 501 x 256
+  // An id a bundled file lists among the ids of its architecture (kimi-k2.json's _hf_ids): Kimi K2's 163840 rows.
+  config::Loaded kimi =
+      config::read_text("torchrun pretrain_gpt.py " + model +
+                            "--tokenizer-type HuggingFaceTokenizer --tokenizer-model moonshotai/Kimi-K2-Instruct-0905 --tensor-model-parallel-size 2\n",
+                        "kimi.sh", config::Format::Megatron);
+  EXPECT_EQ(kimi.model_config.at("vocab_size").get<long long>(), 163840);  // 163840 = 640 x 256
   // Llama2Tokenizer: a SentencePiece model taken as Llama 2's 32000 tokens (Megatron-LM's Mixtral example points it
   // at Mixtral's, also 32000), said in a warning.
   config::Loaded llama2 = config::read_text("torchrun pretrain_gpt.py " + model + "--tokenizer-type Llama2Tokenizer --tokenizer-model ${TOKENIZER}\n", "l2.sh",

@@ -687,17 +687,11 @@ std::optional<std::pair<long long, std::string>> tokenizer_vocab(Args& a, long l
     raw = 32000;
     from = "Llama2Tokenizer's SentencePiece model, taken as Llama 2's 32000 tokens (state --vocab-size if yours differs)";
   } else if (!model.empty() && model.find('/') != std::string::npos && (type.empty() || type == "HuggingFaceTokenizer")) {
-    // The bundled config whose source is that HuggingFace id ("meta-llama/Meta-Llama-3-8B config.json"), else
-    // the one named as the id's last part.
-    const std::string id = io::lower(model);
-    const std::string base = io::lower(io::last_component(model));
-    std::string path = io::data_dir() + "/models/" + base + ".json";
-    for (const std::string& candidate : io::list_files(io::data_dir() + "/models", ".json")) {
-      const nlohmann::json c = io::read_tree(candidate);
-      const std::string source = io::lower(c.value("_source", ""));
-      if (source.rfind(id + " ", 0) == 0 || source == id) path = candidate;
-    }
-    if (!io::exists(path)) return std::nullopt;
+    // The bundled config that HuggingFace id names (model::bundled_model_named: the id's last part as a file name,
+    // or a file whose `_source` or `_hf_ids` states the id).
+    const std::optional<std::string> named = model::bundled_model_named(model, io::data_dir());
+    if (!named) return std::nullopt;
+    const std::string path = io::data_dir() + "/models/" + *named + ".json";
     const nlohmann::json config = io::read_tree(path);
     const nlohmann::json& text = config.contains("text_config") ? config.at("text_config") : config;
     if (!text.contains("vocab_size") || !text.at("vocab_size").is_number_integer()) return std::nullopt;
