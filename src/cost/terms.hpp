@@ -169,9 +169,10 @@ inline constexpr double kDroplessImbalance = 1.0;
 // PyTorch's autograd adds into .grad after it. Either way the GEMM reads and writes every gradient element of its
 // weight once per micro-batch (grad_bytes each way) besides reading its two inputs, so it cannot run faster than
 // those bytes at the device's memory rate. The bound binds where a weight sees few rows per micro-batch: a routed
-// expert's weight gradient over K rows does 2 K FLOPs per 2 x grad_bytes moved, below B200's or H100's FP8 balance
-// point (about 450 FLOPs per byte at the fitted efficiencies) under ~1800 rows: DeepSeek-V3 over EP 8 gives each
-// expert 1024 rows per micro-batch, over EP 32 4096. Bytes one weight-gradient pass moves at least:
+// expert's weight gradient over K rows does 2 K FLOPs per weight element against 2 x grad_bytes moved, K / grad_bytes
+// FLOPs per byte, below B200's or H100's FP8 balance point (about 450 FLOPs per byte at the fitted efficiencies)
+// under ~1800 rows with fp32 gradients, ~900 with bf16: DeepSeek-V3 over EP 8 gives each expert 1024 rows per
+// micro-batch, over EP 32 4096. Bytes one weight-gradient pass moves at least:
 inline double wgrad_pass_min_bytes(double weight_elements, double grad_bytes, double input_elements, double input_bytes) {
   return weight_elements * 2.0 * grad_bytes + input_elements * input_bytes;
 }

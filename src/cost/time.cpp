@@ -102,9 +102,9 @@ LayerTime layer_time(const model::Model& model, const model::BoundKind& kind, co
     out.bwd_s += seconds * backward;
     if (term.role == model::WorkRole::RoutedExperts && term.kind == model::WorkKind::Gemm && training.lora_rank == 0 && rows > 0) {
       // The weight-gradient pass (one forward's worth of the backward) moves at least its gradients twice and its
-      // inputs once (terms::wgrad_pass_min_bytes): the local experts' weights amount / (2 rows), each routed copy
-      // reading h + n_ffn_mm ffn input and output-gradient elements per expert (h in and out of the gated pair and
-      // the down projection).
+      // inputs once (terms::wgrad_pass_min_bytes): the local experts' weights amount / (2 rows); per routed copy
+      // 2 h + n_ffn_mm ffn input and output-gradient elements (gated: the up pair's input h and output gradient
+      // 2 ffn, the down projection's input ffn and output gradient h).
       const double weights = amount / (2.0 * rows);
       const double hd = value_of(env, rec.shape.h), mm = value_of(env, rec.shape.n_ffn_mm), width = expert_width;
       const double copies = hd > 0 && mm > 0 && width > 0 ? amount / (2.0 * hd * width * mm) : 0.0;
