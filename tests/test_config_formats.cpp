@@ -1740,6 +1740,9 @@ INSTANTIATE_TEST_SUITE_P(
             "Et|tL\n",
             "places 2 transformer layers, but --num-layers is 4"},
         Bad{"megatron_unset_variable", "--num-layers 4 --hidden-size $H --num-attention-heads 4 --vocab-size 100\n", "--hidden-size"},
+        Bad{"megatron_checkpoint_conversion",
+            "python examples/mcore/deepseek3/convert_ckpt_deepseek3.py --target-tensor-parallel-size 2 --num-layers 64 --load-dir a --save-dir b\n",
+            "launches examples/mcore/deepseek3/convert_ckpt_deepseek3.py, a checkpoint conversion, not training"},
         Bad{"mindformers_offset_sum",
             "parallel_config:\n  pipeline_stage: 2\nmodel:\n  model_config:\n    hidden_size: 64\n    num_layers: 5\n    num_heads: 4\n    "
             "intermediate_size: 128\n    offset: [1, 1]\n",
@@ -2003,6 +2006,18 @@ namespace sapp {
 // al. 2019 §2.2), a HuggingFace tokenizer named by a bundled model's id gives that model's embedding rows; either
 // padded as Megatron pads (a multiple of --make-vocab-size-divisible-by x TP), with a warning saying so. A
 // tokenizer sapp cannot size is refused, naming --vocab-size, unless --model names the model.
+// A script that converts a checkpoint and then trains (a program named for training after the conversion) is read
+// as the training it launches; one that only converts is refused (the BadInput case megatron_checkpoint_conversion).
+TEST(MegatronScript, AConversionBeforeTrainingIsReadAsTheTraining) {
+  config::Loaded both = config::read_text(
+      "python tools/checkpoint/convert.py --load-dir a --save-dir b --target-tensor-parallel-size 2\n"
+      "torchrun --nproc_per_node 8 pretrain_gpt.py --num-layers 4 --hidden-size 1024 --num-attention-heads 16 --vocab-size 32000 --seq-length 2048 "
+      "--micro-batch-size 1 --global-batch-size 8 --tensor-model-parallel-size 2\n",
+      "both.sh", config::Format::Megatron);
+  EXPECT_EQ(both.values.at("tp").get<int>(), 2);
+  EXPECT_EQ(both.values.at("devices").get<long long>(), 8);
+}
+
 TEST(MegatronTokenizer, VocabularyFromKnownTokenizers) {
   const std::string model = "--num-layers 4 --hidden-size 1024 --num-attention-heads 16 --seq-length 2048 --micro-batch-size 1 --global-batch-size 8 ";
   config::Loaded gpt2 = config::read_text("torchrun pretrain_gpt.py " + model + "--tensor-model-parallel-size 8 --vocab-file v.json --merge-file m.txt\n",

@@ -711,6 +711,19 @@ Loaded read_megatron(const std::string& text, const std::string& file) {
   Loaded out;
   auto set = setter(out);
   out.warnings = sh.warnings;
+  // A checkpoint conversion (MindSpeed-LLM's convert_ckpt*.py, Megatron-LM's tools/checkpoint/convert.py) states some
+  // model flags and its target degrees (--target-tensor-parallel-size ...) but trains nothing: a script launching one
+  // and no training program (a name with "train" or "tune") is refused, naming it.
+  std::string conversion, training_program;
+  for (const std::string& program : a.programs) {
+    const std::string name = io::lower(io::last_component(program));
+    if (name.find("train") != std::string::npos || name.find("tune") != std::string::npos) training_program = program;
+    if (name.find("convert") != std::string::npos || name.find("ckpt") != std::string::npos || name.find("checkpoint") != std::string::npos)
+      conversion = program;
+  }
+  if (!conversion.empty() && training_program.empty()) {
+    fail(file, "launches {}, a checkpoint conversion, not training: give sapp the script that launches the training (pretrain_*.py)", conversion);
+  }
   // A script that launches generation or evaluation (MindSpeed-LLM's inference.py / evaluation.py, Megatron-LM's
   // run_text_generation.py, --max-new-tokens): priced as training of its model and layout all the same, and said.
   std::string inference_program;
