@@ -2018,6 +2018,22 @@ TEST(MegatronScript, AConversionBeforeTrainingIsReadAsTheTraining) {
   EXPECT_EQ(both.values.at("devices").get<long long>(), 8);
 }
 
+// Megatron-Core's hybrid stacks (Nemotron-H: Mamba 'M', attention '*', MLP '-', MoE 'E', each a layer of its own) are
+// not sapp's attention + FFN layers: the file's model is refused, naming the flag and the pattern, and a --model on
+// the command line still prices the file's layout.
+TEST(MegatronScript, HybridLayerStacksAreRefusedNotPricedAsTransformers) {
+  config::Loaded hybrid = config::read_text(
+      "torchrun --nproc_per_node 8 pretrain_mamba.py --num-layers 4 --hybrid-override-pattern M*ME --hidden-size 1024 --num-attention-heads 16 "
+      "--vocab-size 32000 --seq-length 2048 --micro-batch-size 1 --global-batch-size 8 --num-experts 8 --moe-ffn-hidden-size 512\n",
+      "hybrid.sh", config::Format::Megatron);
+  EXPECT_NE(hybrid.model_error.find("--hybrid-override-pattern: 'M*ME' is a hybrid stack"), std::string::npos) << hybrid.model_error;
+  app::EstimateRequest r;
+  EXPECT_THROW(config::fill(r, hybrid, nlohmann::json{}), Error);
+  app::EstimateRequest named;
+  config::fill(named, hybrid, nlohmann::json{{"model", "llama3-8b"}});
+  EXPECT_EQ(named.job.model, "llama3-8b");
+}
+
 TEST(MegatronTokenizer, VocabularyFromKnownTokenizers) {
   const std::string model = "--num-layers 4 --hidden-size 1024 --num-attention-heads 16 --seq-length 2048 --micro-batch-size 1 --global-batch-size 8 ";
   config::Loaded gpt2 = config::read_text("torchrun pretrain_gpt.py " + model + "--tensor-model-parallel-size 8 --vocab-file v.json --merge-file m.txt\n",

@@ -959,6 +959,17 @@ Loaded read_megatron(const std::string& text, const std::string& file) {
     }
     if (auto mtp = a.whole("--mtp-num-layers", 0)) m["num_nextn_predict_layers"] = *mtp;
     m["model_type"] = mla ? "deepseek_v3" : moe ? (qk_norm ? "qwen3_moe" : "mixtral") : qk_norm ? "qwen3" : qkv_bias ? "qwen2" : (swiglu ? "llama" : "gpt3");
+    // Megatron-Core's hybrid stacks (Nemotron-H, Nemotron 3: --hybrid-override-pattern, --hybrid-layer-pattern) make
+    // each symbol its own layer, Mamba (M), attention (*), MLP (-) or MoE (E); sapp's layers are attention + FFN, so
+    // such a stack is refused when the model is priced from this file, never priced as something else.
+    for (const char* flag : {"--hybrid-override-pattern", "--hybrid-layer-pattern"}) {
+      if (auto pattern = a.raw(flag); pattern && out.model_error.empty()) {
+        out.model_error = fmt::format(
+            "{}: '{}' is a hybrid stack (Mamba 'M', attention '*', MLP '-' and MoE 'E' each a layer of its own), which sapp does not model (its layers "
+            "are attention + FFN); give sapp --model for a model it bundles",
+            at(file, flag), *pattern);
+      }
+    }
     // MindSpeed-LLM's Qwen3-Next (examples/mcore/qwen3_next): gated DeltaNet layers with every
     // --full-attention-interval-th layer full attention; the DeltaNet's heads and its --mamba-d-conv kernel are
     // Transformers' linear_* keys. MoE: qwen3_next; dense: qwen3_5 (the same layers with a dense FFN).
