@@ -666,9 +666,14 @@ std::vector<std::string> explain_stage_terms(const model::Model& model, const pl
   const Breakdown& b = t.breakdown;
   out.push_back(
       fmt::format("step {:.3f} s = pipeline {:.3f} (slowest stage: compute {:.3f} + recompute {:.3f} + TP {:.3f} + CP {:.3f} + EP {:.3f}; bubble "
-                  "{:.3f}) + DP {:.3f} (forward/backward split kForwardShare {:.3f} / kBackwardShare {:.3f}) + PP {:.3f} + optimizer {:.3f}",
+                  "{:.3f}) + DP {:.3f} (forward/backward split kForwardShare {:.3f} / kBackwardShare {:.3f}) + PP {:.3f}{} + optimizer {:.3f}",
                   t.step_s, t.step_s - b.dp_comm_s - b.pp_comm_s - b.optimizer_s, b.compute_s, b.recompute_s, b.tp_comm_s, b.cp_comm_s, b.ep_comm_s, b.bubble_s,
-                  b.dp_comm_s, terms::kForwardShare, terms::kBackwardShare, b.pp_comm_s, b.optimizer_s));
+                  b.dp_comm_s, terms::kForwardShare, terms::kBackwardShare, b.pp_comm_s,
+                  l.pp > 1 ? fmt::format(" (fill and drain sends, and {:.0f} % of the steady state's: {})",
+                                         100.0 * (1.0 - (l.vpp > 1 ? overlap.pp : overlap.pp_without_interleaving())),
+                                         l.vpp > 1 ? "overlap.pp, interleaved" : "Overlap::pp_without_interleaving, 1F1B")
+                           : std::string(),
+                  b.optimizer_s));
   terms::Validity valid = terms::validated(hw, training.fp8);
   out.push_back(fmt::format("validated: {} ({})", valid.validated ? "true" : "false", valid.reason));
   return out;
