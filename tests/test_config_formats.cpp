@@ -2498,6 +2498,39 @@ dataset:
   EXPECT_EQ(replicas.layout.optimizer_shard, 4);
 }
 
+// AutoModel's own Llama (build_llama_model, components/models/llama/model.py at 507bfb751) runs Transformers' eager
+// LlamaRMSNorm and attn_implementation flash_attention_2 unless the config names one: eager norms and FlashAttention-2's
+// rate (--attention-kernel torch_sdpa); a from_pretrained model keeps the fused defaults; flash_attention_3 is fused.
+TEST(AutoModel, ItsOwnLlamaRunsEagerNormsAndFlashAttention2) {
+  const std::string base = R"(step_scheduler:
+  global_batch_size: 16
+  local_batch_size: 2
+distributed:
+  dp_size: 8
+model:
+  _target_: nemo_automodel.components.models.llama.model.build_llama_model
+  pretrained_model_name_or_path: meta-llama/Llama-3.1-8B
+dataset:
+  seq_len: 4096
+)";
+  app::EstimateRequest own;
+  config::fill(own, config::read_text(base, "am.yaml"), nlohmann::json::object());
+  EXPECT_TRUE(own.job.training.eager_norms);
+  EXPECT_EQ(own.job.training.attention_kernel, plan::AttentionKernel::TorchSdpa);
+  std::string pretrained = base;
+  pretrained.replace(pretrained.find("nemo_automodel.components.models.llama.model.build_llama_model"), 62,
+                     "nemo_automodel.NeMoAutoModelForCausalLM.from_pretrained");
+  app::EstimateRequest hf;
+  config::fill(hf, config::read_text(pretrained, "am.yaml"), nlohmann::json::object());
+  EXPECT_FALSE(hf.job.training.eager_norms);
+  EXPECT_EQ(hf.job.training.attention_kernel, plan::AttentionKernel::Fused);
+  std::string fa3 = base;
+  fa3.replace(fa3.find("dataset:"), 8, "  attn_implementation: flash_attention_3\ndataset:");
+  app::EstimateRequest three;
+  config::fill(three, config::read_text(fa3, "am.yaml"), nlohmann::json::object());
+  EXPECT_EQ(three.job.training.attention_kernel, plan::AttentionKernel::Fused);
+}
+
 TEST(AutoModel, ReadsTheLayoutAsItsRecipesResolveIt) {
   config::Loaded l = config::read_file(source("tests/configs/automodel-deepseek-v3-pp.yaml"));
   EXPECT_EQ(l.format, config::Format::AutoModel);

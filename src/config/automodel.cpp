@@ -301,11 +301,20 @@ Loaded read_automodel(const json& stated, const std::string& file) {
         t.get("loss_fn._target_") ? "loss_fn._target_ MaskedCrossEntropy, loss_fn.fp32_upcast" : "the recipes' default loss (MaskedCrossEntropy)");
   }
 
-  // Kernels and precision.
+  // Kernels and precision. Transformers' attn_implementation: flash_attention_3 runs at the fused kernels' rate,
+  // flash_attention_2 and sdpa at FlashAttention-2's (--attention-kernel torch_sdpa).
+  // AutoModel's own Llama (model._target_ nemo_automodel.components.models.llama.model.build_llama_model,
+  // components/models/llama/model.py) builds its layers from Transformers' LlamaRMSNorm, run as eager PyTorch ops,
+  // and sets attn_implementation flash_attention_2 unless the config names one.
+  const std::string model_target = t.text("model._target_").value_or("");
+  const bool automodel_llama = model_target.size() >= 17 && model_target.compare(model_target.size() - 17, 17, "build_llama_model") == 0;
+  if (automodel_llama) set("eager_norms", true, "model._target_ build_llama_model (Transformers' LlamaRMSNorm, eager)");
   if (auto attn = t.text("model.backend.attn")) {
     set("attention_kernel", *attn == "sdpa" || *attn == "flex" ? "torch_sdpa" : "fused", "model.backend.attn");
   } else if (auto impl = t.text("model.attn_implementation")) {
-    set("attention_kernel", impl->find("flash") != std::string::npos ? "fused" : "torch_sdpa", "model.attn_implementation");
+    set("attention_kernel", impl->find("flash_attention_3") != std::string::npos ? "fused" : "torch_sdpa", "model.attn_implementation");
+  } else if (automodel_llama) {
+    set("attention_kernel", "torch_sdpa", "model._target_ build_llama_model (flash_attention_2 unless model.attn_implementation names another)");
   }
   if (auto dispatcher = t.text("model.backend.dispatcher")) {
     set("moe_dispatcher", *dispatcher == "deepep" || *dispatcher == "hybridep" ? "deepep" : "alltoall", "model.backend.dispatcher");
