@@ -694,6 +694,33 @@ TEST(Torchtitan, SchemaOfTheReleasesItReads) {
   }
 }
 
+// torchtitan's 2024 job TOML (9dec370's train_configs/llama3_8b.toml, the configuration of its published Llama 3
+// benchmarks): degrees in [training] and [experimental], float8.enable_float8_linear, model.norm_type. Read as v0.2
+// states them, with one warning; the eager RMSNorm ("rmsnorm") priced as eager ops unless torch.compile fuses it, and
+// that era's SDPA as FlashAttention-2.
+TEST(Torchtitan, ReadsThe2024SchemaAsItsBenchmarksRanIt) {
+  const std::string text =
+      "[model]\nname = \"llama3\"\nflavor = \"8B\"\nnorm_type = \"rmsnorm\"\n[training]\nbatch_size = 2\nseq_len = 8192\nwarmup_steps = 200\n"
+      "data_parallel_replicate_degree = 1\ndata_parallel_shard_degree = -1\ntensor_parallel_degree = 2\ncompile = false\n"
+      "[experimental]\ncontext_parallel_degree = 1\npipeline_parallel_degree = 1\n[activation_checkpoint]\nmode = 'selective'\n"
+      "selective_ac_option = 'op'\n[float8]\nenable_float8_linear = true\n";
+  const config::Loaded l = config::read_text(text, "t.toml", config::Format::Torchtitan);
+  ASSERT_FALSE(l.warnings.empty());
+  EXPECT_NE(l.warnings.front().find("training.tensor_parallel_degree as parallelism.tensor_parallel_degree"), std::string::npos) << l.warnings.front();
+  app::EstimateRequest r;
+  config::fill(r, l, nlohmann::json{{"devices", 8}});
+  EXPECT_EQ(r.layout.tp, 2);
+  EXPECT_EQ(r.layout.mbs, 2);
+  EXPECT_TRUE(r.job.training.eager_norms);
+  EXPECT_EQ(r.job.training.attention_kernel, plan::AttentionKernel::TorchSdpa);
+  EXPECT_TRUE(r.job.training.fp8);  // enable_float8_linear: the float8 converter
+  std::string compiled = text;
+  compiled.replace(compiled.find("compile = false"), 15, "compile = true");
+  app::EstimateRequest c;
+  config::fill(c, config::read_text(compiled, "t.toml", config::Format::Torchtitan), nlohmann::json{{"devices", 8}});
+  EXPECT_FALSE(c.job.training.eager_norms);
+}
+
 // The fsdp mesh is dp_shard x cp (torchtitan parallel_dims.py: "when cp is used, FSDP is also applied"): CP 2 with
 // data_parallel_shard_degree 1 and replicas shards over the 2 CP ranks; with data_parallel_shard_degree -1 the shard
 // group follows from the devices (64 / (replicate 4 x TP 8) = 2). training.dtype bfloat16 keeps the parameters,

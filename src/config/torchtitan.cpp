@@ -1,4 +1,4 @@
-// config/torchtitan: a torchtitan job TOML (v0.2.x schema; v0.1 keys read too). Model dimensions live in
+// config/torchtitan: a torchtitan job TOML (v0.2.x schema; v0.1 keys and the 2024 schema's read too). Model dimensions live in
 // torchtitan's code, not the TOML: sapp bundles them as data (data/formats/torchtitan-flavors.yaml, from
 // torchtitan v0.2.2). Semantics restated in docs/configs.md.
 #include <algorithm>
@@ -252,6 +252,43 @@ json flavour_model(const std::string& name, const std::string& flavour, const st
   return m;
 }
 
+// torchtitan's 2024 job TOML (before the [parallelism] section: e.g. 9dec370's train_configs/llama3_8b.toml, the
+// runs of its published Llama 3 benchmarks) states the degrees in [training] and [experimental], Float8 as
+// float8.enable_float8_linear and the norm as model.norm_type. Moves those keys to where v0.2 reads them, drops the
+// ones nothing prices, and returns what it moved, for one note; `eager_norm` says whether model.norm_type names the
+// eager RMSNorm (torchtitan/models/norms.py: "rmsnorm", unlike "fused_rmsnorm").
+std::vector<std::string> read_2024_keys(json& tree, bool& eager_norm) {
+  std::vector<std::string> moved;
+  auto move = [&](const char* from_section, const char* key, const char* to_section, const char* to_key) {
+    if (!tree.contains(from_section) || !tree[from_section].is_object() || !tree[from_section].contains(key)) return;
+    json value = tree[from_section][key];
+    tree[from_section].erase(key);
+    if (to_section != nullptr) tree[to_section][to_key] = value;
+    moved.push_back(to_section != nullptr ? fmt::format("{}.{} as {}.{}", from_section, key, to_section, to_key)
+                                          : fmt::format("{}.{} (not priced)", from_section, key));
+  };
+  for (const char* key :
+       {"data_parallel_replicate_degree", "data_parallel_shard_degree", "tensor_parallel_degree", "enable_async_tensor_parallel", "disable_loss_parallel"})
+    move("training", key, "parallelism", key);
+  for (const char* key :
+       {"context_parallel_degree", "pipeline_parallel_degree", "pipeline_parallel_schedule", "enable_async_tensor_parallel", "enable_compiled_autograd"})
+    move("experimental", key, "parallelism", key);
+  move("training", "warmup_steps", "lr_scheduler", "warmup_steps");
+  for (const char* key : {"pipeline_parallel_split_points", "pipeline_parallel_microbatches"}) move("experimental", key, nullptr, nullptr);
+  if (tree.contains("float8") && tree["float8"].is_object() && tree["float8"].contains("enable_float8_linear")) {
+    if (tree["float8"]["enable_float8_linear"] == true) tree["model"]["converters"].push_back("float8");
+    move("float8", "enable_float8_linear", nullptr, nullptr);
+    for (const char* key : {"scaling_type_input", "scaling_type_weight", "scaling_type_grad_output"}) move("float8", key, nullptr, nullptr);
+  }
+  if (tree.contains("model") && tree["model"].is_object() && tree["model"].contains("norm_type")) {
+    eager_norm = tree["model"]["norm_type"] == "rmsnorm";
+    move("model", "norm_type", nullptr, nullptr);
+  }
+  for (const char* section : {"experimental", "float8"})
+    if (tree.contains(section) && tree[section].is_object() && tree[section].empty()) tree.erase(section);
+  return moved;
+}
+
 }  // namespace
 
 Loaded read_torchtitan(const std::string& text, const std::string& file) {
@@ -261,10 +298,20 @@ Loaded read_torchtitan(const std::string& text, const std::string& file) {
   } catch (const toml::parse_error& e) {
     fail(file, "is not valid TOML: {} (line {})", std::string(e.description()), e.source().begin.line);
   }
+  bool eager_norm = false;
+  const std::vector<std::string> moved = read_2024_keys(tree, eager_norm);
   std::vector<std::string> unknown;
   check_schema(tree, "", file, unknown);
   Tree t{tree, file, {}};
   Loaded out;
+  if (!moved.empty()) {
+    out.warnings.push_back(fmt::format("torchtitan's 2024 keys read as v0.2 states them: {}", fmt::join(moved, ", ")));
+    // The PyTorch of that torchtitan (2.5.1 / 2.6) ran F.scaled_dot_product_attention as FlashAttention-2 on H100.
+    put(out, "attention_kernel", "torch_sdpa", "torchtitan's 2024 schema (its PyTorch's SDPA: FlashAttention-2)");
+  }
+  // The eager RMSNorm (one PyTorch op per step of the norm) unless torch.compile fuses it.
+  const bool compiled = t.flag("training.compile").value_or(false) || t.flag("compile.enable").value_or(false);
+  if (eager_norm && !compiled) put(out, "eager_norms", true, "model.norm_type rmsnorm without torch.compile");
   // The transformers_modeling_backend experiment trains a HuggingFace model named in [hf_transformers] model
   // (experiments/transformers_modeling_backend/configs/full.toml at v0.2.2), with the standard parallelism keys.
   const bool hf_backend = t.text("model.name").value_or("") == "transformers_modeling_backend";
