@@ -719,6 +719,20 @@ TEST(Torchtitan, ReadsThe2024SchemaAsItsBenchmarksRanIt) {
   app::EstimateRequest c;
   config::fill(c, config::read_text(compiled, "t.toml", config::Format::Torchtitan), nlohmann::json{{"devices", 8}});
   EXPECT_FALSE(c.job.training.eager_norms);
+  // Written back in place it would hold v0.2's [parallelism] beside the [training] degrees its torchtitan reads:
+  // refused, naming the file.
+  const report::EstimateReport rep = app::run_estimate(r);
+  config::Plan p;
+  p.layout = rep.layout;
+  p.devices = 8;
+  p.global_batch = 16;
+  p.seq = 8192;
+  try {
+    (void)config::emit(config::EmitFormat::Torchtitan, p, &l, "torchtitan llama3 8B");
+    ADD_FAILURE() << "a 2024-schema file was written in the v0.2 schema";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("t.toml states torchtitan's 2024 schema"), std::string::npos) << e.what();
+  }
 }
 
 // The fsdp mesh is dp_shard x cp (torchtitan parallel_dims.py: "when cp is used, FSDP is also applied"): CP 2 with

@@ -635,6 +635,15 @@ std::string emit_torchtitan(const Plan& plan, const Loaded* original, const std:
   const plan::Layout& l = plan.layout;
   std::string text;
   if (original) {
+    // A 2024-schema file (read_2024_keys) would take v0.2's [parallelism] keys beside its own [training] degrees,
+    // which its torchtitan reads instead: refused rather than written half in each schema.
+    json tree = to_json(toml::parse(original->text, original->file));
+    bool eager = false;
+    if (!read_2024_keys(tree, eager).empty())
+      fail("--emit torchtitan",
+           "{} states torchtitan's 2024 schema (degrees in [training] and [experimental]); sapp writes the v0.2 schema ([parallelism]): "
+           "write the plan as a new TOML (--emit torchtitan without --from), or move the file's degrees to [parallelism] first",
+           original->file);
     text = original->text;
   } else {
     std::string name;
