@@ -299,7 +299,10 @@ TEST(StepTime, OneFOneBBlocksOnItsPipelineSendsUnderMegatron) {
   stated.pp = 1.0;
   stated.pp_1f1b = -1.0;  // what --overlap-pp 1 sets
   EXPECT_NEAR(cost::estimate_time(m, l, t, hw, stated).breakdown.pp_comm_s, 2 * 3 * one, 1e-9);
-  EXPECT_EQ(cost::terms::framework_profile("torchtitan").overlap.pp_without_interleaving(), cost::terms::framework_profile("torchtitan").overlap.pp);
+  const cost::Overlap titan = cost::terms::framework_profile("torchtitan").overlap;
+  EXPECT_EQ(titan.pp_for(1), titan.pp);
+  EXPECT_EQ(profile.overlap.pp_for(1), 0.0);
+  EXPECT_EQ(profile.overlap.pp_for(2), profile.overlap.pp);
 }
 
 TEST(StepTime, Fp8AddsTheCastTrafficOfEveryGemmInput) {

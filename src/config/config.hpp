@@ -41,6 +41,7 @@ struct Loaded {
   std::vector<std::string> unused;            // key paths (or flags) the reader does not use
   std::vector<std::string> warnings;          // stated things sapp reads but prices only approximately
   std::map<std::string, std::string> origin;  // value key -> the key path (or flag) it was read from
+  std::string legacy_schema;                  // an older schema the file states (torchtitan: "2024"); empty: the current one
   // A batch per data-parallel rank whose data-parallel degree the file leaves to the device count (torchtitan's
   // data_parallel_shard_degree = -1): the global batch is per_rank x devices / model_ranks once the devices are
   // known (fill(), when no global batch is stated).

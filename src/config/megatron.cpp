@@ -714,25 +714,20 @@ Loaded read_megatron(const std::string& text, const std::string& file) {
   // A checkpoint conversion (MindSpeed-LLM's convert_ckpt*.py, Megatron-LM's tools/checkpoint/convert.py) states some
   // model flags and its target degrees (--target-tensor-parallel-size ...) but trains nothing: a script launching one
   // and no training program (a name with "train" or "tune") is refused, naming it.
-  std::string conversion, training_program;
+  // A script that launches generation or evaluation (MindSpeed-LLM's inference.py / evaluation.py, Megatron-LM's
+  // run_text_generation.py, --max-new-tokens): priced as training of its model and layout all the same, and said.
+  std::string conversion, training_program, inference_program;
   for (const std::string& program : a.programs) {
     const std::string name = io::lower(io::last_component(program));
-    if (name.find("train") != std::string::npos || name.find("tune") != std::string::npos) training_program = program;
-    if (name.find("convert") != std::string::npos || name.find("ckpt") != std::string::npos || name.find("checkpoint") != std::string::npos)
-      conversion = program;
+    auto names = [&name](std::initializer_list<const char*> words) {
+      return std::ranges::any_of(words, [&name](const char* w) { return name.find(w) != std::string::npos; });
+    };
+    if (names({"train", "tune"})) training_program = program;
+    if (names({"convert", "ckpt", "checkpoint"})) conversion = program;
+    if (names({"inference", "generat", "evaluat"}) && inference_program.empty()) inference_program = program;
   }
   if (!conversion.empty() && training_program.empty()) {
     fail(file, "launches {}, a checkpoint conversion, not training: give sapp the script that launches the training (pretrain_*.py)", conversion);
-  }
-  // A script that launches generation or evaluation (MindSpeed-LLM's inference.py / evaluation.py, Megatron-LM's
-  // run_text_generation.py, --max-new-tokens): priced as training of its model and layout all the same, and said.
-  std::string inference_program;
-  for (const std::string& program : a.programs) {
-    const std::string name = io::lower(io::last_component(program));
-    if (name.find("inference") != std::string::npos || name.find("generat") != std::string::npos || name.find("evaluat") != std::string::npos) {
-      inference_program = program;
-      break;
-    }
   }
   if (a.on("--max-new-tokens") || !inference_program.empty()) {
     out.warnings.push_back(

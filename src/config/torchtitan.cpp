@@ -305,6 +305,7 @@ Loaded read_torchtitan(const std::string& text, const std::string& file) {
   Tree t{tree, file, {}};
   Loaded out;
   if (!moved.empty()) {
+    out.legacy_schema = "2024";
     out.warnings.push_back(fmt::format("torchtitan's 2024 keys read as v0.2 states them: {}", fmt::join(moved, ", ")));
     // The PyTorch of that torchtitan (2.5.1 / 2.6) ran F.scaled_dot_product_attention as FlashAttention-2 on H100.
     put(out, "attention_kernel", "torch_sdpa", "torchtitan's 2024 schema (its PyTorch's SDPA: FlashAttention-2)");
@@ -637,9 +638,7 @@ std::string emit_torchtitan(const Plan& plan, const Loaded* original, const std:
   if (original) {
     // A 2024-schema file (read_2024_keys) would take v0.2's [parallelism] keys beside its own [training] degrees,
     // which its torchtitan reads instead: refused rather than written half in each schema.
-    json tree = to_json(toml::parse(original->text, original->file));
-    bool eager = false;
-    if (!read_2024_keys(tree, eager).empty())
+    if (original->legacy_schema == "2024")
       fail("--emit torchtitan",
            "{} states torchtitan's 2024 schema (degrees in [training] and [experimental]); sapp writes the v0.2 schema ([parallelism]): "
            "write the plan as a new TOML (--emit torchtitan without --from), or move the file's degrees to [parallelism] first",

@@ -33,7 +33,8 @@ struct Overlap {
   // forward_backward_pipelining_without_interleaving; Megatron-Bridge's comm_overlap.py sets overlap_p2p_comm only
   // with VP > 1 and batch_p2p_comm otherwise): the Megatron, NeMo and Megatron-Bridge profiles state 0.
   double pp_1f1b = -1.0;
-  [[nodiscard]] double pp_without_interleaving() const { return pp_1f1b < 0 ? pp : pp_1f1b; }
+  // The share of steady-state pipeline sends hidden under a schedule with `vpp` chunks per stage.
+  [[nodiscard]] double pp_for(long long vpp) const { return vpp > 1 || pp_1f1b < 0 ? pp : pp_1f1b; }
 };
 // An overlap mapping ({tp, dp, ep, cp, pp, pp_1f1b}, each a fraction from 0 to 1; keys not stated keep `into`'s) read over
 // `into`: the framework profiles' and the validation runs' (their recipes' overlap where it differs).

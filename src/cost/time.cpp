@@ -542,8 +542,8 @@ StepTime estimate_time(const model::Model& model, const plan::Layout& l, const p
     double one = msg / (pp_link.bandwidth * hw.efficiency.comm) + pp_link.latency;
     // Fill and drain cross p-1 boundaries forward and backward (v times with interleaving); the steady-state
     // transfers overlap compute except for the fraction 1 - overlap.pp of the m micro-batches' sends (without
-    // interleaving, Overlap::pp_without_interleaving: Megatron-Core blocks on them).
-    const double hidden_pp = v > 1 ? overlap.pp : overlap.pp_without_interleaving();
+    // interleaving, Overlap::pp_for: Megatron-Core blocks on them).
+    const double hidden_pp = overlap.pp_for(l.vpp);
     pp_comm = runs * 2.0 * (l.pp - 1.0) * v * one + (1.0 - hidden_pp) * 2.0 * m * one;
   }
   out.breakdown.dp_comm_s = dp_comm;
@@ -669,9 +669,8 @@ std::vector<std::string> explain_stage_terms(const model::Model& model, const pl
                   "{:.3f}) + DP {:.3f} (forward/backward split kForwardShare {:.3f} / kBackwardShare {:.3f}) + PP {:.3f}{} + optimizer {:.3f}",
                   t.step_s, t.step_s - b.dp_comm_s - b.pp_comm_s - b.optimizer_s, b.compute_s, b.recompute_s, b.tp_comm_s, b.cp_comm_s, b.ep_comm_s, b.bubble_s,
                   b.dp_comm_s, terms::kForwardShare, terms::kBackwardShare, b.pp_comm_s,
-                  l.pp > 1 ? fmt::format(" (fill and drain sends, and {:.0f} % of the steady state's: {})",
-                                         100.0 * (1.0 - (l.vpp > 1 ? overlap.pp : overlap.pp_without_interleaving())),
-                                         l.vpp > 1 ? "overlap.pp, interleaved" : "Overlap::pp_without_interleaving, 1F1B")
+                  l.pp > 1 ? fmt::format(" (fill and drain sends, and {:.0f} % of the steady state's: {})", 100.0 * (1.0 - overlap.pp_for(l.vpp)),
+                                         l.vpp > 1 ? "overlap.pp, interleaved" : "Overlap::pp_for, 1F1B")
                            : std::string(),
                   b.optimizer_s));
   terms::Validity valid = terms::validated(hw, training.fp8);
