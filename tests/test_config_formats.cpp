@@ -2715,5 +2715,42 @@ TEST(Megatron, AnFp8PlanPricedWithFp8WeightsWritesFp8ParamGather) {
   EXPECT_EQ(config::emit(config::EmitFormat::Megatron, p, &l, r.job.model).find("--fp8-param-gather"), std::string::npos);
 }
 
+// NVFP4 (Megatron-LM arguments.py: --fp4-format e2m1, --fp4-recipe nvfp4, --fp4-param-gather): read as NVFP4 GEMMs
+// with Transformer Engine's low-precision machinery, written back as the same flags (without --fp8-format: Megatron
+// takes one of the two), and refused by a format sapp writes no NVFP4 key for.
+TEST(Megatron, Nvfp4FlagsAreReadAndWritten) {
+  const std::string dir = test::temp_dir();
+  const std::string text = config::read_file(source("examples/megatron/llama3-70b-h100x64.sh")).text;
+  const std::size_t at = text.find("--use-mcore-models");
+  ASSERT_NE(at, std::string::npos);
+  auto with = [&](const std::string& name, const std::string& flags) {
+    std::string t = text;
+    t.insert(at, flags + " ");
+    test::write_file(dir + "/" + name, t);
+    return config::read_file(dir + "/" + name);
+  };
+  const config::Loaded l = with("fp8.sh", "--fp8-format hybrid");
+  const config::Loaded nv = with("nvfp4.sh", "--fp4-format e2m1 --fp4-recipe nvfp4 --fp4-param-gather");
+  app::EstimateRequest r;
+  config::fill(r, nv, nlohmann::json{{"hardware", "gb200"}});
+  EXPECT_TRUE(r.job.training.fp4);
+  EXPECT_TRUE(r.job.training.fp8);
+  EXPECT_TRUE(r.job.training.fp8_param_gather);
+  report::EstimateReport rep = app::run_estimate(r);
+  config::Plan p;
+  p.layout = rep.layout;
+  p.devices = r.job.devices;
+  p.global_batch = r.job.training.global_batch;
+  p.seq = r.job.training.seq;
+  p.num_layers = 80;
+  p.fp8 = true;
+  p.fp4 = true;
+  const std::string written = config::emit(config::EmitFormat::Megatron, p, &l, r.job.model);  // edits the FP8 script
+  EXPECT_NE(written.find("--fp4-format e2m1"), std::string::npos) << written;
+  EXPECT_NE(written.find("--fp4-recipe nvfp4"), std::string::npos) << written;
+  EXPECT_EQ(written.find("--fp8-format"), std::string::npos) << written;
+  EXPECT_THROW(config::check_training_expressible(config::EmitFormat::Torchtitan, nullptr, false, 1, true, true), Error);
+}
+
 }  // namespace
 }  // namespace sapp

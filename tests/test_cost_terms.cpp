@@ -83,15 +83,15 @@ TEST(CostTerms, AFrameworkFileIsReadKeyByKey) {
 // validation/runs.yaml: NeMo 24.12 H100 FP8 dense rows held out within the target, and the H100 BF16 rows; B200
 // MXFP8 rows and the 500 W H100's Float8 rows outside it; no FP8 run on Ascend 910B.
 TEST(CostTerms, ValidatedSaysWhyNot) {
-  EXPECT_TRUE(cost::terms::validated(test::device("h100-sxm"), true).validated);
-  auto b200 = cost::terms::validated(test::device("b200"), true);
+  EXPECT_TRUE(cost::terms::validated(test::device("h100-sxm"), "FP8").validated);
+  auto b200 = cost::terms::validated(test::device("b200"), "FP8");
   EXPECT_FALSE(b200.validated);
   EXPECT_NE(b200.reason.find("median"), std::string::npos) << b200.reason;
-  auto h100_96g_fp8 = cost::terms::validated(test::device("h100-96g"), true);  // torchtitan's Float8 runs, median 9.1 %
+  auto h100_96g_fp8 = cost::terms::validated(test::device("h100-96g"), "FP8");  // torchtitan's Float8 runs, median 9.1 %
   EXPECT_FALSE(h100_96g_fp8.validated);
   EXPECT_NE(h100_96g_fp8.reason.find("median"), std::string::npos) << h100_96g_fp8.reason;
-  EXPECT_TRUE(cost::terms::validated(test::device("h100-sxm"), false).validated);  // nine BF16 runs, median 7.5 %
-  auto fp8 = cost::terms::validated(test::device("ascend-910b"), true);
+  EXPECT_TRUE(cost::terms::validated(test::device("h100-sxm"), "BF16").validated);  // nine BF16 runs, median 7.5 %
+  auto fp8 = cost::terms::validated(test::device("ascend-910b"), "FP8");
   EXPECT_FALSE(fp8.validated);
   EXPECT_NE(fp8.reason.find("FP8"), std::string::npos) << fp8.reason;
 }

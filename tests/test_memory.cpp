@@ -585,6 +585,29 @@ TEST(Memory, TransformerEngineCachesFp8WeightsUnlessTheWeightsAreFp8) {
   EXPECT_DOUBLE_EQ(cost::estimate_memory(m, l, titan, 1e15).stages[0].fp8_weight_cache, 0.0);
 }
 
+// NVFP4 through Transformer Engine keeps the same copies as FP8, at 0.5 + 1/16 bytes per element (an E2M1 value, an
+// E4M3 scale per 16): Llama 3 8B as in the two tests above (s = 8192, TP 1), the quantised inputs of the norms'
+// outputs, the down projection's input and the output projection's extra copy; the weight cache two such copies.
+TEST(Memory, TransformerEngineNvfp4KeepsItsCopiesAtFourBitsAndAScale) {
+  auto m = test::bundled("llama3-8b");
+  plan::Training t;
+  t.seq = 8192;
+  t.global_batch = 8;
+  plan::Layout l;
+  const double tokens = 8192, q = 0.5 + 1.0 / 16;
+  t.fp8 = true;
+  auto fp8 = cost::layer_activation(m, 0, l, t, plan::Recompute::Off);
+  t.fp4 = true;
+  auto fp4 = cost::layer_activation(m, 0, l, t, plan::Recompute::Off);
+  EXPECT_DOUBLE_EQ(fp8.attention - fp4.attention, tokens * (1 - q) * (4096 + 4096));  // norm output, output projection copy
+  EXPECT_DOUBLE_EQ(fp8.ffn - fp4.ffn, tokens * (1 - q) * (4096 + 14336));             // norm output, down projection input
+  l.dp = 8;
+  l.zero = 1;
+  l.micro_batches = 1;
+  const double layer_elements = 32.0 * (2 * 4096.0 * 4096 + 2 * 4096.0 * 1024 + 3 * 4096.0 * 14336 + 2 * 4096);
+  EXPECT_DOUBLE_EQ(cost::estimate_memory(m, l, t, 1e15).stages[0].fp8_weight_cache, 2 * q * layer_elements);
+}
+
 TEST(Memory, TheSequencePipelineHoldsSegmentsAndTheirKvCache) {
   // MindSpore's seqpipe (Seq1F1B, arXiv:2406.03488) with seq_split k: the schedule's units are segments of seq / k
   // tokens; stage i holds p - i + k - 1 of them (the reference planner's count, docs/reference-planner.md); a unit's

@@ -124,8 +124,8 @@ struct Report {
   int over = 0;  // published layouts that do not fit
   std::string over_names;
   // Held-out |step error| per (device, FP8), and one device of each pair.
-  std::map<std::pair<std::string, bool>, std::vector<double>> by_device;
-  std::map<std::pair<std::string, bool>, hardware::Hardware> devices;
+  std::map<std::pair<std::string, std::string>, std::vector<double>> by_device;
+  std::map<std::pair<std::string, std::string>, hardware::Hardware> devices;
 };
 
 const Report& report() {
@@ -142,7 +142,7 @@ const Report& report() {
       double p = predicted(c, t);
       double err = step_error(c, p);
       (c.fitted ? out.time[c.regime].fitted : out.time[c.regime].held).push_back(std::fabs(err));
-      std::pair<std::string, bool> pair{c.hw.id, c.training.fp8};
+      std::pair<std::string, std::string> pair{c.hw.id, cost::terms::precision_name(c.training)};
       out.devices.emplace(pair, c.hw);
       if (!c.fitted) out.by_device[pair].push_back(std::fabs(err));
       double peak = mem.peak_bytes / 1073741824.0;
@@ -206,18 +206,18 @@ INSTANTIATE_TEST_SUITE_P(Validation, RegimeStepTime, testing::Values("dense", "m
 TEST(Validation, ValidatedFlagAgreesWithTheRunsOfEachDeviceAndPrecision) {
   const Report& r = report();
   for (const auto& [pair, hw] : r.devices) {
-    const auto& [device, fp8] = pair;
-    cost::terms::Validity v = cost::terms::validated(hw, fp8);
-    EXPECT_EQ(v.reason.rfind("no measured", 0), std::string::npos) << device << (fp8 ? " FP8" : " BF16") << " has runs but no validation entry";
+    const auto& [device, precision] = pair;
+    cost::terms::Validity v = cost::terms::validated(hw, precision);
+    EXPECT_EQ(v.reason.rfind("no measured", 0), std::string::npos) << device << " " << precision << " has runs but no validation entry";
     auto it = r.by_device.find(pair);
     if (it == r.by_device.end()) {
-      EXPECT_FALSE(v.validated) << device << (fp8 ? " FP8" : " BF16") << ": only fitted runs, yet stated validated";
+      EXPECT_FALSE(v.validated) << device << " " << precision << ": only fitted runs, yet stated validated";
       continue;
     }
     double median = median_of(it->second);
-    std::printf("%-10s %-4s held-out runs %2zu median |error| %5.1f %%  validated: %s\n", device.c_str(), fp8 ? "FP8" : "BF16", it->second.size(), 100 * median,
+    std::printf("%-10s %-5s held-out runs %2zu median |error| %5.1f %%  validated: %s\n", device.c_str(), precision.c_str(), it->second.size(), 100 * median,
                 v.validated ? "true" : "false");
-    EXPECT_EQ(v.validated, median <= 0.08) << device << (fp8 ? " FP8" : " BF16") << ": median " << 100 * median << " %; " << v.reason;
+    EXPECT_EQ(v.validated, median <= 0.08) << device << " " << precision << ": median " << 100 * median << " %; " << v.reason;
   }
 }
 
@@ -273,9 +273,9 @@ TEST(Validation, EveryPublishedLayoutFits) {
 
 TEST(Validation, EveryEstimateSaysWhetherItsDeviceAndPrecisionAreValidated) {
   // Sources: validation/runs.yaml has held-out H100 FP8 runs (NeMo 24.12) and no run at all on MI300X.
-  auto h100 = cost::terms::validated(test::device("h100-sxm"), true);
+  auto h100 = cost::terms::validated(test::device("h100-sxm"), "FP8");
   EXPECT_TRUE(h100.validated) << h100.reason;
-  auto mi300 = cost::terms::validated(test::device("mi300x"), false);
+  auto mi300 = cost::terms::validated(test::device("mi300x"), "BF16");
   EXPECT_FALSE(mi300.validated);
   EXPECT_NE(mi300.reason.find("mi300x"), std::string::npos) << mi300.reason;
 }

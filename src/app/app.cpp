@@ -41,7 +41,7 @@ report::Subject subject_of(const LoadedJob& x, const JobRequest& job) {
   s.global_batch = job.training.global_batch;
   s.seq = job.training.seq;
   s.capacity_bytes = x.capacity_bytes;
-  cost::terms::Validity v = cost::terms::validated(x.hardware, job.training.fp8);
+  cost::terms::Validity v = cost::terms::validated(x.hardware, cost::terms::precision_name(job.training));
   s.validated = v.validated;
   s.validation = v.reason;
   if (!x.model.spec.unread_keys.empty()) {

@@ -175,6 +175,15 @@ void add_job_fields(std::vector<Field<Request>>& f) {
                true, [](R& r, const json& v, const std::string& w) { r.job.training.eager_norms = truth(v, w); }, nullptr});
   f.push_back({"fp8", "", "GEMMs in FP8 at the device's FP8 peak (attention and element-wise ops stay BF16)", true,
                [](R& r, const json& v, const std::string& w) { r.job.training.fp8 = truth(v, w); }, nullptr});
+  f.push_back({"fp4", "",
+               "GEMMs in NVFP4 (Transformer Engine's NVFP4BlockScaling recipe; Megatron's --fp4-format e2m1) at the device's FP4 peak: "
+               "implies --fp8's Transformer Engine copies, weight cache and param gather, each at NVFP4's size",
+               true,
+               [](R& r, const json& v, const std::string& w) {
+                 r.job.training.fp4 = truth(v, w);
+                 if (r.job.training.fp4) r.job.training.fp8 = true;
+               },
+               nullptr});
   f.push_back({"fp8_param_gather", "",
                "Megatron's --fp8-param-gather: under FP8 the weights are kept in FP8 and Transformer Engine caches no FP8 copy of them (without "
                "it: 2 bytes more per layer parameter, an FP8 copy and its transpose kept across micro-batches; NeMo's and Megatron-Bridge's "

@@ -66,7 +66,7 @@ void check_emit_training(const Request& request, const From& from) {
   if (from.emit.empty()) return;
   try {
     config::check_training_expressible(config::parse_emit_format(from.emit, "--emit"), from.loaded ? &*from.loaded : nullptr, request.job.training.dualpipe_v,
-                                       request.job.training.seq_split, request.job.training.fp8);
+                                       request.job.training.seq_split, request.job.training.fp8, request.job.training.fp4);
   } catch (const Error& e) {
     throw app::UsageError(e.what());
   }
@@ -122,6 +122,7 @@ void emit_plan(const From& from, const app::JobRequest& job, const plan::Layout&
   p.seq = job.training.seq;
   p.num_layers = x.model.body_layers() + x.model.vision_layers();
   p.fp8 = job.training.fp8;
+  p.fp4 = job.training.fp4;
   p.fp8_param_gather = job.training.fp8_param_gather;
   p.fp8_transformer_engine = job.training.fp8_transformer_engine;
   p.gather_bytes = job.training.gather_bytes;

@@ -815,16 +815,19 @@ Expressible expressible(EmitFormat format, const Loaded* original) {
       e.cp_algo = std::vector<plan::CpAlgo>{plan::CpAlgo::Ring};
       return e;
     }
-    case EmitFormat::Megatron:
-      return {std::nullopt, std::nullopt,
-              "Megatron states full recompute as one --recompute-num-layers for every chunk (block method: each chunk's first layers) and "
-              "selective recompute for every layer",
-              plan::RecomputeStated::FirstLayersOfEveryChunk};
+    case EmitFormat::Megatron: {
+      Expressible e{std::nullopt, std::nullopt,
+                    "Megatron states full recompute as one --recompute-num-layers for every chunk (block method: each chunk's first layers) and "
+                    "selective recompute for every layer",
+                    plan::RecomputeStated::FirstLayersOfEveryChunk};
+      e.fp4 = true;  // --fp4-format e2m1 --fp4-recipe nvfp4 (Transformer Engine's NVFP4BlockScaling)
+      return e;
+    }
     default: return {};
   }
 }
 
-void check_training_expressible(EmitFormat format, const Loaded* original, bool dualpipe_v, int seq_split, bool fp8) {
+void check_training_expressible(EmitFormat format, const Loaded* original, bool dualpipe_v, int seq_split, bool fp8, bool fp4) {
   const Expressible e = expressible(format, original);
   const std::string where = fmt::format("--emit {}", to_string(format_of(format)));
   if (dualpipe_v && !e.dualpipe_v)
@@ -834,6 +837,7 @@ void check_training_expressible(EmitFormat format, const Loaded* original, bool 
   if (seq_split > 1 && !e.seq_split)
     fail(where, "the sequence pipeline (seq_split {}) is MindSpore's: only a MindFormers config states it; drop --seq-split or write mindformers", seq_split);
   if (fp8 && !e.fp8) fail(where, "{} has no FP8 training key: drop --fp8 or write megatron, torchtitan or automodel", to_string(format_of(format)));
+  if (fp4 && !e.fp4) fail(where, "{} has no NVFP4 training key sapp writes: drop --fp4 or write megatron", to_string(format_of(format)));
 }
 
 std::string emit(EmitFormat format, const Plan& plan, const Loaded* original, const std::string& model_name, std::vector<std::string>* notes) {
@@ -841,7 +845,7 @@ std::string emit(EmitFormat format, const Plan& plan, const Loaded* original, co
   // A plan the format cannot state is refused, never written as another (with DP 1 every ZeRO stage is ZeRO 0).
   const Expressible e = expressible(format, original);
   const plan::Layout& l = plan.layout;
-  check_training_expressible(format, original, plan.dualpipe_v && l.pp > 1, l.pp > 1 ? plan.seq_split : 1, plan.fp8);
+  check_training_expressible(format, original, plan.dualpipe_v && l.pp > 1, l.pp > 1 ? plan.seq_split : 1, plan.fp8, plan.fp4);
   const bool zero_ok = !e.zero || l.dp * l.cp <= 1 || std::find(e.zero->begin(), e.zero->end(), l.zero) != e.zero->end();
   const bool sp_ok = !e.sp || l.tp <= 1 || std::find(e.sp->begin(), e.sp->end(), l.sp) != e.sp->end();
   if (e.cp_algo && l.cp > 1 && std::find(e.cp_algo->begin(), e.cp_algo->end(), l.cp_algo) == e.cp_algo->end())

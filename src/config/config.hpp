@@ -100,6 +100,7 @@ struct Plan {
   long long seq = 0;
   long long num_layers = 0;  // the model's layers (for the frameworks' own split arithmetic)
   bool fp8 = false;
+  bool fp4 = false;                    // NVFP4 GEMMs (plan::Training::fp4; fp8 is set with it)
   bool fp8_param_gather = false;       // priced with the weights in FP8 (plan::Training::fp8_param_gather)
   bool fp8_transformer_engine = true;  // FP8 as Transformer Engine runs it, else torchao (plan::Training::fp8_transformer_engine)
   double gather_bytes = 0;             // bytes per element ZeRO-3 gathers (plan::Training::gather_bytes; 0: the weights')
@@ -131,11 +132,12 @@ struct Expressible {
   bool dualpipe_v = true;  // DualPipe-V (Megatron: MindSpeed's dualpipev; MindFormers: zero_bubble_v; torch: DualPipeV)
   bool seq_split = false;  // MindSpore's sequence pipeline (MindFormers: seqpipe with seq_split_num)
   bool fp8 = true;
+  bool fp4 = false;                                                 // NVFP4 training (Megatron's --fp4-format)
   bool replication_alone = false;                                   // ZeRO 0 over DP only without other dimensions (search::Space::replication_alone)
   std::optional<std::vector<plan::CpAlgo>> cp_algo = std::nullopt;  // the context-parallel algorithms it has keys for (all: nullopt)
 };
 // Refuses (naming --emit) a schedule or an FP8 plan the format has no keys for.
-void check_training_expressible(EmitFormat format, const Loaded* original, bool dualpipe_v, int seq_split, bool fp8);
+void check_training_expressible(EmitFormat format, const Loaded* original, bool dualpipe_v, int seq_split, bool fp8, bool fp4 = false);
 Expressible expressible(EmitFormat format, const Loaded* original);
 
 // The plan in the framework's own format. With `original` (a file of that format), the output is that file

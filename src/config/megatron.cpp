@@ -1058,6 +1058,14 @@ Loaded read_megatron(const std::string& text, const std::string& file) {
   if (fp16 && !fp32_grads) set("grad_bytes", 2, "--fp16 without --accumulate-allreduce-grads-in-fp32");
   if (a.value("--fp8-format")) set("fp8", true, "--fp8-format");
   if (a.on("--fp8-param-gather")) set("fp8_param_gather", true, "--fp8-param-gather");
+  // NVFP4 (arguments.py: --fp4-format e2m1 with --fp4-recipe nvfp4, Transformer Engine's NVFP4BlockScaling):
+  // Transformer Engine's low-precision machinery at NVFP4's rate and sizes; --fp4-param-gather keeps the weights in
+  // NVFP4 as --fp8-param-gather keeps them in FP8.
+  if (a.value("--fp4-format")) set("fp4", true, "--fp4-format");
+  if (a.on("--fp4-param-gather")) set("fp8_param_gather", true, "--fp4-param-gather");
+  if ((a.value("--fp8-format") || a.value("--fp4-format")) && a.on("--first-last-layers-bf16")) {
+    out.warnings.push_back("--first-last-layers-bf16: the first and last layers' GEMMs run in BF16, priced in the low precision like the others");
+  }
   // Transformer Engine's precision-aware optimizer: the fp32 master copy and Adam's two moments each in the dtype
   // stated (arguments.py --main-params-dtype, --exp-avg-dtype, --exp-avg-sq-dtype; fp32 by default), and the main
   // gradients in --main-grads-dtype (bf16: no fp32 accumulation, validate_args).
@@ -1701,9 +1709,15 @@ std::string emit_megatron(const Plan& plan, const Loaded* original, const std::s
     }
   }
   if (l.cp > 1) ed.set("--cp-comm-type", l.cp_algo == plan::CpAlgo::AllToAll ? "a2a" : "p2p", "--context-parallel-size");
-  if (plan.fp8) ed.set("--fp8-format", "hybrid", anchor);
+  if (plan.fp4) {  // the two are exclusive (Megatron-Bridge's MixedPrecisionConfig refuses both)
+    ed.remove("--fp8-format");
+    ed.set("--fp4-format", "e2m1", anchor);
+    ed.set("--fp4-recipe", "nvfp4", anchor);
+  } else if (plan.fp8) {
+    ed.set("--fp8-format", "hybrid", anchor);
+  }
   // Priced without Transformer Engine's FP8 weight cache: the script must keep the weights in FP8 too.
-  if (plan.fp8 && plan.fp8_param_gather && l.zero >= 1) ed.set("--fp8-param-gather", std::nullopt, anchor);
+  if (plan.fp8 && plan.fp8_param_gather && l.zero >= 1) ed.set(plan.fp4 ? "--fp4-param-gather" : "--fp8-param-gather", std::nullopt, anchor);
   // The DP collectives as priced: Megatron overlaps neither unless asked (the reader takes a script without these
   // flags as exposed), and --overlap-param-gather needs the distributed optimizer or Megatron FSDP (ZeRO >= 1).
   if (plan.dp_overlap) ed.set("--overlap-grad-reduce", std::nullopt, anchor);

@@ -19,6 +19,8 @@ void read_run_settings(const nlohmann::json& row, const std::string& file, const
   }
   if (rd.has("recompute_modules")) training.recompute_modules = terms::recompute_switches(row.at("recompute_modules"), at(file, where + ".recompute_modules"));
   training.fp8 = rd.boolean_or("fp8", false);
+  training.fp4 = rd.boolean_or("fp4", false);  // NVFP4 GEMMs: the FP8 machinery at NVFP4's rate and sizes
+  if (training.fp4) training.fp8 = true;
   training.flash_attention = rd.boolean_or("flash_attention", true);
   if (rd.has("param_bytes")) training.param_bytes = rd.quantity("param_bytes", units::kBytesPerElement);
   if (rd.has("grad_bytes")) {
@@ -96,6 +98,7 @@ const std::vector<std::string>& run_row_keys() {
                                                 "stage_layers",
                                                 "recompute_modules",
                                                 "fp8",
+                                                "fp4",
                                                 "flash_attention",
                                                 "param_bytes",
                                                 "grad_bytes",

@@ -83,7 +83,8 @@ std::vector<KindMemory> kind_memory(const model::Model& model, const plan::Layou
 
 double fp8_weight_cache_bytes(const plan::Layout& l, const plan::Training& training) {
   if (!training.fp8 || !training.fp8_transformer_engine || l.zero >= 3) return 0.0;
-  return training.fp8_param_gather && l.zero >= 1 ? 0.0 : terms::kFp8WeightCacheBytes;
+  // NVFP4: the same two copies at kNvfp4BytesPerElement each.
+  return training.fp8_param_gather && l.zero >= 1 ? 0.0 : terms::kFp8WeightCacheBytes * training.quantized_bytes();
 }
 
 Zero3Stage zero3_stage_bytes(const plan::Layout& l, const plan::Training& training, double hidden_size) {
@@ -356,9 +357,9 @@ std::vector<std::string> explain_stage(const model::Model& model, const plan::La
   out.push_back(fmt::format("params      {:10.3f} GiB = {} B x (Pn{} + Pe{}){}", gib(m.params), training.param_bytes,
                             terms::shards_weights(training, l) ? fmt::format(" / {}", dp_shard) : "",
                             terms::shards_weights(training, l) ? fmt::format(" / {}", edp_shard) : "",
-                            m.fp8_weight_cache > 0 ? fmt::format(" + FP8 weight cache {:.3f} GiB ({} B x the layers' parameters: Transformer Engine's "
-                                                                 "FP8 copy and transpose, kept across micro-batches without fp8_param_gather)",
-                                                                 gib(m.fp8_weight_cache), fp8_weight_cache_bytes(l, training))
+                            m.fp8_weight_cache > 0 ? fmt::format(" + {} weight cache {:.3f} GiB ({:.4g} B x the layers' parameters: Transformer Engine's "
+                                                                 "quantised copy and transpose, kept across micro-batches without fp8_param_gather)",
+                                                                 training.fp4 ? "NVFP4" : "FP8", gib(m.fp8_weight_cache), fp8_weight_cache_bytes(l, training))
                                                    : ""));
   // Under LoRA, gradients and optimizer states are held for the trained share only (terms::trainable_fraction).
   const double trained = terms::trainable_fraction(training, static_cast<double>(model.spec.hidden_size));

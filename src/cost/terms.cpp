@@ -96,52 +96,59 @@ const std::vector<FrameworkProfile>& profiles() {
 // checked against the runs by Validation.ValidatedFlagAgreesWithTheRunsOfEachDeviceAndPrecision.
 struct ValidatedPair {
   const char* device;
-  bool fp8;
+  const char* precision;  // precision_name's
   bool validated;
   const char* runs;
 };
-constexpr std::array<ValidatedPair, 15> kValidated = {{
-    {"ascend-910b", false, true,
+constexpr std::array<ValidatedPair, 17> kValidated = {{
+    {"ascend-910b", "BF16", true,
      "one held-out BF16 run in validation/runs.yaml (MindSpeed-LLM Qwen3-30B-A3B on 16 Atlas 800T A2 NPUs, +4.1 %): a single run, the "
      "efficiencies are priors"},
-    {"ascend-910c", false, true,
+    {"ascend-910c", "BF16", true,
      "2 held-out BF16 runs in validation/runs.yaml, median 4.9 %: MindSpeed-LLM Qwen3-8B on 16 A3 dies -0.7 %, DeepSeek-V3 on 512 dies "
      "+9.0 % (its published throughput read per 910C chip, two dies; its --moe-fb-overlap priced as the EP all-to-all overlapped, its "
      "dualpipev as DualPipe-V): two runs, the efficiencies are priors"},
-    {"a100-80g", false, true, "Narayanan et al. 2021 Table 1 (fp16, 10 held-out runs, median 6 %)"},
-    {"h100-sxm", true, true,
+    {"a100-80g", "BF16", true, "Narayanan et al. 2021 Table 1 (fp16, 10 held-out runs, median 6 %)"},
+    {"h100-sxm", "FP8", true,
      "20 held-out FP8 runs in validation/runs.yaml, median 4.5 %: NeMo 24.07 / 24.12 dense runs within 8 % (Nemotron-3 8B / 22B and "
      "Nemotron-4 340B -4.5, -5.2, -7.8 %), NeMo 24.03 Llama 2 7B from 4k to 512k over CP up to 16 within -1.2 to +5.2 %, Megatron-Bridge "
      "25.11 dense +8.6 % and -11.1 %; Megatron-Bridge FP8 MoE runs off by 4-7 %"},
-    {"h100-sxm", false, true,
+    {"h100-sxm", "BF16", true,
      "9 held-out BF16 H100 runs in validation/runs.yaml, median 7.5 %: NeMo AutoModel LoRA Llama 3.1 8B +2.2 %, Qwen2.5 7B +7.3 %, "
      "Llama 3.3 70B on 16 -22 %; AutoModel pre-training Qwen3-30B-A3B +45 %, DeepSeek-V3 +12 % (256) and -3.4 % (1024), Kimi K2 -4.7 %, "
      "Llama3-70B +7.5 %; Megatron-Bridge GPT-OSS-120B -12 %; the BF16 GEMM efficiency is a prior (0.69), not fitted"},
-    {"b200", true, false,
+    {"b200", "FP8", false,
      "10 held-out B200 FP8 runs in validation/runs.yaml, median 8.3 %: NeMo 25.02 dense -8.5 % to -0.2 %, Megatron-Bridge MXFP8 MoE and "
      "long-context -21 % to +10 %; the FP8 efficiencies were fitted on two Megatron-Bridge 25.11 dense MXFP8 runs"},
-    {"b200", false, false, "one B200 BF16 run (GPT-OSS-120B, -31 %); the BF16 GEMM efficiency is the prior 0.75 times the FP8 fit's 0.801"},
-    {"gb200", true, true,
+    {"b200", "BF16", false, "one B200 BF16 run (GPT-OSS-120B, -31 %); the BF16 GEMM efficiency is the prior 0.75 times the FP8 fit's 0.801"},
+    {"gb200", "FP8", true,
      "6 held-out GB200 MXFP8 runs in validation/runs.yaml, median 2.1 %, priced with B200's efficiencies: Megatron-Bridge dense Llama 3 "
      "8B (25.11) +0.7 %, Llama 3 70B and 3.1 405B (26.04) +1.8 % and +0.2 %; 26.04 MoE Qwen3-30B-A3B -8.9 %, Qwen3-235B-A22B +2.4 %, "
      "DeepSeek-V3 +4.7 %"},
-    {"gb200", false, false,
+    {"gb200", "BF16", false,
      "one GB200 BF16 run (Megatron-Bridge 26.04 GPT-OSS-120B, -36 %); the BF16 GEMM efficiency is B200's prior, 0.75 times its FP8 "
      "fit's 0.801"},
-    {"gb300", true, true,
+    {"gb300", "FP8", true,
      "5 held-out GB300 MXFP8 runs in validation/runs.yaml, median 2.2 %: Megatron-Bridge 26.04 Llama 3.1 405B +0.4 %, MoE Qwen3-30B-A3B "
      "-8.7 %, Qwen3-235B-A22B +2.7 %, DeepSeek-V3 +2.2 %, Kimi K2 -1.9 %; the FP8 efficiencies were fitted on two dense Megatron-Bridge "
      "GB300 MXFP8 runs (Llama 3 8B, 70B)"},
-    {"gb300", false, false,
+    {"gb300", "BF16", false,
      "one GB300 BF16 run (Megatron-Bridge 26.04 GPT-OSS-120B, -25 %); the BF16 GEMM efficiency is the prior 0.75 times the FP8 fit's 0.977"},
-    {"b300", true, true,
+    {"gb200", "NVFP4", true,
+     "2 held-out GB200 NVFP4 runs in validation/runs.yaml, median 6.7 % (Megatron-Bridge 26.04 Llama 3 70B -8.0 %, Llama 3.1 405B "
+     "-5.4 %): nothing fitted on NVFP4, its GEMM rate is Transformer Engine's B300 kernel ratio over MXFP8 (1.90) times the FP8 one; two "
+     "runs of one recipe family"},
+    {"gb300", "NVFP4", false,
+     "2 held-out GB300 NVFP4 runs in validation/runs.yaml, median 9.2 % (Megatron-Bridge 26.04 Llama 3 70B +12.3 %, Llama 3.1 405B "
+     "-6.1 %): nothing fitted on NVFP4, its GEMM rate is Transformer Engine's B300 kernel ratio over MXFP8 (1.90) times the FP8 one"},
+    {"b300", "FP8", true,
      "3 held-out B300 MXFP8 MoE runs in validation/runs.yaml, median 7.1 % (Megatron-Bridge 26.04: Qwen3-30B-A3B -6.3 %, Qwen3-235B-A22B "
      "-7.1 %, DeepSeek-V3 PP16 -26 %), priced with GB300's efficiencies (no B300 run fitted): three runs of one release, no dense run"},
-    {"b300", false, false, "one B300 BF16 run (Megatron-Bridge 26.04 GPT-OSS-120B, -43 %); the BF16 GEMM efficiency is GB300's prior"},
-    {"h100-96g", false, true,
+    {"b300", "BF16", false, "one B300 BF16 run (Megatron-Bridge 26.04 GPT-OSS-120B, -43 %); the BF16 GEMM efficiency is GB300's prior"},
+    {"h100-96g", "BF16", true,
      "4 held-out torchtitan BF16 runs at the 500 W power limit (Llama 3.1 8B FSDP8 / FSDP128, eager and compiled, torch SDPA): -5.5 % to "
      "-8.5 %, median 6.5 %, one configuration at two scales; the peak is the H100 NVL's, the lower end of the bracket torchtitan gives"},
-    {"h100-96g", true, false,
+    {"h100-96g", "FP8", false,
      "torchtitan Float8 runs at a 500 W power limit in validation/runs.yaml (7 runs, median 9.1 %): Llama 3.1 8B FSDP +6 % / +8 %, 70B 2D "
      "+9 %, 8B at 32k to 256k (CP 1 to 8) +13 % to -19 %; torchao's Float8 casts, the CP ring's per-step kernels and the 500 W clock are not "
      "modelled"},
@@ -286,11 +293,16 @@ std::vector<std::string> framework_names() {
   return out;
 }
 
-Validity validated(const hardware::Hardware& hw, bool fp8) {
+std::string precision_name(const plan::Training& training) {
+  if (!training.fp8) return "BF16";
+  return training.fp4 ? "NVFP4" : "FP8";
+}
+
+Validity validated(const hardware::Hardware& hw, const std::string& precision) {
   for (const auto& v : kValidated) {
-    if (hw.id == v.device && v.fp8 == fp8) return {v.validated, v.runs};
+    if (hw.id == v.device && v.precision == precision) return {v.validated, v.runs};
   }
-  return {false, "no measured " + std::string(fp8 ? "FP8" : "BF16") + " run on " + (hw.id.empty() ? hw.name : hw.id) +
+  return {false, "no measured " + precision + " run on " + (hw.id.empty() ? hw.name : hw.id) +
                      " in validation/runs.yaml: its efficiency factors are priors, not fitted or checked"};
 }
 

@@ -307,6 +307,8 @@ struct Validity {
   bool validated = false;
   std::string reason;
 };
-Validity validated(const hardware::Hardware& hw, bool fp8);
+// The GEMM precision a run is priced in: BF16, FP8 or NVFP4.
+std::string precision_name(const plan::Training& training);
+Validity validated(const hardware::Hardware& hw, const std::string& precision);
 
 }  // namespace sapp::cost::terms

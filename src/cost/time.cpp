@@ -29,13 +29,25 @@ struct LayerTime {
   bool selective_redispatches = false;
 };
 
-double compute_seconds(const hardware::Hardware& hw, model::WorkKind kind, double amount, bool fp8, double rows = 1e9) {
+// The precision a GEMM runs in: BF16, FP8 or NVFP4 (plan::Training::fp8, fp4).
+enum class GemmPrecision { Bf16, Fp8, Fp4 };
+GemmPrecision gemm_precision(const plan::Training& training) {
+  if (!training.fp8) return GemmPrecision::Bf16;
+  return training.fp4 ? GemmPrecision::Fp4 : GemmPrecision::Fp8;
+}
+
+double compute_seconds(const hardware::Hardware& hw, model::WorkKind kind, double amount, GemmPrecision precision = GemmPrecision::Bf16, double rows = 1e9) {
   if (amount <= 0) return 0;
   switch (kind) {
     case model::WorkKind::Gemm: {
       // Achievable fraction ramps with the GEMM's rows (tokens) per rank: eff = gemm * M / (M + M_half).
-      double eff = (fp8 ? hw.efficiency.gemm_fp8 : hw.efficiency.gemm) * rows / (rows + hw.efficiency.gemm_half_rows);
-      return amount / ((fp8 ? hw.peak_flops_fp8 : hw.peak_flops) * eff);
+      const double ramp = rows / (rows + hw.efficiency.gemm_half_rows);
+      switch (precision) {
+        case GemmPrecision::Bf16: return amount / (hw.peak_flops * hw.efficiency.gemm * ramp);
+        case GemmPrecision::Fp8: return amount / (hw.peak_flops_fp8 * hw.efficiency.gemm_fp8 * ramp);
+        case GemmPrecision::Fp4: return amount / (hw.peak_flops_fp4 * hw.fp4_gemm_efficiency() * ramp);
+      }
+      return 0;
     }
     case model::WorkKind::Attention: return amount / (hw.peak_flops * hw.efficiency.attention);
     case model::WorkKind::Memory: return amount / (hw.hbm_bandwidth * hw.efficiency.memory);
@@ -83,7 +95,7 @@ LayerTime layer_time(const model::Model& model, const model::BoundKind& kind, co
     amount /= div;
     double rows = term.kind != model::WorkKind::Gemm ? 0.0 : term.rows ? term.rows->eval_double(env) : static_cast<double>(training.seq) / l.cp * l.mbs;
     if (kind.vision && !term.rows) rows = static_cast<double>(model.spec.vision->tokens) * l.mbs;
-    double seconds = compute_seconds(hw, term.kind, amount, training.fp8, rows);
+    double seconds = compute_seconds(hw, term.kind, amount, gemm_precision(training), rows);
     if (term.role == model::WorkRole::FlashAttention && training.flash_attention) seconds /= attention_rate;  // the kernel run, its head dimension
     if (term.role == model::WorkRole::RoutedExperts || term.role == model::WorkRole::RoutedTokens) {
       // The slowest EP rank gets moe_imbalance times the mean routed tokens; the grouped GEMM also runs below the
@@ -91,7 +103,7 @@ LayerTime layer_time(const model::Model& model, const model::BoundKind& kind, co
       if (term.role == model::WorkRole::RoutedExperts && term.kind == model::WorkKind::Gemm && expert_width > 0) {
         // The narrow-expert loss is priced at the BF16 rate whatever the GEMM precision: it comes from the tile
         // shapes and the per-expert launches, which FP8 tensor cores do not speed up.
-        seconds += compute_seconds(hw, term.kind, amount, false, rows) * hw.efficiency.grouped_gemm_half_width / expert_width;
+        seconds += compute_seconds(hw, term.kind, amount, GemmPrecision::Bf16, rows) * hw.efficiency.grouped_gemm_half_width / expert_width;
       }
       seconds *= training.moe_imbalance;
     }
@@ -108,9 +120,9 @@ LayerTime layer_time(const model::Model& model, const model::BoundKind& kind, co
       const double weights = amount / (2.0 * rows);
       const double hd = value_of(env, rec.shape.h), mm = value_of(env, rec.shape.n_ffn_mm), width = expert_width;
       const double copies = hd > 0 && mm > 0 && width > 0 ? amount / (2.0 * hd * width * mm) : 0.0;
-      const double bytes =
-          terms::wgrad_pass_min_bytes(weights, training.gradient_bytes(), copies * (2.0 * hd + mm * width), training.fp8 ? 1.0 : training.compute_bytes);
-      const double floor_s = compute_seconds(hw, model::WorkKind::Memory, bytes, false);
+      const double bytes = terms::wgrad_pass_min_bytes(weights, training.gradient_bytes(), copies * (2.0 * hd + mm * width),
+                                                       training.fp8 ? training.quantized_bytes() : training.compute_bytes);
+      const double floor_s = compute_seconds(hw, model::WorkKind::Memory, bytes);
       out.wgrad_floor_s += std::max(0.0, floor_s - seconds);
     }
     if (term.role == model::WorkRole::SharedExperts) out.shared_expert_s += seconds * (1.0 + backward);
@@ -281,6 +293,7 @@ StepTime estimate_time(const model::Model& model, const plan::Layout& l, const p
 
 KindTimes kind_times(const model::Model& model, const plan::Layout& l, const plan::Training& training, const hardware::Hardware& hw, const Overlap& overlap) {
   if (training.fp8) hw.require_fp8_rate();
+  if (training.fp8 && training.fp4) hw.require_fp4_rate();
   const model::ModelSpec& spec = model.spec;
   double h = static_cast<double>(spec.hidden_size);
   double bc = training.compute_bytes;
@@ -332,8 +345,8 @@ KindTimes kind_times(const model::Model& model, const plan::Layout& l, const pla
         // that a full recompute runs again with the forward.
         const double out_elements = tokens * static_cast<double>(spec.num_heads) * spec.attention_value_width() / l.tp;
         const double merge_bytes = terms::kRingMergeElementsPerPass * bc * terms::ring_merge_steps(l.cp);
-        kt.cp_merge_fwd_s = compute_seconds(hw, model::WorkKind::Memory, merge_bytes * out_elements, false);
-        kt.cp_merge_bwd_s = compute_seconds(hw, model::WorkKind::Memory, merge_bytes * (out_elements + tokens * kv_width / l.tp), false);
+        kt.cp_merge_fwd_s = compute_seconds(hw, model::WorkKind::Memory, merge_bytes * out_elements);
+        kt.cp_merge_bwd_s = compute_seconds(hw, model::WorkKind::Memory, merge_bytes * (out_elements + tokens * kv_width / l.tp));
         kt.fwd_s += kt.cp_merge_fwd_s;
         kt.bwd_s += kt.cp_merge_bwd_s;
         kt.recompute_s[static_cast<int>(plan::Recompute::Full)] += kt.cp_merge_fwd_s;
@@ -393,7 +406,7 @@ StepTime estimate_time(const model::Model& model, const plan::Layout& l, const p
   std::size_t P = static_cast<std::size_t>(l.pp);
   const double mtp_depths = static_cast<double>(model.mtp_layers());
   double head_fwd = compute_seconds(hw, model::WorkKind::Gemm, terms::lm_head_forward_flops(tokens, h, static_cast<double>(spec.vocab_size), mtp_depths) / l.tp,
-                                    training.fp8 && terms::kLmHeadRunsInFp8, tokens);
+                                    training.fp8 && terms::kLmHeadRunsInFp8 ? gemm_precision(training) : GemmPrecision::Bf16, tokens);
   // Per stage, one micro-batch: compute, recompute, exposed TP / CP / EP, and their sum (one allocation: this
   // runs once per searched candidate).
   std::vector<double> per_stage(9 * P, 0.0);
@@ -433,7 +446,7 @@ StepTime estimate_time(const model::Model& model, const plan::Layout& l, const p
   // vocabulary, after an all-gather of the logits in the compute dtype that the loss waits on (exposed; its backward
   // keeps the local slice of the gradient, no collective).
   const double vocab_split = terms::logits_split(training, l.tp);
-  double loss = compute_seconds(hw, model::WorkKind::Memory, terms::loss_bytes(tokens, static_cast<double>(spec.vocab_size), mtp_depths) / vocab_split, false);
+  double loss = compute_seconds(hw, model::WorkKind::Memory, terms::loss_bytes(tokens, static_cast<double>(spec.vocab_size), mtp_depths) / vocab_split);
   // The head's forward and its backward (2x; a frozen head under LoRA only its input gradient), and the loss.
   const double trained = terms::trainable_fraction(training, h);
   // A chunked loss (plan::Training::loss_chunked) computes the logits again in its backward.
@@ -673,7 +686,7 @@ std::vector<std::string> explain_stage_terms(const model::Model& model, const pl
                                          l.vpp > 1 ? "overlap.pp, interleaved" : "Overlap::pp_for, 1F1B")
                            : std::string(),
                   b.optimizer_s));
-  terms::Validity valid = terms::validated(hw, training.fp8);
+  terms::Validity valid = terms::validated(hw, terms::precision_name(training));
   out.push_back(fmt::format("validated: {} ({})", valid.validated ? "true" : "false", valid.reason));
   return out;
 }

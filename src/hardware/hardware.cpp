@@ -28,6 +28,16 @@ void Hardware::require_fp8_rate() const {
   if (peak_flops_fp8 <= 0) fail(source, "peak_flops_fp8 is not stated: {} has no FP8 rate to price FP8 GEMMs with", name);
 }
 
+void Hardware::require_fp4_rate() const {
+  if (peak_flops_fp4 <= 0) fail(source, "peak_flops_fp4 is not stated: {} has no FP4 rate to price NVFP4 GEMMs with", name);
+}
+
+double Hardware::fp4_gemm_efficiency() const {
+  if (efficiency.gemm_fp4 > 0) return efficiency.gemm_fp4;
+  if (peak_flops_fp4 <= 0) return 0.0;
+  return std::min(efficiency.gemm_fp8, kNvfp4OverMxfp8GemmRate * efficiency.gemm_fp8 * peak_flops_fp8 / peak_flops_fp4);
+}
+
 Level Hardware::ring_link(long long size, long long stride) const {
   stride = std::max(1LL, stride);
   size = std::max(1LL, size);
@@ -69,7 +79,8 @@ Hardware::AllToAll Hardware::all_to_all(long long size, long long stride) const 
 
 Hardware hardware_from_json(const nlohmann::json& tree, const std::string& file, const std::string& id) {
   io::Reader top{tree, file, ""};
-  top.only({"name", "source", "peak_flops", "peak_flops_fp8", "memory_bytes", "memory_gib", "hbm_bandwidth", "sm_count", "levels", "efficiency"});
+  top.only(
+      {"name", "source", "peak_flops", "peak_flops_fp8", "peak_flops_fp4", "memory_bytes", "memory_gib", "hbm_bandwidth", "sm_count", "levels", "efficiency"});
   Hardware hw;
   hw.id = id;
   hw.source = file;
@@ -78,6 +89,9 @@ Hardware hardware_from_json(const nlohmann::json& tree, const std::string& file,
   // 0 (or absent) states that the device has no FP8 tensor cores.
   hw.peak_flops_fp8 = top.number_or("peak_flops_fp8", 0.0);
   if (hw.peak_flops_fp8 != 0) hw.peak_flops_fp8 = top.quantity("peak_flops_fp8", units::kPeakFlops);
+  hw.peak_flops_fp4 = top.number_or("peak_flops_fp4", 0.0);
+  if (hw.peak_flops_fp4 != 0) hw.peak_flops_fp4 = top.quantity("peak_flops_fp4", units::kPeakFlops);
+  if (hw.peak_flops_fp4 > 0 && hw.peak_flops_fp8 <= 0) top.bad("peak_flops_fp4", "stated only with peak_flops_fp8 (NVFP4's rate is priced against FP8's)");
   if (top.has("memory_bytes") == top.has("memory_gib")) top.bad("memory_bytes", "exactly one of memory_bytes or memory_gib");
   hw.memory_bytes = top.has("memory_bytes") ? top.quantity("memory_bytes", units::kMemoryBytes) : top.quantity("memory_gib", units::kMemoryGib) * 1073741824.0;
   hw.hbm_bandwidth = top.quantity("hbm_bandwidth", units::kHbmBandwidth);
@@ -104,10 +118,11 @@ Hardware hardware_from_json(const nlohmann::json& tree, const std::string& file,
   if (hw.levels.back().devices != 0) hw.levels.push_back(Level{"cluster", 0, hw.levels.back().bandwidth, hw.levels.back().latency});
   if (top.has("efficiency")) {
     io::Reader e = top.child("efficiency");
-    e.only({"gemm", "gemm_fp8", "gemm_half_rows", "attention", "memory", "comm", "grouped_gemm_half_width"});
+    e.only({"gemm", "gemm_fp8", "gemm_fp4", "gemm_half_rows", "attention", "memory", "comm", "grouped_gemm_half_width"});
     auto fraction = [&](const char* key, double fallback) { return e.quantity_or(key, units::kEfficiency, fallback); };
     hw.efficiency.gemm = fraction("gemm", hw.efficiency.gemm);
     hw.efficiency.gemm_fp8 = fraction("gemm_fp8", hw.efficiency.gemm_fp8);
+    hw.efficiency.gemm_fp4 = e.has("gemm_fp4") ? fraction("gemm_fp4", 0.0) : 0.0;
     hw.efficiency.attention = fraction("attention", hw.efficiency.attention);
     hw.efficiency.memory = fraction("memory", hw.efficiency.memory);
     hw.efficiency.comm = fraction("comm", hw.efficiency.comm);

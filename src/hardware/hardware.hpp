@@ -22,6 +22,7 @@ struct Level {
 struct Efficiency {
   double gemm = 0.8;
   double gemm_fp8 = 0.6;        // of the FP8 peak
+  double gemm_fp4 = 0;          // of the FP4 peak (0: Hardware::fp4_gemm_efficiency derives it from gemm_fp8)
   double gemm_half_rows = 256;  // a GEMM with this many rows (tokens) per rank reaches half of `gemm`
   double attention = 0.6;
   double memory = 0.75;
@@ -32,12 +33,20 @@ struct Efficiency {
   double grouped_gemm_half_width = 1365;
 };
 
+// NVFP4 GEMM kernels run this many times as fast as MXFP8 ones on the same shapes, inputs already quantised: 7.161 /
+// 3.764 ms per layer of the 12 GEMMs of a hidden-4096, FFN-16384 layer at 15872 tokens on a B300 (Transformer Engine's
+// GEMM profiling guide, docs/examples/gemm_profiling/gemm_profiling.rst, "pre-quantized", TransformerEngine at
+// d0067d0). The only published NVFP4-against-MXFP8 kernel measurement found: taken for every Blackwell device whose
+// file states no gemm_fp4 (B200's and GB200's FP4 peak is 2 x their FP8 one, B300's and GB300's about 3 x).
+inline constexpr double kNvfp4OverMxfp8GemmRate = 7.161 / 3.764;
+
 struct Hardware {
   std::string id;    // catalog name or file stem
   std::string name;  // human-readable
   std::string source;
   double peak_flops = 0;      // dense BF16 FLOP/s
   double peak_flops_fp8 = 0;  // dense FP8 FLOP/s (0: no FP8 tensor cores)
+  double peak_flops_fp4 = 0;  // dense FP4 FLOP/s (0: no FP4 tensor cores)
   double memory_bytes = 0;    // usable HBM bytes
   double hbm_bandwidth = 0;   // bytes/s
   // Streaming multiprocessors (0: not stated): communication kernels running beside compute take some of them
@@ -48,6 +57,11 @@ struct Hardware {
 
   // Refuses FP8 pricing on a device whose file states no FP8 rate (naming the file).
   void require_fp8_rate() const;
+  // Refuses NVFP4 pricing on a device whose file states no FP4 rate (naming the file).
+  void require_fp4_rate() const;
+  // The NVFP4 GEMM efficiency (of peak_flops_fp4): the file's efficiency.gemm_fp4 when stated, else the NVFP4 kernel
+  // rate kNvfp4OverMxfp8GemmRate x the FP8 one (gemm_fp8 x peak_flops_fp8), never above gemm_fp8.
+  [[nodiscard]] double fp4_gemm_efficiency() const;
   [[nodiscard]] long long devices_per_node() const { return levels.empty() ? 1 : levels.front().devices; }
   // The innermost level whose unit holds `span` consecutive ranks (a group of `span` ranks with stride 1 in
   // the rank order, aligned): the link its collective runs on.

@@ -65,6 +65,18 @@ struct Layout {
 // FlashAttention-2 (--attention-kernel; its speed: cost::terms::attention_kernel_rate).
 enum class AttentionKernel { Fused, TorchSdpa };
 
+// NVFP4 storage per element: a 4-bit E2M1 value and one E4M3 scale per block of 16 (NVIDIA's NVFP4 format, as
+// Transformer Engine's NVFP4Tensor stores each of its row-wise and column-wise copies).
+inline constexpr double kNvfp4BytesPerElement = 0.5 + 1.0 / 16.0;
+// Bytes moved per element when Transformer Engine quantises a GEMM input (the op records' `qcast`): under FP8 it
+// reads the BF16 input and writes an FP8 copy and the transpose the backward needs, 4 bytes. NVFP4's casts do more
+// (a global amax pass, the random Hadamard transform of the weight-gradient inputs, stochastic rounding of the
+// gradients, 16-element scales): its per-step quantisation cost over MXFP8's, measured on a B300 as autocast minus
+// pre-quantised GEMM time per layer (6.453 - 3.764 against 8.984 - 7.161 ms; Transformer Engine's GEMM profiling
+// guide, the measurement hardware::kNvfp4OverMxfp8GemmRate cites), scales FP8's 4 bytes.
+inline constexpr double kFp8CastBytesPerElement = 4.0;
+inline constexpr double kNvfp4CastBytesPerElement = kFp8CastBytesPerElement * (6.453 - 3.764) / (8.984 - 7.161);
+
 struct Training {
   long long global_batch = 0;
   long long seq = 0;
@@ -123,6 +135,12 @@ struct Training {
   double reserve_bytes = 1073741824.0;  // allocator fragmentation and framework context, per device
   bool interleave_less_memory = false;
   bool fp8 = false;  // GEMMs in FP8 (Transformer Engine); attention and element-wise ops stay in BF16
+  // With fp8: the GEMMs' low precision is NVFP4 (Transformer Engine's NVFP4BlockScaling recipe, Megatron's
+  // --fp4-format e2m1 --fp4-recipe nvfp4), priced at the device's FP4 rate (hardware::Hardware::fp4_gemm_efficiency),
+  // its quantised copies kNvfp4BytesPerElement each and its casts kNvfp4CastBytesPerElement; everything else
+  // the fp8 fields say (Transformer Engine's copies kept for the backward, its weight cache, param gather, the BF16
+  // LM head) holds for it as for FP8.
+  bool fp4 = false;
   // FP8 through Transformer Engine (true) or torchao's Float8Linear (false: torchtitan's float8). Transformer
   // Engine's Linear, LayerNormLinear and GroupedLinear keep the FP8 copy of their input for the weight gradient
   // (its column-wise data, transformer_engine/pytorch/module/linear.py) and, given Megatron's is_first_microbatch,
@@ -135,7 +153,14 @@ struct Training {
   // param_bytes 2 with no cache. Megatron accepts it with the distributed optimizer only (ZeRO >= 1).
   bool fp8_param_gather = false;
   // Bytes per element of a linear layer's input kept for its weight gradient (the op records' `bq`).
-  [[nodiscard]] double kept_gemm_input_bytes() const { return fp8 && fp8_transformer_engine ? 1.0 : compute_bytes; }
+  [[nodiscard]] double kept_gemm_input_bytes() const { return fp8 && fp8_transformer_engine ? quantized_bytes() : compute_bytes; }
+  // Bytes per element of a GEMM operand in the low precision: FP8's 1, NVFP4's kNvfp4BytesPerElement.
+  [[nodiscard]] double quantized_bytes() const { return fp4 ? kNvfp4BytesPerElement : 1.0; }
+  // Bytes moved per element by the casts that quantise a GEMM input (0 without FP8 or FP4).
+  [[nodiscard]] double quantize_cast_bytes() const {
+    if (!fp8) return 0.0;
+    return fp4 ? kNvfp4CastBytesPerElement : kFp8CastBytesPerElement;
+  }
   // How the launcher orders ranks, innermost first (Megatron's default: TP, then CP, DP, PP). It decides which
   // link each group's collectives run on. Experts follow Megatron's expert layout (expert-TP x EP innermost).
   std::array<char, 4> rank_order = {'t', 'c', 'd', 'p'};

@@ -78,6 +78,7 @@ expr::Env layer_env(const model::Model& model, const model::BoundKind& kind, con
   set_number(env, sym.bq, training.kept_gemm_input_bytes());
   set_number(env, sym.cap, training.capacity_factor);
   set(env, sym.fp8, static_cast<long long>(training.fp8 ? 1 : 0));
+  set_number(env, sym.qcast, training.quantize_cast_bytes());
   set(env, sym.eager, static_cast<long long>(training.eager_norms ? 1 : 0));
   set(env, sym.lora, static_cast<long long>(training.lora_rank > 0 ? 1 : 0));
   return env;
