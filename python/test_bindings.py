@@ -54,6 +54,11 @@ def refused(call, *words):
 
 
 refused(lambda: sapp.search("llama3-8b", "a100-80g", 8, 16, 4096, fp8=True), "peak_flops_fp8")
+refused(lambda: sapp.estimate("llama3-8b", "h100-sxm", 8, 8, 4096, fp4=True), "peak_flops_fp4")
+# NVFP4 on Blackwell Ultra: faster than FP8 on the same layout, and said to be unvalidated there.
+fp4 = sapp.estimate("llama3-8b", "b300", 8, 8, 4096, fp4=True)
+assert fp4["step_time_s"] < sapp.estimate("llama3-8b", "b300", 8, 8, 4096, fp8=True)["step_time_s"]
+assert fp4["validated"] is False and "NVFP4" in fp4["validation"], fp4["validation"]
 refused(lambda: sapp.estimate("llama3-8b", "h100-sxm", 8, 8, 4096, tp=0), "tp", "below the minimum of 1")
 refused(lambda: sapp.search("llama3-8b", "h100-sxm", 0, 8, 4096), "devices", "below the minimum of 1")
 refused(lambda: sapp.search("llama3-8b", "h100-sxm", 4294967296, 8, 4096), "devices", "above the limit")

@@ -1062,6 +1062,7 @@ Loaded read_megatron(const std::string& text, const std::string& file) {
   // Transformer Engine's low-precision machinery at NVFP4's rate and sizes; --fp4-param-gather keeps the weights in
   // NVFP4 as --fp8-param-gather keeps them in FP8.
   if (a.value("--fp4-format")) set("fp4", true, "--fp4-format");
+  if (auto recipe = a.value("--fp4-recipe"); recipe && *recipe != "nvfp4") fail(file, "--fp4-recipe {}: sapp prices NVFP4 (nvfp4) only", *recipe);
   if (a.on("--fp4-param-gather")) set("fp8_param_gather", true, "--fp4-param-gather");
   if ((a.value("--fp8-format") || a.value("--fp4-format")) && a.on("--first-last-layers-bf16")) {
     out.warnings.push_back("--first-last-layers-bf16: the first and last layers' GEMMs run in BF16, priced in the low precision like the others");
@@ -1713,6 +1714,9 @@ std::string emit_megatron(const Plan& plan, const Loaded* original, const std::s
     ed.remove("--fp8-format");
     ed.set("--fp4-format", "e2m1", anchor);
     ed.set("--fp4-recipe", "nvfp4", anchor);
+    note(
+        "--fp4-format and --fp4-recipe are Megatron-LM's after core_v0.14.0 (its arguments.py at main; Transformer Engine >= 2.7 for "
+        "NVFP4BlockScaling): run the script with such a Megatron-LM");
   } else if (plan.fp8) {
     ed.set("--fp8-format", "hybrid", anchor);
   }
