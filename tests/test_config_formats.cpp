@@ -2691,19 +2691,24 @@ dataset: {seq_len: 256}
   refused("dp_size: 8", "dp_size: 8\n  strategy: zero", "distributed.strategy");
 }
 
+// The plan an estimate prices, as --emit writes it: the request's layout as estimated, its devices, batch and sequence.
+config::Plan plan_of(const app::EstimateRequest& r, long long layers) {
+  config::Plan p;
+  p.layout = app::run_estimate(r).layout;
+  p.devices = r.job.devices;
+  p.global_batch = r.job.training.global_batch;
+  p.seq = r.job.training.seq;
+  p.num_layers = layers;
+  return p;
+}
+
 TEST(Megatron, AnFp8PlanPricedWithFp8WeightsWritesFp8ParamGather) {
   // A plan priced without Transformer Engine's FP8 weight cache (fp8_param_gather, e.g. the nemo profile) must run
   // with --fp8-param-gather, which Megatron takes with the distributed optimizer only.
   config::Loaded l = config::read_file(source("examples/megatron/llama3-70b-h100x64.sh"));
   app::EstimateRequest r;
   config::fill(r, l, nlohmann::json{{"hardware", "h100-sxm"}});
-  report::EstimateReport rep = app::run_estimate(r);
-  config::Plan p;
-  p.layout = rep.layout;
-  p.devices = r.job.devices;
-  p.global_batch = r.job.training.global_batch;
-  p.seq = r.job.training.seq;
-  p.num_layers = 80;
+  config::Plan p = plan_of(r, 80);
   p.fp8 = true;
   p.fp8_param_gather = true;
   p.layout.zero = 1;
@@ -2736,13 +2741,7 @@ TEST(Megatron, Nvfp4FlagsAreReadAndWritten) {
   EXPECT_TRUE(r.job.training.fp4);
   EXPECT_TRUE(r.job.training.fp8);
   EXPECT_TRUE(r.job.training.fp8_param_gather);
-  report::EstimateReport rep = app::run_estimate(r);
-  config::Plan p;
-  p.layout = rep.layout;
-  p.devices = r.job.devices;
-  p.global_batch = r.job.training.global_batch;
-  p.seq = r.job.training.seq;
-  p.num_layers = 80;
+  config::Plan p = plan_of(r, 80);
   p.fp8 = true;
   p.fp4 = true;
   const std::string written = config::emit(config::EmitFormat::Megatron, p, &l, r.job.model);  // edits the FP8 script
