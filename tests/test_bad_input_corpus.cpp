@@ -123,7 +123,8 @@ TEST(Check, EveryBundledFileIsOkAsItsKind) {
   std::string root = SAPP_SOURCE_DIR;
   std::vector<std::pair<std::string, std::string>> files = {{"data/op_records.yaml", "op-records"},       {"data/frameworks.yaml", "frameworks"},
                                                             {"data/layers/demo.json", "layers"},          {"examples/manual-strategy.yaml", "manual"},
-                                                            {"examples/measured-peaks.yaml", "measured"}, {"validation/runs-h100-fp8.yaml", "runs"}};
+                                                            {"examples/measured-peaks.yaml", "measured"}, {"validation/runs-h100-fp8.yaml", "runs"},
+                                                            {"validation/runs.yaml", "validation"}};
   for (const auto& [folder, kind] :
        std::vector<std::pair<std::string, std::string>>{{"data/hardware", "hardware"}, {"data/models", "model"}, {"data/op_profiles", "op-profile"}}) {
     for (const auto& entry : fs::directory_iterator(root + "/" + folder)) files.emplace_back(folder + "/" + entry.path().filename().string(), kind);

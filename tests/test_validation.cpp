@@ -23,91 +23,12 @@ using namespace sapp;
 
 namespace {
 
-struct Case {
-  std::string name, source, regime, framework, metric;
-  model::Model model;
-  hardware::Hardware hw;
-  plan::Training training;
-  plan::Layout layout;
-  long long gpus = 0;
-  double measured = 0;
-  double peak_gib = 0;  // published peak memory, 0 = none
-  bool rank_miss = false;
-  bool fitted = false;
-  cost::Overlap overlap;
-  double h = 0, layers = 0;  // GPT shapes of the 2021 table
-};
+using Case = cost::PublishedRun;
 
 std::string runs_file() { return std::string(SAPP_SOURCE_DIR) + "/validation/runs.yaml"; }
 
-std::vector<Case> load_cases() {
-  nlohmann::json tree = io::read_tree(runs_file());
-  std::vector<Case> out;
-  for (const auto& c : tree.at("runs")) {
-    Case v;
-    v.name = c.at("name").get<std::string>();
-    // A misspelt key would silently price another run: every key must be one the loader reads.
-    std::vector<std::string> keys = cost::run_row_keys();
-    keys.insert(keys.end(),
-                {"regime", "source", "shape", "hardware", "metric", "measured", "peak_memory_gib", "memory_metric", "rank_miss", "fitted", "fitted_for"});
-    io::Reader{c, runs_file(), "runs." + v.name}.only(keys);
-    v.source = c.at("source").get<std::string>();
-    v.regime = c.at("regime").get<std::string>();
-    v.framework = c.at("framework").get<std::string>();
-    v.metric = c.at("metric").get<std::string>();
-    v.rank_miss = c.value("rank_miss", false);
-    v.fitted = c.value("fitted", false);
-    v.gpus = c.at("devices").get<long long>();
-    v.measured = c.at("measured").get<double>();
-    v.peak_gib = c.value("peak_memory_gib", 0.0);
-    v.hw = test::device(c.at("hardware").get<std::string>());
-    plan::Training& t = v.training;
-    t.seq = c.at("seq").get<long long>();
-    t.global_batch = c.at("global_batch").get<long long>();
-    // The framework's profile, then what the run's recipe states (gradient dtype, attention kernel, eager norms,
-    // recompute modules, MoE dispatcher), and its layout, read as `sapp calibrate` reads its measured runs.
-    cost::read_run_settings(c, runs_file(), "runs." + v.name, t, v.overlap);
-    plan::Layout& l = v.layout;
-    cost::read_run_layout(c, runs_file(), "runs." + v.name, l);
-    if (v.framework == "megatron2021") {
-      // 2021 Megatron: fp16, eager attention, fp16 gradients all-reduced in fp16, full recompute, no SP, no
-      // distributed optimizer.
-      t.flash_attention = false;
-      l.recompute = plan::Recompute::Full;
-      l.zero = 0;
-      l.sp = false;
-    }
-    plan::derive_data_parallel(l, v.gpus, t.global_batch, v.name + ": devices", v.name + ": global_batch");
-    if (c.contains("model")) {
-      v.model = test::bundled(c.at("model").get<std::string>());
-    } else {
-      // A GPT shape given by the table itself: 4h FFN, learned positions, tied embeddings, dropout 0.1.
-      const auto& shape = c.at("shape");
-      long long h = shape.at("hidden").get<long long>();
-      nlohmann::json cfg = {
-          {"model_type", "gpt3"}, {"hidden_size", h},           {"num_attention_heads", shape.at("heads")},   {"num_hidden_layers", shape.at("layers")},
-          {"vocab_size", 51200},  {"intermediate_size", 4 * h}, {"learned_position_embeddings", c.at("seq")}, {"tie_word_embeddings", true},
-          {"hidden_dropout", 0.1}};
-      v.model = model::resolve(model::model_from_json(cfg, v.name), test::catalog().records, test::catalog().profiles);
-      v.h = static_cast<double>(h);
-      v.layers = shape.at("layers").get<double>();
-    }
-    out.push_back(std::move(v));
-  }
-  return out;
-}
-
-// The published metric from an estimate.
-double predicted(const Case& c, const cost::StepTime& t) {
-  if (c.metric == "step_time_s") return t.step_s;
-  if (c.metric == "tokens_per_s_per_device") return t.tokens_per_s_per_device;
-  double B = static_cast<double>(c.training.global_batch), s = static_cast<double>(c.training.seq), V = 51200;
-  double flops = 96.0 * B * s * c.layers * c.h * c.h * (1.0 + s / (6.0 * c.h) + V / (16.0 * c.layers * c.h));
-  return flops / (t.step_s * static_cast<double>(c.gpus)) / 1e12;
-}
-
-// Step-time error (estimated over measured, minus 1), whatever the metric: throughputs are inverse step times.
-double step_error(const Case& c, double p) { return c.metric == "step_time_s" ? p / c.measured - 1.0 : c.measured / p - 1.0; }
+// The library's reading of the file (cost::published_runs_from_json, what `sapp check` runs on it).
+std::vector<Case> load_cases() { return cost::published_runs_from_json(io::read_tree(runs_file()), runs_file(), test::catalog()); }
 
 struct Stats {
   std::vector<double> fitted, held;
@@ -135,15 +56,15 @@ const Report& report() {
     std::printf("\n%-44s %-12s %-3s %-40s %10s %10s %8s %9s %9s %8s\n", "run", "regime", "fit", "layout", "measured", "estimated", "step err", "peak GiB",
                 "published", "mem err");
     for (const auto& c : cases) {
-      auto violations = plan::check_layout(c.model, c.layout, c.training, c.gpus);
-      EXPECT_TRUE(violations.empty()) << c.name << ": " << violations.front().rule << ": " << violations.front().detail;
-      cost::MemoryEstimate mem = cost::estimate_memory(c.model, c.layout, c.training, c.hw.memory_bytes);
-      cost::StepTime t = cost::estimate_time(c.model, c.layout, c.training, c.hw, mem, c.overlap);
-      double p = predicted(c, t);
-      double err = step_error(c, p);
+      auto violations = plan::check_layout(c.run.model, c.run.layout, c.run.training, c.run.devices);
+      EXPECT_TRUE(violations.empty()) << c.run.name << ": " << violations.front().rule << ": " << violations.front().detail;
+      cost::MemoryEstimate mem = cost::estimate_memory(c.run.model, c.run.layout, c.run.training, c.hardware.memory_bytes);
+      cost::StepTime t = cost::estimate_time(c.run.model, c.run.layout, c.run.training, c.hardware, mem, c.run.overlap);
+      double p = cost::published_metric(c, t);
+      double err = cost::step_error(c, p);
       (c.fitted ? out.time[c.regime].fitted : out.time[c.regime].held).push_back(std::fabs(err));
-      std::pair<std::string, std::string> pair{c.hw.id, cost::terms::precision_name(c.training)};
-      out.devices.emplace(pair, c.hw);
+      std::pair<std::string, std::string> pair{c.hardware.id, cost::terms::precision_name(c.run.training)};
+      out.devices.emplace(pair, c.hardware);
       if (!c.fitted) out.by_device[pair].push_back(std::fabs(err));
       double peak = mem.peak_bytes / 1073741824.0;
       std::string mem_err = "-";
@@ -154,14 +75,14 @@ const Report& report() {
       }
       if (!mem.fits()) {
         ++out.over;
-        out.over_names += " " + c.name + fmt::format(" ({:.1f} GiB)", peak);
+        out.over_names += " " + c.run.name + fmt::format(" ({:.1f} GiB)", peak);
       }
       const cost::Breakdown& b = t.breakdown;
       std::printf(
           "%-44s %-12s %-3s %-40s %10.1f %10.1f %+7.1f%% %9.1f %9s %8s%s  [s: step %.2f comp %.2f rec %.2f tp %.2f cp %.2f ep %.2f dp %.2f pp %.2f bub %.2f]\n",
-          c.name.substr(0, 44).c_str(), c.regime.c_str(), c.fitted ? "yes" : "", c.layout.describe().substr(0, 40).c_str(), c.measured, p, 100 * err, peak,
-          c.peak_gib > 0 ? fmt::format("{:.1f}", c.peak_gib).c_str() : "-", mem_err.c_str(), mem.fits() ? "" : " OVER", t.step_s, b.compute_s, b.recompute_s,
-          b.tp_comm_s, b.cp_comm_s, b.ep_comm_s, b.dp_comm_s, b.pp_comm_s, b.bubble_s);
+          c.run.name.substr(0, 44).c_str(), c.regime.c_str(), c.fitted ? "yes" : "", c.run.layout.describe().substr(0, 40).c_str(), c.measured, p, 100 * err,
+          peak, c.peak_gib > 0 ? fmt::format("{:.1f}", c.peak_gib).c_str() : "-", mem_err.c_str(), mem.fits() ? "" : " OVER", t.step_s, b.compute_s,
+          b.recompute_s, b.tp_comm_s, b.cp_comm_s, b.ep_comm_s, b.dp_comm_s, b.pp_comm_s, b.bubble_s);
     }
     std::printf("\n%-14s %-10s %5s %9s %9s   %5s %9s %9s\n", "regime", "quantity", "fit n", "median", "worst", "held", "median", "worst");
     for (const auto& [what, table] : {std::pair{"step time", &out.time}, std::pair{"peak memory", &out.memory}}) {
@@ -251,13 +172,13 @@ TEST(Validation, TorchCompileSpeedupIsTheFusedElementwiseOps) {
     double eager_tps, compiled_tps;
   };
   for (const Pair& pair : {Pair{"torchtitan-llama31-8b-fsdp8", 5762, 6667}, Pair{"torchtitan-llama31-8b-fsdp128", 5605, 6514}}) {
-    auto it = std::find_if(cases.begin(), cases.end(), [&](const Case& c) { return c.name == pair.run; });
+    auto it = std::find_if(cases.begin(), cases.end(), [&](const Case& c) { return c.run.name == pair.run; });
     ASSERT_NE(it, cases.end()) << pair.run;
-    ASSERT_TRUE(it->training.eager_norms) << pair.run;
-    plan::Training compiled = it->training;
+    ASSERT_TRUE(it->run.training.eager_norms) << pair.run;
+    plan::Training compiled = it->run.training;
     compiled.eager_norms = false;
-    double eager = cost::estimate_time(it->model, it->layout, it->training, it->hw, it->overlap).tokens_per_s_per_device;
-    double fused = cost::estimate_time(it->model, it->layout, compiled, it->hw, it->overlap).tokens_per_s_per_device;
+    double eager = cost::estimate_time(it->run.model, it->run.layout, it->run.training, it->hardware, it->run.overlap).tokens_per_s_per_device;
+    double fused = cost::estimate_time(it->run.model, it->run.layout, compiled, it->hardware, it->run.overlap).tokens_per_s_per_device;
     double published = pair.compiled_tps / pair.eager_tps;
     std::printf("%s: torch.compile speed-up published %.3f, estimated %.3f\n", pair.run, published, fused / eager);
     EXPECT_NEAR(fused / eager, published, 0.03 * published) << pair.run;
@@ -291,9 +212,9 @@ TEST(Validation, SearchRanksThePublishedDenseLayoutInTheTopFive) {
     space.pp = std::nullopt;
     space.ep = std::vector<int>{1};
     space.etp = std::vector<int>{1};
-    space.recompute = {c.layout.recompute};
-    space.zero = std::vector<int>{c.layout.zero};
-    space.mbs = std::vector<int>{c.layout.mbs};
+    space.recompute = {c.run.layout.recompute};
+    space.zero = std::vector<int>{c.run.layout.zero};
+    space.mbs = std::vector<int>{c.run.layout.mbs};
     if (c.framework == "megatron2021") {
       // The 2021 system: TP, PP and DP only, no interleaving, no SP, no CP.
       space.cp = std::vector<int>{1};
@@ -307,26 +228,26 @@ TEST(Validation, SearchRanksThePublishedDenseLayoutInTheTopFive) {
     }
     search::Options opt;
     opt.threads = 2;
-    opt.overlap = c.overlap;
-    auto r = search::search(c.model, space, c.training, c.hw, c.gpus, c.hw.memory_bytes, opt);
-    cost::MemoryEstimate mem = cost::estimate_memory(c.model, c.layout, c.training, c.hw.memory_bytes);
-    double published = cost::estimate_time(c.model, c.layout, c.training, c.hw, mem, c.overlap).step_s;
+    opt.overlap = c.run.overlap;
+    auto r = search::search(c.run.model, space, c.run.training, c.hardware, c.run.devices, c.hardware.memory_bytes, opt);
+    cost::MemoryEstimate mem = cost::estimate_memory(c.run.model, c.run.layout, c.run.training, c.hardware.memory_bytes);
+    double published = cost::estimate_time(c.run.model, c.run.layout, c.run.training, c.hardware, mem, c.run.overlap).step_s;
     bool found = false;
     std::size_t rank = 0;
     for (std::size_t i = 0; i < r.ranked.size() && i < 5; ++i) {
       const plan::Layout& l = r.ranked[i].layout;
-      bool same = l.tp == c.layout.tp && l.pp == c.layout.pp && l.cp == c.layout.cp && l.vpp == c.layout.vpp;
+      bool same = l.tp == c.run.layout.tp && l.pp == c.run.layout.pp && l.cp == c.run.layout.cp && l.vpp == c.run.layout.vpp;
       if (same || std::fabs(r.ranked[i].time.step_s - published) <= 0.03 * published) {
         found = true;
         rank = i + 1;
         break;
       }
     }
-    std::printf("%-20s published %-30s %.3f s; best %-30s %.3f s; %s\n", c.name.c_str(), c.layout.describe().substr(0, 30).c_str(), published,
+    std::printf("%-20s published %-30s %.3f s; best %-30s %.3f s; %s\n", c.run.name.c_str(), c.run.layout.describe().substr(0, 30).c_str(), published,
                 r.ranked.empty() ? "none" : r.ranked[0].layout.describe().substr(0, 30).c_str(), r.ranked.empty() ? 0.0 : r.ranked[0].time.step_s,
                 found ? ("in the top 5 (rank " + std::to_string(rank) + ")").c_str() : "NOT in the top 5");
     // runs.yaml marks the known misses (rank_miss); those must still miss, so a mark cannot outlive the disagreement.
-    EXPECT_EQ(found, !c.rank_miss) << c.name << (c.rank_miss ? ": now ranks in the top 5; remove rank_miss" : ": not in the top 5");
+    EXPECT_EQ(found, !c.rank_miss) << c.run.name << (c.rank_miss ? ": now ranks in the top 5; remove rank_miss" : ": not in the top 5");
     hits += found ? 1 : 0;
   }
   std::printf("%d of %d published dense layouts ranked in the top 5\n", hits, tried);
@@ -406,30 +327,30 @@ TEST(Validation, PublishedExpertLayoutsAgainstTheBestCandidate) {
     space.ep = std::nullopt;
     space.etp = std::vector<int>{1};
     space.cp = std::vector<int>{1};
-    space.mbs = std::vector<int>{c.layout.mbs};
-    space.zero = std::vector<int>{c.layout.zero};
+    space.mbs = std::vector<int>{c.run.layout.mbs};
+    space.zero = std::vector<int>{c.run.layout.zero};
     space.sp = std::nullopt;  // SP with TP > 1, as Megatron-Bridge runs it; both are searched
-    space.recompute = {c.layout.recompute};
+    space.recompute = {c.run.layout.recompute};
     search::Options opt;
     opt.threads = 2;
-    opt.overlap = c.overlap;
-    auto r = search::search(c.model, space, c.training, c.hw, c.gpus, c.hw.memory_bytes, opt);
-    cost::MemoryEstimate mem = cost::estimate_memory(c.model, c.layout, c.training, c.hw.memory_bytes);
-    double published = cost::estimate_time(c.model, c.layout, c.training, c.hw, mem, c.overlap).step_s;
+    opt.overlap = c.run.overlap;
+    auto r = search::search(c.run.model, space, c.run.training, c.hardware, c.run.devices, c.hardware.memory_bytes, opt);
+    cost::MemoryEstimate mem = cost::estimate_memory(c.run.model, c.run.layout, c.run.training, c.hardware.memory_bytes);
+    double published = cost::estimate_time(c.run.model, c.run.layout, c.run.training, c.hardware, mem, c.run.overlap).step_s;
     double best = r.ranked.empty() ? published : r.ranked[0].time.step_s;
     double gain = published / best - 1.0;
     bool ok = gain <= 0.10;
     within += ok ? 1 : 0;
-    std::printf("%-30s published %-44s %7.2f s; best %-44s %7.2f s (%+.1f %%)%s\n", c.name.c_str(), c.layout.describe().substr(0, 44).c_str(), published,
-                r.ranked.empty() ? "none" : r.ranked[0].layout.describe().substr(0, 44).c_str(), best, 100 * gain, ok ? "" : "  > 10 %");
+    std::printf("%-30s published %-44s %7.2f s; best %-44s %7.2f s (%+.1f %%)%s\n", c.run.name.c_str(), c.run.layout.describe().substr(0, 44).c_str(),
+                published, r.ranked.empty() ? "none" : r.ranked[0].layout.describe().substr(0, 44).c_str(), best, 100 * gain, ok ? "" : "  > 10 %");
     if (!ok) {
       // The difference, term by term (seconds per step): what makes the best candidate faster in sapp's model.
-      const cost::Breakdown& a = cost::estimate_time(c.model, c.layout, c.training, c.hw, mem, c.overlap).breakdown;
+      const cost::Breakdown& a = cost::estimate_time(c.run.model, c.run.layout, c.run.training, c.hardware, mem, c.run.overlap).breakdown;
       const cost::Breakdown& b = r.ranked[0].time.breakdown;
       std::printf("    published vs best: compute %.2f/%.2f recompute %.2f/%.2f TP %.2f/%.2f EP %.2f/%.2f DP %.2f/%.2f PP %.2f/%.2f bubble %.2f/%.2f\n",
                   a.compute_s, b.compute_s, a.recompute_s, b.recompute_s, a.tp_comm_s, b.tp_comm_s, a.ep_comm_s, b.ep_comm_s, a.dp_comm_s, b.dp_comm_s,
                   a.pp_comm_s, b.pp_comm_s, a.bubble_s, b.bubble_s);
-      misses += " " + c.name;
+      misses += " " + c.run.name;
     }
   }
   std::printf("%d of %d published Megatron-Bridge expert layouts within 10 %% of sapp's best candidate\n", within, total);

@@ -20,7 +20,8 @@ namespace sapp::cli {
 
 namespace {
 
-const std::vector<std::string> kKinds = {"hardware", "model", "op-records", "op-profile", "layers", "manual", "measured", "search", "runs", "frameworks"};
+const std::vector<std::string> kKinds = {"hardware", "model",  "op-records", "op-profile", "layers",    "manual",
+                                         "measured", "search", "runs",       "validation", "frameworks"};
 
 bool has_any(const nlohmann::json& tree, std::initializer_list<const char*> keys) {
   for (const char* k : keys) {
@@ -34,7 +35,10 @@ bool has_any(const nlohmann::json& tree, std::initializer_list<const char*> keys
 std::string detect_kind(const nlohmann::json& tree) {
   if (!tree.is_object()) return "";
   if (tree.contains("layers_description")) return "layers";
-  if (tree.contains("runs")) return tree.contains("stages") ? "measured" : "runs";
+  if (tree.contains("runs")) {
+    if (tree.contains("stages")) return "measured";
+    return tree.contains("sources") ? "validation" : "runs";  // validation/runs.yaml cites its sources
+  }
   if (tree.contains("search")) return "search";
   if (tree.contains("profiles") && tree.contains("defaults")) return "frameworks";
   if (has_any(tree, {"peak_flops", "hbm_bandwidth", "memory_bytes", "memory_gib", "levels"})) return "hardware";
@@ -83,6 +87,9 @@ void check_tree(const nlohmann::json& tree, const std::string& file, const std::
   } else if (kind == "runs") {
     model::Catalog catalog = model::load_catalog(data_dir);
     (void)cost::runs_from_json(tree, file, catalog);
+  } else if (kind == "validation") {
+    model::Catalog catalog = model::load_catalog(data_dir);
+    (void)cost::published_runs_from_json(tree, file, catalog);
   } else {
     std::string list;
     for (const auto& k : kKinds) list += (list.empty() ? "" : ", ") + k;
@@ -96,9 +103,10 @@ Run add_check(CLI::App& app) {
     std::string kind;
   };
   auto o = std::make_shared<Options>();
-  CLI::App* cmd = app.add_subcommand("check",
-                                     "validate one data file on its own (hardware, model, op records or profile, layers, manual strategies, "
-                                     "measured peaks, search or calibration runs, framework profiles); prints FILE: ok (KIND)");
+  CLI::App* cmd =
+      app.add_subcommand("check",
+                         "validate one data file on its own (hardware, model, op records or profile, layers, manual strategies, "
+                         "measured peaks, search or calibration runs, the validation set of published runs, framework profiles); prints FILE: ok (KIND)");
   cmd->add_option("file", o->file, "the data file (.json, .yaml or .yml)")->required();
   cmd->add_option("--kind,-k", o->kind, "what the file is (default: told from its keys)")->check(CLI::IsMember(kKinds));
   return [o]() {

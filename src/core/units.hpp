@@ -98,6 +98,8 @@ inline constexpr Quantity kBytesPerElement{"a size per element", "bytes", 0.125,
 inline constexpr Quantity kStepTime{"a step time", "s", 1e-6, 1e7, false, false, false, Hint::Exponent, {-3, -6, 0}};
 inline constexpr Quantity kTokenRate{"a throughput", "tokens/s", 1e-3, 1e9, false, false, false, Hint::None, {}};
 inline constexpr Quantity kOverlap{"an overlap", "fraction", 0, 1, false, false, false, Hint::Percent, {}};
+// A published measurement of validation/runs.yaml in its row's metric (a step time, a throughput, TFLOP/s).
+inline constexpr Quantity kPublishedValue{"a published measurement", "", 1e-6, 1e12, true, false, false, Hint::None, {}};
 
 // True when `value` lies in the range of `q` (and is whole if `q` counts).
 bool within(double value, const Quantity& q);

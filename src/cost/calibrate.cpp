@@ -152,6 +152,96 @@ std::vector<MeasuredRun> runs_from_json(const nlohmann::json& tree, const std::s
   return out;
 }
 
+std::vector<PublishedRun> published_runs_from_json(const nlohmann::json& tree, const std::string& file, const model::Catalog& catalog) {
+  io::Reader top{tree, file, ""};
+  top.only({"sources", "runs", "known_gaps", "excluded", "sweeps"});
+  if (!top.has("runs") || !tree.at("runs").is_array() || tree.at("runs").empty()) top.bad("runs", "a non-empty list of published runs");
+  if (!top.has("sources") || !tree.at("sources").is_object()) top.bad("sources", "a mapping of source keys to citations");
+  const nlohmann::json& sources = tree.at("sources");
+  std::vector<std::string> keys = run_row_keys();
+  keys.insert(keys.end(),
+              {"regime", "source", "shape", "hardware", "metric", "measured", "peak_memory_gib", "memory_metric", "rank_miss", "fitted", "fitted_for"});
+  std::vector<PublishedRun> out;
+  const auto& list = tree.at("runs");
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    const nlohmann::json& row = list[i];
+    const std::string key = "runs[" + std::to_string(i) + "]";
+    io::Reader rd{row, file, key};
+    rd.only(keys);
+    PublishedRun v;
+    MeasuredRun& run = v.run;
+    run.name = rd.string("name");
+    const std::string where = "runs." + run.name;
+    v.source = rd.string("source");
+    const std::string cited = v.source.substr(0, v.source.find_first_of(" ;,:"));
+    if (!sources.contains(cited)) rd.bad("source", "text starting with a key of `sources`");
+    v.regime = rd.string("regime");
+    v.framework = rd.string("framework");
+    v.metric = rd.string("metric");
+    if (v.metric != "step_time_s" && v.metric != "tokens_per_s_per_device" && v.metric != "tflops_megatron2021")
+      rd.bad("metric", "step_time_s, tokens_per_s_per_device or tflops_megatron2021");
+    v.measured = rd.quantity("measured", units::kPublishedValue);
+    v.peak_gib = rd.has("peak_memory_gib") ? rd.quantity("peak_memory_gib", units::kMemoryGib) : 0.0;
+    v.rank_miss = rd.boolean_or("rank_miss", false);
+    v.fitted = rd.boolean_or("fitted", false);
+    v.hardware = hardware::load_hardware(rd.string("hardware"), catalog.dir);
+    run.devices = rd.count("devices", units::kDevices);
+    run.training.global_batch = rd.count("global_batch", units::kGlobalBatch);
+    run.training.seq = rd.count("seq", units::kSequence);
+    // The framework's profile, then what the run's recipe states, and its layout, as `sapp calibrate` reads runs.
+    read_run_settings(row, file, where, run.training, run.overlap);
+    plan::Layout& l = run.layout;
+    read_run_layout(row, file, where, l);
+    if (v.framework == "megatron2021") {
+      // 2021 Megatron (Narayanan et al.): fp16, eager attention, fp16 gradients all-reduced in fp16, full
+      // recompute, no SP, no distributed optimizer.
+      run.training.flash_attention = false;
+      l.recompute = plan::Recompute::Full;
+      l.zero = 0;
+      l.sp = false;
+    }
+    plan::derive_data_parallel(l, run.devices, run.training.global_batch, at(file, where + ".devices"), at(file, where + ".global_batch"));
+    if (rd.has("model")) {
+      run.model = model::resolve(model::load_model(rd.string("model"), catalog.dir), catalog.records, catalog.profiles);
+    } else {
+      // A GPT shape given by the table itself: 4h FFN, learned positions, tied embeddings, dropout 0.1.
+      io::Reader shape = rd.child("shape");
+      const long long h = shape.count("hidden", units::kHiddenSize);
+      const long long layers = shape.count("layers", units::kLayers);
+      const nlohmann::json cfg = {{"model_type", "gpt3"},
+                                  {"hidden_size", h},
+                                  {"num_attention_heads", shape.count("heads", units::kHeads)},
+                                  {"num_hidden_layers", layers},
+                                  {"vocab_size", 51200},
+                                  {"intermediate_size", 4 * h},
+                                  {"learned_position_embeddings", run.training.seq},
+                                  {"tie_word_embeddings", true},
+                                  {"hidden_dropout", 0.1}};
+      run.model = model::resolve(model::model_from_json(cfg, at(file, where)), catalog.records, catalog.profiles);
+      v.gpt_hidden = static_cast<double>(h);
+      v.gpt_layers = static_cast<double>(layers);
+    }
+    auto violations = plan::check_layout(run.model, l, run.training, run.devices);
+    if (!violations.empty()) fail(at(file, where), "{}: {}", violations.front().rule, violations.front().detail);
+    out.push_back(std::move(v));
+  }
+  return out;
+}
+
+double published_metric(const PublishedRun& r, const StepTime& t) {
+  if (r.metric == "step_time_s") return t.step_s;
+  if (r.metric == "tokens_per_s_per_device") return t.tokens_per_s_per_device;
+  // Narayanan et al. 2021's model FLOPs per step: 96 B s l h^2 (1 + s / (6 h) + V / (16 l h)), V = 51200.
+  const double B = static_cast<double>(r.run.training.global_batch), s = static_cast<double>(r.run.training.seq), V = 51200;
+  const double h = r.gpt_hidden, l = r.gpt_layers;
+  const double flops = 96.0 * B * s * l * h * h * (1.0 + s / (6.0 * h) + V / (16.0 * l * h));
+  return flops / (t.step_s * static_cast<double>(r.run.devices)) / 1e12;
+}
+
+double step_error(const PublishedRun& r, double estimated_metric) {
+  return r.metric == "step_time_s" ? estimated_metric / r.measured - 1.0 : r.measured / estimated_metric - 1.0;
+}
+
 namespace {
 
 // Scales the efficiencies the runs exercise: BF16 GEMMs only if some run is BF16, FP8 GEMMs only if some is FP8;

@@ -55,6 +55,30 @@ const std::vector<std::string>& run_row_keys();
 // Reads runs from a YAML/JSON tree: runs[] of {name?, model, devices, global_batch, seq, the layout
 // (read_run_layout), the training facts (read_run_settings), overlap?, step_time_s | tokens_per_s_per_device}.
 std::vector<MeasuredRun> runs_from_json(const nlohmann::json& tree, const std::string& file, const model::Catalog& catalog);
+// A published run of the validation set (validation/runs.yaml, docs/validation.md): a measured run in the runs
+// format's keys on its own `hardware`, with the metric its source publishes, the source (its first word a key of
+// the file's `sources`), its regime, and whether a factor in data/ was fitted to it.
+struct PublishedRun {
+  MeasuredRun run;  // run.step_time_s is unused: `measured` in `metric` is what was published
+  hardware::Hardware hardware;
+  std::string source, regime, framework;
+  std::string metric;  // step_time_s, tokens_per_s_per_device, or tflops_megatron2021 (Narayanan et al. 2021's formula)
+  double measured = 0;
+  double peak_gib = 0;  // published peak memory (0: none)
+  bool rank_miss = false;
+  bool fitted = false;
+  double gpt_hidden = 0, gpt_layers = 0;  // a GPT shape the table gives instead of a model (`shape`)
+};
+// Reads the validation file: sources, runs[] (the runs format's keys, with hardware, regime, source, metric,
+// measured, peak_memory_gib, memory_metric, rank_miss, fitted, fitted_for, and a model or a GPT `shape`),
+// known_gaps, excluded, sweeps. Every run is checked as `sapp calibrate` checks its runs (the layout valid for its
+// devices); every source's first word must name an entry of `sources`.
+std::vector<PublishedRun> published_runs_from_json(const nlohmann::json& tree, const std::string& file, const model::Catalog& catalog);
+// The published metric of an estimate, and the step-time error (estimated over measured step time, minus 1):
+// throughputs are inverse step times.
+double published_metric(const PublishedRun& r, const StepTime& t);
+double step_error(const PublishedRun& r, double estimated_metric);
+
 // Fits the efficiencies to the runs' step times (least squares of the log error): one scale on the GEMMs,
 // attention and memory, or with `attention_apart` a second scale on attention alone (for a set whose long
 // sequences make attention most of the work).
