@@ -379,15 +379,16 @@ std::vector<std::string> explain_stage(const model::Model& model, const plan::La
   auto flight = plan::in_flight(l, training);
   for (const plan::StageRun& r : plan::stage_runs(model, l, training, stage)) {
     LayerActivation a = layer_activation(model, r.kind, l, training, r.mode);
-    out.push_back(
-        fmt::format("activations chunk {} kind {}: {} in flight x {} layers x {:.3f} MiB per layer (attention {:.3f} + ffn {:.3f} + norm {:.3f} MiB, "
-                    "recompute {}, s={} b={} t={} tsp={} cp={}{})",
-                    r.chunk, model.kinds[static_cast<std::size_t>(r.kind)].kind.name,
-                    flight[static_cast<std::size_t>(r.chunk)][static_cast<std::size_t>(stage)], r.count, a.total() / 1048576.0, a.attention / 1048576.0,
-                    a.ffn / 1048576.0, a.norm / 1048576.0, to_string(r.mode), training.unit_seq() / l.cp, l.mbs, l.tp, l.tsp(), l.cp,
-                    !training.fp8                     ? ""
-                    : training.fp8_transformer_engine ? "; FP8 by Transformer Engine: GEMM inputs kept in 1 byte"
-                                                      : fmt::format("; FP8 by torchao's Float8Linear: GEMM inputs kept in {} bytes", training.compute_bytes)));
+    out.push_back(fmt::format(
+        "activations chunk {} kind {}: {} in flight x {} layers x {:.3f} MiB per layer (attention {:.3f} + ffn {:.3f} + norm {:.3f} MiB, "
+        "recompute {}, s={} b={} t={} tsp={} cp={}{})",
+        r.chunk, model.kinds[static_cast<std::size_t>(r.kind)].kind.name, flight[static_cast<std::size_t>(r.chunk)][static_cast<std::size_t>(stage)], r.count,
+        a.total() / 1048576.0, a.attention / 1048576.0, a.ffn / 1048576.0, a.norm / 1048576.0, to_string(r.mode), training.unit_seq() / l.cp, l.mbs, l.tp,
+        l.tsp(), l.cp,
+        !training.fp8 ? ""
+        : training.fp8_transformer_engine
+            ? fmt::format("; {} by Transformer Engine: GEMM inputs kept in {:.4g} byte", terms::precision_name(training), training.kept_gemm_input_bytes())
+            : fmt::format("; FP8 by torchao's Float8Linear: GEMM inputs kept in {} bytes", training.compute_bytes)));
   }
   out.push_back(fmt::format(
       "activations {:10.3f} GiB = (layers {:.3f} + one layer rebuilt in backward {:.3f} + embedding output {:.3f} + final norm and logits {:.3f} + loss "
