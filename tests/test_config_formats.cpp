@@ -2749,6 +2749,11 @@ TEST(Megatron, Nvfp4FlagsAreReadAndWritten) {
   EXPECT_NE(written.find("--fp4-recipe nvfp4"), std::string::npos) << written;
   EXPECT_EQ(written.find("--fp8-format"), std::string::npos) << written;
   EXPECT_THROW(config::check_training_expressible(config::EmitFormat::Torchtitan, nullptr, false, 1, true, true), Error);
+  // What sapp prices in NVFP4 though the script keeps it in BF16 is said, not refused.
+  const config::Loaded custom = with("custom.sh", "--fp4-format e2m1 --fp4-recipe custom --te-precision-config-file te.yaml");
+  const std::string said = fmt::format("{}", fmt::join(custom.warnings, "\n"));
+  EXPECT_NE(said.find("--fp4-recipe custom"), std::string::npos) << said;
+  EXPECT_NE(said.find("--te-precision-config-file"), std::string::npos) << said;
 }
 
 }  // namespace
