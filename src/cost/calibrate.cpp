@@ -251,6 +251,8 @@ hardware::Hardware scaled(const hardware::Hardware& hw, double scale, double att
   auto cap = [](double v, double x) { return std::min(1.0, v * x); };
   if (bf16) h.efficiency.gemm = cap(hw.efficiency.gemm, scale);
   if (fp8) h.efficiency.gemm_fp8 = cap(hw.efficiency.gemm_fp8, scale);
+  // NVFP4 runs count as FP8 ones here: a stated gemm_fp4 scales with gemm_fp8 (else it follows gemm_fp8 already).
+  if (fp8 && hw.efficiency.gemm_fp4 > 0) h.efficiency.gemm_fp4 = cap(hw.efficiency.gemm_fp4, scale);
   h.efficiency.attention = cap(hw.efficiency.attention, attention_scale);
   h.efficiency.memory = cap(hw.efficiency.memory, scale);
   return h;

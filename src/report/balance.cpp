@@ -229,7 +229,7 @@ json to_json(const CalibrateReport& r) {
   return json{{"hardware", r.hardware_id},
               {"scale", c.scale},
               {"attention_scale", c.attention_scale},
-              {"efficiency", {{"gemm", e.gemm}, {"gemm_fp8", e.gemm_fp8}, {"attention", e.attention}, {"memory", e.memory}}},
+              {"efficiency", {{"gemm", e.gemm}, {"gemm_fp8", e.gemm_fp8}, {"gemm_fp4", e.gemm_fp4}, {"attention", e.attention}, {"memory", e.memory}}},
               {"errors_before", c.errors_before},
               {"errors_after", c.errors_after},
               {"median_abs_error_before", median_abs(c.errors_before)},
@@ -248,8 +248,9 @@ std::string to_table(const CalibrateReport& r) {
   out += fmt::format("median |error|: {:.1f}% before, {:.1f}% after\n\n", 100 * median_abs(c.errors_before), 100 * median_abs(c.errors_after));
   out += fmt::format(
       "# for {}:\nefficiency:\n  gemm: {:.3f}\n  gemm_fp8: {:.3f}\n  gemm_half_rows: {:g}\n  attention: {:.3f}\n  memory: {:.3f}\n  comm: {:.3f}\n"
-      "  grouped_gemm_half_width: {:g}\n",
-      r.hardware_source, e.gemm, e.gemm_fp8, e.gemm_half_rows, e.attention, e.memory, e.comm, e.grouped_gemm_half_width);
+      "  grouped_gemm_half_width: {:g}\n{}",
+      r.hardware_source, e.gemm, e.gemm_fp8, e.gemm_half_rows, e.attention, e.memory, e.comm, e.grouped_gemm_half_width,
+      e.gemm_fp4 > 0 ? fmt::format("  gemm_fp4: {:.3f}\n", e.gemm_fp4) : std::string());
   return out;
 }
 
