@@ -59,6 +59,7 @@ refused(lambda: sapp.estimate("llama3-8b", "h100-sxm", 8, 8, 4096, fp4=True), "p
 fp4 = sapp.estimate("llama3-8b", "b300", 8, 8, 4096, fp4=True)
 assert fp4["step_time_s"] < sapp.estimate("llama3-8b", "b300", 8, 8, 4096, fp8=True)["step_time_s"]
 assert fp4["validated"] is False and "NVFP4" in fp4["validation"], fp4["validation"]
+assert fp4["precision"] == "NVFP4" and est["precision"] == "BF16", (fp4["precision"], est["precision"])
 refused(lambda: sapp.estimate("llama3-8b", "h100-sxm", 8, 8, 4096, tp=0), "tp", "below the minimum of 1")
 refused(lambda: sapp.search("llama3-8b", "h100-sxm", 0, 8, 4096), "devices", "below the minimum of 1")
 refused(lambda: sapp.search("llama3-8b", "h100-sxm", 4294967296, 8, 4096), "devices", "above the limit")

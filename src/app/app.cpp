@@ -41,7 +41,8 @@ report::Subject subject_of(const LoadedJob& x, const JobRequest& job) {
   s.global_batch = job.training.global_batch;
   s.seq = job.training.seq;
   s.capacity_bytes = x.capacity_bytes;
-  cost::terms::Validity v = cost::terms::validated(x.hardware, cost::terms::precision_name(job.training));
+  s.precision = cost::terms::precision_name(job.training);
+  cost::terms::Validity v = cost::terms::validated(x.hardware, s.precision);
   s.validated = v.validated;
   s.validation = v.reason;
   if (!x.model.spec.unread_keys.empty()) {

@@ -103,6 +103,7 @@ json to_json(const EstimateReport& r) {
   json j = memory_json(r.subject, r.layout, r.memory);
   j["hardware"] = r.subject.hardware_id;
   j["devices"] = r.subject.devices;
+  j["precision"] = r.subject.precision;
   j["validated"] = r.subject.validated;
   j["validation"] = r.subject.validation;
   if (!r.subject.warnings.empty()) j["warnings"] = r.subject.warnings;
@@ -126,7 +127,7 @@ std::string to_table(const EstimateReport& r) {
   std::string out =
       fmt::format("{} ({}): {:.2f} B parameters{}, {:.2f} B active ({:.2f} B without the input embedding)\n", r.subject.model, r.subject.arch, p.total / 1e9,
                   p.mtp > 0 ? fmt::format(" ({:.2f} B of them MTP)", p.mtp / 1e9) : "", p.active / 1e9, p.active_no_embedding / 1e9);
-  out += fmt::format("layout: {}\n", r.layout.describe());
+  out += fmt::format("layout: {}{}\n", r.layout.describe(), r.subject.precision == "BF16" ? "" : ", GEMMs in " + r.subject.precision);
   out += fmt::format("{:>5} {:>6} {:>9} {:>9} {:>9} {:>11} {:>9} {:>9} {:>9}   (GiB per device)\n", "stage", "layers", "params", "grads", "optimizer",
                      "activations", "buffers", "reserve", "total");
   for (const auto& s : est.stages) {
@@ -190,6 +191,7 @@ json to_json(const SearchReport& r, bool timing) {
          {"devices", r.subject.devices},
          {"global_batch", r.subject.global_batch},
          {"seq", r.subject.seq},
+         {"precision", r.subject.precision},
          {"capacity_bytes", r.subject.capacity_bytes},
          {"candidates", cands},
          {"fitting", r.fitting},
@@ -236,9 +238,10 @@ std::string rejections_line(const SearchReport& r) {
 std::string to_table(const SearchReport& r) {
   long long rejected_total = 0;
   for (const auto& [reason, count] : r.rejected) rejected_total += count;
-  std::string out = fmt::format("{} on {} x {} ({} GiB each), global batch {} x {} tokens\n{} candidates, {} fit, {} rejected, {:.2f} s on {} thread(s)\n",
-                                r.subject.model, r.subject.devices, r.subject.hardware_name, gib(r.subject.capacity_bytes), r.subject.global_batch,
-                                r.subject.seq, r.evaluated, r.fitting, rejected_total, r.seconds, r.threads);
+  std::string out =
+      fmt::format("{} on {} x {} ({} GiB each), global batch {} x {} tokens{}\n{} candidates, {} fit, {} rejected, {:.2f} s on {} thread(s)\n", r.subject.model,
+                  r.subject.devices, r.subject.hardware_name, gib(r.subject.capacity_bytes), r.subject.global_batch, r.subject.seq,
+                  r.subject.precision == "BF16" ? "" : ", GEMMs in " + r.subject.precision, r.evaluated, r.fitting, rejected_total, r.seconds, r.threads);
   std::string reasons = rejections_line(r);
   if (!reasons.empty()) out += fmt::format("rejected: {}\n", reasons);
   if (!r.any_fits()) {

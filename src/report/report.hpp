@@ -25,6 +25,7 @@ struct Subject {
   long long global_batch = 0;
   long long seq = 0;
   double capacity_bytes = 0;
+  std::string precision = "BF16";     // the GEMMs' precision: BF16, FP8 or NVFP4 (cost::terms::precision_name)
   bool validated = false;             // the device and precision were checked against measured runs
   std::string validation;             // which runs, or why not
   std::vector<std::string> warnings;  // about the inputs (e.g. model config keys sapp does not read)
