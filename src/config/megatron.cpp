@@ -1062,20 +1062,20 @@ Loaded read_megatron(const std::string& text, const std::string& file) {
   // Transformer Engine's low-precision machinery at NVFP4's rate and sizes; --fp4-param-gather keeps the weights in
   // NVFP4 as --fp8-param-gather keeps them in FP8.
   if (a.value("--fp4-format")) set("fp4", true, "--fp4-format");
+  if (a.on("--fp4-param-gather")) set("fp8_param_gather", true, "--fp4-param-gather");
   if (auto recipe = a.value("--fp4-recipe"); recipe && *recipe != "nvfp4")
     out.warnings.push_back(fmt::format("--fp4-recipe {}: priced as NVFP4BlockScaling (nvfp4), the recipe sapp knows", *recipe));
-  // What runs outside NVFP4 (or FP8) that sapp prices in it: a per-module precision file, and Transformer Engine's
-  // switches that keep the backward GEMMs in BF16 (read from the script's environment).
-  const bool low_precision = a.value("--fp4-format") || a.value("--fp8-format");
-  if (low_precision && a.value("--te-precision-config-file"))
-    out.warnings.push_back("--te-precision-config-file: modules its matchers keep in BF16 are priced in the low precision like the others");
-  for (const char* env : {"NVTE_BACKWARD_OVERRIDE", "NVTE_KEEP_BACKWARD_UNQUANTIZED"}) {
-    if (low_precision && sh.vars.count(env) != 0)
-      out.warnings.push_back(fmt::format("{} is set: the backward GEMMs run in high precision, priced in the low precision like the forward", env));
-  }
-  if (a.on("--fp4-param-gather")) set("fp8_param_gather", true, "--fp4-param-gather");
-  if ((a.value("--fp8-format") || a.value("--fp4-format")) && a.on("--first-last-layers-bf16")) {
-    out.warnings.push_back("--first-last-layers-bf16: the first and last layers' GEMMs run in BF16, priced in the low precision like the others");
+  // What runs outside NVFP4 (or FP8) that sapp prices in it: the first and last layers, a per-module precision file,
+  // and Transformer Engine's switches that keep the backward GEMMs in BF16 (read from the script's environment).
+  if (a.value("--fp4-format") || a.value("--fp8-format")) {
+    if (a.on("--first-last-layers-bf16"))
+      out.warnings.push_back("--first-last-layers-bf16: the first and last layers' GEMMs run in BF16, priced in the low precision like the others");
+    if (a.value("--te-precision-config-file"))
+      out.warnings.push_back("--te-precision-config-file: modules its matchers keep in BF16 are priced in the low precision like the others");
+    for (const char* env : {"NVTE_BACKWARD_OVERRIDE", "NVTE_KEEP_BACKWARD_UNQUANTIZED"}) {
+      if (sh.vars.count(env) != 0)
+        out.warnings.push_back(fmt::format("{} is set: the backward GEMMs run in high precision, priced in the low precision like the forward", env));
+    }
   }
   // Transformer Engine's precision-aware optimizer: the fp32 master copy and Adam's two moments each in the dtype
   // stated (arguments.py --main-params-dtype, --exp-avg-dtype, --exp-avg-sq-dtype; fp32 by default), and the main

@@ -294,8 +294,12 @@ std::vector<std::string> framework_names() {
 }
 
 std::string precision_name(const plan::Training& training) {
-  if (!training.fp8) return "BF16";
-  return training.fp4 ? "NVFP4" : "FP8";
+  switch (training.gemm_precision()) {
+    case plan::Training::Gemm::Bf16: return "BF16";
+    case plan::Training::Gemm::Fp8: return "FP8";
+    case plan::Training::Gemm::Fp4: return "NVFP4";
+  }
+  return "BF16";
 }
 
 Validity validated(const hardware::Hardware& hw, const std::string& precision) {

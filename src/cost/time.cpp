@@ -29,12 +29,7 @@ struct LayerTime {
   bool selective_redispatches = false;
 };
 
-// The precision a GEMM runs in: BF16, FP8 or NVFP4 (plan::Training::fp8, fp4).
-enum class GemmPrecision { Bf16, Fp8, Fp4 };
-GemmPrecision gemm_precision(const plan::Training& training) {
-  if (!training.fp8) return GemmPrecision::Bf16;
-  return training.fp4 ? GemmPrecision::Fp4 : GemmPrecision::Fp8;
-}
+using GemmPrecision = plan::Training::Gemm;
 
 double compute_seconds(const hardware::Hardware& hw, model::WorkKind kind, double amount, GemmPrecision precision = GemmPrecision::Bf16, double rows = 1e9) {
   if (amount <= 0) return 0;
@@ -95,7 +90,7 @@ LayerTime layer_time(const model::Model& model, const model::BoundKind& kind, co
     amount /= div;
     double rows = term.kind != model::WorkKind::Gemm ? 0.0 : term.rows ? term.rows->eval_double(env) : static_cast<double>(training.seq) / l.cp * l.mbs;
     if (kind.vision && !term.rows) rows = static_cast<double>(model.spec.vision->tokens) * l.mbs;
-    double seconds = compute_seconds(hw, term.kind, amount, gemm_precision(training), rows);
+    double seconds = compute_seconds(hw, term.kind, amount, training.gemm_precision(), rows);
     if (term.role == model::WorkRole::FlashAttention && training.flash_attention) seconds /= attention_rate;  // the kernel run, its head dimension
     if (term.role == model::WorkRole::RoutedExperts || term.role == model::WorkRole::RoutedTokens) {
       // The slowest EP rank gets moe_imbalance times the mean routed tokens; the grouped GEMM also runs below the
@@ -406,7 +401,7 @@ StepTime estimate_time(const model::Model& model, const plan::Layout& l, const p
   std::size_t P = static_cast<std::size_t>(l.pp);
   const double mtp_depths = static_cast<double>(model.mtp_layers());
   double head_fwd = compute_seconds(hw, model::WorkKind::Gemm, terms::lm_head_forward_flops(tokens, h, static_cast<double>(spec.vocab_size), mtp_depths) / l.tp,
-                                    training.fp8 && terms::kLmHeadRunsInFp8 ? gemm_precision(training) : GemmPrecision::Bf16, tokens);
+                                    training.fp8 && terms::kLmHeadRunsInFp8 ? training.gemm_precision() : GemmPrecision::Bf16, tokens);
   // Per stage, one micro-batch: compute, recompute, exposed TP / CP / EP, and their sum (one allocation: this
   // runs once per searched candidate).
   std::vector<double> per_stage(9 * P, 0.0);

@@ -154,6 +154,12 @@ struct Training {
   bool fp8_param_gather = false;
   // Bytes per element of a linear layer's input kept for its weight gradient (the op records' `bq`).
   [[nodiscard]] double kept_gemm_input_bytes() const { return fp8 && fp8_transformer_engine ? quantized_bytes() : compute_bytes; }
+  // The precision the GEMMs run in (attention and element-wise ops stay in compute_bytes).
+  enum class Gemm { Bf16, Fp8, Fp4 };
+  [[nodiscard]] Gemm gemm_precision() const {
+    if (!fp8) return Gemm::Bf16;
+    return fp4 ? Gemm::Fp4 : Gemm::Fp8;
+  }
   // Bytes per element of a GEMM operand in the low precision: FP8's 1, NVFP4's kNvfp4BytesPerElement.
   [[nodiscard]] double quantized_bytes() const { return fp4 ? kNvfp4BytesPerElement : 1.0; }
   // Bytes moved per element by the casts that quantise a GEMM input (0 without FP8 or FP4).
