@@ -6,6 +6,9 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <string>
+#include <system_error>
+#include <vector>
 
 #include <unistd.h>
 
@@ -37,10 +40,22 @@ void near_published(double got, double published_billions, double rounding_unit_
 hardware::Hardware device(const std::string& name) { return hardware::load_hardware(name, data_dir()); }
 
 std::string temp_dir() {
-  static int counter = 0;
-  std::string dir = (std::filesystem::temp_directory_path() / ("sapp_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter++))).string();
+  // Every directory handed out is removed when the test program exits (26 were left in /tmp by one run before).
+  struct Created {
+    std::vector<std::string> dirs;
+    Created() = default;
+    Created(const Created&) = delete;
+    Created& operator=(const Created&) = delete;
+    ~Created() {
+      std::error_code ignored;
+      for (const auto& dir : dirs) std::filesystem::remove_all(dir, ignored);
+    }
+  };
+  static Created created;
+  std::string dir = (std::filesystem::temp_directory_path() / ("sapp_test_" + std::to_string(::getpid()) + "_" + std::to_string(created.dirs.size()))).string();
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
+  created.dirs.push_back(dir);
   return dir;
 }
 
