@@ -303,3 +303,37 @@ TEST(ModelFamilies, StarCoder2ByHand) {
       "intermediate_size":256,"vocab_size":1000,"use_bias":true,"sliding_window":16,"hidden_act":"gelu_pytorch_tanh"})");
   EXPECT_DOUBLE_EQ(tied.params().total, 219776 - 64000);
 }
+
+// DeepSeek-V3.2 (deepseek_v32): DeepSeek-V3's layers with DeepSeek Sparse Attention's lightning indexer in every
+// layer, the MTP layer included (Transformers' models/deepseek_v32, DeepseekV32Indexer: wq_b from the query latent
+// to index_n_heads x index_head_dim, wk from the hidden state to one index_head_dim key, the key's LayerNorm with
+// weight and bias, weights_proj to one weight per index head). By hand from the published config (q_lora_rank 1536,
+// hidden 7168, 64 index heads of 128): 1536 x 8192 + 7168 x 128 + 2 x 128 + 7168 x 64 = 13959424 per layer, over 61
+// layers and the MTP layer, on top of DeepSeek-V3's count, exactly.
+TEST(ModelFamilies, DeepSeekV32IsDeepSeekV3PlusOneIndexerPerLayerByHand) {
+  auto v32 = bundled("deepseek-v3.2").params();
+  auto v3 = bundled("deepseek-v3").params();
+  const double per_layer = 1536.0 * 64 * 128 + 7168.0 * 128 + 2.0 * 128 + 7168.0 * 64;
+  EXPECT_DOUBLE_EQ(per_layer, 13959424.0);
+  EXPECT_DOUBLE_EQ(v32.total - v3.total, 62 * per_layer);
+  EXPECT_DOUBLE_EQ(v32.mtp - v3.mtp, per_layer);
+  EXPECT_DOUBLE_EQ(v32.active - v3.active, 61 * per_layer);  // every token runs every layer's indexer (MTP not counted, as for V3)
+}
+
+TEST(ModelFamilies, SparseAttentionIndexerStatedInFullOrPricedByItsFamily) {
+  // Two of the three indexer dimensions: refused, naming the missing one.
+  expect_refused(R"({"model_type": "deepseek_v32", "hidden_size": 1024, "intermediate_size": 4096, "num_attention_heads": 8,
+      "num_hidden_layers": 2, "vocab_size": 1000, "q_lora_rank": 256, "kv_lora_rank": 128, "qk_rope_head_dim": 32,
+      "qk_nope_head_dim": 64, "v_head_dim": 64, "index_n_heads": 4, "index_head_dim": 64})",
+                 {"synthetic.json", "index_topk", "index_n_heads, index_head_dim, index_topk"});
+  // An indexer on a family that prices none (DeepSeek-V3's): refused rather than priced as dense attention.
+  expect_refused(R"({"model_type": "deepseek_v3", "hidden_size": 1024, "intermediate_size": 4096, "num_attention_heads": 8,
+      "num_hidden_layers": 2, "vocab_size": 1000, "q_lora_rank": 256, "kv_lora_rank": 128, "qk_rope_head_dim": 32,
+      "qk_nope_head_dim": 64, "v_head_dim": 64, "index_n_heads": 4, "index_head_dim": 64, "index_topk": 512})",
+                 {"synthetic.json", "index_topk", "prices no sparse-attention indexer"});
+  // DeepSeek-V3.2's family without the indexer dimensions: refused.
+  expect_refused(R"({"model_type": "deepseek_v32", "hidden_size": 1024, "intermediate_size": 4096, "num_attention_heads": 8,
+      "num_hidden_layers": 2, "vocab_size": 1000, "q_lora_rank": 256, "kv_lora_rank": 128, "qk_rope_head_dim": 32,
+      "qk_nope_head_dim": 64, "v_head_dim": 64})",
+                 {"synthetic.json", "index_topk"});
+}

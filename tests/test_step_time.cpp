@@ -9,6 +9,7 @@
 
 #include "core/error.hpp"
 #include "cost/calibrate.hpp"
+#include "cost/memory.hpp"
 #include "cost/terms.hpp"
 #include "cost/time.hpp"
 #include "helpers.hpp"
@@ -601,4 +602,28 @@ TEST(StepTime, DualPipeVHoldsTheHeadOnStageZeroAndAThirdOfTheBubble) {
   four.global_batch = 4;
   EXPECT_FALSE(plan::check_layout(m, few, four, 4).empty());
   EXPECT_TRUE(plan::check_layout(m, l, t, 4).empty());
+}
+
+TEST(StepTime, SparseAttentionPaysItsIndexerShortAndSavesAttentionLong) {
+  // DeepSeek-V3.2 against DeepSeek-V3 on the same layout: up to index_topk (2048) tokens every query attends the
+  // same keys, so V3.2 is V3 plus its indexer (slower, and holding more activations); at 131072 tokens a query
+  // attends at most 2048 keys instead of 65536 on average, and the indexer's lighter scoring of every key (64 heads
+  // of 128 against MLA's 128 heads of 192 + 128, its backward over the selected keys only) leaves the step at less
+  // than half (attention is most of V3's step there).
+  auto v32 = test::bundled("deepseek-v3.2");
+  auto v3 = test::bundled("deepseek-v3");
+  auto hw = test::device("h100-sxm");
+  plan::Layout l;
+  l.tp = 8;
+  l.sp = true;
+  l.pp = 16;
+  l.ep = 8;
+  l.dp = 8;
+  l.micro_batches = 16;
+  l.recompute = plan::Recompute::Full;
+  plan::Training short_seq = training(128, 2048);
+  EXPECT_GT(cost::estimate_time(v32, l, short_seq, hw).step_s, cost::estimate_time(v3, l, short_seq, hw).step_s);
+  EXPECT_GT(cost::estimate_memory(v32, l, short_seq, 1e15).peak_bytes, cost::estimate_memory(v3, l, short_seq, 1e15).peak_bytes);
+  plan::Training long_seq = training(128, 131072);
+  EXPECT_LT(cost::estimate_time(v32, l, long_seq, hw).step_s, 0.5 * cost::estimate_time(v3, l, long_seq, hw).step_s);
 }

@@ -61,7 +61,7 @@ Profile profile_from_json(const json& tree, const std::string& file, const std::
   if (tree.at("kinds").empty()) top.bad("kinds", "at least one layer kind");
   for (const auto& [name, data] : tree.at("kinds").items()) {
     io::Reader rd{data, file, "kinds." + name};
-    rd.only({"attention", "ffn", "sliding", "chunked", "ops", "defaults"});
+    rd.only({"attention", "ffn", "sliding", "chunked", "indexed", "ops", "defaults"});
     LayerKind k;
     k.name = name;
     k.attention = rd.choice_or<AttentionFlavour>("attention", "gqa",
@@ -69,6 +69,7 @@ Profile profile_from_json(const json& tree, const std::string& file, const std::
     k.ffn = rd.choice_or<FfnFlavour>("ffn", "dense", {{"dense", FfnFlavour::Dense}, {"moe", FfnFlavour::Moe}});
     k.sliding = rd.boolean_or("sliding", false);
     k.chunked = rd.boolean_or("chunked", false);
+    k.indexed = rd.boolean_or("indexed", false);
     io::Reader ops = rd.child("ops");
     ops.only(records.op_counts);
     for (const auto& op : records.op_counts) {
@@ -298,6 +299,11 @@ BoundKind bind(const ModelSpec& spec, const Profile& profile, const LayerKind& k
   count("lin_nv", dims.num_value_heads);
   count("lin_dv", dims.value_head_dim);
   count("lin_conv", dims.conv_kernel_dim);
+  const bool indexed = !vision && kind.indexed;
+  IndexerDims index = indexed ? spec.indexer.value_or(IndexerDims{}) : IndexerDims{};
+  count("idx_h", index.heads);
+  count("idx_dh", index.head_dim);
+  count("idx_k", index.topk);
 
   // Parameters: counted once per kind, from the records' terms (model names only).
   for (const auto& term : records.params) {
@@ -492,6 +498,13 @@ Model resolve(const ModelSpec& spec, std::shared_ptr<const OpRecords> shared_rec
       fail(at(spec.source, "attention_chunk_size"), "kind {} of op profile {} attends within chunks, but the model states no chunk size", name, p.arch);
     if (k->sliding && !spec.sliding_window)
       fail(at(spec.source, "sliding_window"), "kind {} of op profile {} attends a sliding window, but the model states none", name, p.arch);
+    if (k->indexed && !spec.indexer)
+      fail(at(spec.source, "index_topk"),
+           "kind {} of op profile {} attends the keys a sparse-attention indexer selects, but the model states no index_n_heads, index_head_dim, index_topk",
+           name, p.arch);
+  }
+  if (spec.indexer && std::none_of(body.begin(), body.end(), [&](const std::string& name) { return p.kind(name)->indexed; })) {
+    fail(at(spec.source, "index_topk"), "is stated, but op profile {} prices no sparse-attention indexer for this model", p.arch);
   }
 
   // A stated window that no layer attends would be priced as full attention without a word.

@@ -26,6 +26,7 @@ struct LayerKind {
   FfnFlavour ffn = FfnFlavour::Dense;
   bool sliding = false;  // attends a sliding window (model's sliding_window)
   bool chunked = false;  // attends within its chunk of attention_chunk tokens (Llama 4's local layers)
+  bool indexed = false;  // DeepSeek Sparse Attention: a lightning indexer picks the index_topk keys each query attends
   std::map<std::string, Count> ops;
   std::map<std::string, double> defaults;  // per-kind model facts, over the profile's
 };

@@ -303,6 +303,16 @@ ModelSpec model_from_json(const json& config, const std::string& file) {
   }
   if (stated == 5) m.linear = LinearAttentionDims{*nk, *dk, *nv, *dv, *conv};
 
+  auto index_heads = src.count({"index_n_heads"}, units::kHeads);
+  auto index_head_dim = src.count({"index_head_dim"}, units::kHeadDim);
+  auto index_topk = src.count({"index_topk"}, units::kPositions);
+  int index_stated = (index_heads ? 1 : 0) + (index_head_dim ? 1 : 0) + (index_topk ? 1 : 0);
+  if (index_stated > 0 && index_stated < 3) {
+    fail(at(file, src.path(index_heads ? (index_head_dim ? "index_topk" : "index_head_dim") : "index_n_heads")),
+         "the sparse-attention indexer states {} of its three dimensions; state all of index_n_heads, index_head_dim, index_topk", index_stated);
+  }
+  if (index_stated == 3) m.indexer = IndexerDims{*index_heads, *index_head_dim, *index_topk};
+
   if (text_node->contains("layer_types")) {
     const json& list = text_node->at("layer_types");
     if (!list.is_array() || list.empty()) fail(at(file, src.path("layer_types")), "expected a non-empty list of layer type names, got {}", list.dump());
@@ -497,6 +507,9 @@ const std::set<std::string>& read_keys() {
                                           "linear_num_value_heads",
                                           "linear_value_head_dim",
                                           "linear_conv_kernel_dim",
+                                          "index_n_heads",
+                                          "index_head_dim",
+                                          "index_topk",
                                           "layer_types",
                                           "sliding_window",
                                           "num_nextn_predict_layers",

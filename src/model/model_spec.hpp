@@ -17,6 +17,14 @@ namespace sapp::model {
 
 using Count = std::int64_t;
 
+// DeepSeek Sparse Attention's lightning indexer (DeepSeek-V3.2): its heads and head dimension score every earlier
+// key, and each query then attends the `topk` keys it selects. All three or none.
+struct IndexerDims {
+  Count heads = 0;
+  Count head_dim = 0;
+  Count topk = 0;
+};
+
 // Gated DeltaNet (linear attention) dimensions: all five or none.
 struct LinearAttentionDims {
   Count num_key_heads = 0;
@@ -95,6 +103,7 @@ struct ModelSpec {
   std::optional<Count> v_head_dim;
 
   std::optional<LinearAttentionDims> linear;
+  std::optional<IndexerDims> indexer;  // index_n_heads, index_head_dim, index_topk
   std::vector<std::string> layer_types;
   std::optional<Count> sliding_window;    // none when the config states use_sliding_window: false (Qwen2/Qwen3)
   std::optional<Count> attention_period;  // every N-th layer full attention: full_attention_interval (Qwen3-Next),

@@ -168,9 +168,9 @@ OpRecords op_records_from_json(const json& tree, const std::string& file) {
   for (const auto& op : r.ops) r.op_switch.push_back(op.switch_name.empty() ? -1 : r.switch_index(op.switch_name));
   if (r.switches.size() > 32) fail(where(file, "switches"), "lists {} switches; at most 32", r.switches.size());
   auto find = [&](const char* name) { return r.symbols.find(name); };
-  r.layout =
-      LayoutSymbols{find("s"),  find("seq"), find("ctx"), find("b"),   find("t"),   find("tsp"), find("cp"),    find("ep"),   find("etp"),  find("tok_shard"),
-                    find("fa"), find("bc"),  find("bq"),  find("kvs"), find("cap"), find("fp8"), find("eager"), find("lora"), find("qcast")};
+  r.layout = LayoutSymbols{find("s"),   find("seq"), find("ctx"), find("ctx_all"),   find("b"),    find("t"),    find("tsp"),
+                           find("cp"),  find("ep"),  find("etp"), find("tok_shard"), find("fa"),   find("bc"),   find("bq"),
+                           find("kvs"), find("cap"), find("fp8"), find("eager"),     find("lora"), find("qcast")};
   r.shape = ShapeSymbols{find("ffn"), find("mla"), find("nope"), find("rope"), find("dh"), find("h"), find("n_ffn_mm")};
   return r;
 }

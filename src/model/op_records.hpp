@@ -65,8 +65,8 @@ struct WorkTerm {
 
 // Indices of the names the estimators bind per layout, resolved once when the records load (-1: unread).
 struct LayoutSymbols {
-  int s = -1, seq = -1, ctx = -1, b = -1, t = -1, tsp = -1, cp = -1, ep = -1, etp = -1, tok_shard = -1, fa = -1, bc = -1, bq = -1, kvs = -1, cap = -1, fp8 = -1,
-      eager = -1, lora = -1, qcast = -1;
+  int s = -1, seq = -1, ctx = -1, ctx_all = -1, b = -1, t = -1, tsp = -1, cp = -1, ep = -1, etp = -1, tok_shard = -1, fa = -1, bc = -1, bq = -1, kvs = -1,
+      cap = -1, fp8 = -1, eager = -1, lora = -1, qcast = -1;
 };
 
 // Indices of the model-bound names the time estimator reads per layer kind (the expert width, the attention's head

@@ -50,15 +50,21 @@ expr::Env layer_env(const model::Model& model, const model::BoundKind& kind, con
   long long seq = training.seq;
   int cp = l.cp;
   double ctx = 0;
+  double ctx_all = 0;  // keys a query could attend under plain causal attention (what a sparse-attention indexer scores)
   if (kind.vision) {
     seq = model.spec.vision->tokens;
     cp = 1;
     // Bidirectional, within one image when the tower has a fixed resolution, else over the sample's tokens.
     const long long image = model.spec.vision->image_tokens;
     ctx = static_cast<double>(image > 0 ? std::min(seq, image) : seq);
+    ctx_all = ctx;
   } else {
-    ctx = kind.kind.chunked ? chunked_context(seq, model.spec.attention_chunk.value_or(0))
-                            : causal_context(seq, kind.kind.sliding ? model.spec.sliding_window.value_or(0) : 0);
+    ctx_all = causal_context(seq, 0);
+    // An indexed layer (DeepSeek Sparse Attention) attends the index_topk keys its indexer selects, min(i + 1, topk)
+    // for query i: the count of a window of topk keys.
+    ctx = kind.kind.chunked   ? chunked_context(seq, model.spec.attention_chunk.value_or(0))
+          : kind.kind.indexed ? causal_context(seq, model.spec.indexer ? model.spec.indexer->topk : 0)
+                              : causal_context(seq, kind.kind.sliding ? model.spec.sliding_window.value_or(0) : 0);
   }
   // Under the sequence pipeline a unit is one segment; its attention keeps the whole sequence's K and V (kvs).
   const int segments = kind.vision ? 1 : std::max(1, training.seq_split);
@@ -66,6 +72,7 @@ expr::Env layer_env(const model::Model& model, const model::BoundKind& kind, con
   set(env, sym.kvs, static_cast<long long>(segments));
   set(env, sym.seq, seq);
   set(env, sym.ctx, ctx);
+  set(env, sym.ctx_all, ctx_all);
   set(env, sym.b, static_cast<long long>(l.mbs));
   set(env, sym.t, static_cast<long long>(l.tp));
   set(env, sym.tsp, static_cast<long long>(l.tsp()));
