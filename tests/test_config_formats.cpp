@@ -2758,3 +2758,54 @@ TEST(Megatron, Nvfp4FlagsAreReadAndWritten) {
 
 }  // namespace
 }  // namespace sapp
+
+// DeepSeek Sparse Attention in a Megatron script (Megatron-Core's --experimental-attention-variant dsa with
+// --dsa-indexer-*; MindSpeed-LLM's --index-* spelling): read as DeepSeek-V3.2's family with its indexer, refused when
+// a dimension is missing, and written back by --emit megatron (a DSA model must not be written as dense attention).
+TEST(Megatron, SparseAttentionIndexerReadAndWritten) {
+  const std::string mla =
+      "torchrun pretrain_gpt.py --num-layers 4 --hidden-size 1024 --ffn-hidden-size 4096 --num-attention-heads 16 --seq-length 4096 "
+      "--micro-batch-size 1 --global-batch-size 16 --vocab-size 32000 --multi-latent-attention --kv-lora-rank 128 --q-lora-rank 256 "
+      "--qk-head-dim 64 --qk-pos-emb-head-dim 32 --v-head-dim 64 ";
+  auto read = [&](const std::string& flags) { return config::read_text(mla + flags + "\n", "run.sh", config::Format::Megatron); };
+  const config::Loaded core =
+      read("--experimental-attention-variant dsa --dsa-indexer-n-heads 8 --dsa-indexer-head-dim 64 --dsa-indexer-topk 512 --dsa-indexer-use-sparse-loss");
+  EXPECT_EQ(core.model_config.at("model_type"), "deepseek_v32");
+  EXPECT_EQ(core.model_config.at("index_n_heads"), 8);
+  EXPECT_EQ(core.model_config.at("index_head_dim"), 64);
+  EXPECT_EQ(core.model_config.at("index_topk"), 512);
+  auto says_dense_loss = [](const config::Loaded& l) {
+    return std::any_of(l.warnings.begin(), l.warnings.end(), [](const std::string& w) { return w.find("--dsa-indexer-use-sparse-loss") != std::string::npos; });
+  };
+  EXPECT_FALSE(says_dense_loss(core));
+  EXPECT_TRUE(says_dense_loss(read("--experimental-attention-variant dsa --dsa-indexer-n-heads 8 --dsa-indexer-head-dim 64 --dsa-indexer-topk 512")));
+  EXPECT_TRUE(std::find(core.unused.begin(), core.unused.end(), "--dsa-indexer-topk") == core.unused.end());
+  const config::Loaded mindspeed = read("--index-n-heads 8 --index-head-dim 64 --index-topk 512 --indexer-loss-coeff 0.01");
+  EXPECT_EQ(mindspeed.model_config.at("model_type"), "deepseek_v32");
+  EXPECT_EQ(mindspeed.model_config.at("index_topk"), 512);
+  EXPECT_EQ(read("").model_config.at("model_type"), "deepseek_v3");
+  for (const std::string flags :
+       {"--experimental-attention-variant dsa --dsa-indexer-n-heads 8 --dsa-indexer-head-dim 64", "--experimental-attention-variant gated_delta_net"}) {
+    try {
+      (void)read(flags);
+      ADD_FAILURE() << "accepted: " << flags;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("run.sh"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(flags.find("gated") != std::string::npos ? "gated_delta_net" : "--dsa-indexer-topk"), std::string::npos) << e.what();
+    }
+  }
+  config::Plan p;
+  p.devices = 64;
+  p.global_batch = 64;
+  p.seq = 4096;
+  p.layout.dp = 64;
+  p.model = test::bundled("deepseek-v3.2").spec;
+  p.num_layers = p.model->num_layers;
+  const std::string text = config::emit(config::EmitFormat::Megatron, p, nullptr, "deepseek-v3.2");
+  for (const char* line : {"--experimental-attention-variant dsa", "--dsa-indexer-n-heads 64", "--dsa-indexer-head-dim 128", "--dsa-indexer-topk 2048",
+                           "--dsa-indexer-use-sparse-loss"})
+    EXPECT_NE(text.find(line), std::string::npos) << line << " not in\n" << text;
+  const config::Loaded back = config::read_text(text, "back.sh", config::Format::Megatron);
+  EXPECT_EQ(back.model_config.at("model_type"), "deepseek_v32");
+  EXPECT_EQ(back.model_config.at("index_topk"), 2048);
+}

@@ -3,6 +3,7 @@
 // Flag meanings: Megatron-LM core_v0.14.0 megatron/training/arguments.py and transformer_block.py; MindSpeed's
 // own flags from its arguments.py (docs/configs.md restates what sapp reads).
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <limits>
 #include <map>
@@ -953,7 +954,46 @@ Loaded read_megatron(const std::string& text, const std::string& file) {
       if (dense_first > 0) m["first_k_dense_replace"] = dense_first;
     }
     if (auto mtp = a.whole("--mtp-num-layers", 0)) m["num_nextn_predict_layers"] = *mtp;
-    m["model_type"] = mla ? "deepseek_v3" : moe ? (qk_norm ? "qwen3_moe" : "mixtral") : qk_norm ? "qwen3" : qkv_bias ? "qwen2" : (swiglu ? "llama" : "gpt3");
+    // DeepSeek Sparse Attention: Megatron-Core's --experimental-attention-variant dsa with --dsa-indexer-* (and
+    // MindSpeed-LLM's --index-n-heads / --index-head-dim / --index-topk): DeepSeek-V3.2's layers (deepseek_v32).
+    bool dsa = false;
+    if (auto variant = a.value("--experimental-attention-variant")) {
+      if (*variant != "dsa") fail(at(file, "--experimental-attention-variant"), "'{}' is not priced: sapp reads dsa (DeepSeek Sparse Attention)", *variant);
+      dsa = true;
+    }
+    const std::array<std::array<const char*, 3>, 3> index_flags = {{{"--dsa-indexer-n-heads", "--index-n-heads", "index_n_heads"},
+                                                                    {"--dsa-indexer-head-dim", "--index-head-dim", "index_head_dim"},
+                                                                    {"--dsa-indexer-topk", "--index-topk", "index_topk"}}};
+    int index_stated = 0;
+    for (const auto& [core_flag, mindspeed_flag, key] : index_flags) {
+      auto v = a.flags.count(core_flag) ? a.whole(core_flag) : a.whole(mindspeed_flag);
+      if (v) {
+        m[key] = *v;
+        ++index_stated;
+      }
+    }
+    if (index_stated > 0 || dsa) {
+      if (index_stated < 3 || !mla) {
+        fail(at(file, index_stated < 3 ? "--dsa-indexer-topk" : "--multi-latent-attention"),
+             "DeepSeek Sparse Attention is priced on MLA layers with all of --dsa-indexer-n-heads, --dsa-indexer-head-dim and "
+             "--dsa-indexer-topk (or MindSpeed-LLM's --index-n-heads, --index-head-dim, --index-topk); {} of the three stated{}",
+             index_stated, mla ? "" : ", and no --multi-latent-attention");
+      }
+      dsa = true;
+      a.used.insert("--dsa-indexer-loss-coeff");
+      a.used.insert("--indexer-loss-coeff");
+      if (a.flags.count("--dsa-indexer-n-heads") && !a.on("--dsa-indexer-use-sparse-loss")) {
+        out.warnings.push_back(
+            "without --dsa-indexer-use-sparse-loss Megatron-Core distils the indexer over every earlier key; sapp prices the sparse "
+            "loss (over the selected keys) of the DeepSeek-V3.2 report's sparse stage");
+      }
+    }
+    m["model_type"] = dsa        ? "deepseek_v32"
+                      : mla      ? "deepseek_v3"
+                      : moe      ? (qk_norm ? "qwen3_moe" : "mixtral")
+                      : qk_norm  ? "qwen3"
+                      : qkv_bias ? "qwen2"
+                                 : (swiglu ? "llama" : "gpt3");
     // Megatron-Core's hybrid stacks (Nemotron-H, Nemotron 3: --hybrid-override-pattern, --hybrid-layer-pattern) make
     // each symbol its own layer, Mamba (M), attention (*), MLP (-) or MoE (E); sapp's layers are attention + FFN, so
     // such a stack is refused when the model is priced from this file, never priced as something else.
@@ -1558,6 +1598,15 @@ std::string emit_megatron(const Plan& plan, const Loaded* original, const std::s
         ed.lines.push_back(fmt::format("--qk-head-dim {}", *m.qk_nope_head_dim));
         ed.lines.push_back(fmt::format("--qk-pos-emb-head-dim {}", *m.qk_rope_head_dim));
         ed.lines.push_back(fmt::format("--v-head-dim {}", *m.v_head_dim));
+        if (m.indexer) {
+          // DeepSeek Sparse Attention as Megatron-Core states it (after core_v0.14.0), its sparse distillation loss
+          // the one sapp priced.
+          ed.lines.emplace_back("--experimental-attention-variant dsa");
+          ed.lines.push_back(fmt::format("--dsa-indexer-n-heads {}", m.indexer->heads));
+          ed.lines.push_back(fmt::format("--dsa-indexer-head-dim {}", m.indexer->head_dim));
+          ed.lines.push_back(fmt::format("--dsa-indexer-topk {}", m.indexer->topk));
+          ed.lines.emplace_back("--dsa-indexer-use-sparse-loss");
+        }
       }
       if (m.mtp_depth.value_or(0) > 0) ed.lines.push_back(fmt::format("--mtp-num-layers {}", *m.mtp_depth));
       if (m.qk_norm.value_or(false)) ed.lines.emplace_back("--qk-layernorm");
@@ -1729,6 +1778,11 @@ std::string emit_megatron(const Plan& plan, const Loaded* original, const std::s
         "NVFP4BlockScaling): run the script with such a Megatron-LM");
   } else if (plan.fp8) {
     ed.set("--fp8-format", "hybrid", anchor);
+  }
+  if (plan.model && plan.model->indexer) {
+    note(
+        "--experimental-attention-variant dsa and --dsa-indexer-* (DeepSeek Sparse Attention) are Megatron-Core's after core_v0.14.0: run the "
+        "script with such a Megatron-LM");
   }
   // Priced without Transformer Engine's FP8 weight cache: the script must keep the weights in FP8 too.
   if (plan.fp8 && plan.fp8_param_gather && l.zero >= 1) ed.set(plan.fp4 ? "--fp4-param-gather" : "--fp8-param-gather", std::nullopt, anchor);
