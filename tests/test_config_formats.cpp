@@ -2809,3 +2809,38 @@ TEST(Megatron, SparseAttentionIndexerReadAndWritten) {
   EXPECT_EQ(back.model_config.at("model_type"), "deepseek_v32");
   EXPECT_EQ(back.model_config.at("index_topk"), 2048);
 }
+
+// A new MindFormers file written for a bundled MoE model reads back with the same parameters (its shared experts
+// were left out: DeepSeek-V3 read back 2.6 B short), DeepSeek-V3.2's indexer included; torchtitan has no flavour for
+// DeepSeek-V3.2 (no DeepSeek Sparse Attention), which is refused rather than written as DeepSeek-V3's.
+TEST(Emit, NewFilesKeepTheModelsParameters) {
+  const auto& cat = test::catalog();
+  for (const char* name : {"deepseek-v3", "deepseek-v3.2", "qwen3-30b-a3b", "mixtral-8x7b"}) {
+    config::Plan p;
+    p.devices = 64;
+    p.global_batch = 64;
+    p.seq = 4096;
+    p.layout.dp = 64;
+    p.layout.zero = 3;
+    p.model = test::bundled(name).spec;
+    p.num_layers = p.model->num_layers;
+    const std::string text = config::emit(config::EmitFormat::MindFormers, p, nullptr, name);
+    const config::Loaded back = config::read_text(text, "back.yaml", config::Format::MindFormers);
+    const model::Model read = model::resolve(model::model_from_json(back.model_config, "back.yaml"), cat.records, cat.profiles);
+    EXPECT_DOUBLE_EQ(read.params().total, test::bundled(name).params().total) << name << "\n" << text;
+  }
+  config::Plan v32;
+  v32.devices = 64;
+  v32.global_batch = 64;
+  v32.seq = 4096;
+  v32.layout.dp = 64;
+  v32.layout.zero = 3;
+  v32.model = test::bundled("deepseek-v3.2").spec;
+  v32.num_layers = v32.model->num_layers;
+  try {
+    (void)config::emit(config::EmitFormat::Torchtitan, v32, nullptr, "deepseek-v3.2");
+    ADD_FAILURE() << "DeepSeek-V3.2 written as a torchtitan flavour";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("none of torchtitan's bundled flavours"), std::string::npos) << e.what();
+  }
+}

@@ -190,6 +190,9 @@ json model_of(Tree& t, const std::string& file, long long& num_layers, long long
   opt({"model.model_config.qk_rope_head_dim", "model.model_config.qk_pos_emb_head_dim"}, "qk_rope_head_dim");
   opt({"model.model_config.qk_nope_head_dim", "model.model_config.qk_head_dim"}, "qk_nope_head_dim");
   opt({"model.model_config.v_head_dim"}, "v_head_dim");
+  opt({"model.model_config.index_n_heads"}, "index_n_heads");  // DeepSeek Sparse Attention (DeepSeek-V3.2's HF names)
+  opt({"model.model_config.index_head_dim"}, "index_head_dim");
+  opt({"model.model_config.index_topk"}, "index_topk");
   mtp = t.whole_of({"model.model_config.mtp_depth", "model.model_config.num_nextn_predict_layers", "model.model_config.mtp_num_layers"}, k, 0)
             .value_or(fallback("num_nextn_predict_layers").value_or(0));
   if (mtp > 0) m["num_nextn_predict_layers"] = mtp;
@@ -549,11 +552,19 @@ std::string emit_mindformers(const Plan& plan, const Loaded* original, const std
         text += fmt::format("    num_experts: {}\n    num_experts_per_tok: {}\n    moe_intermediate_size: {}\n", *m.num_experts,
                             m.experts_per_token.value_or(1), m.routed_expert_width());
         if (m.first_k_dense) text += fmt::format("    first_k_dense_replace: {}\n", *m.first_k_dense);
+        // The shared experts (they were left out: DeepSeek-V3 read back 2.6 B parameters short).
+        if (m.shared_expert_intermediate_size)
+          text += fmt::format("    moe_shared_expert_intermediate_size: {}\n", *m.shared_expert_intermediate_size);
+        else if (m.num_shared_experts.value_or(0) > 0)
+          text += fmt::format("    n_shared_experts: {}\n", *m.num_shared_experts);
       }
       if (m.is_mla()) {
         text += fmt::format("    kv_lora_rank: {}\n    qk_rope_head_dim: {}\n    qk_nope_head_dim: {}\n    v_head_dim: {}\n", *m.kv_lora_rank,
                             *m.qk_rope_head_dim, *m.qk_nope_head_dim, *m.v_head_dim);
         if (m.q_lora_rank) text += fmt::format("    q_lora_rank: {}\n", *m.q_lora_rank);
+        if (m.indexer) {
+          text += fmt::format("    index_n_heads: {}\n    index_head_dim: {}\n    index_topk: {}\n", m.indexer->heads, m.indexer->head_dim, m.indexer->topk);
+        }
       }
       if (m.mtp_depth.value_or(0) > 0) text += fmt::format("    mtp_depth: {}\n", *m.mtp_depth);
       text += fmt::format("    tie_word_embeddings: {}\n", m.tie_word_embeddings ? "True" : "False");

@@ -615,6 +615,7 @@ namespace {
 // The bundled torchtitan flavour with the dimensions of `spec` (torchtitan defines its models in code: a model none
 // of its flavours states cannot be written as a TOML).
 std::optional<std::pair<std::string, std::string>> flavour_of(const model::ModelSpec& spec) {
+  if (spec.indexer) return std::nullopt;  // no flavour runs DeepSeek Sparse Attention (DeepSeek-V3.2 is not DeepSeek-V3)
   const json& flavours = bundled_flavours();
   auto same = [](const json& m, const char* key, std::optional<long long> v) { return !v || !m.contains(key) || m.at(key).get<long long>() == *v; };
   for (const auto& [name, entry] : flavours.items()) {
