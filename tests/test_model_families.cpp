@@ -242,9 +242,13 @@ TEST(ModelFamilies, UnknownModelTypeFallsBackToItsArchitecture) {
       "num_attention_heads":4,"num_key_value_heads":2,"head_dim":16,"vocab_size":1000,"intermediate_size":128,"moe_intermediate_size":32,
       "n_routed_experts":4,"num_experts_per_tok":2,"n_shared_experts":1})");
   EXPECT_EQ(m.profile.arch, "glm4_moe");
+  expect_refused(R"({"model_type":"falcon_h1","architectures":["FalconH1ForCausalLM"],"hidden_size":64,"num_hidden_layers":2,
+      "num_attention_heads":4,"vocab_size":1000,"intermediate_size":128})",
+                 {"synthetic.json", "model_type", "falcon_h1", "FalconH1ForCausalLM"});
+  // nemotron_h is a family now; without its hybrid pattern it names the missing key.
   expect_refused(R"({"model_type":"nemotron_h","architectures":["NemotronHForCausalLM"],"hidden_size":64,"num_hidden_layers":2,
       "num_attention_heads":4,"vocab_size":1000,"intermediate_size":128})",
-                 {"synthetic.json", "model_type", "nemotron_h", "NemotronHForCausalLM"});
+                 {"synthetic.json", "layer_types", "nemotron_h"});
 }
 
 // A squared-ReLU MLP (hidden_act relu2, Nemotron's; Megatron's --squared-relu) has no gate: h x f fewer weights per
@@ -336,4 +340,50 @@ TEST(ModelFamilies, SparseAttentionIndexerStatedInFullOrPricedByItsFamily) {
       "num_hidden_layers": 2, "vocab_size": 1000, "q_lora_rank": 256, "kv_lora_rank": 128, "qk_rope_head_dim": 32,
       "qk_nope_head_dim": 64, "v_head_dim": 64})",
                  {"synthetic.json", "index_topk"});
+}
+
+// Nemotron 3 Nano (nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16 model card): 31.6 B total parameters, about 3.2 B active
+// per token, 3.6 B with the embeddings (half a unit of the last digit: 0.05 B). Its 52 layers each run one block
+// (hybrid_override_pattern): 23 Mamba-2, 23 MoE, 6 attention. One Mamba-2 layer by hand from the config (Transformers'
+// NemotronH Mamba2 mixer; h 2688, 64 heads of 64, 8 groups of state 128, kernel 4): in_proj 2688 x (2 x 4096 + 2 x 8 x 128
+// + 64), the convolution's weights and bias over 4096 + 2048 channels (x 5), dt_bias, A_log and D (3 x 64), the gated
+// norm (4096), out_proj 4096 x 2688 and the layer's norm (2688): 38744896.
+TEST(PublishedParams, Nemotron3Nano_31_6B_total_3_2B_active) {
+  auto m = bundled("nemotron-3-nano-30b-a3b");
+  auto p = m.params();
+  near_published(p.total, 31.6, 0.1, "total");
+  near_published(p.active_no_embedding, 3.2, 0.1, "active");
+  near_published(p.active, 3.6, 0.1, "active with the embeddings");
+  auto kinds = layer_kinds(m);
+  EXPECT_EQ(std::count(kinds.begin(), kinds.end(), "mamba"), 23);
+  EXPECT_EQ(std::count(kinds.begin(), kinds.end(), "moe"), 23);
+  EXPECT_EQ(std::count(kinds.begin(), kinds.end(), "attention"), 6);
+  EXPECT_EQ(kinds.front(), "mamba");
+  EXPECT_EQ(kinds[5], "attention");
+  for (const auto& k : m.kinds) {
+    if (k.kind.name != "mamba") continue;
+    EXPECT_DOUBLE_EQ(k.attention_params + k.ffn_params + k.norm_params + k.expert_params,
+                     2688.0 * (2 * 4096 + 2 * 8 * 128 + 64) + 5.0 * (4096 + 2 * 8 * 128) + 3 * 64 + 4096 + 4096.0 * 2688 + 2688);
+    EXPECT_DOUBLE_EQ(k.ffn_params + k.expert_params, 0.0);  // a Mamba-2 layer runs no FFN
+  }
+}
+
+TEST(ModelFamilies, HybridPatternAndMambaDimensionsRefusedByKey) {
+  const std::string head = R"({"model_type": "nemotron_h", "hidden_size": 256, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 64,
+      "vocab_size": 1000, "intermediate_size": 512, "mamba_num_heads": 8, "mamba_head_dim": 32, "ssm_state_size": 16, "conv_kernel": 4, )";
+  // A fine config resolves: M, *, - layers.
+  EXPECT_EQ(layer_kinds(resolve_json(head + R"("n_groups": 2, "num_hidden_layers": 3, "hybrid_override_pattern": "M*-"})")),
+            (std::vector<std::string>{"mamba", "attention", "mlp"}));
+  expect_refused(head + R"("n_groups": 2, "num_hidden_layers": 4, "hybrid_override_pattern": "M*-"})",
+                 {"synthetic.json", "hybrid_override_pattern", "3 layers"});
+  expect_refused(head + R"("n_groups": 2, "num_hidden_layers": 3, "hybrid_override_pattern": "M*X"})", {"synthetic.json", "hybrid_override_pattern", "'X'"});
+  expect_refused(head + R"("num_hidden_layers": 3, "hybrid_override_pattern": "M*-"})", {"synthetic.json", "mamba_num_heads", "n_groups"});
+  expect_refused(head + R"("n_groups": 2, "num_hidden_layers": 3, "hybrid_override_pattern": "M*-", "mamba_proj_bias": true})",
+                 {"synthetic.json", "mamba_proj_bias"});
+  // Nemotron 3 Super's LatentMoE: refused by key (null: none).
+  expect_refused(head + R"("n_groups": 2, "num_hidden_layers": 3, "hybrid_override_pattern": "M*-", "moe_latent_size": 1024})",
+                 {"synthetic.json", "moe_latent_size", "LatentMoE"});
+  EXPECT_EQ(layer_kinds(resolve_json(head + R"("n_groups": 2, "num_hidden_layers": 1, "hybrid_override_pattern": "M", "moe_latent_size": null})")).size(), 1u);
+  // MoE layers (E) without experts: refused by the family's check.
+  expect_refused(head + R"("n_groups": 2, "num_hidden_layers": 2, "hybrid_override_pattern": "ME"})", {"synthetic.json"});
 }

@@ -335,9 +335,13 @@ std::vector<std::string> explain_stage(const model::Model& model, const plan::La
   std::string kinds;
   for (const auto& [g, count] : counts) {
     const model::LayerKind& k = model.kinds[static_cast<std::size_t>(g->kind)].kind;
-    const char* attention = k.attention == model::AttentionFlavour::Mla ? "MLA" : k.attention == model::AttentionFlavour::Linear ? "linear" : "GQA";
-    kinds += fmt::format("{}{} x {} ({} attention{}{}, {} FFN{})", kinds.empty() ? "" : ", ", count, k.name, attention, k.sliding ? ", sliding window" : "",
-                         k.chunked ? ", chunked" : "", k.ffn == model::FfnFlavour::Moe ? "MoE" : "dense",
+    const char* attention = k.attention == model::AttentionFlavour::Mla      ? "MLA attention"
+                            : k.attention == model::AttentionFlavour::Linear ? "linear attention"
+                            : k.attention == model::AttentionFlavour::None   ? "no attention"
+                                                                             : "GQA attention";
+    const char* ffn = k.ffn == model::FfnFlavour::Moe ? "MoE FFN" : k.ffn == model::FfnFlavour::None ? "no FFN" : "dense FFN";
+    kinds += fmt::format("{}{} x {} ({}{}{}, {}{})", kinds.empty() ? "" : ", ", count, k.name, attention, k.sliding ? ", sliding window" : "",
+                         k.chunked ? ", chunked" : "", ffn,
                          g->mtp      ? ", MTP"
                          : g->vision ? ", vision"
                                      : "");

@@ -110,9 +110,9 @@ constexpr std::array<ValidatedPair, 17> kValidated = {{
      "dualpipev as DualPipe-V): two runs, the efficiencies are priors"},
     {"a100-80g", "BF16", true, "Narayanan et al. 2021 Table 1 (fp16, 10 held-out runs, median 6 %)"},
     {"h100-sxm", "FP8", true,
-     "20 held-out FP8 runs in validation/runs.yaml, median 4.5 %: NeMo 24.07 / 24.12 dense runs within 8 % (Nemotron-3 8B / 22B and "
+     "23 held-out FP8 runs in validation/runs.yaml, median 4.5 %: NeMo 24.07 / 24.12 dense runs within 8 % (Nemotron-3 8B / 22B and "
      "Nemotron-4 340B -4.5, -5.2, -7.8 %), NeMo 24.03 Llama 2 7B from 4k to 512k over CP up to 16 within -1.2 to +5.2 %, Megatron-Bridge "
-     "25.11 dense +8.6 % and -11.1 %; Megatron-Bridge FP8 MoE runs off by 4-7 %"},
+     "25.11 dense +8.6 % and -11.1 %; Megatron-Bridge FP8 MoE runs off by 1-7 % (Nemotron 3 Nano +0.8 %)"},
     {"h100-sxm", "BF16", true,
      "9 held-out BF16 H100 runs in validation/runs.yaml, median 7.5 %: NeMo AutoModel LoRA Llama 3.1 8B +2.2 %, Qwen2.5 7B +7.3 %, "
      "Llama 3.3 70B on 16 -22 %; AutoModel pre-training Qwen3-30B-A3B +45 %, DeepSeek-V3 +12 % (256) and -3.4 % (1024), Kimi K2 -4.7 %, "
@@ -122,15 +122,16 @@ constexpr std::array<ValidatedPair, 17> kValidated = {{
      "long-context -21 % to +10 %; the FP8 efficiencies were fitted on two Megatron-Bridge 25.11 dense MXFP8 runs"},
     {"b200", "BF16", false, "one B200 BF16 run (GPT-OSS-120B, -31 %); the BF16 GEMM efficiency is the prior 0.75 times the FP8 fit's 0.801"},
     {"gb200", "FP8", true,
-     "6 held-out GB200 MXFP8 runs in validation/runs.yaml, median 2.1 %, priced with B200's efficiencies: Megatron-Bridge dense Llama 3 "
+     "7 held-out GB200 MXFP8 runs in validation/runs.yaml, median 2.4 %, priced with B200's efficiencies: Megatron-Bridge dense Llama 3 "
      "8B (25.11) +0.7 %, Llama 3 70B and 3.1 405B (26.04) +1.8 % and +0.2 %; 26.04 MoE Qwen3-30B-A3B -8.9 %, Qwen3-235B-A22B +2.4 %, "
-     "DeepSeek-V3 +4.7 %"},
+     "DeepSeek-V3 +4.7 %, Nemotron 3 Nano -25.2 %"},
     {"gb200", "BF16", false,
      "one GB200 BF16 run (Megatron-Bridge 26.04 GPT-OSS-120B, -36 %); the BF16 GEMM efficiency is B200's prior, 0.75 times its FP8 "
      "fit's 0.801"},
     {"gb300", "FP8", true,
-     "5 held-out GB300 MXFP8 runs in validation/runs.yaml, median 2.2 %: Megatron-Bridge 26.04 Llama 3.1 405B +0.4 %, MoE Qwen3-30B-A3B "
-     "-8.7 %, Qwen3-235B-A22B +2.7 %, DeepSeek-V3 +2.2 %, Kimi K2 -1.9 %; the FP8 efficiencies were fitted on two dense Megatron-Bridge "
+     "6 held-out GB300 MXFP8 runs in validation/runs.yaml, median 2.4 %: Megatron-Bridge 26.04 Llama 3.1 405B +0.4 %, MoE Qwen3-30B-A3B "
+     "-8.7 %, Qwen3-235B-A22B +2.7 %, DeepSeek-V3 +2.2 %, Kimi K2 -1.9 %, Nemotron 3 Nano -27.5 %; the FP8 efficiencies were fitted on two dense "
+     "Megatron-Bridge "
      "GB300 MXFP8 runs (Llama 3 8B, 70B)"},
     {"gb300", "BF16", false,
      "one GB300 BF16 run (Megatron-Bridge 26.04 GPT-OSS-120B, -25 %); the BF16 GEMM efficiency is the prior 0.75 times the FP8 fit's 0.977"},
@@ -141,9 +142,10 @@ constexpr std::array<ValidatedPair, 17> kValidated = {{
     {"gb300", "NVFP4", false,
      "2 held-out GB300 NVFP4 runs in validation/runs.yaml, median 9.2 % (Megatron-Bridge 26.04 Llama 3 70B +12.3 %, Llama 3.1 405B "
      "-6.1 %): nothing fitted on NVFP4, its GEMM rate is Transformer Engine's B300 kernel ratio over MXFP8 (1.90) times the FP8 one"},
-    {"b300", "FP8", true,
-     "3 held-out B300 MXFP8 MoE runs in validation/runs.yaml, median 7.1 % (Megatron-Bridge 26.04: Qwen3-30B-A3B -6.3 %, Qwen3-235B-A22B "
-     "-7.1 %, DeepSeek-V3 PP16 -26 %), priced with GB300's efficiencies (no B300 run fitted): three runs of one release, no dense run"},
+    {"b300", "FP8", false,
+     "4 held-out B300 MXFP8 MoE runs in validation/runs.yaml, median 15.3 % (Megatron-Bridge 26.04: Qwen3-30B-A3B -6.3 %, Qwen3-235B-A22B "
+     "-6.2 %, DeepSeek-V3 PP16 -24 %, Nemotron 3 Nano -29 %), priced with GB300's efficiencies (no B300 run fitted): four runs of one "
+     "release, no dense run"},
     {"b300", "BF16", false, "one B300 BF16 run (Megatron-Bridge 26.04 GPT-OSS-120B, -43 %); the BF16 GEMM efficiency is GB300's prior"},
     {"h100-96g", "BF16", true,
      "4 held-out torchtitan BF16 runs at the 500 W power limit (Llama 3.1 8B FSDP8 / FSDP128, eager and compiled, torch SDPA): -5.5 % to "

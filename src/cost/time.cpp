@@ -327,7 +327,7 @@ KindTimes kind_times(const model::Model& model, const plan::Layout& l, const pla
     // Each collective moves the layer's activation tensor; backward repeats them: 2 x collectives passes.
     kt.tp_raw_s = ring_seconds(hw, tp_link, l.tp, ktokens * kh * bc, 2.0 * collectives);
     kt.tp_s = (1.0 - overlap.tp) * kt.tp_raw_s;
-    if (l.cp > 1 && !kind.vision && kind.kind.attention != model::AttentionFlavour::Linear) {
+    if (l.cp > 1 && !kind.vision && (kind.kind.attention == model::AttentionFlavour::Gqa || kind.kind.attention == model::AttentionFlavour::Mla)) {
       double kv_width = spec.kv_exchange_width();
       if (l.cp_algo == plan::CpAlgo::Ring) {
         double bw = cp_link.bandwidth * hw.efficiency.comm;

@@ -14,8 +14,8 @@ using nlohmann::json;
 namespace {
 
 // The model facts a profile may decide where a config is silent, each bound as a name of the records.
-const std::vector<std::string> kFacts = {"qkv_bias", "o_bias", "mlp_bias",    "norm_bias",   "qk_norm", "qk_norm_whole",
-                                         "out_gate", "sinks",  "router_bias", "shared_gate", "dropout", "act_clamp"};
+const std::vector<std::string> kFacts = {"qkv_bias", "o_bias",      "mlp_bias",    "norm_bias", "qk_norm",   "qk_norm_whole", "out_gate",
+                                         "sinks",    "router_bias", "shared_gate", "dropout",   "act_clamp", "mamba"};
 
 std::map<std::string, double> read_facts(const json& node, const std::string& file, const std::string& key) {
   std::map<std::string, double> out;
@@ -64,9 +64,12 @@ Profile profile_from_json(const json& tree, const std::string& file, const std::
     rd.only({"attention", "ffn", "sliding", "chunked", "indexed", "ops", "defaults"});
     LayerKind k;
     k.name = name;
-    k.attention = rd.choice_or<AttentionFlavour>("attention", "gqa",
-                                                 {{"gqa", AttentionFlavour::Gqa}, {"mla", AttentionFlavour::Mla}, {"linear", AttentionFlavour::Linear}});
-    k.ffn = rd.choice_or<FfnFlavour>("ffn", "dense", {{"dense", FfnFlavour::Dense}, {"moe", FfnFlavour::Moe}});
+    k.attention = rd.choice_or<AttentionFlavour>(
+        "attention", "gqa",
+        {{"gqa", AttentionFlavour::Gqa}, {"mla", AttentionFlavour::Mla}, {"linear", AttentionFlavour::Linear}, {"none", AttentionFlavour::None}});
+    k.ffn = rd.choice_or<FfnFlavour>("ffn", "dense", {{"dense", FfnFlavour::Dense}, {"moe", FfnFlavour::Moe}, {"none", FfnFlavour::None}});
+    if (k.attention == AttentionFlavour::None && k.ffn == FfnFlavour::None)
+      rd.bad("ffn", "an FFN where the kind has no attention (a layer runs one block at least)");
     k.sliding = rd.boolean_or("sliding", false);
     k.chunked = rd.boolean_or("chunked", false);
     k.indexed = rd.boolean_or("indexed", false);
@@ -281,6 +284,16 @@ BoundKind bind(const ModelSpec& spec, const Profile& profile, const LayerKind& k
     }
     count("ffn", kind.ffn == FfnFlavour::Moe ? spec.routed_expert_width() : spec.intermediate_size.value_or(spec.routed_expert_width()));
   }
+  // A layer of one block (AttentionFlavour::None, FfnFlavour::None): the other block's names are 0, so that its terms
+  // vanish, and attn_on / ffn_on say which blocks run (their norms, residual joins and casts).
+  const bool attn_on = vision || kind.attention != AttentionFlavour::None;
+  const bool ffn_on = vision || kind.ffn != FfnFlavour::None;
+  count("attn_on", attn_on ? 1 : 0);
+  count("ffn_on", ffn_on ? 1 : 0);
+  if (!attn_on) {
+    for (const char* name : {"a", "kv", "dh", "dv"}) count(name, 0);
+  }
+  if (!ffn_on) count("ffn", 0);
   bool moe = !vision && kind.ffn == FfnFlavour::Moe;
   count("n_exp", moe ? spec.num_experts.value_or(0) : 0);
   count("topk", moe ? spec.experts_per_token.value_or(1) : 1);
@@ -479,7 +492,8 @@ Model resolve(const ModelSpec& spec, std::shared_ptr<const OpRecords> shared_rec
       if (moe_layer(spec, i) && it != p.moe_variant.end()) name = it->second;
     }
   }
-  for (Count i = 0; spec.is_moe() && i < spec.num_layers; ++i) {
+  // (A hybrid pattern states each layer's FFN itself: its MoE layers are where it says.)
+  for (Count i = 0; spec.is_moe() && !spec.layer_types_name_ffn && i < spec.num_layers; ++i) {
     bool priced_moe = p.kind(body[static_cast<std::size_t>(i)])->ffn == FfnFlavour::Moe;
     if (priced_moe != moe_layer(spec, i)) {
       fail(at(spec.source, "mlp_only_layers / first_k_dense_replace / decoder_sparse_step"), "make layer {} {}, but op profile {} can only price it {}", i,

@@ -17,8 +17,10 @@
 
 namespace sapp::model {
 
-enum class AttentionFlavour { Gqa, Mla, Linear };
-enum class FfnFlavour { Dense, Moe };
+// None: a layer of one block (Nemotron-H's hybrid stack: a Mamba-2 or attention layer without an FFN, an MLP or MoE
+// layer without attention).
+enum class AttentionFlavour { Gqa, Mla, Linear, None };
+enum class FfnFlavour { Dense, Moe, None };
 
 struct LayerKind {
   std::string name;

@@ -234,7 +234,7 @@ ModelSpec model_from_json(const json& config, const std::string& file) {
   // 0 states no shared expert (Qwen3-Coder-480B-A35B's published config).
   if (const json* shared = text_node->contains("shared_expert_intermediate_size") ? &text_node->at("shared_expert_intermediate_size") : nullptr;
       !(shared && shared->is_number_integer() && shared->get<Count>() == 0))
-    m.shared_expert_intermediate_size = pick_count({"shared_expert_intermediate_size"}, units::kFfnWidth);
+    m.shared_expert_intermediate_size = pick_count({"shared_expert_intermediate_size", "moe_shared_expert_intermediate_size"}, units::kFfnWidth);
   // ERNIE 4.5 (Transformers' configuration_ernie4_5_moe.py) states its experts under its own keys: moe_num_experts,
   // moe_k, moe_num_shared_experts (of the routed width), and the MoE layers as moe_layer_start_index <= i <=
   // moe_layer_end_index with (i + 1) % moe_layer_interval == 0.
@@ -302,6 +302,48 @@ ModelSpec model_from_json(const json& config, const std::string& file) {
          stated);
   }
   if (stated == 5) m.linear = LinearAttentionDims{*nk, *dk, *nv, *dv, *conv};
+
+  // Nemotron-H and Nemotron 3 (Transformers' NemotronHConfig): hybrid_override_pattern gives each layer one block,
+  // Mamba-2 (M), attention (*), MLP (-) or MoE (E), read as layer types. The Mamba-2 mixer is priced as linear
+  // attention: n_groups key heads of ssm_state_size (its B and C), mamba_num_heads value heads of mamba_head_dim (its
+  // x), conv_kernel (d_inner = mamba_num_heads x mamba_head_dim; `expand` is not read, as NemotronH does not).
+  auto mamba_heads = src.count({"mamba_num_heads"}, units::kHeads);
+  auto mamba_head_dim = src.count({"mamba_head_dim"}, units::kHeadDim);
+  auto ssm_state = src.count({"ssm_state_size"}, units::kHeadDim);
+  auto ssm_groups = src.count({"n_groups"}, units::kHeads);
+  auto mamba_conv = src.count({"conv_kernel"}, units::kKernel);
+  int mamba_stated = (mamba_heads ? 1 : 0) + (mamba_head_dim ? 1 : 0) + (ssm_state ? 1 : 0) + (ssm_groups ? 1 : 0) + (mamba_conv ? 1 : 0);
+  if (mamba_stated > 0 && mamba_stated < 5) {
+    fail(at(file, src.path("mamba_num_heads")),
+         "the Mamba-2 mixer states {} of its five dimensions; state all of mamba_num_heads, mamba_head_dim, ssm_state_size, n_groups, conv_kernel",
+         mamba_stated);
+  }
+  if (mamba_stated == 5) {
+    if (m.linear) fail(at(file, src.path("mamba_num_heads")), "states both Mamba-2 and linear-attention (linear_*) dimensions; sapp prices one mixer");
+    if (src.flag({"mamba_proj_bias"}).value_or(false))
+      fail(at(file, src.path("mamba_proj_bias")), "true is not priced (the Mamba-2 projections without biases)");
+    if (!src.flag({"use_conv_bias"}).value_or(true)) fail(at(file, src.path("use_conv_bias")), "false is not priced (the Mamba-2 convolution with its bias)");
+    m.linear = LinearAttentionDims{*ssm_groups, *ssm_state, *mamba_heads, *mamba_head_dim, *mamba_conv};
+  }
+  // Nemotron 3 Super's LatentMoE: the routed experts run in a projected latent width, which sapp does not price.
+  if (text_node->contains("moe_latent_size") && !text_node->at("moe_latent_size").is_null())
+    fail(at(file, src.path("moe_latent_size")), "{} is not priced: LatentMoE (experts in a projected latent space) is not modelled",
+         text_node->at("moe_latent_size").dump());
+  if (text_node->contains("hybrid_override_pattern")) {
+    const json& pattern = text_node->at("hybrid_override_pattern");
+    const std::string where = at(file, src.path("hybrid_override_pattern"));
+    if (!pattern.is_string()) fail(where, "expected a string of M, *, - and E (one per layer), got {}", pattern.dump());
+    const std::string text = pattern.get<std::string>();
+    if (static_cast<Count>(text.size()) != m.num_layers) fail(where, "'{}' has {} layers, but num_hidden_layers is {}", text, text.size(), m.num_layers);
+    if (text_node->contains("layer_types")) fail(where, "is stated beside layer_types; state one");
+    for (std::size_t i = 0; i < text.size(); ++i) {
+      const char c = text[i];
+      if (c != 'M' && c != '*' && c != '-' && c != 'E')
+        fail(where, "'{}' at layer {} is none of M (Mamba-2), * (attention), - (MLP), E (MoE)", std::string(1, c), i);
+      m.layer_types.emplace_back(c == 'M' ? "mamba" : c == '*' ? "attention" : c == '-' ? "mlp" : "moe");
+    }
+    m.layer_types_name_ffn = true;
+  }
 
   auto index_heads = src.count({"index_n_heads"}, units::kHeads);
   auto index_head_dim = src.count({"index_head_dim"}, units::kHeadDim);
@@ -379,7 +421,7 @@ ModelSpec model_from_json(const json& config, const std::string& file) {
              item.dump());
     }
   }
-  m.hidden_act = src.text({"hidden_act", "hidden_activation", "activation_function"});
+  m.hidden_act = src.text({"hidden_act", "hidden_activation", "activation_function", "mlp_hidden_act"});
   auto drop = src.real({"hidden_dropout", "resid_pdrop", "residual_dropout", "attention_dropout", "attn_pdrop"}, units::kProbability);
   m.dropout = drop;
   m.learned_position_embeddings = src.count({"learned_position_embeddings"}, units::kPositions);
@@ -510,6 +552,17 @@ const std::set<std::string>& read_keys() {
                                           "index_n_heads",
                                           "index_head_dim",
                                           "index_topk",
+                                          "mamba_num_heads",
+                                          "mamba_head_dim",
+                                          "ssm_state_size",
+                                          "n_groups",
+                                          "conv_kernel",
+                                          "use_conv_bias",
+                                          "mamba_proj_bias",
+                                          "hybrid_override_pattern",
+                                          "moe_latent_size",
+                                          "moe_shared_expert_intermediate_size",
+                                          "mlp_hidden_act",
                                           "layer_types",
                                           "sliding_window",
                                           "num_nextn_predict_layers",
