@@ -627,3 +627,29 @@ TEST(StepTime, SparseAttentionPaysItsIndexerShortAndSavesAttentionLong) {
   plan::Training long_seq = training(128, 131072);
   EXPECT_LT(cost::estimate_time(v32, l, long_seq, hw).step_s, 0.5 * cost::estimate_time(v3, l, long_seq, hw).step_s);
 }
+
+TEST(StepTime, LinearAttentionUnderContextParallelPaysItsHeadSplit) {
+  // A Mamba-2 mixer under CP switches to a head split and back around its scan (terms::kUlyssesAllToAlls, whatever
+  // the CP algorithm): Nemotron 3 Nano's 23 Mamba-2 layers pay CP communication where they paid none; its six
+  // attention layers pay the ring's K,V exchange (hidden) or Ulysses' all-to-alls.
+  auto m = test::bundled("nemotron-3-nano-30b-a3b");
+  auto hw = test::device("h100-sxm");
+  plan::Layout l;
+  l.tp = 1;
+  l.ep = 8;
+  l.dp = 8;
+  l.cp = 2;
+  l.micro_batches = 8;
+  l.recompute = plan::Recompute::Full;
+  cost::Overlap none;
+  none.cp = 0;
+  plan::Training t = training(64, 8192);
+  const auto& times = cost::kind_times(m, l, t, hw, none);
+  for (std::size_t k = 0; k < m.kinds.size(); ++k) {
+    const auto& kind = m.kinds[k].kind;
+    if (kind.attention == model::AttentionFlavour::Linear || kind.attention == model::AttentionFlavour::Gqa)
+      EXPECT_GT(times.kinds[k].cp_s, 0.0) << kind.name;
+    else
+      EXPECT_EQ(times.kinds[k].cp_s, 0.0) << kind.name;  // the MoE layers run no attention
+  }
+}

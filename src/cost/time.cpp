@@ -327,6 +327,8 @@ KindTimes kind_times(const model::Model& model, const plan::Layout& l, const pla
     // Each collective moves the layer's activation tensor; backward repeats them: 2 x collectives passes.
     kt.tp_raw_s = ring_seconds(hw, tp_link, l.tp, ktokens * kh * bc, 2.0 * collectives);
     kt.tp_s = (1.0 - overlap.tp) * kt.tp_raw_s;
+    const double ulysses_s =
+        l.cp > 1 ? terms::kUlyssesAllToAlls * (tokens * h * bc / l.tp * cp_a2a.seconds_per_byte / hw.efficiency.comm + cp_a2a.latency) : 0.0;
     if (l.cp > 1 && !kind.vision && (kind.kind.attention == model::AttentionFlavour::Gqa || kind.kind.attention == model::AttentionFlavour::Mla)) {
       double kv_width = spec.kv_exchange_width();
       if (l.cp_algo == plan::CpAlgo::Ring) {
@@ -347,10 +349,13 @@ KindTimes kind_times(const model::Model& model, const plan::Layout& l, const pla
         kt.recompute_s[static_cast<int>(plan::Recompute::Full)] += kt.cp_merge_fwd_s;
       } else {
         // Four all-to-alls (q, k, v, output) forward and their four in backward.
-        double bytes = tokens * h * bc / l.tp;
-        kt.cp_s = terms::kUlyssesAllToAlls * (bytes * cp_a2a.seconds_per_byte / hw.efficiency.comm + cp_a2a.latency);
+        kt.cp_s = ulysses_s;
         kt.cp_raw_s = kt.cp_s;
       }
+    }
+    if (l.cp > 1 && !kind.vision && kind.kind.attention == model::AttentionFlavour::Linear) {
+      kt.cp_s = ulysses_s;  // terms::kUlyssesAllToAlls: the mixer's switch to a head split and back, whatever --cp-algo says
+      kt.cp_raw_s = kt.cp_s;
     }
     if (l.ep > 1 && kind.kind.ffn == model::FfnFlavour::Moe && !kind.vision) {
       // dispatch + combine, forward and backward: four all-to-alls of the routed copies (the slowest EP rank
