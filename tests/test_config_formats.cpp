@@ -2060,18 +2060,25 @@ TEST(MegatronScript, AConversionBeforeTrainingIsReadAsTheTraining) {
 }
 
 // Megatron-Core's hybrid stacks (Nemotron-H: Mamba 'M', attention '*', MLP '-', MoE 'E', each a layer of its own) are
-// not sapp's attention + FFN layers: the file's model is refused, naming the flag and the pattern, and a --model on
-// the command line still prices the file's layout.
-TEST(MegatronScript, HybridLayerStacksAreRefusedNotPricedAsTransformers) {
-  config::Loaded hybrid = config::read_text(
-      "torchrun --nproc_per_node 8 pretrain_mamba.py --num-layers 4 --hybrid-override-pattern M*ME --hidden-size 1024 --num-attention-heads 16 "
-      "--vocab-size 32000 --seq-length 2048 --micro-batch-size 1 --global-batch-size 8 --num-experts 8 --moe-ffn-hidden-size 512\n",
-      "hybrid.sh", config::Format::Megatron);
-  EXPECT_NE(hybrid.model_error.find("--hybrid-override-pattern: 'M*ME' is a hybrid stack"), std::string::npos) << hybrid.model_error;
+// read as the nemotron_h family (they were refused before it came); a pattern with symbols sapp does not read is
+// refused, naming the flag and the pattern, and a --model on the command line still prices the file's layout.
+TEST(MegatronScript, HybridLayerStacksAreReadAsNemotronH) {
+  const std::string flags =
+      " --hidden-size 1024 --num-attention-heads 16 --vocab-size 32000 --seq-length 2048 --micro-batch-size 1 --global-batch-size 8 "
+      "--num-experts 8 --moe-ffn-hidden-size 512 --moe-router-topk 2\n";
+  config::Loaded hybrid = config::read_text("torchrun --nproc_per_node 8 pretrain_mamba.py --num-layers 4 --hybrid-override-pattern M*ME" + flags, "hybrid.sh",
+                                            config::Format::Megatron);
+  EXPECT_TRUE(hybrid.model_error.empty()) << hybrid.model_error;
   app::EstimateRequest r;
-  EXPECT_THROW(config::fill(r, hybrid, nlohmann::json{}), Error);
+  config::fill(r, hybrid, nlohmann::json::object());
+  EXPECT_EQ(app::load(r.job).model.spec.model_type, "nemotron_h");
+  config::Loaded marked = config::read_text("torchrun --nproc_per_node 8 pretrain_mamba.py --num-layers 4 --hybrid-override-pattern M*|ME" + flags, "hybrid.sh",
+                                            config::Format::Megatron);
+  EXPECT_NE(marked.model_error.find("--hybrid-override-pattern: 'M*|ME' states symbols"), std::string::npos) << marked.model_error;
+  app::EstimateRequest refused;
+  EXPECT_THROW(config::fill(refused, marked, nlohmann::json::object()), Error);
   app::EstimateRequest named;
-  config::fill(named, hybrid, nlohmann::json{{"model", "llama3-8b"}});
+  config::fill(named, marked, nlohmann::json{{"model", "llama3-8b"}});
   EXPECT_EQ(named.job.model, "llama3-8b");
 }
 
@@ -2829,6 +2836,21 @@ TEST(Emit, NewFilesKeepTheModelsParameters) {
     const model::Model read = model::resolve(model::model_from_json(back.model_config, "back.yaml"), cat.records, cat.profiles);
     EXPECT_DOUBLE_EQ(read.params().total, test::bundled(name).params().total) << name << "\n" << text;
   }
+  // Megatron: the MLP's activation as the model runs it (squared ReLU for Nemotron's relu2, GPT-3's plain GeLU; every
+  // model had been written --swiglu, a gated MLP with more weights than Nemotron-4 340B or GPT-3 have).
+  for (const char* name : {"nemotron-3-8b", "nemotron-4-340b", "llama3-8b", "qwen3-30b-a3b"}) {
+    config::Plan p;
+    p.devices = 64;
+    p.global_batch = 64;
+    p.seq = 4096;
+    p.layout.dp = 64;
+    p.model = test::bundled(name).spec;
+    p.num_layers = p.model->num_layers;
+    const std::string text = config::emit(config::EmitFormat::Megatron, p, nullptr, name);
+    const config::Loaded back = config::read_text(text, "back.sh", config::Format::Megatron);
+    const model::Model read = model::resolve(model::model_from_json(back.model_config, "back.sh"), cat.records, cat.profiles);
+    EXPECT_NEAR(read.params().total, test::bundled(name).params().total, 1e-3 * test::bundled(name).params().total) << name << "\n" << text;
+  }
   config::Plan v32;
   v32.devices = 64;
   v32.global_batch = 64;
@@ -2842,5 +2864,61 @@ TEST(Emit, NewFilesKeepTheModelsParameters) {
     ADD_FAILURE() << "DeepSeek-V3.2 written as a torchtitan flavour";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("none of torchtitan's bundled flavours"), std::string::npos) << e.what();
+  }
+}
+
+// Megatron-Core's hybrid stack (pretrain_mamba.py): --hybrid-override-pattern with the --mamba-* dimensions read as
+// the nemotron_h family (Megatron-Core's MambaMixer defaults where a flag is missing), written back by --emit megatron
+// with --squared-relu (no longer --swiglu for a relu2 model) and read back with the same parameters; MindFormers
+// refuses to write it, and a Gated DeltaNet model is refused by --emit megatron (core_v0.14.0 has no flag for it).
+TEST(Megatron, HybridMambaStackReadAndWritten) {
+  const std::string script =
+      "torchrun pretrain_mamba.py --num-layers 4 --hidden-size 1024 --ffn-hidden-size 2048 --num-attention-heads 16 --group-query-attention "
+      "--num-query-groups 2 --seq-length 4096 --micro-batch-size 1 --global-batch-size 16 --vocab-size 32000 --squared-relu --is-hybrid-model "
+      "--hybrid-override-pattern M*M- --mamba-num-heads 32 --mamba-head-dim 64 --disable-bias-linear\n";
+  const config::Loaded l = config::read_text(script, "run.sh", config::Format::Megatron);
+  EXPECT_EQ(l.model_config.at("model_type"), "nemotron_h");
+  EXPECT_EQ(l.model_config.at("hybrid_override_pattern"), "M*M-");
+  EXPECT_EQ(l.model_config.at("mamba_num_heads"), 32);
+  EXPECT_EQ(l.model_config.at("n_groups"), 8);          // --mamba-num-groups' default
+  EXPECT_EQ(l.model_config.at("ssm_state_size"), 128);  // --mamba-state-dim's default
+  EXPECT_TRUE(l.model_error.empty()) << l.model_error;
+  const config::Loaded odd = config::read_text(
+      "torchrun pretrain_mamba.py --num-layers 4 --hidden-size 1024 --num-attention-heads 16 --seq-length 4096 --micro-batch-size 1 "
+      "--global-batch-size 16 --vocab-size 32000 --hybrid-override-pattern M*|M-\n",
+      "run.sh", config::Format::Megatron);
+  EXPECT_NE(odd.model_error.find("--hybrid-override-pattern"), std::string::npos) << odd.model_error;
+
+  const auto& cat = test::catalog();
+  config::Plan p;
+  p.devices = 16;
+  p.global_batch = 64;
+  p.seq = 8192;
+  p.layout.dp = 16;
+  p.layout.ep = 8;
+  p.model = test::bundled("nemotron-3-nano-30b-a3b").spec;
+  p.num_layers = p.model->num_layers;
+  std::vector<std::string> notes;
+  const std::string text = config::emit(config::EmitFormat::Megatron, p, nullptr, "nano", &notes);
+  for (const char* line : {"pretrain_mamba.py", "--squared-relu", "--is-hybrid-model", "--mamba-num-heads 64", "--mamba-state-dim 128"})
+    EXPECT_NE(text.find(line), std::string::npos) << line << " not in\n" << text;
+  EXPECT_EQ(text.find("--swiglu"), std::string::npos) << text;
+  const config::Loaded back = config::read_text(text, "back.sh", config::Format::Megatron);
+  const model::Model read = model::resolve(model::model_from_json(back.model_config, "back.sh"), cat.records, cat.profiles);
+  EXPECT_DOUBLE_EQ(read.params().total, test::bundled("nemotron-3-nano-30b-a3b").params().total);
+  for (const auto format : {config::EmitFormat::MindFormers, config::EmitFormat::Torchtitan}) {
+    try {
+      (void)config::emit(format, p, nullptr, "nano");
+      ADD_FAILURE() << "a hybrid Mamba stack written for a framework that cannot state it";
+    } catch (const Error&) {
+    }
+  }
+  p.model = test::bundled("qwen3-next-80b-a3b").spec;
+  p.num_layers = p.model->num_layers;
+  try {
+    (void)config::emit(config::EmitFormat::Megatron, p, nullptr, "qwen3-next");
+    ADD_FAILURE() << "Gated DeltaNet written as a GPT model";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("Gated DeltaNet"), std::string::npos) << e.what();
   }
 }

@@ -994,15 +994,36 @@ Loaded read_megatron(const std::string& text, const std::string& file) {
                       : qk_norm  ? "qwen3"
                       : qkv_bias ? "qwen2"
                                  : (swiglu ? "llama" : "gpt3");
-    // Megatron-Core's hybrid stacks (Nemotron-H, Nemotron 3: --hybrid-override-pattern, --hybrid-layer-pattern) make
-    // each symbol its own layer, Mamba (M), attention (*), MLP (-) or MoE (E); sapp's layers are attention + FFN, so
-    // such a stack is refused when the model is priced from this file, never priced as something else.
-    for (const char* flag : {"--hybrid-override-pattern", "--hybrid-layer-pattern"}) {
-      if (auto pattern = a.raw(flag); pattern && out.model_error.empty()) {
-        out.model_error = fmt::format(
-            "{}: '{}' is a hybrid stack (Mamba 'M', attention '*', MLP '-' and MoE 'E' each a layer of its own), which sapp does not model (its layers "
-            "are attention + FFN); give sapp --model for a model it bundles",
-            at(file, flag), *pattern);
+    // Megatron-Core's hybrid stacks (pretrain_mamba.py; Nemotron-H, Nemotron 3): --hybrid-override-pattern makes each
+    // symbol a layer of its own, Mamba-2 (M), attention (*), MLP (-) or MoE (E): read as the nemotron_h family with
+    // Megatron-Core's MambaMixer defaults (--mamba-head-dim 64, --mamba-num-groups 8, --mamba-state-dim 128, heads
+    // 2 x hidden / head dim, a 4-wide convolution). A pattern with other symbols (a newer Megatron's pipeline or MTP
+    // marks), --hybrid-layer-pattern and the ratio form (--hybrid-attention-ratio / --hybrid-mlp-ratio) are refused when
+    // the model is priced from this file, never priced as something else.
+    a.used.insert("--is-hybrid-model");
+    if (auto pattern = a.raw("--hybrid-override-pattern")) {
+      std::string symbols = *pattern;
+      std::erase_if(symbols, [](char c) { return c == '"' || c == '\''; });
+      if (symbols.find_first_not_of("M*-E") != std::string::npos || symbols.empty()) {
+        if (out.model_error.empty())
+          out.model_error = fmt::format("{}: '{}' states symbols beside M (Mamba-2), * (attention), - (MLP) and E (MoE), which sapp does not read",
+                                        at(file, "--hybrid-override-pattern"), *pattern);
+      } else {
+        m["model_type"] = "nemotron_h";
+        m["hybrid_override_pattern"] = symbols;
+        const long long head_dim = a.whole("--mamba-head-dim").value_or(64);
+        m["mamba_head_dim"] = head_dim;
+        m["mamba_num_heads"] = a.whole("--mamba-num-heads").value_or(2 * h / head_dim);
+        m["n_groups"] = a.whole("--mamba-num-groups").value_or(8);
+        m["ssm_state_size"] = a.whole("--mamba-state-dim").value_or(128);
+        m["conv_kernel"] = 4;
+      }
+    }
+    for (const char* flag : {"--hybrid-layer-pattern", "--hybrid-attention-ratio", "--hybrid-mlp-ratio"}) {
+      if (auto v = a.raw(flag); v && out.model_error.empty() && !a.flags.count("--hybrid-override-pattern")) {
+        out.model_error =
+            fmt::format("{}: '{}' states a hybrid stack sapp does not read (it reads --hybrid-override-pattern); give sapp --model for a model it bundles",
+                        at(file, flag), *v);
       }
     }
     // MindSpeed-LLM's Qwen3-Next (examples/mcore/qwen3_next): gated DeltaNet layers with every
@@ -1565,8 +1586,18 @@ std::string emit_megatron(const Plan& plan, const Loaded* original, const std::s
   const plan::Layout& l = plan.layout;
   ScriptEditor ed(original ? original->text : std::string());
   if (!original) {
+    const bool hybrid = plan.model && plan.model->layer_types_name_ffn;
+    if (plan.model && plan.model->linear && !hybrid)
+      fail("--emit megatron",
+           "{} runs Gated DeltaNet linear attention, which Megatron-LM core_v0.14.0 states no flag for (MindSpeed-LLM's --full-attention-interval "
+           "and --linear-* do): start from such a script with --from, or write another format",
+           model_name);
     ed.lines.push_back(fmt::format("# Megatron-LM (core_v0.14.0) arguments for {} on {} devices, written by sapp.", model_name, plan.devices));
-    ed.lines.push_back(fmt::format("# torchrun --nproc_per_node <devices per node> --nnodes <nodes> pretrain_gpt.py $(cat this-file)"));
+    ed.lines.push_back(
+        fmt::format("# torchrun --nproc_per_node <devices per node> --nnodes <nodes> {} $(cat this-file)", hybrid ? "pretrain_mamba.py" : "pretrain_gpt.py"));
+    if (hybrid && plan.model->linear && plan.model->linear->conv_kernel_dim != 4 && notes)
+      notes->push_back(fmt::format("the model's Mamba-2 convolution is {} wide; Megatron-Core's MambaMixer runs 4 (no flag states another)",
+                                   plan.model->linear->conv_kernel_dim));
     if (plan.model) {
       const model::ModelSpec& m = *plan.model;
       ed.lines.push_back(fmt::format("--num-layers {}", m.num_layers));
@@ -1580,7 +1611,26 @@ std::string emit_megatron(const Plan& plan, const Loaded* original, const std::s
       if (m.head_dim) ed.lines.push_back(fmt::format("--kv-channels {}", *m.head_dim));
       ed.lines.push_back(fmt::format("--vocab-size {}", m.vocab_size));
       ed.lines.push_back(fmt::format("--max-position-embeddings {}", std::max<long long>(plan.seq, m.max_position_embeddings.value_or(plan.seq))));
-      ed.lines.emplace_back("--swiglu");
+      // The MLP's activation: squared ReLU ungated (Nemotron's relu2), GPT-2/3's plain GeLU (Megatron's default),
+      // else SwiGLU (a relu2 model had been written gated: more weights than it has).
+      const std::string act = m.hidden_act.value_or("silu");
+      if (act == "relu2" || act == "squared_relu")
+        ed.lines.emplace_back("--squared-relu");
+      else if (m.model_type != "gpt2" && m.model_type != "gpt3")
+        ed.lines.emplace_back("--swiglu");
+      if (m.layer_types_name_ffn) {
+        // Megatron-Core's hybrid stack, one symbol per layer (pretrain_mamba.py), its Mamba-2 mixer's dimensions.
+        std::string pattern;
+        for (const auto& type : m.layer_types) pattern += type == "mamba" ? 'M' : type == "attention" ? '*' : type == "mlp" ? '-' : 'E';
+        ed.lines.emplace_back("--is-hybrid-model");
+        ed.lines.push_back(fmt::format("--hybrid-override-pattern {}", pattern));
+        if (m.linear) {
+          ed.lines.push_back(fmt::format("--mamba-num-heads {}", m.linear->num_value_heads));
+          ed.lines.push_back(fmt::format("--mamba-head-dim {}", m.linear->value_head_dim));
+          ed.lines.push_back(fmt::format("--mamba-num-groups {}", m.linear->num_key_heads));
+          ed.lines.push_back(fmt::format("--mamba-state-dim {}", m.linear->key_head_dim));
+        }
+      }
       ed.lines.emplace_back("--disable-bias-linear");
       if (!m.tie_word_embeddings) ed.lines.emplace_back("--untie-embeddings-and-output-weights");
       if (m.is_moe()) {

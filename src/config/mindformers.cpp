@@ -537,6 +537,9 @@ std::string emit_mindformers(const Plan& plan, const Loaded* original, const std
   if (original) {
     text = original->text;
   } else {
+    if (plan.model && plan.model->layer_types_name_ffn)
+      fail("--emit mindformers", "{} is a hybrid Mamba-2 stack (hybrid_override_pattern), which MindFormers' model_config does not state: write megatron",
+           model_name);
     text =
         fmt::format("# MindFormers training config for {} on {} devices, written by sapp.\nrun_mode: 'train'\nuse_parallel: True\n", model_name, plan.devices);
     if (plan.model) {
