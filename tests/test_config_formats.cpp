@@ -36,6 +36,19 @@ config::Plan plan_of(const plan::Layout& layout, long long devices, long long gl
   return p;
 }
 
+// A plan of the bundled model `name` on `devices` devices in data parallelism (ZeRO `zero`, EP `ep`), as the writers'
+// read-back tests emit it.
+config::Plan bundled_plan(const std::string& name, long long devices, long long global_batch, long long seq, int zero = 1, int ep = 1) {
+  plan::Layout l;
+  l.dp = static_cast<int>(devices);
+  l.zero = zero;
+  l.ep = ep;
+  config::Plan p = plan_of(l, devices, global_batch, seq, 0);
+  p.model = test::bundled(name).spec;
+  p.num_layers = p.model->num_layers;
+  return p;
+}
+
 // The model a config file defines inline (HuggingFace keys), resolved as sapp prices it.
 model::Model inline_model(const nlohmann::json& model_config, const std::string& file) {
   const auto& cat = test::catalog();
@@ -2801,13 +2814,7 @@ TEST(Megatron, SparseAttentionIndexerReadAndWritten) {
       EXPECT_NE(std::string(e.what()).find(flags.find("gated") != std::string::npos ? "gated_delta_net" : "--dsa-indexer-topk"), std::string::npos) << e.what();
     }
   }
-  config::Plan p;
-  p.devices = 64;
-  p.global_batch = 64;
-  p.seq = 4096;
-  p.layout.dp = 64;
-  p.model = test::bundled("deepseek-v3.2").spec;
-  p.num_layers = p.model->num_layers;
+  const config::Plan p = bundled_plan("deepseek-v3.2", 64, 64, 4096);
   const std::string text = config::emit(config::EmitFormat::Megatron, p, nullptr, "deepseek-v3.2");
   for (const char* line : {"--experimental-attention-variant dsa", "--dsa-indexer-n-heads 64", "--dsa-indexer-head-dim 128", "--dsa-indexer-topk 2048",
                            "--dsa-indexer-use-sparse-loss"})
@@ -2823,15 +2830,7 @@ TEST(Megatron, SparseAttentionIndexerReadAndWritten) {
 TEST(Emit, NewFilesKeepTheModelsParameters) {
   const auto& cat = test::catalog();
   for (const char* name : {"deepseek-v3", "deepseek-v3.2", "qwen3-30b-a3b", "mixtral-8x7b"}) {
-    config::Plan p;
-    p.devices = 64;
-    p.global_batch = 64;
-    p.seq = 4096;
-    p.layout.dp = 64;
-    p.layout.zero = 3;
-    p.model = test::bundled(name).spec;
-    p.num_layers = p.model->num_layers;
-    const std::string text = config::emit(config::EmitFormat::MindFormers, p, nullptr, name);
+    const std::string text = config::emit(config::EmitFormat::MindFormers, bundled_plan(name, 64, 64, 4096, 3), nullptr, name);
     const config::Loaded back = config::read_text(text, "back.yaml", config::Format::MindFormers);
     const model::Model read = model::resolve(model::model_from_json(back.model_config, "back.yaml"), cat.records, cat.profiles);
     EXPECT_DOUBLE_EQ(read.params().total, test::bundled(name).params().total) << name << "\n" << text;
@@ -2839,28 +2838,13 @@ TEST(Emit, NewFilesKeepTheModelsParameters) {
   // Megatron: the MLP's activation as the model runs it (squared ReLU for Nemotron's relu2, GPT-3's plain GeLU; every
   // model had been written --swiglu, a gated MLP with more weights than Nemotron-4 340B or GPT-3 have).
   for (const char* name : {"nemotron-3-8b", "nemotron-4-340b", "llama3-8b", "qwen3-30b-a3b"}) {
-    config::Plan p;
-    p.devices = 64;
-    p.global_batch = 64;
-    p.seq = 4096;
-    p.layout.dp = 64;
-    p.model = test::bundled(name).spec;
-    p.num_layers = p.model->num_layers;
-    const std::string text = config::emit(config::EmitFormat::Megatron, p, nullptr, name);
+    const std::string text = config::emit(config::EmitFormat::Megatron, bundled_plan(name, 64, 64, 4096), nullptr, name);
     const config::Loaded back = config::read_text(text, "back.sh", config::Format::Megatron);
     const model::Model read = model::resolve(model::model_from_json(back.model_config, "back.sh"), cat.records, cat.profiles);
     EXPECT_NEAR(read.params().total, test::bundled(name).params().total, 1e-3 * test::bundled(name).params().total) << name << "\n" << text;
   }
-  config::Plan v32;
-  v32.devices = 64;
-  v32.global_batch = 64;
-  v32.seq = 4096;
-  v32.layout.dp = 64;
-  v32.layout.zero = 3;
-  v32.model = test::bundled("deepseek-v3.2").spec;
-  v32.num_layers = v32.model->num_layers;
   try {
-    (void)config::emit(config::EmitFormat::Torchtitan, v32, nullptr, "deepseek-v3.2");
+    (void)config::emit(config::EmitFormat::Torchtitan, bundled_plan("deepseek-v3.2", 64, 64, 4096, 3), nullptr, "deepseek-v3.2");
     ADD_FAILURE() << "DeepSeek-V3.2 written as a torchtitan flavour";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("none of torchtitan's bundled flavours"), std::string::npos) << e.what();
@@ -2890,14 +2874,7 @@ TEST(Megatron, HybridMambaStackReadAndWritten) {
   EXPECT_NE(odd.model_error.find("--hybrid-override-pattern"), std::string::npos) << odd.model_error;
 
   const auto& cat = test::catalog();
-  config::Plan p;
-  p.devices = 16;
-  p.global_batch = 64;
-  p.seq = 8192;
-  p.layout.dp = 16;
-  p.layout.ep = 8;
-  p.model = test::bundled("nemotron-3-nano-30b-a3b").spec;
-  p.num_layers = p.model->num_layers;
+  config::Plan p = bundled_plan("nemotron-3-nano-30b-a3b", 16, 64, 8192, 1, 8);
   std::vector<std::string> notes;
   const std::string text = config::emit(config::EmitFormat::Megatron, p, nullptr, "nano", &notes);
   for (const char* line : {"pretrain_mamba.py", "--squared-relu", "--is-hybrid-model", "--mamba-num-heads 64", "--mamba-state-dim 128"})
@@ -2913,10 +2890,8 @@ TEST(Megatron, HybridMambaStackReadAndWritten) {
     } catch (const Error&) {
     }
   }
-  p.model = test::bundled("qwen3-next-80b-a3b").spec;
-  p.num_layers = p.model->num_layers;
   try {
-    (void)config::emit(config::EmitFormat::Megatron, p, nullptr, "qwen3-next");
+    (void)config::emit(config::EmitFormat::Megatron, bundled_plan("qwen3-next-80b-a3b", 16, 64, 8192, 1, 8), nullptr, "qwen3-next");
     ADD_FAILURE() << "Gated DeltaNet written as a GPT model";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("Gated DeltaNet"), std::string::npos) << e.what();
