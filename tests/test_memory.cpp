@@ -638,3 +638,25 @@ TEST(Memory, TheSequencePipelineHoldsSegmentsAndTheirKvCache) {
   EXPECT_NEAR(split.breakdown.compute_s / whole.breakdown.compute_s, 1.0, 0.03);
   EXPECT_NEAR(split.breakdown.bubble_s / whole.breakdown.bubble_s, 1.0 / 8, 0.02);
 }
+
+// FSDP2's ZeRO-2 (NeMo AutoModel's MoE default, reshard_after_forward false) keeps gathered only what it shards: over EP
+// 8 on 8 GPUs each expert is whole on its rank (an expert-DP group of 1), so the stage held gathered is the non-expert
+// parameters alone, 2 bytes each (the stage had been priced with every expert gathered again: 82 GiB for AutoModel's
+// Qwen3-30B-A3B recipe that ran on 80 GB H100s); over EP 4 the experts are sharded over 2 ranks and gathered too.
+TEST(Memory, Zero2GathersOnlyWhatItShards) {
+  auto m = test::bundled("qwen3-30b-a3b");
+  plan::Layout l;
+  l.dp = 8;
+  l.ep = 8;
+  l.zero = 2;
+  l.micro_batches = 4;
+  plan::Training t;
+  t.seq = 4096;
+  t.global_batch = 32;
+  cost::terms::apply_profile(cost::terms::framework_profile("automodel"), t);
+  const cost::StageMemory whole_experts = cost::estimate_memory(m, l, t, 1e15).stages[0];
+  EXPECT_DOUBLE_EQ(whole_experts.dp_stage, 2.0 * whole_experts.param_elements);
+  l.ep = 4;
+  const cost::StageMemory sharded_experts = cost::estimate_memory(m, l, t, 1e15).stages[0];
+  EXPECT_DOUBLE_EQ(sharded_experts.dp_stage, 2.0 * (sharded_experts.param_elements + sharded_experts.expert_param_elements));
+}

@@ -110,9 +110,11 @@ StateBytes state_bytes_per_element(const plan::Layout& l, const plan::Training& 
   // A state ZeRO shards from `stage` on (1: optimizer states, 2: + gradients, 3: + weights) costs 1/group of it.
   auto per_element = [&](double group) {
     auto share = [&](int stage) { return (stage == 3 ? terms::shards_weights(training, l) : l.zero >= stage) ? 1.0 / group : 1.0; };
-    const double grads = z.replace_grads ? 0.0 : training.gradient_bytes() * share(2) * trained;
-    return training.param_bytes * share(3) + grads + training.optimizer_bytes * share(1) * trained + fp8_weight_cache_bytes(l, training) + z.gathered +
-           z.accumulated;
+    // Gradients accumulated unsharded in the reduce dtype replace the kept ones (zero3_stage_bytes' replace_grads).
+    const double grads = z.replace_grads ? z.accumulated : training.gradient_bytes() * share(2) * trained;
+    // ZeRO's stage-wide copies exist only for what it shards (a group of 1: the elements are whole on the rank).
+    const double stage_wide = group > 1 ? z.gathered + (z.replace_grads ? 0.0 : z.accumulated) : 0.0;
+    return training.param_bytes * share(3) + grads + training.optimizer_bytes * share(1) * trained + fp8_weight_cache_bytes(l, training) + stage_wide;
   };
   return StateBytes{per_element(l.zero_group()), per_element(l.expert_zero_group())};
 }
@@ -295,7 +297,11 @@ MemoryEstimate estimate_memory(const model::Model& model, const plan::Layout& l,
     if (l.zero >= 3 && dp_shard > 1 && z.gathered == 0)
       m.dp_buffer += terms::kCommBufferCopies * training.gathered_param_bytes() * max_layer_params;  // gathered layer + prefetch
     if (z.replace_grads) m.grads = z.accumulated * (pn + pe);
-    m.dp_stage = (z.gathered + (z.replace_grads ? 0.0 : z.accumulated)) * (pn + pe);
+    // Only what ZeRO shards is gathered or accumulated whole beside its shard: experts whose EP group spans the
+    // data-parallel ranks (an expert-DP group of 1) are whole on their rank already, their gradients counted in grads
+    // (NeMo AutoModel's Qwen3-30B-A3B over EP 8 on 8 GPUs had 33 GiB of such buffers priced: 82 GiB for a run that ran).
+    const double sharded = (dp_shard > 1 ? pn : 0.0) + (edp_shard > 1 ? pe : 0.0);
+    m.dp_stage = (z.gathered + (z.replace_grads ? 0.0 : z.accumulated)) * sharded;
     m.dp_buffer += m.dp_stage;
     // The sequence pipeline's KV cache, per layer: key_cache and value_cache of the whole sequence and their
     // gradients, sharded over TP's heads and CP (mindformers/models/llama/llama_transformer.py; the reference
