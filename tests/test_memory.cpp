@@ -642,7 +642,7 @@ TEST(Memory, TheSequencePipelineHoldsSegmentsAndTheirKvCache) {
 // FSDP2's ZeRO-2 (NeMo AutoModel's MoE default, reshard_after_forward false) keeps gathered only what it shards: over EP
 // 8 on 8 GPUs each expert is whole on its rank (an expert-DP group of 1), so the stage held gathered is the non-expert
 // parameters alone, 2 bytes each (the stage had been priced with every expert gathered again: 82 GiB for AutoModel's
-// Qwen3-30B-A3B recipe that ran on 80 GB H100s); over EP 4 the experts are sharded over 2 ranks and gathered too.
+// Nemotron 3 Nano recipe that ran on 80 GB H100s); over EP 4 the experts are sharded over 2 ranks and gathered too.
 TEST(Memory, Zero2GathersOnlyWhatItShards) {
   auto m = test::bundled("qwen3-30b-a3b");
   plan::Layout l;

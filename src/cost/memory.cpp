@@ -299,7 +299,7 @@ MemoryEstimate estimate_memory(const model::Model& model, const plan::Layout& l,
     if (z.replace_grads) m.grads = z.accumulated * (pn + pe);
     // Only what ZeRO shards is gathered or accumulated whole beside its shard: experts whose EP group spans the
     // data-parallel ranks (an expert-DP group of 1) are whole on their rank already, their gradients counted in grads
-    // (NeMo AutoModel's Qwen3-30B-A3B over EP 8 on 8 GPUs had 33 GiB of such buffers priced: 82 GiB for a run that ran).
+    // (NeMo AutoModel's Nemotron 3 Nano over EP 8 on 8 GPUs had 33 GiB of such buffers priced: 82 GiB for a run that ran).
     const double sharded = (dp_shard > 1 ? pn : 0.0) + (edp_shard > 1 ? pe : 0.0);
     m.dp_stage = (z.gathered + (z.replace_grads ? 0.0 : z.accumulated)) * sharded;
     m.dp_buffer += m.dp_stage;
