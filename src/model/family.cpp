@@ -507,7 +507,10 @@ Model resolve(const ModelSpec& spec, std::shared_ptr<const OpRecords> shared_rec
     if (k->attention == AttentionFlavour::Mla && !spec.is_mla())
       fail(at(spec.source, "kv_lora_rank"), "kind {} of op profile {} is MLA, but the model states no kv_lora_rank", name, p.arch);
     if (k->attention == AttentionFlavour::Linear && !spec.linear)
-      fail(at(spec.source, "linear_num_key_heads"), "kind {} of op profile {} is linear attention, but the model states no linear_* dimensions", name, p.arch);
+      fail(at(spec.source, "linear_num_key_heads"),
+           "kind {} of op profile {} is linear attention, but the model states no linear_* dimensions (nor a Mamba-2 mixer's mamba_num_heads, "
+           "mamba_head_dim, ssm_state_size, n_groups, conv_kernel)",
+           name, p.arch);
     if (k->chunked && !spec.attention_chunk)
       fail(at(spec.source, "attention_chunk_size"), "kind {} of op profile {} attends within chunks, but the model states no chunk size", name, p.arch);
     if (k->sliding && !spec.sliding_window)
