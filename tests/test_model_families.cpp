@@ -387,3 +387,18 @@ TEST(ModelFamilies, HybridPatternAndMambaDimensionsRefusedByKey) {
   // MoE layers (E) without experts: refused by the family's check.
   expect_refused(head + R"("n_groups": 2, "num_hidden_layers": 2, "hybrid_override_pattern": "ME"})", {"synthetic.json"});
 }
+
+// GLM-5 (glm_moe_dsa), the GLM-5 technical report's architecture table: 744 B total parameters; Hugging Face counts
+// GLM-5.1, the same architecture with its MTP layer, at 754 B (half a unit of the last digit each). Priced with
+// DeepSeek-V3.2's layers (MLA with a DSA indexer in every layer); GLM-5.2's indexers shared across layers are refused.
+TEST(PublishedParams, Glm5_744B_total_754B_with_MTP) {
+  auto p = bundled("glm-5").params();
+  near_published(p.total - p.mtp, 744, 1, "main model");
+  near_published(p.total, 754, 1, "with the MTP layer");
+  const std::string shared = R"({"model_type": "glm_moe_dsa", "hidden_size": 1024, "intermediate_size": 4096, "num_attention_heads": 8,
+      "num_hidden_layers": 2, "vocab_size": 1000, "q_lora_rank": 256, "kv_lora_rank": 128, "qk_rope_head_dim": 32,
+      "qk_nope_head_dim": 64, "v_head_dim": 64, "index_n_heads": 4, "index_head_dim": 64, "index_topk": 512, )";
+  expect_refused(shared + R"("index_topk_freq": 4})", {"synthetic.json", "index_topk_freq"});
+  expect_refused(shared + R"("indexer_types": ["full", "shared"]})", {"synthetic.json", "indexer_types"});
+  EXPECT_EQ(layer_kinds(resolve_json(shared + R"("indexer_types": ["full", "full"]})")).size(), 2u);
+}

@@ -354,6 +354,15 @@ ModelSpec model_from_json(const json& config, const std::string& file) {
          "the sparse-attention indexer states {} of its three dimensions; state all of index_n_heads, index_head_dim, index_topk", index_stated);
   }
   if (index_stated == 3) m.indexer = IndexerDims{*index_heads, *index_head_dim, *index_topk};
+  // GLM-5.2's indexers shared across layers (a layer reusing an earlier one's top-k): not priced, refused by key.
+  if (auto freq = src.count({"index_topk_freq"}, units::kSparseStep); freq && *freq > 1)
+    fail(at(file, src.path("index_topk_freq")), "{} is not priced: sapp prices every sparse-attention layer with its own indexer", *freq);
+  if (text_node->contains("indexer_types")) {
+    const json& types = text_node->at("indexer_types");
+    if (!types.is_array() || std::any_of(types.begin(), types.end(), [](const json& t) { return !t.is_string() || t.get<std::string>() != "full"; }))
+      fail(at(file, src.path("indexer_types")), "{} is not priced: sapp prices every sparse-attention layer with its own indexer (all \"full\")",
+           types.dump().substr(0, 80));
+  }
 
   if (text_node->contains("layer_types")) {
     const json& list = text_node->at("layer_types");
@@ -552,6 +561,8 @@ const std::set<std::string>& read_keys() {
                                           "index_n_heads",
                                           "index_head_dim",
                                           "index_topk",
+                                          "index_topk_freq",
+                                          "indexer_types",
                                           "mamba_num_heads",
                                           "mamba_head_dim",
                                           "ssm_state_size",
