@@ -73,6 +73,10 @@ slow+=':Balance.EndStageBound*:Simulator.PeakMemoryEqualsTheOptimisersModel*:Bal
 # the 272 s the validation suites ran sanitized (2026-12-06): the search they run is sanitized through Search.*,
 # and the Release run above checks their figures.
 slow+=':Validation.SearchRanksThePublishedDenseLayoutInTheTopFive:Validation.PublishedExpertLayoutsAgainstTheBestCandidate'
+# The same searches repeated at several thread counts to compare their results, and a long search run for its silence
+# (26, 23 and 16 s sanitized, 2026-12-06; a run of this script took 905 s): the search's threads are sanitized
+# through the other Search.* tests, and the Release run above checks the equalities.
+slow+=':SearchCli.OutputIsByteIdenticalForAnyThreadCount:Search.ResultsAreIdenticalForAnyThreadCount:Progress.SilentWhenStderrIsNotATerminal'
 run_test_shards build-fuzz "-$slow" ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 FUZZ_JOBS="$jobs" bash scripts/fuzz.sh --brief 2
 
