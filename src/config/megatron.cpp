@@ -1586,7 +1586,7 @@ std::string emit_megatron(const Plan& plan, const Loaded* original, const std::s
   const plan::Layout& l = plan.layout;
   ScriptEditor ed(original ? original->text : std::string());
   if (!original) {
-    const bool hybrid = plan.model && plan.model->layer_types_name_ffn;
+    const bool hybrid = plan.model && !plan.model->hybrid_pattern.empty();
     if (plan.model && plan.model->linear && !hybrid)
       fail("--emit megatron",
            "{} runs Gated DeltaNet linear attention, which Megatron-LM core_v0.14.0 states no flag for (MindSpeed-LLM's --full-attention-interval "
@@ -1618,12 +1618,10 @@ std::string emit_megatron(const Plan& plan, const Loaded* original, const std::s
         ed.lines.emplace_back("--squared-relu");
       else if (m.model_type != "gpt2" && m.model_type != "gpt3")
         ed.lines.emplace_back("--swiglu");
-      if (m.layer_types_name_ffn) {
+      if (!m.hybrid_pattern.empty()) {
         // Megatron-Core's hybrid stack, one symbol per layer (pretrain_mamba.py), its Mamba-2 mixer's dimensions.
-        std::string pattern;
-        for (const auto& type : m.layer_types) pattern += type == "mamba" ? 'M' : type == "attention" ? '*' : type == "mlp" ? '-' : 'E';
         ed.lines.emplace_back("--is-hybrid-model");
-        ed.lines.push_back(fmt::format("--hybrid-override-pattern {}", pattern));
+        ed.lines.push_back(fmt::format("--hybrid-override-pattern {}", m.hybrid_pattern));
         if (m.linear) {
           ed.lines.push_back(fmt::format("--mamba-num-heads {}", m.linear->num_value_heads));
           ed.lines.push_back(fmt::format("--mamba-head-dim {}", m.linear->value_head_dim));

@@ -537,7 +537,7 @@ std::string emit_mindformers(const Plan& plan, const Loaded* original, const std
   if (original) {
     text = original->text;
   } else {
-    if (plan.model && plan.model->layer_types_name_ffn)
+    if (plan.model && !plan.model->hybrid_pattern.empty())
       fail("--emit mindformers", "{} is a hybrid Mamba-2 stack (hybrid_override_pattern), which MindFormers' model_config does not state: write megatron",
            model_name);
     text =

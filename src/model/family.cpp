@@ -493,7 +493,7 @@ Model resolve(const ModelSpec& spec, std::shared_ptr<const OpRecords> shared_rec
     }
   }
   // (A hybrid pattern states each layer's FFN itself: its MoE layers are where it says.)
-  for (Count i = 0; spec.is_moe() && !spec.layer_types_name_ffn && i < spec.num_layers; ++i) {
+  for (Count i = 0; spec.is_moe() && spec.hybrid_pattern.empty() && i < spec.num_layers; ++i) {
     bool priced_moe = p.kind(body[static_cast<std::size_t>(i)])->ffn == FfnFlavour::Moe;
     if (priced_moe != moe_layer(spec, i)) {
       fail(at(spec.source, "mlp_only_layers / first_k_dense_replace / decoder_sparse_step"), "make layer {} {}, but op profile {} can only price it {}", i,

@@ -342,7 +342,7 @@ ModelSpec model_from_json(const json& config, const std::string& file) {
         fail(where, "'{}' at layer {} is none of M (Mamba-2), * (attention), - (MLP), E (MoE)", std::string(1, c), i);
       m.layer_types.emplace_back(c == 'M' ? "mamba" : c == '*' ? "attention" : c == '-' ? "mlp" : "moe");
     }
-    m.layer_types_name_ffn = true;
+    m.hybrid_pattern = text;
   }
 
   auto index_heads = src.count({"index_n_heads"}, units::kHeads);

@@ -105,7 +105,7 @@ struct ModelSpec {
   std::optional<LinearAttentionDims> linear;
   std::optional<IndexerDims> indexer;  // index_n_heads, index_head_dim, index_topk
   std::vector<std::string> layer_types;
-  bool layer_types_name_ffn = false;      // each layer type says which FFN the layer runs (Nemotron-H's hybrid_override_pattern)
+  std::string hybrid_pattern;             // Nemotron-H's hybrid_override_pattern (one symbol a layer; layer_types from it), else empty
   std::optional<Count> sliding_window;    // none when the config states use_sliding_window: false (Qwen2/Qwen3)
   std::optional<Count> attention_period;  // every N-th layer full attention: full_attention_interval (Qwen3-Next),
                                           // sliding_window_pattern (Gemma 3)
