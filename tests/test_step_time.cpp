@@ -653,3 +653,33 @@ TEST(StepTime, LinearAttentionUnderContextParallelPaysItsHeadSplit) {
       EXPECT_EQ(times.kinds[k].cp_s, 0.0) << kind.name;  // the MoE layers run no attention
   }
 }
+
+TEST(StepTime, Mamba2ScanPricesTheConfigsChunkLength) {
+  // The chunked scan's per-token work is 2 lin_chunk (lin_dk + lin_dv) within a block plus 4 lin_dk lin_dv through the
+  // state, per value head (Mamba-2's SSD, Dao and Gu 2024, section 6). Nemotron 3 Nano states no chunk_size: its
+  // blocks are Transformers' and Megatron-Core's default 128 tokens; a config stating 256 adds, per token of each
+  // Mamba-2 layer's forward, 64 heads x 2 x 128 more tokens x (state 128 + head dimension 64) flops.
+  auto spec = model::read_model_file(test::data_dir() + "/models/nemotron-3-nano-30b-a3b.json");
+  ASSERT_TRUE(spec.linear.has_value());
+  EXPECT_EQ(spec.linear->scan_chunk_tokens, 128);
+  plan::Layout l;
+  l.dp = 8;
+  l.micro_batches = 8;
+  plan::Training t = training(64, 4096);
+  auto mamba_forward_flops = [&](model::Count chunk) {
+    spec.linear->scan_chunk_tokens = chunk;
+    model::Model m = model::resolve(spec, test::catalog().records, test::catalog().profiles);
+    cost::KindTimes kt = cost::kind_times(m, l, t, test::device("h100-sxm"));
+    for (std::size_t k = 0; k < m.kinds.size(); ++k)
+      if (m.kinds[k].kind.name == "mamba") return kt.kinds[k].fwd_flops;
+    return 0.0;
+  };
+  double base = mamba_forward_flops(128);
+  ASSERT_GT(base, 0);
+  double expected = 4096.0 * 64 * 2 * 128 * (128 + 64);
+  EXPECT_NEAR(mamba_forward_flops(256) - base, expected, 1e-9 * base);
+  // Gated DeltaNet's linear_* keys keep flash-linear-attention's blocks of 64.
+  auto next = model::read_model_file(test::data_dir() + "/models/qwen3-next-80b-a3b.json");
+  ASSERT_TRUE(next.linear.has_value());
+  EXPECT_EQ(next.linear->scan_chunk_tokens, 64);
+}

@@ -312,6 +312,7 @@ BoundKind bind(const ModelSpec& spec, const Profile& profile, const LayerKind& k
   count("lin_nv", dims.num_value_heads);
   count("lin_dv", dims.value_head_dim);
   count("lin_conv", dims.conv_kernel_dim);
+  count("lin_chunk", dims.scan_chunk_tokens);
   const bool indexed = !vision && kind.indexed;
   IndexerDims index = indexed ? spec.indexer.value_or(IndexerDims{}) : IndexerDims{};
   count("idx_h", index.heads);

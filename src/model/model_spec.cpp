@@ -27,6 +27,10 @@ double ModelSpec::attention_value_width() const { return static_cast<double>(is_
 
 namespace {
 
+// The Mamba-2 scan's block length where the config states no chunk_size: Transformers' NemotronHConfig and
+// Megatron-Core's MambaMixer (megatron/core/ssm/mamba_mixer.py) default to 128.
+constexpr Count kMamba2ChunkTokens = 128;
+
 struct Source {
   const json& node;
   const std::string& file;
@@ -312,6 +316,7 @@ ModelSpec model_from_json(const json& config, const std::string& file) {
   auto ssm_state = src.count({"ssm_state_size"}, units::kHeadDim);
   auto ssm_groups = src.count({"n_groups"}, units::kHeads);
   auto mamba_conv = src.count({"conv_kernel"}, units::kKernel);
+  auto mamba_chunk = src.count({"chunk_size"}, units::kPositions);
   int mamba_stated = (mamba_heads ? 1 : 0) + (mamba_head_dim ? 1 : 0) + (ssm_state ? 1 : 0) + (ssm_groups ? 1 : 0) + (mamba_conv ? 1 : 0);
   if (mamba_stated > 0 && mamba_stated < 5) {
     fail(at(file, src.path("mamba_num_heads")),
@@ -323,7 +328,7 @@ ModelSpec model_from_json(const json& config, const std::string& file) {
     if (src.flag({"mamba_proj_bias"}).value_or(false))
       fail(at(file, src.path("mamba_proj_bias")), "true is not priced (the Mamba-2 projections without biases)");
     if (!src.flag({"use_conv_bias"}).value_or(true)) fail(at(file, src.path("use_conv_bias")), "false is not priced (the Mamba-2 convolution with its bias)");
-    m.linear = LinearAttentionDims{*ssm_groups, *ssm_state, *mamba_heads, *mamba_head_dim, *mamba_conv};
+    m.linear = LinearAttentionDims{*ssm_groups, *ssm_state, *mamba_heads, *mamba_head_dim, *mamba_conv, mamba_chunk.value_or(kMamba2ChunkTokens)};
   }
   // Nemotron 3 Super's LatentMoE: the routed experts run in a projected latent width, which sapp does not price.
   if (text_node->contains("moe_latent_size") && !text_node->at("moe_latent_size").is_null())
@@ -568,6 +573,7 @@ const std::set<std::string>& read_keys() {
                                           "ssm_state_size",
                                           "n_groups",
                                           "conv_kernel",
+                                          "chunk_size",
                                           "use_conv_bias",
                                           "mamba_proj_bias",
                                           "hybrid_override_pattern",

@@ -25,13 +25,17 @@ struct IndexerDims {
   Count topk = 0;
 };
 
-// Gated DeltaNet (linear attention) dimensions: all five or none.
+// Linear-attention mixer dimensions (Gated DeltaNet's, or a Mamba-2 mixer's as linear attention): all five or none.
 struct LinearAttentionDims {
   Count num_key_heads = 0;
   Count key_head_dim = 0;
   Count num_value_heads = 0;
   Count value_head_dim = 0;
   Count conv_kernel_dim = 0;
+  // Tokens per block of the chunked scan: flash-linear-attention's chunk_gated_delta_rule runs blocks of 64 (Gated
+  // DeltaNet); Mamba-2's SSD kernels the config's chunk_size (128 in Transformers' NemotronHConfig and Megatron-Core's
+  // MambaMixer). Each token attends its block's tokens quadratically (cost::terms, record linear_recurrence).
+  Count scan_chunk_tokens = 64;
 };
 
 // How a tower's output reaches the language model.
