@@ -92,7 +92,7 @@ TEST_F(BadInput, ModelFiles) {
        est(file(
            "m9.json",
            R"({"model_type":"qwen3_next","hidden_size":64,"num_hidden_layers":2,"num_attention_heads":8,"vocab_size":10,"intermediate_size":8,"linear_num_key_heads":2})")),
-       {"m9.json", "linear_num_key_heads", "five"}},
+       {"m9.json", "linear_key_head_dim: linear attention states 1 of its 5", "linear_conv_kernel_dim"}},
       {"layer_types too short",
        est(file(
            "m10.json",

@@ -1,8 +1,10 @@
 #include "model/model_spec.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <set>
+#include <vector>
 
 #include "core/error.hpp"
 #include "core/files.hpp"
@@ -58,6 +60,28 @@ struct Source {
     double d = units::check(v->get<double>(), q, at(file, path(key)), v->is_number_integer() ? v->dump() : "");
     if (v->is_number_integer()) return v->get<Count>();
     return static_cast<Count>(d);
+  }
+
+  // A group of dimensions a config states all or none of (one mixer's or indexer's sizes): their counts in key order
+  // when all are stated, nothing when none is; an error at the first missing key, naming the group's keys, otherwise.
+  struct Dimension {
+    const char* key;
+    const units::Quantity& quantity;
+  };
+  std::optional<std::vector<Count>> all_or_none(const char* what, std::initializer_list<Dimension> dims) const {
+    std::vector<Count> values;
+    const char* missing = nullptr;
+    std::string keys;
+    for (const Dimension& d : dims) {
+      keys += (keys.empty() ? "" : ", ") + std::string(d.key);
+      if (auto v = count({d.key}, d.quantity))
+        values.push_back(*v);
+      else if (missing == nullptr)
+        missing = d.key;
+    }
+    if (values.empty()) return std::nullopt;
+    if (missing != nullptr) fail(at(file, path(missing)), "{} states {} of its {} dimensions; state all of {}", what, values.size(), dims.size(), keys);
+    return values;
   }
 
   Count required(std::initializer_list<const char*> keys, const units::Quantity& q) const {
@@ -293,42 +317,29 @@ ModelSpec model_from_json(const json& config, const std::string& file) {
   m.qk_nope_head_dim = src.count({"qk_nope_head_dim"}, units::kHeadDim);
   m.v_head_dim = src.count({"v_head_dim"}, units::kHeadDim);
 
-  auto nk = src.count({"linear_num_key_heads"}, units::kHeads);
-  auto dk = src.count({"linear_key_head_dim"}, units::kHeadDim);
-  auto nv = src.count({"linear_num_value_heads"}, units::kHeads);
-  auto dv = src.count({"linear_value_head_dim"}, units::kHeadDim);
-  auto conv = src.count({"linear_conv_kernel_dim"}, units::kKernel);
-  int stated = (nk ? 1 : 0) + (dk ? 1 : 0) + (nv ? 1 : 0) + (dv ? 1 : 0) + (conv ? 1 : 0);
-  if (stated > 0 && stated < 5) {
-    fail(at(file, src.path("linear_num_key_heads")),
-         "linear attention states {} of its five dimensions; state all of linear_num_key_heads, linear_key_head_dim, linear_num_value_heads, "
-         "linear_value_head_dim, linear_conv_kernel_dim",
-         stated);
-  }
-  if (stated == 5) m.linear = LinearAttentionDims{*nk, *dk, *nv, *dv, *conv};
+  if (auto d = src.all_or_none("linear attention", {{"linear_num_key_heads", units::kHeads},
+                                                    {"linear_key_head_dim", units::kHeadDim},
+                                                    {"linear_num_value_heads", units::kHeads},
+                                                    {"linear_value_head_dim", units::kHeadDim},
+                                                    {"linear_conv_kernel_dim", units::kKernel}}))
+    m.linear = LinearAttentionDims{(*d)[0], (*d)[1], (*d)[2], (*d)[3], (*d)[4]};
 
   // Nemotron-H and Nemotron 3 (Transformers' NemotronHConfig): hybrid_override_pattern gives each layer one block,
   // Mamba-2 (M), attention (*), MLP (-) or MoE (E), read as layer types. The Mamba-2 mixer is priced as linear
   // attention: n_groups key heads of ssm_state_size (its B and C), mamba_num_heads value heads of mamba_head_dim (its
   // x), conv_kernel (d_inner = mamba_num_heads x mamba_head_dim; `expand` is not read, as NemotronH does not).
-  auto mamba_heads = src.count({"mamba_num_heads"}, units::kHeads);
-  auto mamba_head_dim = src.count({"mamba_head_dim"}, units::kHeadDim);
-  auto ssm_state = src.count({"ssm_state_size"}, units::kHeadDim);
-  auto ssm_groups = src.count({"n_groups"}, units::kHeads);
-  auto mamba_conv = src.count({"conv_kernel"}, units::kKernel);
   auto mamba_chunk = src.count({"chunk_size"}, units::kPositions);
-  int mamba_stated = (mamba_heads ? 1 : 0) + (mamba_head_dim ? 1 : 0) + (ssm_state ? 1 : 0) + (ssm_groups ? 1 : 0) + (mamba_conv ? 1 : 0);
-  if (mamba_stated > 0 && mamba_stated < 5) {
-    fail(at(file, src.path("mamba_num_heads")),
-         "the Mamba-2 mixer states {} of its five dimensions; state all of mamba_num_heads, mamba_head_dim, ssm_state_size, n_groups, conv_kernel",
-         mamba_stated);
-  }
-  if (mamba_stated == 5) {
+  if (auto d = src.all_or_none("the Mamba-2 mixer", {{"mamba_num_heads", units::kHeads},
+                                                     {"mamba_head_dim", units::kHeadDim},
+                                                     {"ssm_state_size", units::kHeadDim},
+                                                     {"n_groups", units::kHeads},
+                                                     {"conv_kernel", units::kKernel}})) {
     if (m.linear) fail(at(file, src.path("mamba_num_heads")), "states both Mamba-2 and linear-attention (linear_*) dimensions; sapp prices one mixer");
     if (src.flag({"mamba_proj_bias"}).value_or(false))
       fail(at(file, src.path("mamba_proj_bias")), "true is not priced (the Mamba-2 projections without biases)");
     if (!src.flag({"use_conv_bias"}).value_or(true)) fail(at(file, src.path("use_conv_bias")), "false is not priced (the Mamba-2 convolution with its bias)");
-    m.linear = LinearAttentionDims{*ssm_groups, *ssm_state, *mamba_heads, *mamba_head_dim, *mamba_conv, mamba_chunk.value_or(kMamba2ChunkTokens)};
+    const auto [heads, head_dim, state, groups, conv] = std::array{(*d)[0], (*d)[1], (*d)[2], (*d)[3], (*d)[4]};
+    m.linear = LinearAttentionDims{groups, state, heads, head_dim, conv, mamba_chunk.value_or(kMamba2ChunkTokens)};
   }
   // Nemotron 3 Super's LatentMoE: the routed experts run in a projected latent width, which sapp does not price.
   if (text_node->contains("moe_latent_size") && !text_node->at("moe_latent_size").is_null())
@@ -350,15 +361,9 @@ ModelSpec model_from_json(const json& config, const std::string& file) {
     m.hybrid_pattern = text;
   }
 
-  auto index_heads = src.count({"index_n_heads"}, units::kHeads);
-  auto index_head_dim = src.count({"index_head_dim"}, units::kHeadDim);
-  auto index_topk = src.count({"index_topk"}, units::kPositions);
-  int index_stated = (index_heads ? 1 : 0) + (index_head_dim ? 1 : 0) + (index_topk ? 1 : 0);
-  if (index_stated > 0 && index_stated < 3) {
-    fail(at(file, src.path(index_heads ? (index_head_dim ? "index_topk" : "index_head_dim") : "index_n_heads")),
-         "the sparse-attention indexer states {} of its three dimensions; state all of index_n_heads, index_head_dim, index_topk", index_stated);
-  }
-  if (index_stated == 3) m.indexer = IndexerDims{*index_heads, *index_head_dim, *index_topk};
+  if (auto d = src.all_or_none("the sparse-attention indexer",
+                               {{"index_n_heads", units::kHeads}, {"index_head_dim", units::kHeadDim}, {"index_topk", units::kPositions}}))
+    m.indexer = IndexerDims{(*d)[0], (*d)[1], (*d)[2]};
   // GLM-5.2's indexers shared across layers (a layer reusing an earlier one's top-k): not priced, refused by key.
   if (auto freq = src.count({"index_topk_freq"}, units::kSparseStep); freq && *freq > 1)
     fail(at(file, src.path("index_topk_freq")), "{} is not priced: sapp prices every sparse-attention layer with its own indexer", *freq);
