@@ -904,3 +904,59 @@ TEST(Balance, SeveralTypesInterleavedBoundNeverExceedsTheExhaustiveOptimum) {
   EXPECT_GE(reached, 8);
   std::printf("several types, interleaved: %d of %d optimal, %d proved\n", reached, checked, proved);
 }
+
+// More BODY types than the programs take (a hybrid stack alternating its kinds without a period, each run its own
+// type): the layers keep their model order over the cells in pipeline order, and the descent over the cell boundaries
+// starts from the even split, so the plan is never slower than it and never faster than every contiguous plan
+// (solve_exhaustive). The stack front-loads its heavy layers, so the even split is unbalanced and the search moves.
+TEST(Balance, ManyBodyTypesGetAContiguousSplit) {
+  nlohmann::json layers = nlohmann::json::array();
+  layers.push_back({{"name", "HEAD"}, {"type", "HEAD"}, {"time", 1}, {"nb_layer", 1}, {"memory_parameter", 10}});
+  const std::vector<std::pair<double, long long>> runs = {{9, 2}, {3, 1}, {9, 2}, {3, 1}, {9, 1}, {3, 2}, {4, 1}, {3, 2}};
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    layers.push_back({{"name", fmt::format("run{}", i)},
+                      {"type", "BODY"},
+                      {"time", runs[i].first},
+                      {"nb_layer", runs[i].second},
+                      {"memory_parameter", 5},
+                      {"memory_activation", 4},
+                      {"memory_recompute", 1}});
+  }
+  layers.push_back({{"name", "TAIL"}, {"type", "TAIL"}, {"time", 2}, {"nb_layer", 1}, {"memory_parameter", 10}});
+  for (const auto& [stages, chunks] : std::vector<std::pair<int, int>>{{3, 1}, {4, 1}, {2, 2}}) {
+    balance::Problem p;
+    p.layers = balance::layers_from_json({{"layers_description", layers}}, "hybrid.json");
+    p.stages = stages;
+    p.chunks = chunks;
+    p.micro_batches = 4;
+    p.schedule = chunks > 1 ? simulate::Schedule::Interleaved : simulate::Schedule::OneF1B;
+    p.kinds = {Rc::None};
+    ASSERT_GT(p.layers.bodies.size(), balance::kMaxProgramBodyTypes);
+    const balance::Solution found = balance::solve(p);
+    ASSERT_TRUE(found.feasible) << found.method;
+    EXPECT_FALSE(found.optimal);
+    EXPECT_GT(found.gap, 0.0);
+    EXPECT_LE(found.bound, found.eval.objective);
+    // Model order along the virtual pipeline (cells v S + s): a type never starts before the previous one ends.
+    std::size_t last_type = 0;
+    long long placed = 0;
+    for (int cell = 0; cell < stages * chunks; ++cell) {
+      for (std::size_t type = 0; type < found.x.size(); ++type) {
+        long long n = 0;
+        for (long long k : found.x[type][static_cast<std::size_t>(cell / stages)][static_cast<std::size_t>(cell % stages)]) n += k;
+        if (n == 0) continue;
+        EXPECT_GE(type, last_type) << "cell " << cell;
+        last_type = type;
+        placed += n;
+      }
+    }
+    EXPECT_EQ(placed, p.layers.body_layers());
+    const double even = balance::evaluate(p, balance::even_split(p, Rc::None)).objective;
+    const balance::Solution brute = balance::solve_exhaustive(p);
+    ASSERT_TRUE(brute.feasible);
+    std::printf("%d stages x %d chunks: even split %.1f, descent %.1f, every contiguous split's best %.1f\n", stages, chunks, even, found.eval.objective,
+                brute.eval.objective);
+    EXPECT_LT(found.eval.objective, even);
+    EXPECT_GE(found.eval.objective, brute.eval.objective - 1e-9);
+  }
+}

@@ -2855,6 +2855,53 @@ TEST(Emit, NewFilesKeepTheModelsParameters) {
 // the nemotron_h family (Megatron-Core's MambaMixer defaults where a flag is missing), written back by --emit megatron
 // with --squared-relu (no longer --swiglu for a relu2 model) and read back with the same parameters; MindFormers
 // refuses to write it, and a Gated DeltaNet model is refused by --emit megatron (core_v0.14.0 has no flag for it).
+// Megatron-Core's hybrid stack (MambaStack, core_v0.14.0 to core_v0.16.x: _select_layers_for_pipeline_parallel)
+// gives each stage num_layers // PP layers, asserts that no virtual pipeline is set and reads no split flag: a script
+// stating one is refused by flag, and --emit megatron refuses a plan it cannot state and writes no layout for an even one.
+TEST(Megatron, HybridStackPipelineIsEvenWithoutVirtualStages) {
+  const std::string head =
+      "torchrun pretrain_mamba.py --hidden-size 1024 --ffn-hidden-size 2048 --num-attention-heads 16 --seq-length 4096 --micro-batch-size 1 "
+      "--global-batch-size 16 --vocab-size 32000 --squared-relu --is-hybrid-model --hybrid-override-pattern M*M-M*M- --mamba-num-heads 32 "
+      "--disable-bias-linear --pipeline-model-parallel-size 2 ";
+  const config::Loaded even = config::read_text(head + "--num-layers 8\n", "run.sh", config::Format::Megatron);
+  EXPECT_EQ(even.values.at("pp"), 2);
+  for (const auto& [extra, flag] :
+       std::vector<std::pair<std::string, std::string>>{{"--num-layers 8 --num-virtual-stages-per-pipeline-rank 2", "--num-virtual-stages-per-pipeline-rank"},
+                                                        {"--num-layers 8 --pipeline-model-parallel-layout \"E,t*3|t*5,L\"", "--pipeline-model-parallel-layout"},
+                                                        {"--num-layers 8 --decoder-first-pipeline-num-layers 3", "--decoder-first-pipeline-num-layers"}}) {
+    try {
+      (void)config::read_text(head + extra + "\n", "run.sh", config::Format::Megatron);
+      ADD_FAILURE() << extra << " read for a hybrid stack";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("run.sh: " + flag), std::string::npos) << e.what();
+    }
+  }
+
+  config::Plan p = bundled_plan("nemotron-3-nano-30b-a3b", 64, 512, 8192, 1, 8);
+  p.layout.dp = 16;
+  p.layout.pp = 4;
+  const std::string text = config::emit(config::EmitFormat::Megatron, p, nullptr, "nano");
+  EXPECT_NE(text.find("--pipeline-model-parallel-size 4"), std::string::npos) << text;
+  EXPECT_EQ(text.find("--pipeline-model-parallel-layout"), std::string::npos) << text;
+  config::Plan interleaved = p;
+  interleaved.layout.vpp = 2;
+  config::Plan uneven = p;
+  uneven.split = plan::StageSplit{};
+  uneven.split->layers = {{14, 13, 13, 12}};
+  config::Plan eight = p;
+  eight.layout.dp = 8;
+  eight.layout.pp = 8;
+  for (const auto& [plan, why] : std::vector<std::pair<config::Plan, std::string>>{
+           {interleaved, "runs no virtual pipeline"}, {uneven, "the split 14,13,13,12 is uneven"}, {eight, "52 layers over PP 8"}}) {
+    try {
+      (void)config::emit(config::EmitFormat::Megatron, plan, nullptr, "nano");
+      ADD_FAILURE() << why << ": written";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(why), std::string::npos) << e.what();
+    }
+  }
+}
+
 TEST(Megatron, HybridMambaStackReadAndWritten) {
   const std::string script =
       "torchrun pretrain_mamba.py --num-layers 4 --hidden-size 1024 --ffn-hidden-size 2048 --num-attention-heads 16 --group-query-attention "

@@ -79,6 +79,39 @@ TEST(Search, ReplicationAloneKeepsZeroZeroToDataParallelism) {
   }
 }
 
+// A target that splits a hybrid stack evenly over PP and runs no virtual pipeline for it (Megatron-Core's MambaStack,
+// core_v0.14.0 to core_v0.16.x): Nemotron 3 Nano's 52 layers keep PP 1, 2 or 4 with one chunk per stage; every other
+// layout is kept as it would be without the rule. A stack of one kind (Llama) is not touched.
+TEST(Search, HybridStacksKeepAnEvenSplitWithoutVirtualPipeline) {
+  auto m = test::bundled("nemotron-3-nano-30b-a3b");
+  plan::Training t = training(512, 8192);
+  search::Space all;
+  all.pp = std::vector<int>{1, 2, 4, 8};
+  search::Space even = all;
+  even.hybrid_even_pipeline = true;
+  const auto every = run(m, all, t, 64);
+  const auto kept = run(m, even, t, 64);
+  ASSERT_GT(kept.rejected.count("hybrid stack split unevenly or interleaved"), 0U);
+  long long expected = 0;
+  for (const auto& c : every.ranked) {
+    if (c.layout.vpp == 1 && 52 % c.layout.pp == 0) ++expected;
+  }
+  ASSERT_GT(expected, 0);
+  EXPECT_EQ(static_cast<long long>(kept.ranked.size()), expected);
+  for (const auto& c : kept.ranked) {
+    EXPECT_EQ(c.layout.vpp, 1) << c.layout.describe();
+    EXPECT_EQ(52 % c.layout.pp, 0) << c.layout.describe();
+  }
+  auto llama = test::bundled("llama3-8b");
+  search::Space llama_even;
+  llama_even.pp = std::vector<int>{1, 2, 4};
+  const auto plain = run(llama, llama_even, training(64, 4096), 16);
+  llama_even.hybrid_even_pipeline = true;
+  const auto ruled = run(llama, llama_even, training(64, 4096), 16);
+  EXPECT_EQ(ruled.ranked.size(), plain.ranked.size());
+  EXPECT_EQ(ruled.rejected.count("hybrid stack split unevenly or interleaved"), 0U);
+}
+
 // DP and the micro-batch count follow from the devices, the batch and the other degrees; stated lists keep only the
 // candidates among them, and the rows kept are exactly the unfiltered rows that satisfy the lists.
 TEST(Search, DataParallelAndMicroBatchListsFilter) {

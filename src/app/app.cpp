@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <limits>
 #include <set>
 
 #include <fmt/format.h>
@@ -269,9 +270,16 @@ report::Plan balance_plan(const LoadedJob& x, const PlanRequest& request, const 
   const std::optional<plan::Recompute> mtp_mode =
       request.recompute_stated == plan::RecomputeStated::OneModeForAll ? std::nullopt : std::optional<plan::Recompute>(plan::Recompute::Off);
   balance::Descriptors d = balance::describe(x.model, l, request.job.training, x.hardware, request.job.overlap, mtp_mode);
+  // A hybrid stack without a period (Nemotron-H): every run of one kind a BODY type, split contiguously at the
+  // layout's recompute mode (balance::kMaxProgramBodyTypes).
+  const bool sequence = d.aperiodic;
+  if (sequence && request.space.hybrid_even_pipeline)
+    return estimate_plan(x, request, row, "not balanced: the target splits a hybrid stack evenly (Megatron-Core's MambaStack: num_layers // PP per stage)");
+  if (sequence) d = balance::describe(x.model, l, request.job.training, x.hardware, request.job.overlap, mtp_mode, std::numeric_limits<int>::max());
   if (!d.why_not.empty()) return estimate_plan(x, request, row, "not balanced: " + d.why_not);
   balance::Problem problem = balance::problem_for(d, l, request.job.training, x.capacity_bytes);
   problem.time_limit_s = request.balance_time_limit_s;
+  if (sequence) problem.kinds = {balance::rc_of(l.recompute)};
   // What the target config can state: one mode for every layer (the layout's), or Megatron's one count of fully
   // recomputed first layers per chunk (its selective granularity and several layer types: one mode for all).
   const bool first_layers = request.recompute_stated == plan::RecomputeStated::FirstLayersOfEveryChunk && l.recompute != plan::Recompute::Selective &&

@@ -101,6 +101,7 @@ config::Expressible keep_to_emit(const From& from, search::Space& space) {
   keep(space.sp, e.sp, "--sp");
   keep(space.cp_algo, e.cp_algo, "--cp-algo");
   space.replication_alone = e.replication_alone;
+  space.hybrid_even_pipeline = e.hybrid_even_pipeline;
   if (e.zero || e.sp || e.cp_algo || e.recompute != plan::RecomputeStated::PerChunkCounts)
     std::fprintf(stderr, "sapp: note: --emit %s: the search keeps to what it can write (%s)\n", from.emit.c_str(), e.why.c_str());
   return e;

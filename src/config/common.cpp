@@ -818,8 +818,9 @@ Expressible expressible(EmitFormat format, const Loaded* original) {
     case EmitFormat::Megatron: {
       Expressible e{std::nullopt, std::nullopt,
                     "Megatron states full recompute as one --recompute-num-layers for every chunk (block method: each chunk's first layers) and "
-                    "selective recompute for every layer",
+                    "selective recompute for every layer; a hybrid stack (pretrain_mamba.py) splits evenly over PP without a virtual pipeline",
                     plan::RecomputeStated::FirstLayersOfEveryChunk};
+      e.hybrid_even_pipeline = true;
       e.fp4 = true;  // --fp4-format e2m1 --fp4-recipe nvfp4 (Transformer Engine's NVFP4BlockScaling)
       return e;
     }

@@ -134,6 +134,7 @@ struct Expressible {
   bool fp8 = true;
   bool fp4 = false;                                                 // NVFP4 training (Megatron's --fp4-format)
   bool replication_alone = false;                                   // ZeRO 0 over DP only without other dimensions (search::Space::replication_alone)
+  bool hybrid_even_pipeline = false;                                // a hybrid stack only split evenly, one chunk per stage (search::Space)
   std::optional<std::vector<plan::CpAlgo>> cp_algo = std::nullopt;  // the context-parallel algorithms it has keys for (all: nullopt)
 };
 // Refuses (naming --emit) a schedule or an FP8 plan the format has no keys for.

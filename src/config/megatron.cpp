@@ -1227,6 +1227,19 @@ Loaded read_megatron(const std::string& text, const std::string& file) {
   long long vpp = 1;
   if (auto v = a.whole("--num-virtual-stages-per-pipeline-rank")) vpp = *v;
   const bool layer_list = a.flags.count("--num-layer-list") > 0;
+  // Megatron-Core's hybrid stack (MambaStack, core_v0.14.0 to core_v0.16.x: _select_layers_for_pipeline_parallel)
+  // gives each stage num_layers // PP layers, asserts that no virtual pipeline is set and reads none of the split flags.
+  if (a.flags.count("--hybrid-override-pattern") && pp > 1) {
+    if (vpp > 1) fail(at(file, "--num-virtual-stages-per-pipeline-rank"), "{}: Megatron-Core's hybrid stack (pretrain_mamba.py) runs no virtual pipeline", vpp);
+    for (const char* flag : {"--num-layers-per-virtual-pipeline-stage", "--pipeline-model-parallel-layout", "--decoder-first-pipeline-num-layers",
+                             "--decoder-last-pipeline-num-layers", "--num-layer-list"}) {
+      if (a.flags.count(flag))
+        fail(at(file, flag), "Megatron-Core's hybrid stack (pretrain_mamba.py) ignores it and splits --num-layers evenly over PP; drop the flag");
+    }
+    if (layers && *layers % pp != 0)
+      fail(at(file, "--num-layers"), "{} over PP {}: Megatron-Core's hybrid stack gives each stage {} layers and drops the other {}", *layers, pp, *layers / pp,
+           *layers % pp);
+  }
   // MindSpeed's --schedules-method dualpipev (mindspeed/features_manager/pipeline_parallel/dualpipev_feature.py):
   // DualPipe-V, two chunks per rank in a V, --num-layers split evenly over the 2 x PP chunks.
   const std::optional<std::string> schedules = a.value("--schedules-method");
@@ -1584,6 +1597,23 @@ std::string layout_string(const plan::StageSplit& split, long long mtp) {
 
 std::string emit_megatron(const Plan& plan, const Loaded* original, const std::string& model_name, std::vector<std::string>* notes) {
   const plan::Layout& l = plan.layout;
+  // Megatron-Core's hybrid stack (MambaStack, core_v0.14.0 to core_v0.16.x: _select_layers_for_pipeline_parallel)
+  // gives each stage num_layers // PP layers and asserts that no virtual pipeline is set: nothing else is written.
+  const bool hybrid_stack = plan.model && !plan.model->hybrid_pattern.empty();
+  if (hybrid_stack && l.pp > 1) {
+    if (l.vpp > 1) fail("--emit megatron", "VPP {}: Megatron-Core's hybrid stack (pretrain_mamba.py) runs no virtual pipeline", l.vpp);
+    const long long layers = plan.model->num_layers;
+    if (layers % l.pp != 0)
+      fail("--emit megatron", "{} layers over PP {}: Megatron-Core's hybrid stack gives each stage {} layers and drops the other {}", layers, l.pp,
+           layers / l.pp, layers % l.pp);
+    if (plan.split) {
+      for (long long n : plan.split->layers.front()) {
+        if (n != layers / l.pp)
+          fail("--emit megatron", "the split {} is uneven: Megatron-Core's hybrid stack gives every stage {} layers",
+               fmt::join(plan.split->layers.front(), ","), layers / l.pp);
+      }
+    }
+  }
   ScriptEditor ed(original ? original->text : std::string());
   if (!original) {
     const bool hybrid = plan.model && !plan.model->hybrid_pattern.empty();
@@ -1748,7 +1778,7 @@ std::string emit_megatron(const Plan& plan, const Loaded* original, const std::s
       stages.push_back(fmt::format("[{}]", fmt::join(chunks, ",")));
     }
     ed.set("--pipeline-num-transformer-layers", fmt::format("\"[{}]\"", fmt::join(stages, ",")), "--pipeline-model-parallel-size");
-  } else if (plan.split) {
+  } else if (plan.split && !hybrid_stack) {
     ed.set("--pipeline-model-parallel-layout", "\"" + layout_string(*plan.split, mtp) + "\"", "--pipeline-model-parallel-size");
   } else if (l.vpp > 1) {
     ed.set("--num-virtual-stages-per-pipeline-rank", std::to_string(l.vpp), "--pipeline-model-parallel-size");

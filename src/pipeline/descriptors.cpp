@@ -81,6 +81,7 @@ Descriptors describe(const model::Model& model, const plan::Layout& layout, cons
     if (period == runs.size()) {
       d.why_not = fmt::format("the layer stack alternates {} runs of layer kinds without repeating one period (at most {} BODY types are balanced)",
                               runs.size(), max_body_types);
+      d.aperiodic = true;
       return d;
     }
   }

@@ -40,6 +40,9 @@ struct Descriptors {
   // Step time the pipeline schedule does not cover (exposed DP and PP communication, optimizer step), seconds.
   double outside_pipeline_s = 0;
   std::string why_not;  // non-empty: the model cannot be described this way (e.g. too many alternating kinds)
+  // why_not is that the stack alternates more runs of kinds than max_body_types without a period: described with a
+  // larger max_body_types, each run is a BODY type (the solver's contiguous split, kMaxProgramBodyTypes).
+  bool aperiodic = false;
   // Layers one BODY layer stands for: 1, or the period of a stack whose kinds repeat (Gemma 2's sliding and global
   // pair, Qwen3-Next's three linear and one full attention layers), balanced a whole period at a time.
   long long layers_per_unit = 1;

@@ -1384,6 +1384,101 @@ double work_bound(const Problem& p) {
   return p.micro_batches * work / p.stages;
 }
 
+// Stacks of more BODY types than the programs take (kMaxProgramBodyTypes): a hybrid stack whose kinds alternate
+// without a period (Nemotron-H's Mamba-2, MoE and attention layers), each run its own type. The layers keep their
+// model order, so a plan is the number of layers per cell along the virtual pipeline (typed_from), every layer at one
+// recompute kind. From the even split, a descent moves one layer from one cell to another (first across one boundary,
+// then between any two cells when no such move helps) while that lowers the stages' memory above the limit, then the
+// simulated step, then the sum of squared stage times (which lets it cross plateaus of equal step); once per allowed
+// kind, the best plan kept. Bound: the work bound (m x the least total work / S). Best found, not proved.
+Solution solve_sequence(const Problem& p) {
+  const auto started = Clock::now();
+  auto out_of_time = [&] { return p.time_limit_s > 0 && std::chrono::duration<double>(Clock::now() - started).count() > p.time_limit_s; };
+  const int cells = p.stages * p.chunks;
+  const long long n = p.layers.body_layers();
+  Solution sol;
+  sol.method = fmt::format("contiguous split of {} BODY types (more than the programs take): descent over the cells' layer counts", p.layers.bodies.size());
+  struct Scored {
+    double excess_mb = kInf;
+    double step = kInf;
+    double spread = kInf;
+    [[nodiscard]] bool better_than(const Scored& o) const {
+      if (excess_mb < o.excess_mb - kTol) return true;
+      if (excess_mb > o.excess_mb + kTol) return false;
+      if (step < o.step * (1 - 1e-12)) return true;
+      return step <= o.step * (1 + 1e-12) && spread < o.spread * (1 - 1e-12);
+    }
+  };
+  auto plan_of = [&](const std::vector<long long>& counts, Rc kind) {
+    Assignment one(1, empty_assignment(p).front());
+    for (int c = 0; c < cells; ++c) one[0][uz(c / p.stages)][uz(c % p.stages)][ix(kind)] = counts[uz(c)];
+    return typed_from(p, one, 0, 0);
+  };
+  auto score = [&](const Assignment& x) {
+    Scored out;
+    if (x.empty() || !structurally_valid(p, x)) return out;
+    const Evaluation e = evaluate(p, x);
+    ++sol.explored;
+    out.excess_mb = 0;
+    for (double mb : e.stage_memory_mb) out.excess_mb += p.memory_limit_mb > 0 ? std::max(0.0, mb - p.memory_limit_mb) : 0.0;
+    out.step = e.objective;
+    out.spread = 0;
+    for (double t : e.stage_time) out.spread += t * t;
+    return out;
+  };
+  Scored best;
+  for (Rc kind : allowed_kinds(p)) {
+    std::vector<long long> counts(uz(cells), n / cells);
+    for (long long c = 1; c <= n % cells; ++c) ++counts[uz(c)];  // as even_split
+    Scored here = score(plan_of(counts, kind));
+    bool any_pair = false;  // the wider neighbourhood, once moves across one boundary stop helping
+    while (here.excess_mb < kInf && !out_of_time()) {
+      std::vector<long long> next;
+      Scored next_score = here;
+      for (int from = 0; from < cells; ++from) {
+        if (counts[uz(from)] == 0) continue;
+        for (int to = 0; to < cells; ++to) {
+          if (to == from || (!any_pair && std::abs(to - from) != 1)) continue;
+          std::vector<long long> moved = counts;
+          --moved[uz(from)];
+          ++moved[uz(to)];
+          const Scored s = score(plan_of(moved, kind));
+          if (s.better_than(next_score)) {
+            next_score = s;
+            next = moved;
+          }
+        }
+      }
+      if (next.empty()) {
+        if (any_pair) break;
+        any_pair = true;
+        continue;
+      }
+      counts = next;
+      here = next_score;
+      any_pair = false;
+    }
+    if (here.better_than(best)) {
+      best = here;
+      sol.x = plan_of(counts, kind);
+    }
+  }
+  sol.timed_out = out_of_time();
+  sol.solve_seconds = std::chrono::duration<double>(Clock::now() - started).count();
+  if (sol.x.empty() || best.excess_mb > kTol) {
+    sol.feasible = false;
+    sol.x.clear();
+    sol.method += ": no split found within the memory limit";
+    return sol;
+  }
+  sol.feasible = true;
+  sol.eval = evaluate(p, sol.x);
+  sol.bound = std::min(work_bound(p), sol.eval.objective);
+  sol.gap = (sol.eval.objective - sol.bound) / sol.eval.objective;
+  sol.optimal = sol.gap <= kTol;
+  return sol;
+}
+
 }  // namespace
 
 Solution solve_block_recompute(Problem p, long long* chosen, int* balanced) {
@@ -1568,6 +1663,7 @@ Evaluation evaluate(const Problem& p, const Assignment& x) {
 
 Solution solve(const Problem& p) {
   check_problem(p);
+  if (p.layers.bodies.size() > kMaxProgramBodyTypes) return solve_sequence(p);
   Context c = make_context(p);
   Solution sol;
   Incumbent best;

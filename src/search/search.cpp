@@ -435,6 +435,10 @@ Result search(const model::Model& model, const Space& space, const plan::Trainin
         ++rej["replication beside other dimensions"];
         return std::nullopt;
       }
+      if (space.hybrid_even_pipeline && !model.spec.hybrid_pattern.empty() && (l.vpp > 1 || model.spec.num_layers % l.pp != 0)) {
+        ++rej["hybrid stack split unevenly or interleaved"];
+        return std::nullopt;
+      }
       MemoryKey mk{l.mbs, l.tp, l.sp, l.cp, l.ep, l.etp};
       auto km = memory_groups.find(mk);
       if (km == memory_groups.end()) km = memory_groups.emplace(mk, cost::kind_memory(model, l, training)).first;
