@@ -905,10 +905,12 @@ TEST(Balance, SeveralTypesInterleavedBoundNeverExceedsTheExhaustiveOptimum) {
   std::printf("several types, interleaved: %d of %d optimal, %d proved\n", reached, checked, proved);
 }
 
-// More BODY types than the programs take (a hybrid stack alternating its kinds without a period, each run its own
-// type): the layers keep their model order over the cells in pipeline order, and the descent over the cell boundaries
-// starts from the even split, so the plan is never slower than it and never faster than every contiguous plan
-// (solve_exhaustive). The stack front-loads its heavy layers, so the even split is unbalanced and the search moves.
+// More BODY types than the one-type relaxation takes (a hybrid stack alternating its kinds without a period, each
+// run its own type). Without interleaving the program over stages places them (here at the exhaustive optimum,
+// though its bound does not always prove it). Interleaved, the layers keep their model order over the cells in
+// pipeline order and the descent over the cells' layer counts starts from the even split: the plan is never slower
+// than the even split and never faster than every contiguous plan (solve_exhaustive); it reaches the best on 2 x 2,
+// not on 3 x 2 (347 against 336). The stack front-loads its heavy layers, so the even split is unbalanced.
 TEST(Balance, ManyBodyTypesGetAContiguousSplit) {
   nlohmann::json layers = nlohmann::json::array();
   layers.push_back({{"name", "HEAD"}, {"type", "HEAD"}, {"time", 1}, {"nb_layer", 1}, {"memory_parameter", 10}});
@@ -923,7 +925,7 @@ TEST(Balance, ManyBodyTypesGetAContiguousSplit) {
                       {"memory_recompute", 1}});
   }
   layers.push_back({{"name", "TAIL"}, {"type", "TAIL"}, {"time", 2}, {"nb_layer", 1}, {"memory_parameter", 10}});
-  for (const auto& [stages, chunks] : std::vector<std::pair<int, int>>{{3, 1}, {4, 1}, {2, 2}}) {
+  for (const auto& [stages, chunks] : std::vector<std::pair<int, int>>{{3, 1}, {4, 1}, {2, 2}, {3, 2}}) {
     balance::Problem p;
     p.layers = balance::layers_from_json({{"layers_description", layers}}, "hybrid.json");
     p.stages = stages;
@@ -934,8 +936,6 @@ TEST(Balance, ManyBodyTypesGetAContiguousSplit) {
     ASSERT_GT(p.layers.bodies.size(), balance::kMaxProgramBodyTypes);
     const balance::Solution found = balance::solve(p);
     ASSERT_TRUE(found.feasible) << found.method;
-    EXPECT_FALSE(found.optimal);
-    EXPECT_GT(found.gap, 0.0);
     EXPECT_LE(found.bound, found.eval.objective);
     // Model order along the virtual pipeline (cells v S + s): a type never starts before the previous one ends.
     std::size_t last_type = 0;
@@ -954,9 +954,12 @@ TEST(Balance, ManyBodyTypesGetAContiguousSplit) {
     const double even = balance::evaluate(p, balance::even_split(p, Rc::None)).objective;
     const balance::Solution brute = balance::solve_exhaustive(p);
     ASSERT_TRUE(brute.feasible);
-    std::printf("%d stages x %d chunks: even split %.1f, descent %.1f, every contiguous split's best %.1f\n", stages, chunks, even, found.eval.objective,
+    std::printf("%d stages x %d chunks: even split %.1f, balanced %.1f, every contiguous split's best %.1f\n", stages, chunks, even, found.eval.objective,
                 brute.eval.objective);
     EXPECT_LT(found.eval.objective, even);
     EXPECT_GE(found.eval.objective, brute.eval.objective - 1e-9);
+    if (chunks == 1) {
+      EXPECT_NEAR(found.eval.objective, brute.eval.objective, 1e-9);
+    }
   }
 }

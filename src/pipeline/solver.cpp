@@ -1384,8 +1384,9 @@ double work_bound(const Problem& p) {
   return p.micro_batches * work / p.stages;
 }
 
-// Stacks of more BODY types than the programs take (kMaxProgramBodyTypes): a hybrid stack whose kinds alternate
-// without a period (Nemotron-H's Mamba-2, MoE and attention layers), each run its own type. The layers keep their
+// Interleaved stacks of more BODY types than the one-type relaxation takes (kMaxProgramBodyTypes): a hybrid stack
+// whose kinds alternate without a period (Nemotron-H's Mamba-2, MoE and attention layers), each run its own type.
+// (Without interleaving the program over stages places any number of types exactly.) The layers keep their
 // model order, so a plan is the number of layers per cell along the virtual pipeline (typed_from), every layer at one
 // recompute kind. From the even split, a descent moves one layer from one cell to another (first across one boundary,
 // then between any two cells when no such move helps) while that lowers the stages' memory above the limit, then the
@@ -1663,7 +1664,7 @@ Evaluation evaluate(const Problem& p, const Assignment& x) {
 
 Solution solve(const Problem& p) {
   check_problem(p);
-  if (p.layers.bodies.size() > kMaxProgramBodyTypes) return solve_sequence(p);
+  if (p.chunks > 1 && p.layers.bodies.size() > kMaxProgramBodyTypes) return solve_sequence(p);
   Context c = make_context(p);
   Solution sol;
   Incumbent best;

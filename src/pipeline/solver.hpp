@@ -52,7 +52,7 @@
 //     ceiling of its costliest kind, so constraint (5) holds exactly per stage in the programs as in the simulation.
 //   A time limit stops any step and returns the best found so far with its gap. K > 1 with V > 1 skips the
 //   program (the cells of one stage are not contiguous in model order): bound = m x (least total work) / S.
-// More than kMaxProgramBodyTypes BODY types: a contiguous split of the layers in model order over the cells, found by
+// Interleaving with more than kMaxProgramBodyTypes BODY types: a contiguous split of the layers in model order over the cells, found by
 // a steepest descent over the cell boundaries at one kind for every layer (solve_sequence in solver.cpp); its bound is
 // the work bound, so it reports the best found and the gap.
 // `enumerate` tries every assignment (small cases only) and simulates each: proved optimal by exhaustion.
@@ -68,8 +68,9 @@
 
 namespace sapp::balance {
 
-// BODY types the programs and the annealer balance; a stack of more (a hybrid stack alternating its kinds without a
-// period, each run its own type) gets a contiguous split by local search, every layer at one kind (best found).
+// BODY types balanced under interleaving by the one-type relaxation and the annealer; an interleaved stack of more (a
+// hybrid stack alternating its kinds without a period, each run its own type) gets a contiguous split by local search,
+// every layer at one kind (best found). Without interleaving the program over stages takes any number of types.
 inline constexpr std::size_t kMaxProgramBodyTypes = 3;
 
 struct Problem {
