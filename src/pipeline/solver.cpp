@@ -1662,9 +1662,44 @@ Evaluation evaluate(const Problem& p, const Assignment& x) {
   return e;
 }
 
+namespace {
+
+Solution solve_checked(const Problem& p);
+
+}  // namespace
+
 Solution solve(const Problem& p) {
   check_problem(p);
-  if (p.chunks > 1 && p.layers.bodies.size() > kMaxProgramBodyTypes) return solve_sequence(p);
+  if (p.chunks == 1 || p.layers.bodies.size() <= kMaxProgramBodyTypes) return solve_checked(p);
+  // Interleaved, more types than the one-type relaxation takes: the contiguous-split descent, and the general path
+  // within the time left when it can take the stack (it refuses one whose majority type cannot fill every cell); the
+  // faster plan is kept, with the higher of the two bounds.
+  Solution best = solve_sequence(p);
+  Problem rest = p;
+  if (p.time_limit_s > 0) rest.time_limit_s = std::max(1e-3, p.time_limit_s - best.solve_seconds);
+  try {
+    Solution general = solve_checked(rest);
+    if (general.feasible && (!best.feasible || general.eval.objective < best.eval.objective)) {
+      general.bound = std::max(general.bound, best.bound);
+      general.solve_seconds += best.solve_seconds;
+      best = general;
+    } else if (best.feasible && general.feasible) {
+      best.bound = std::max(best.bound, general.bound);
+      best.solve_seconds += general.solve_seconds;
+    }
+  } catch (const Error&) {
+  }
+  if (best.feasible) {
+    best.bound = std::min(best.bound, best.eval.objective);
+    best.gap = (best.eval.objective - best.bound) / best.eval.objective;
+    best.optimal = best.gap <= kTol;
+  }
+  return best;
+}
+
+namespace {
+
+Solution solve_checked(const Problem& p) {
   Context c = make_context(p);
   Solution sol;
   Incumbent best;
@@ -1884,6 +1919,8 @@ Solution solve(const Problem& p) {
   sol.solve_seconds = c.elapsed();
   return sol;
 }
+
+}  // namespace
 
 Solution solve_exhaustive(const Problem& p, long long limit) {
   check_problem(p);

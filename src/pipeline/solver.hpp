@@ -52,9 +52,9 @@
 //     ceiling of its costliest kind, so constraint (5) holds exactly per stage in the programs as in the simulation.
 //   A time limit stops any step and returns the best found so far with its gap. K > 1 with V > 1 skips the
 //   program (the cells of one stage are not contiguous in model order): bound = m x (least total work) / S.
-// Interleaving with more than kMaxProgramBodyTypes BODY types: a contiguous split of the layers in model order over the cells, found by
-// a steepest descent over the cell boundaries at one kind for every layer (solve_sequence in solver.cpp); its bound is
-// the work bound, so it reports the best found and the gap.
+// Interleaving with more than kMaxProgramBodyTypes BODY types: a contiguous split of the layers in model order over the
+// cells, found by a descent over the cells' layer counts at one kind for every layer (solve_sequence in solver.cpp),
+// beside the general path when that can take the stack; the faster plan is kept with the higher bound (best found).
 // `enumerate` tries every assignment (small cases only) and simulates each: proved optimal by exhaustion.
 #pragma once
 
