@@ -273,7 +273,7 @@ report::Plan balance_plan(const LoadedJob& x, const PlanRequest& request, const 
   // A hybrid stack without a period (Nemotron-H): every run of one kind a BODY type, split contiguously at the
   // layout's recompute mode (balance::kMaxProgramBodyTypes).
   const bool sequence = d.aperiodic;
-  if (sequence && request.space.hybrid_even_pipeline)
+  if (sequence && request.space.hybrid_even_pipeline && !x.model.spec.hybrid_pattern.empty())
     return estimate_plan(x, request, row, "not balanced: the target splits a hybrid stack evenly (Megatron-Core's MambaStack: num_layers // PP per stage)");
   if (sequence) d = balance::describe(x.model, l, request.job.training, x.hardware, request.job.overlap, mtp_mode, std::numeric_limits<int>::max());
   if (!d.why_not.empty()) return estimate_plan(x, request, row, "not balanced: " + d.why_not);

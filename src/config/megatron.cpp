@@ -1616,16 +1616,15 @@ std::string emit_megatron(const Plan& plan, const Loaded* original, const std::s
   }
   ScriptEditor ed(original ? original->text : std::string());
   if (!original) {
-    const bool hybrid = plan.model && !plan.model->hybrid_pattern.empty();
-    if (plan.model && plan.model->linear && !hybrid)
+    if (plan.model && plan.model->linear && !hybrid_stack)
       fail("--emit megatron",
            "{} runs Gated DeltaNet linear attention, which Megatron-LM core_v0.14.0 states no flag for (MindSpeed-LLM's --full-attention-interval "
            "and --linear-* do): start from such a script with --from, or write another format",
            model_name);
     ed.lines.push_back(fmt::format("# Megatron-LM (core_v0.14.0) arguments for {} on {} devices, written by sapp.", model_name, plan.devices));
-    ed.lines.push_back(
-        fmt::format("# torchrun --nproc_per_node <devices per node> --nnodes <nodes> {} $(cat this-file)", hybrid ? "pretrain_mamba.py" : "pretrain_gpt.py"));
-    if (hybrid && plan.model->linear && plan.model->linear->conv_kernel_dim != 4 && notes)
+    ed.lines.push_back(fmt::format("# torchrun --nproc_per_node <devices per node> --nnodes <nodes> {} $(cat this-file)",
+                                   hybrid_stack ? "pretrain_mamba.py" : "pretrain_gpt.py"));
+    if (hybrid_stack && plan.model->linear && plan.model->linear->conv_kernel_dim != 4 && notes)
       notes->push_back(fmt::format("the model's Mamba-2 convolution is {} wide; Megatron-Core's MambaMixer runs 4 (no flag states another)",
                                    plan.model->linear->conv_kernel_dim));
     if (plan.model) {
