@@ -1227,8 +1227,8 @@ Loaded read_megatron(const std::string& text, const std::string& file) {
   long long vpp = 1;
   if (auto v = a.whole("--num-virtual-stages-per-pipeline-rank")) vpp = *v;
   const bool layer_list = a.flags.count("--num-layer-list") > 0;
-  // Megatron-Core's hybrid stack (MambaStack, core_v0.14.0 to core_v0.16.x: _select_layers_for_pipeline_parallel)
-  // gives each stage num_layers // PP layers, asserts that no virtual pipeline is set and reads none of the split flags.
+  // Megatron-Core's hybrid stack runs an even split without a virtual pipeline (plan::hybrid_stack_runs_pipeline) and
+  // reads none of the split flags.
   if (a.flags.count("--hybrid-override-pattern") && pp > 1) {
     if (vpp > 1) fail(at(file, "--num-virtual-stages-per-pipeline-rank"), "{}: Megatron-Core's hybrid stack (pretrain_mamba.py) runs no virtual pipeline", vpp);
     for (const char* flag : {"--num-layers-per-virtual-pipeline-stage", "--pipeline-model-parallel-layout", "--decoder-first-pipeline-num-layers",
@@ -1597,15 +1597,16 @@ std::string layout_string(const plan::StageSplit& split, long long mtp) {
 
 std::string emit_megatron(const Plan& plan, const Loaded* original, const std::string& model_name, std::vector<std::string>* notes) {
   const plan::Layout& l = plan.layout;
-  // Megatron-Core's hybrid stack (MambaStack, core_v0.14.0 to core_v0.16.x: _select_layers_for_pipeline_parallel)
-  // gives each stage num_layers // PP layers and asserts that no virtual pipeline is set: nothing else is written.
+  // Megatron-Core's hybrid stack runs an even split without a virtual pipeline (plan::hybrid_stack_runs_pipeline):
+  // nothing else is written.
   const bool hybrid_stack = plan.model && !plan.model->hybrid_pattern.empty();
   if (hybrid_stack && l.pp > 1) {
-    if (l.vpp > 1) fail("--emit megatron", "VPP {}: Megatron-Core's hybrid stack (pretrain_mamba.py) runs no virtual pipeline", l.vpp);
     const long long layers = plan.model->num_layers;
-    if (layers % l.pp != 0)
+    if (!plan::hybrid_stack_runs_pipeline(layers, l)) {
+      if (l.vpp > 1) fail("--emit megatron", "VPP {}: Megatron-Core's hybrid stack (pretrain_mamba.py) runs no virtual pipeline", l.vpp);
       fail("--emit megatron", "{} layers over PP {}: Megatron-Core's hybrid stack gives each stage {} layers and drops the other {}", layers, l.pp,
            layers / l.pp, layers % l.pp);
+    }
     if (plan.split) {
       for (long long n : plan.split->layers.front()) {
         if (n != layers / l.pp)
@@ -1647,7 +1648,7 @@ std::string emit_megatron(const Plan& plan, const Loaded* original, const std::s
         ed.lines.emplace_back("--squared-relu");
       else if (m.model_type != "gpt2" && m.model_type != "gpt3")
         ed.lines.emplace_back("--swiglu");
-      if (!m.hybrid_pattern.empty()) {
+      if (hybrid_stack) {
         // Megatron-Core's hybrid stack, one symbol per layer (pretrain_mamba.py), its Mamba-2 mixer's dimensions.
         ed.lines.emplace_back("--is-hybrid-model");
         ed.lines.push_back(fmt::format("--hybrid-override-pattern {}", m.hybrid_pattern));

@@ -135,11 +135,12 @@ inline double ring_cp_exposed_seconds(double cp, double block_s, double attentio
   return (cp - 1) * (forward + backward);
 }
 // All-to-all CP (Ulysses): q, k, v, output forward and their four in backward. Source: Jacobs et al. 2023 (arXiv:2309.14509).
+// A linear-attention mixer (Mamba-2, Gated DeltaNet) under CP, whatever the CP algorithm, switches from the sequence
+// split to a head split and back around its scan as Ulysses does (Megatron-Core's MambaContextParallel: an all-to-all
+// of the projected x, B, C, z and dt before the scan, of its output after): priced as the same eight all-to-alls of
+// the layer's hidden width (Mamba-2's in and out widths are 3.8 and 1.5 hidden for Nemotron 3 Nano, 5.3 hidden
+// against Ulysses' 4).
 inline constexpr double kUlyssesAllToAlls = 8.0;
-// A linear-attention mixer (Mamba-2, Gated DeltaNet) under CP switches from the sequence split to a head split and
-// back around its scan, as Ulysses does (Megatron-Core's MambaContextParallel: an all-to-all of the projected x, B, C,
-// z and dt before the scan, of its output after): priced as the same eight all-to-alls of the layer's hidden width
-// (Mamba-2's in and out widths are 3.8 and 1.5 hidden for Nemotron 3 Nano, 5.3 hidden against Ulysses' 4).
 // EP: dispatch + combine in the forward, their transposes in the backward. Source: Megatron-Core MoE
 // token_dispatcher.py (MoEAlltoAllTokenDispatcher).
 inline constexpr double kEpAllToAlls = 4.0;

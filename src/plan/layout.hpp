@@ -246,6 +246,11 @@ struct Training {
 // The stage that holds the last layers, the head and the loss: the last stage, or stage 0 under DualPipe-V.
 [[nodiscard]] inline int head_stage(const Layout& layout, const Training& training) { return dualpipe_v(layout, training) ? 0 : layout.pp - 1; }
 
+// Megatron-Core's hybrid stack (MambaStack, core_v0.14.0 to core_v0.16.x: megatron/core/ssm/mamba_block.py,
+// _select_layers_for_pipeline_parallel) gives each stage num_layers // PP layers and asserts that no virtual pipeline
+// is set: a layout of `layers` that it runs as priced (search::Space::hybrid_even_pipeline, --emit megatron).
+[[nodiscard]] inline bool hybrid_stack_runs_pipeline(long long layers, const Layout& l) { return l.vpp == 1 && layers % l.pp == 0; }
+
 // Replication (ZeRO 0) beside another dimension: over DP > 1 with TP, PP or EP (DDP taking no other dimension),
 // or with CP at all (CP's ranks shard nothing then). What a format whose DDP is one-dimensional and which shards over
 // CP cannot state (torchtitan; search::Space::replication_alone).

@@ -435,7 +435,7 @@ Result search(const model::Model& model, const Space& space, const plan::Trainin
         ++rej["replication beside other dimensions"];
         return std::nullopt;
       }
-      if (space.hybrid_even_pipeline && !model.spec.hybrid_pattern.empty() && (l.vpp > 1 || model.spec.num_layers % l.pp != 0)) {
+      if (space.hybrid_even_pipeline && !model.spec.hybrid_pattern.empty() && !plan::hybrid_stack_runs_pipeline(model.spec.num_layers, l)) {
         ++rej["hybrid stack split unevenly or interleaved"];
         return std::nullopt;
       }

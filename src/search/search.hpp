@@ -39,10 +39,9 @@ struct Space {
   // can write (torchtitan's DDP takes no other dimension, and it applies FSDP over CP); other such layouts are
   // rejected as "replication beside other dimensions".
   bool replication_alone = false;
-  // A hybrid stack (ModelSpec::hybrid_pattern) only with an even split over PP and no virtual pipeline: what Megatron
-  // can write. Megatron-Core's MambaStack (core_v0.14.0 to core_v0.16.x, megatron/core/ssm/mamba_block.py,
-  // _select_layers_for_pipeline_parallel) gives each stage num_layers // PP layers and asserts that no virtual
-  // pipeline is set; other such layouts are rejected as "hybrid stack split unevenly or interleaved".
+  // A hybrid stack (ModelSpec::hybrid_pattern) only in layouts Megatron-Core's MambaStack runs
+  // (plan::hybrid_stack_runs_pipeline: an even split, no virtual pipeline); others are rejected as "hybrid stack split
+  // unevenly or interleaved".
   bool hybrid_even_pipeline = false;
 };
 
