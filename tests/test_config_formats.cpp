@@ -2085,9 +2085,9 @@ TEST(MegatronScript, HybridLayerStacksAreReadAsNemotronH) {
   app::EstimateRequest r;
   config::fill(r, hybrid, nlohmann::json::object());
   EXPECT_EQ(app::load(r.job).model.spec.model_type, "nemotron_h");
-  config::Loaded marked = config::read_text("torchrun --nproc_per_node 8 pretrain_mamba.py --num-layers 4 --hybrid-override-pattern M*|ME" + flags, "hybrid.sh",
+  config::Loaded marked = config::read_text("torchrun --nproc_per_node 8 pretrain_mamba.py --num-layers 4 --hybrid-override-pattern M*GE" + flags, "hybrid.sh",
                                             config::Format::Megatron);
-  EXPECT_NE(marked.model_error.find("--hybrid-override-pattern: 'M*|ME' states symbols"), std::string::npos) << marked.model_error;
+  EXPECT_NE(marked.model_error.find("--hybrid-override-pattern: 'M*GE' states symbols"), std::string::npos) << marked.model_error;
   app::EstimateRequest refused;
   EXPECT_THROW(config::fill(refused, marked, nlohmann::json::object()), Error);
   app::EstimateRequest named;
@@ -2902,6 +2902,98 @@ TEST(Megatron, HybridStackPipelineIsEvenWithoutVirtualStages) {
   }
 }
 
+// From core_v0.17 (megatron/core/ssm/mamba_hybrid_layer_allocation.py, arguments.py) --hybrid-layer-pattern states a
+// hybrid stack's pipeline layout as '|' cuts: PP x VPP segments, segment v x PP + r on rank r's chunk v, VPP derived
+// from the count; no virtual-pipeline or split flag beside it, --decoder-first/last-pipeline-num-layers only without
+// cuts, the layer count taken from the pattern. Such a file is read with its split, a search writing it keeps
+// interleaved and uneven hybrid layouts, and --emit megatron writes the plan's split as the pattern's cuts (the quoted
+// value replaced, nothing of it left behind), read back to the same split.
+TEST(Megatron, HybridLayerPatternCutsAreThePipelineLayout) {
+  const std::string head =
+      "torchrun pretrain_mamba.py --hidden-size 1024 --ffn-hidden-size 2048 --num-attention-heads 16 --seq-length 4096 --micro-batch-size 1 "
+      "--global-batch-size 64 --vocab-size 32000 --squared-relu --is-hybrid-model --mamba-num-heads 32 --disable-bias-linear "
+      "--pipeline-model-parallel-size 2 ";
+  const config::Loaded cut = config::read_text(head + "--num-layers 20 --hybrid-layer-pattern \"M*M-|M*M-M|*M-|M*M-M*\"\n", "run.sh", config::Format::Megatron);
+  EXPECT_TRUE(cut.model_error.empty()) << cut.model_error;
+  EXPECT_TRUE(cut.hybrid_pipeline_cuts);
+  EXPECT_EQ(cut.model_config.at("hybrid_override_pattern"), "M*M-M*M-M*M-M*M-M*");
+  EXPECT_EQ(cut.model_config.at("num_hidden_layers"), 18);  // the pattern's count, not --num-layers 20 (warned)
+  EXPECT_FALSE(cut.warnings.empty());
+  EXPECT_EQ(cut.values.at("vpp"), 2);
+  ASSERT_TRUE(cut.split);
+  EXPECT_EQ(cut.split->layers, (std::vector<std::vector<long long>>{{4, 5}, {3, 6}}));
+  EXPECT_FALSE(config::expressible(config::EmitFormat::Megatron, &cut).hybrid_even_pipeline);
+
+  const config::Loaded uneven =
+      config::read_text(head + "--hybrid-layer-pattern M*M-M*M- --decoder-first-pipeline-num-layers 3\n", "run.sh", config::Format::Megatron);
+  ASSERT_TRUE(uneven.split);
+  EXPECT_EQ(uneven.split->layers, (std::vector<std::vector<long long>>{{3, 5}}));
+  const config::Loaded older = config::read_text(head + "--num-layers 8 --hybrid-override-pattern M*M-M*M-\n", "run.sh", config::Format::Megatron);
+  EXPECT_FALSE(older.hybrid_pipeline_cuts);
+  EXPECT_TRUE(config::expressible(config::EmitFormat::Megatron, &older).hybrid_even_pipeline);
+  const config::Loaded mtp = config::read_text(head + "--hybrid-layer-pattern \"M*M-|M*M-/MM\"\n", "run.sh", config::Format::Megatron);
+  EXPECT_NE(mtp.model_error.find("multi-token prediction"), std::string::npos) << mtp.model_error;
+
+  for (const auto& [extra, why] : std::vector<std::pair<std::string, std::string>>{
+           {"--hybrid-layer-pattern \"M*M-|M*M-|M*\"", "3 pipeline segments do not divide over PP 2"},
+           {"--hybrid-layer-pattern \"M*M-|M*M-\" --num-virtual-stages-per-pipeline-rank 1", "--num-virtual-stages-per-pipeline-rank: Megatron-Core"},
+           {"--hybrid-layer-pattern \"M*M-|M*M-\" --decoder-first-pipeline-num-layers 3", "--decoder-first-pipeline-num-layers: the '|' cuts"},
+           {"--hybrid-layer-pattern M*M-M*M-M --num-layers 9", "9 layers do not divide over PP 2"},
+           {"--hybrid-layer-pattern M*M- --hybrid-override-pattern M*M-", "are both stated"}}) {
+    try {
+      (void)config::read_text(head + extra + "\n", "run.sh", config::Format::Megatron);
+      ADD_FAILURE() << extra << ": read";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(why), std::string::npos) << e.what();
+    }
+  }
+
+  config::Plan p = plan_of(plan::Layout{}, 8, 64, 4096, 0);
+  p.layout.dp = 4;
+  p.layout.pp = 2;
+  p.layout.vpp = 2;
+  p.model = inline_model(cut.model_config, "run.sh").spec;
+  p.num_layers = 18;
+  p.split = plan::StageSplit{};
+  p.split->layers = {{4, 5}, {5, 4}};
+  const std::string text = config::emit(config::EmitFormat::Megatron, p, &cut, "h");
+  EXPECT_NE(text.find("--hybrid-layer-pattern \"M*M-|M*M-M|*M-M*|M-M*\""), std::string::npos) << text;
+  EXPECT_EQ(text.find("M*M-|M*M-M|*M-|M*M-M*"), std::string::npos) << text;  // the file's own cuts are gone
+  EXPECT_EQ(text.find("--num-virtual-stages-per-pipeline-rank"), std::string::npos) << text;
+  const config::Loaded back = config::read_text(text, "back.sh", config::Format::Megatron);
+  ASSERT_TRUE(back.split);
+  EXPECT_EQ(back.split->layers, p.split->layers);
+  EXPECT_EQ(back.values.at("vpp"), 2);
+  // Without a core_v0.17 file to edit, the plan is written for MambaStack before it: refused.
+  try {
+    (void)config::emit(config::EmitFormat::Megatron, p, nullptr, "h");
+    ADD_FAILURE() << "an interleaved hybrid split written without cuts";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("runs no virtual pipeline"), std::string::npos) << e.what();
+  }
+}
+
+// A quoted value of a flag the plan rewrites (--pipeline-model-parallel-layout "Et*3|t*5L") is replaced whole: the
+// old value was left behind as a stray argument, which Megatron-LM's argparse refuses.
+TEST(Megatron, QuotedLayoutIsReplacedWhole) {
+  const std::string script =
+      "torchrun pretrain_gpt.py --num-layers 8 --hidden-size 1024 --ffn-hidden-size 2048 --num-attention-heads 16 --seq-length 4096 "
+      "--micro-batch-size 1 --global-batch-size 64 --vocab-size 32000 --swiglu --pipeline-model-parallel-size 2 --pipeline-model-parallel-layout "
+      "\"Et*3|t*5L\" --bf16 --data-path \"$DATA\"\n";
+  const config::Loaded original = config::read_text(script, "run.sh", config::Format::Megatron);
+  config::Plan p = plan_of(plan::Layout{}, 8, 64, 4096, 0);
+  p.layout.dp = 4;
+  p.layout.pp = 2;
+  p.model = inline_model(original.model_config, "run.sh").spec;
+  p.num_layers = 8;
+  p.split = plan::StageSplit{};
+  p.split->layers = {{4, 4}};
+  const std::string text = config::emit(config::EmitFormat::Megatron, p, &original, "g");
+  EXPECT_EQ(text.find("Et*3|t*5L"), std::string::npos) << text;
+  EXPECT_NE(text.find("--pipeline-model-parallel-layout \"E,t*4|t*4,L\""), std::string::npos) << text;
+  EXPECT_NE(text.find("--data-path \"$DATA\""), std::string::npos) << text;
+}
+
 TEST(Megatron, HybridMambaStackReadAndWritten) {
   const std::string script =
       "torchrun pretrain_mamba.py --num-layers 4 --hidden-size 1024 --ffn-hidden-size 2048 --num-attention-heads 16 --group-query-attention "
@@ -2916,7 +3008,7 @@ TEST(Megatron, HybridMambaStackReadAndWritten) {
   EXPECT_TRUE(l.model_error.empty()) << l.model_error;
   const config::Loaded odd = config::read_text(
       "torchrun pretrain_mamba.py --num-layers 4 --hidden-size 1024 --num-attention-heads 16 --seq-length 4096 --micro-batch-size 1 "
-      "--global-batch-size 16 --vocab-size 32000 --hybrid-override-pattern M*|M-\n",
+      "--global-batch-size 16 --vocab-size 32000 --hybrid-override-pattern M*G-\n",
       "run.sh", config::Format::Megatron);
   EXPECT_NE(odd.model_error.find("--hybrid-override-pattern"), std::string::npos) << odd.model_error;
 

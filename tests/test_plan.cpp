@@ -3,6 +3,7 @@
 // is compared with the search's estimate on one scale; and `sapp plan` balances, re-ranks and writes back.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <set>
 
@@ -343,6 +344,26 @@ TEST(PlanCommand, HybridStacksWithoutAPeriodAreSplitContiguously) {
   const nlohmann::json kept = nlohmann::json::parse(megatron.out)["plans"].at(0);
   EXPECT_FALSE(kept["balanced"].get<bool>());
   EXPECT_NE(kept["status"].get<std::string>().find("splits a hybrid stack evenly"), std::string::npos) << kept["status"];
+
+  // A core_v0.17 script (--hybrid-layer-pattern) states any split as its pattern's '|' cuts: the plan is balanced
+  // and written there, and the written file reads back to the plan's stages.
+  const std::string script = test::temp_dir() + "/nano17.sh";
+  test::write_file(script, "torchrun pretrain_mamba.py --bf16 --use-distributed-optimizer --hybrid-layer-pattern " +
+                               test::bundled("nemotron-3-nano-30b-a3b").spec.hybrid_pattern + "\n");
+  const std::string written = test::temp_dir() + "/nano17-plan.sh";
+  auto cuts = test::run_sapp(job + " -f json --from " + script + " --emit megatron -o " + written);
+  ASSERT_EQ(cuts.status, 0) << cuts.err;
+  const nlohmann::json cut_plan = nlohmann::json::parse(cuts.out)["plans"].at(0);
+  EXPECT_TRUE(cut_plan["balanced"].get<bool>()) << cut_plan["status"];
+  const std::string text = io::read_text(written);
+  EXPECT_EQ(std::count(text.begin(), text.end(), '|'), 3) << text;
+  EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 1) << text;  // still one command
+  auto back = test::run_sapp("estimate --model nemotron-3-nano-30b-a3b --devices 64 --from " + written + " -f json");
+  ASSERT_EQ(back.status, 0) << back.err;
+  const nlohmann::json read = nlohmann::json::parse(back.out);
+  ASSERT_EQ(read["stages"].size(), cut_plan["stages"].size());
+  for (std::size_t s = 0; s < read["stages"].size(); ++s)
+    EXPECT_EQ(read["stages"][s]["layers"].get<long long>(), cut_plan["stages"][s]["layers"][0].get<long long>()) << "stage " << s;
 }
 
 // A balanced plan's row names its degrees, not the split the search started from (a file's uneven split): the

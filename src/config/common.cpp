@@ -559,7 +559,7 @@ Format detect_tree(const json& tree, const std::string& file) {
 
 bool looks_like_megatron(const std::string& text) {
   static const std::regex flag(
-      R"((^|\s)--(num-layers|hidden-size|tensor-model-parallel-size|pipeline-model-parallel-size|micro-batch-size|global-batch-size|seq-length|num-attention-heads)(\s|=|$))");
+      R"((^|\s)--(num-layers|hidden-size|tensor-model-parallel-size|pipeline-model-parallel-size|micro-batch-size|global-batch-size|seq-length|num-attention-heads|hybrid-layer-pattern)(\s|=|$))");
   return std::regex_search(text, flag);
 }
 
@@ -816,11 +816,17 @@ Expressible expressible(EmitFormat format, const Loaded* original) {
       return e;
     }
     case EmitFormat::Megatron: {
-      Expressible e{std::nullopt, std::nullopt,
-                    "Megatron states full recompute as one --recompute-num-layers for every chunk (block method: each chunk's first layers) and "
-                    "selective recompute for every layer; a hybrid stack (pretrain_mamba.py) splits evenly over PP without a virtual pipeline",
-                    plan::RecomputeStated::FirstLayersOfEveryChunk};
-      e.hybrid_even_pipeline = true;
+      // A hybrid stack splits evenly over PP without a virtual pipeline up to core_v0.16; a file in core_v0.17's
+      // form (config::Loaded::hybrid_pipeline_cuts) states any split as its pattern's '|' cuts.
+      const bool cuts = original != nullptr && original->hybrid_pipeline_cuts;
+      Expressible e{
+          std::nullopt, std::nullopt,
+          std::string("Megatron states full recompute as one --recompute-num-layers for every chunk (block method: each chunk's first layers) and "
+                      "selective recompute for every layer") +
+              (cuts ? ""
+                    : "; a hybrid stack (pretrain_mamba.py before core_v0.17's --hybrid-layer-pattern cuts) splits evenly over PP without a virtual pipeline"),
+          plan::RecomputeStated::FirstLayersOfEveryChunk};
+      e.hybrid_even_pipeline = !cuts;
       e.fp4 = true;  // --fp4-format e2m1 --fp4-recipe nvfp4 (Transformer Engine's NVFP4BlockScaling)
       return e;
     }

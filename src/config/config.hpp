@@ -42,6 +42,9 @@ struct Loaded {
   std::vector<std::string> warnings;          // stated things sapp reads but prices only approximately
   std::map<std::string, std::string> origin;  // value key -> the key path (or flag) it was read from
   std::string legacy_schema;                  // an older schema the file states (torchtitan: "2024"); empty: the current one
+  // Megatron: the file states its hybrid stack as core_v0.17 does (--hybrid-layer-pattern, or a pattern with '|'
+  // pipeline cuts), whose cuts are the pipeline layout; --emit megatron writes the plan's split there.
+  bool hybrid_pipeline_cuts = false;
   // A batch per data-parallel rank whose data-parallel degree the file leaves to the device count (torchtitan's
   // data_parallel_shard_degree = -1): the global batch is per_rank x devices / model_ranks once the devices are
   // known (fill(), when no global batch is stated).

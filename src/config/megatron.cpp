@@ -706,6 +706,52 @@ std::optional<std::pair<long long, std::string>> tokenizer_vocab(Args& a, long l
   return std::pair{padded, fmt::format("--vocab-size is not stated: {} from {}, padded to a multiple of {} as Megatron pads it", padded, from, multiple)};
 }
 
+// A hybrid stack's pattern (pretrain_mamba.py): --hybrid-override-pattern up to core_v0.16, --hybrid-layer-pattern
+// from core_v0.17 (which keeps the first as its deprecated name). core_v0.17 (megatron/core/ssm/
+// mamba_hybrid_layer_allocation.py) cuts the main pattern into pipeline segments with '|' and starts MTP patterns
+// with '/'; a pattern stated in the new flag or holding a cut is read by its rules (cuts_form).
+struct HybridPattern {
+  std::string flag;                 // the flag it was read from
+  std::string symbols;              // one symbol per layer, the cuts removed
+  std::vector<long long> segments;  // layers per '|' segment, in the pattern's order (one: no cuts)
+  bool cuts_form = false;
+  std::string error;  // why sapp does not read it (a model error: the layout is still read)
+};
+
+std::optional<HybridPattern> hybrid_pattern(Args& a, const std::string& file, Loaded& out) {
+  const bool layer_pattern = a.flags.count("--hybrid-layer-pattern") > 0;
+  if (layer_pattern && a.flags.count("--hybrid-override-pattern"))
+    fail(at(file, "--hybrid-layer-pattern"),
+         "and --hybrid-override-pattern are both stated; Megatron-LM refuses that (the second is the first's deprecated name)");
+  HybridPattern p;
+  p.flag = layer_pattern ? "--hybrid-layer-pattern" : "--hybrid-override-pattern";
+  const std::optional<std::string> raw = a.raw(p.flag);
+  if (!raw) return std::nullopt;
+  std::string text = *raw;
+  std::erase_if(text, [](char c) { return c == '"' || c == '\'' || c == ' '; });
+  p.cuts_form = layer_pattern || text.find('|') != std::string::npos;
+  out.hybrid_pipeline_cuts = p.cuts_form;
+  const std::string main = text.substr(0, text.find('/'));
+  if (main.find_first_not_of("M*-E|") != std::string::npos || main.find_first_of("M*-E") == std::string::npos) {
+    p.error = fmt::format("{}: '{}' states symbols beside M (Mamba-2), * (attention), - (MLP), E (MoE) and the pipeline cut |, which sapp does not read",
+                          at(file, p.flag), *raw);
+  } else {
+    // The main pattern's layers and cuts are read even beside MTP patterns (the layout stays readable).
+    if (main.size() < text.size())
+      p.error = fmt::format("{}: '{}' states multi-token prediction patterns after '/', which sapp does not read for a hybrid stack", at(file, p.flag), *raw);
+    p.segments.push_back(0);
+    for (char c : main) {
+      if (c == '|') {
+        p.segments.push_back(0);
+      } else {
+        p.symbols.push_back(c);
+        ++p.segments.back();
+      }
+    }
+  }
+  return p;
+}
+
 Loaded read_megatron(const std::string& text, const std::string& file) {
   Shell sh = run_shell(text, file);
   Args a = parse_args(sh, file);
@@ -833,6 +879,17 @@ Loaded read_megatron(const std::string& text, const std::string& file) {
 
   // Model.
   std::optional<long long> layers = a.whole("--num-layers");
+  const std::optional<HybridPattern> hybrid = hybrid_pattern(a, file, out);
+  if (hybrid && !hybrid->segments.empty() && hybrid->cuts_form) {
+    // core_v0.17's arguments.py takes the layer count from the pattern (a differing --num-layers is warned about and
+    // ignored).
+    const auto count = static_cast<long long>(hybrid->symbols.size());
+    if (layers && *layers != count)
+      out.warnings.push_back(fmt::format("{}: --num-layers {} differs from the {} layers of {}; read as Megatron-Core does, {} layers", file, *layers, count,
+                                         hybrid->flag, count));
+    layers = count;
+    a.used.insert("--num-layers");
+  }
   // MindSpeed's --noop-layers: indices (from 0) of --num-layers' layers that are empty placeholders, so that PP
   // (x VPP) divides the count; the model has the others, and each stage holds its share of the real ones.
   std::set<long long> noop;
@@ -994,36 +1051,30 @@ Loaded read_megatron(const std::string& text, const std::string& file) {
                       : qk_norm  ? "qwen3"
                       : qkv_bias ? "qwen2"
                                  : (swiglu ? "llama" : "gpt3");
-    // Megatron-Core's hybrid stacks (pretrain_mamba.py; Nemotron-H, Nemotron 3): --hybrid-override-pattern makes each
-    // symbol a layer of its own, Mamba-2 (M), attention (*), MLP (-) or MoE (E): read as the nemotron_h family with
-    // Megatron-Core's MambaMixer defaults (--mamba-head-dim 64, --mamba-num-groups 8, --mamba-state-dim 128, heads
-    // 2 x hidden / head dim, a 4-wide convolution). A pattern with other symbols (a newer Megatron's pipeline or MTP
-    // marks), --hybrid-layer-pattern and the ratio form (--hybrid-attention-ratio / --hybrid-mlp-ratio) are refused when
-    // the model is priced from this file, never priced as something else.
+    // Megatron-Core's hybrid stacks (pretrain_mamba.py; Nemotron-H, Nemotron 3): each symbol of the pattern is a layer
+    // of its own, Mamba-2 (M), attention (*), MLP (-) or MoE (E): read as the nemotron_h family with Megatron-Core's
+    // MambaMixer defaults (--mamba-head-dim 64, --mamba-num-groups 8, --mamba-state-dim 128, heads 2 x hidden / head
+    // dim, a 4-wide convolution). A pattern with other symbols (Gated DeltaNet's G, MTP patterns after '/') and the
+    // ratio form (--hybrid-attention-ratio / --hybrid-mlp-ratio) are refused when the model is priced from this file,
+    // never priced as something else.
     a.used.insert("--is-hybrid-model");
-    if (auto pattern = a.raw("--hybrid-override-pattern")) {
-      std::string symbols = *pattern;
-      std::erase_if(symbols, [](char c) { return c == '"' || c == '\''; });
-      if (symbols.find_first_not_of("M*-E") != std::string::npos || symbols.empty()) {
-        if (out.model_error.empty())
-          out.model_error = fmt::format("{}: '{}' states symbols beside M (Mamba-2), * (attention), - (MLP) and E (MoE), which sapp does not read",
-                                        at(file, "--hybrid-override-pattern"), *pattern);
-      } else {
-        m["model_type"] = "nemotron_h";
-        m["hybrid_override_pattern"] = symbols;
-        const long long head_dim = a.whole("--mamba-head-dim").value_or(64);
-        m["mamba_head_dim"] = head_dim;
-        m["mamba_num_heads"] = a.whole("--mamba-num-heads").value_or(2 * h / head_dim);
-        m["n_groups"] = a.whole("--mamba-num-groups").value_or(8);
-        m["ssm_state_size"] = a.whole("--mamba-state-dim").value_or(128);
-        m["conv_kernel"] = 4;
-      }
+    if (hybrid && !hybrid->error.empty() && out.model_error.empty()) out.model_error = hybrid->error;
+    if (hybrid && hybrid->error.empty()) {
+      m["model_type"] = "nemotron_h";
+      m["hybrid_override_pattern"] = hybrid->symbols;
+      const long long head_dim = a.whole("--mamba-head-dim").value_or(64);
+      m["mamba_head_dim"] = head_dim;
+      m["mamba_num_heads"] = a.whole("--mamba-num-heads").value_or(2 * h / head_dim);
+      m["n_groups"] = a.whole("--mamba-num-groups").value_or(8);
+      m["ssm_state_size"] = a.whole("--mamba-state-dim").value_or(128);
+      m["conv_kernel"] = 4;
     }
-    for (const char* flag : {"--hybrid-layer-pattern", "--hybrid-attention-ratio", "--hybrid-mlp-ratio"}) {
-      if (auto v = a.raw(flag); v && out.model_error.empty() && !a.flags.count("--hybrid-override-pattern")) {
-        out.model_error =
-            fmt::format("{}: '{}' states a hybrid stack sapp does not read (it reads --hybrid-override-pattern); give sapp --model for a model it bundles",
-                        at(file, flag), *v);
+    for (const char* flag : {"--hybrid-attention-ratio", "--hybrid-mlp-ratio"}) {
+      if (auto v = a.raw(flag); v && out.model_error.empty() && !hybrid) {
+        out.model_error = fmt::format(
+            "{}: '{}' states a hybrid stack sapp does not read (it reads --hybrid-layer-pattern / --hybrid-override-pattern); give sapp --model for a model it "
+            "bundles",
+            at(file, flag), *v);
       }
     }
     // MindSpeed-LLM's Qwen3-Next (examples/mcore/qwen3_next): gated DeltaNet layers with every
@@ -1227,9 +1278,36 @@ Loaded read_megatron(const std::string& text, const std::string& file) {
   long long vpp = 1;
   if (auto v = a.whole("--num-virtual-stages-per-pipeline-rank")) vpp = *v;
   const bool layer_list = a.flags.count("--num-layer-list") > 0;
-  // Megatron-Core's hybrid stack runs an even split without a virtual pipeline (plan::hybrid_stack_runs_pipeline) and
-  // reads none of the split flags.
-  if (a.flags.count("--hybrid-override-pattern") && pp > 1) {
+  std::optional<plan::StageSplit> split;
+  if (hybrid && !hybrid->segments.empty() && hybrid->cuts_form) {
+    // core_v0.17 (arguments.py, mamba_hybrid_layer_allocation.py select_pipeline_segment): the pattern's '|' cuts
+    // are the pipeline layout, PP x VPP segments, segment v x PP + r on rank r's chunk v (VPP = segments / PP); no
+    // other split or virtual-pipeline flag is read beside it. A pattern without cuts splits evenly over PP, or by
+    // --decoder-first/last-pipeline-num-layers (read below), without a virtual pipeline.
+    for (const char* flag :
+         {"--num-layers-per-virtual-pipeline-stage", "--num-virtual-stages-per-pipeline-rank", "--pipeline-model-parallel-layout",
+          "--account-for-embedding-in-pipeline-split", "--account-for-loss-in-pipeline-split", "--num-layer-list", "--pipeline-num-transformer-layers"}) {
+      if (a.flags.count(flag))
+        fail(at(file, flag), "Megatron-Core (core_v0.17) reads a hybrid stack's pipeline layout from the '|' cuts of {}; drop the flag", hybrid->flag);
+    }
+    const auto segments = static_cast<long long>(hybrid->segments.size());
+    if (segments > 1) {
+      for (const char* flag : {"--decoder-first-pipeline-num-layers", "--decoder-last-pipeline-num-layers"}) {
+        if (a.flags.count(flag)) fail(at(file, flag), "the '|' cuts of {} already state the pipeline layout; drop the flag", hybrid->flag);
+      }
+      if (pp == 1) fail(at(file, hybrid->flag), "{} pipeline segments with PP 1: Megatron-LM runs an interleaved schedule only over PP > 1", segments);
+      if (segments % pp != 0) fail(at(file, hybrid->flag), "{} pipeline segments do not divide over PP {}", segments, pp);
+      vpp = segments / pp;
+      split.emplace();
+      split->layers.assign(static_cast<std::size_t>(vpp), std::vector<long long>(static_cast<std::size_t>(pp), 0));
+      for (long long k = 0; k < segments; ++k) split->layers[static_cast<std::size_t>(k / pp)][static_cast<std::size_t>(k % pp)] = hybrid->segments[k];
+    } else if (pp > 1 && !a.flags.count("--decoder-first-pipeline-num-layers") && !a.flags.count("--decoder-last-pipeline-num-layers") && layers &&
+               *layers % pp != 0) {
+      fail(at(file, hybrid->flag), "{} layers do not divide over PP {}: state the split as '|' cuts in the pattern", *layers, pp);
+    }
+  } else if (hybrid && !hybrid->cuts_form && pp > 1) {
+    // Before core_v0.17 Megatron-Core's hybrid stack runs an even split without a virtual pipeline
+    // (plan::hybrid_stack_runs_pipeline) and reads none of the split flags.
     if (vpp > 1) fail(at(file, "--num-virtual-stages-per-pipeline-rank"), "{}: Megatron-Core's hybrid stack (pretrain_mamba.py) runs no virtual pipeline", vpp);
     for (const char* flag : {"--num-layers-per-virtual-pipeline-stage", "--pipeline-model-parallel-layout", "--decoder-first-pipeline-num-layers",
                              "--decoder-last-pipeline-num-layers", "--num-layer-list"}) {
@@ -1274,8 +1352,9 @@ Loaded read_megatron(const std::string& text, const std::string& file) {
            accounted > 0 ? fmt::format(" + {} (the embedding / loss counted as layers)", accounted) : "", pp);
     vpp = counted / pp / *per;
   }
-  std::optional<plan::StageSplit> split;
-  if (auto layout = a.value("--pipeline-model-parallel-layout")) {
+  if (split) {
+    // the hybrid pattern's cuts, above
+  } else if (auto layout = a.value("--pipeline-model-parallel-layout")) {
     if (!layers) fail(at(file, "--pipeline-model-parallel-layout"), "needs --num-layers");
     split.emplace();
     split->layers = parse_layout(*layout, static_cast<int>(pp), *layers, at(file, "--pipeline-model-parallel-layout"));
@@ -1345,7 +1424,7 @@ Loaded read_megatron(const std::string& text, const std::string& file) {
     }
     vpp = static_cast<long long>(v);
   }
-  set("vpp", vpp, "--num-virtual-stages-per-pipeline-rank");
+  set("vpp", vpp, hybrid && hybrid->segments.size() > 1 ? hybrid->flag : "--num-virtual-stages-per-pipeline-rank");
 
   // Recompute.
   std::string granularity;
@@ -1467,7 +1546,15 @@ struct ScriptEditor {
     }
     std::size_t b = l.find_first_not_of(" \t", e);
     if (b == std::string::npos || l[b] == '\\' || l[b] == '#' || l.compare(b, 2, "--") == 0 || l[b] == ')') return std::nullopt;
-    if (l[b] == '"') return std::nullopt;
+    if (l[b] == '"') {
+      // A quoted value ("Et*3|t*5L", a hybrid pattern with its cuts): through its closing quote; not one holding
+      // flags or a shell expansion ("$@", "${ARGS[@]}"), which is not this flag's value.
+      const std::size_t close = l.find('"', b + 1);
+      if (close == std::string::npos) return std::nullopt;
+      const std::string inner = l.substr(b + 1, close - b - 1);
+      if (inner.rfind("--", 0) == 0 || inner.find('$') != std::string::npos) return std::nullopt;
+      return std::make_pair(b, close + 1);
+    }
     std::size_t end = l.find_first_of(" \t\")", b);
     return std::make_pair(b, end == std::string::npos ? l.size() : end);
   }
@@ -1523,6 +1610,17 @@ struct ScriptEditor {
       }
     }
     if (aline < 0) {
+      // No anchor flag: onto the end of the last line stating a flag (the command), before its continuation, so
+      // that the script stays one command; a file without one gets a line of its own.
+      for (std::size_t i = lines.size(); i-- > 0;) {
+        std::string& l = lines[i];
+        const std::size_t first = l.find_first_not_of(" \t");
+        if (first == std::string::npos || l[first] == '#' || l.find("--") == std::string::npos) continue;
+        std::size_t e = l.find_last_not_of(" \t");
+        if (l[e] == '\\') e = l.find_last_not_of(" \t", e - 1);
+        l.insert(e + 1, " " + item);
+        return;
+      }
       lines.push_back(item);
       return;
     }
@@ -1557,6 +1655,8 @@ struct ScriptEditor {
       auto span = value_span(l, p, flag);
       std::size_t e = span ? span->second : p + flag.size();
       l.erase(p, e - p);
+      if (p > 0 && std::isspace(static_cast<unsigned char>(l[p - 1])) && (p == l.size() || std::isspace(static_cast<unsigned char>(l[p]))))
+        l.erase(p - 1, 1);  // the blank before it
       std::string rest = l;
       rest.erase(std::remove_if(rest.begin(), rest.end(), [](char c) { return std::isspace(static_cast<unsigned char>(c)) || c == '\\'; }), rest.end());
       if (rest.empty()) {
@@ -1593,14 +1693,31 @@ std::string layout_string(const plan::StageSplit& split, long long mtp) {
   return out;
 }
 
+// A hybrid stack's pattern with the split's pipeline cuts as core_v0.17 reads them: segment v x PP + r (chunk v of
+// stage r) holds the next layers[v][r] symbols; one segment (no cut) without a pipeline.
+std::string hybrid_cut_pattern(const std::string& symbols, const plan::StageSplit& split) {
+  std::vector<std::string> segments;
+  std::size_t next = 0;
+  for (const auto& chunk : split.layers) {
+    for (long long n : chunk) {
+      segments.push_back(symbols.substr(std::min(next, symbols.size()), static_cast<std::size_t>(n)));
+      next += static_cast<std::size_t>(n);
+    }
+  }
+  if (next != symbols.size()) fail("--emit megatron", "the split places {} of the hybrid pattern's {} layers", next, symbols.size());
+  return fmt::format("{}", fmt::join(segments, "|"));
+}
+
 }  // namespace
 
 std::string emit_megatron(const Plan& plan, const Loaded* original, const std::string& model_name, std::vector<std::string>* notes) {
   const plan::Layout& l = plan.layout;
   // Megatron-Core's hybrid stack runs an even split without a virtual pipeline (plan::hybrid_stack_runs_pipeline):
-  // nothing else is written.
+  // nothing else is written; from core_v0.17, which a file stating its pattern that way shows, the pattern's '|'
+  // cuts state any split (hybrid_cut_pattern).
   const bool hybrid_stack = plan.model && !plan.model->hybrid_pattern.empty();
-  if (hybrid_stack && l.pp > 1) {
+  const bool hybrid_cuts = hybrid_stack && original != nullptr && original->hybrid_pipeline_cuts;
+  if (hybrid_stack && !hybrid_cuts && l.pp > 1) {
     const long long layers = plan.model->num_layers;
     if (!plan::hybrid_stack_runs_pipeline(layers, l)) {
       if (l.vpp > 1) fail("--emit megatron", "VPP {}: Megatron-Core's hybrid stack (pretrain_mamba.py) runs no virtual pipeline", l.vpp);
@@ -1778,6 +1895,9 @@ std::string emit_megatron(const Plan& plan, const Loaded* original, const std::s
       stages.push_back(fmt::format("[{}]", fmt::join(chunks, ",")));
     }
     ed.set("--pipeline-num-transformer-layers", fmt::format("\"[{}]\"", fmt::join(stages, ",")), "--pipeline-model-parallel-size");
+  } else if (hybrid_cuts) {
+    const char* flag = ed.find("--hybrid-layer-pattern").first >= 0 ? "--hybrid-layer-pattern" : "--hybrid-override-pattern";
+    ed.set(flag, "\"" + hybrid_cut_pattern(plan.model->hybrid_pattern, placed_split(plan)) + "\"", "--pipeline-model-parallel-size");
   } else if (plan.split && !hybrid_stack) {
     ed.set("--pipeline-model-parallel-layout", "\"" + layout_string(*plan.split, mtp) + "\"", "--pipeline-model-parallel-size");
   } else if (l.vpp > 1) {
