@@ -187,6 +187,7 @@ Descriptors describe(const model::Model& model, const plan::Layout& layout, cons
   plan::Layout single = layout;
   single.pp = 1;
   single.vpp = 1;
+  single.split.reset();  // a stated split is the pipeline's: on one stage every layer runs (it had counted stage 0's)
   single.dp = static_cast<int>(layout.devices() / (1LL * layout.tp * layout.cp));
   single.micro_batches = 1;
   plan::Training one = training;
