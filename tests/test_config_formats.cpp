@@ -2964,6 +2964,14 @@ TEST(Megatron, HybridLayerPatternCutsAreThePipelineLayout) {
   ASSERT_TRUE(back.split);
   EXPECT_EQ(back.split->layers, p.split->layers);
   EXPECT_EQ(back.values.at("vpp"), 2);
+  config::Plan v_shape = p;
+  v_shape.dualpipe_v = true;
+  try {
+    (void)config::emit(config::EmitFormat::Megatron, v_shape, &cut, "h");
+    ADD_FAILURE() << "a hybrid stack written with DualPipe-V";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("runs no DualPipe-V"), std::string::npos) << e.what();
+  }
   // Without a core_v0.17 file to edit, the plan is written for MambaStack before it: refused.
   try {
     (void)config::emit(config::EmitFormat::Megatron, p, nullptr, "h");

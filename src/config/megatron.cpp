@@ -1717,6 +1717,9 @@ std::string emit_megatron(const Plan& plan, const Loaded* original, const std::s
   // cuts state any split (hybrid_cut_pattern).
   const bool hybrid_stack = plan.model && !plan.model->hybrid_pattern.empty();
   const bool hybrid_cuts = hybrid_stack && original != nullptr && original->hybrid_pipeline_cuts;
+  if (hybrid_stack && plan.dualpipe_v)
+    fail("--emit megatron",
+         "DualPipe-V: Megatron-Core's hybrid stack (pretrain_mamba.py) runs no DualPipe-V schedule (MindSpeed's dualpipev builds GPT models)");
   if (hybrid_stack && !hybrid_cuts && l.pp > 1) {
     const long long layers = plan.model->num_layers;
     if (!plan::hybrid_stack_runs_pipeline(layers, l)) {
