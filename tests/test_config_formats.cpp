@@ -1102,6 +1102,24 @@ TEST(HyperParallel, TheTrainersPipelineKeysReadAndWriteBack) {
   EXPECT_EQ(fresh.find(" micro_batch_num:"), std::string::npos) << fresh;
 }
 
+// A fresh AutoModel or HyperParallel file loads its checkpoint by name: a bundled model is named by the HuggingFace id
+// its data file was taken from (`_source`), which the trainers' from_pretrained loads and the readers map back to
+// it; it had been named by sapp's own catalog name ("llama3-8b"), which no hub holds. A model whose source is no
+// HuggingFace repository (GPT-3 175B, from its paper) keeps its name.
+TEST(Emit, FreshFilesNameBundledModelsByTheirHuggingFaceId) {
+  EXPECT_EQ(model::hf_id_of_bundled("llama3-8b", test::data_dir()), "meta-llama/Meta-Llama-3-8B");
+  EXPECT_EQ(model::hf_id_of_bundled("nemotron-3-nano-30b-a3b", test::data_dir()), "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16");
+  EXPECT_FALSE(model::hf_id_of_bundled("gpt3-175b", test::data_dir()));
+  EXPECT_FALSE(model::hf_id_of_bundled("meta-llama/Meta-Llama-3-8B", test::data_dir()));
+  for (const auto format : {config::EmitFormat::AutoModel, config::EmitFormat::HyperParallel}) {
+    const std::string text = config::emit(format, bundled_plan("llama3-8b", 8, 64, 4096, 3), nullptr, "llama3-8b");
+    EXPECT_NE(text.find("pretrained_model_name_or_path: meta-llama/Meta-Llama-3-8B\n"), std::string::npos) << text;
+    EXPECT_EQ(filled(text, "back.yaml").job.model, "llama3-8b");
+  }
+  const std::string gpt3 = config::emit(config::EmitFormat::AutoModel, bundled_plan("gpt3-175b", 8, 64, 2048, 3), nullptr, "gpt3-175b");
+  EXPECT_NE(gpt3.find("pretrained_model_name_or_path: gpt3-175b\n"), std::string::npos) << gpt3;
+}
+
 // The trainer's mesh folds CP into the FSDP dimensions (hyper_parallel/distributed/mesh.py build_meshs:
 // dp_replicate x dp_shard = DP x CP; world = that x TP x PP): TP 2, CP 2 and dp_shard 4 run on 8 devices with DP 2
 // (examples/training_demo/train_parallel_online.yaml: "8 devices with TP=2, CP=2"), sharded over those 4. TP 2,

@@ -436,7 +436,7 @@ std::string emit_automodel(const Plan& plan, const Loaded* original, const std::
                               : fmt::format(
                                     "# NeMo AutoModel recipe for {} on {} devices, written by sapp.\nrecipe: TrainFinetuneRecipeForNextTokenPrediction\n"
                                     "model:\n  _target_: nemo_automodel.NeMoAutoModelForCausalLM.from_pretrained\n  pretrained_model_name_or_path: {}\n",
-                                    model_name, plan.devices, model_name);
+                                    model_name, plan.devices, model::hf_id_of_bundled(model_name, io::data_dir()).value_or(model_name));
   const json stated = original ? io::parse_yaml(original->text, original->file) : json::object();
   const SchemaKeys keys = schema_keys(stated);
   YamlEdits edits = {{"distributed.strategy", "fsdp2"},

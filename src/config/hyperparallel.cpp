@@ -631,9 +631,10 @@ std::string emit_hyperparallel(const Plan& plan, const Loaded* original, const s
   if (original) {
     text = original->text;
   } else if (plan.model_config.is_null()) {
-    // A bundled model or a config.json: named, as HyperParallel names its model.
+    // A bundled model (by the HuggingFace id it was taken from, which HyperParallel loads) or a config.json: named, as
+    // HyperParallel names its model.
     text = fmt::format("# HyperParallel train YAML for {} on {} devices, written by sapp.\nmodel:\n  pretrained_model_name_or_path: {}\n", model_name,
-                       plan.devices, model_name);
+                       plan.devices, model::hf_id_of_bundled(model_name, io::data_dir()).value_or(model_name));
     text += fmt::format("dataset:\n  data_transform:\n    max_seq_len: {}\n", plan.seq);
   } else {
     // A model a framework config defined inline: its keys under config_overrides, as the reader takes them.

@@ -823,6 +823,16 @@ std::optional<std::string> bundled_model_of_hf_id(const std::string& id, const s
   return std::nullopt;
 }
 
+std::optional<std::string> hf_id_of_bundled(const std::string& name, const std::string& data_dir) {
+  const std::string path = data_dir + "/models/" + name + ".json";
+  if (name.find('/') != std::string::npos || !io::exists(path)) return std::nullopt;
+  const std::string source = io::read_tree(path).value("_source", "");
+  const std::string first = source.substr(0, source.find(' '));
+  const std::size_t slash = first.find('/');
+  if (slash == std::string::npos || slash == 0 || slash + 1 == first.size() || first.find('/', slash + 1) != std::string::npos) return std::nullopt;
+  return first;
+}
+
 std::optional<std::string> bundled_model_named(const std::string& id, const std::string& data_dir) {
   const std::string lower = io::lower(io::last_component(id));
   if (io::exists(data_dir + "/models/" + lower + ".json")) return lower;

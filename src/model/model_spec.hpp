@@ -165,6 +165,10 @@ std::vector<std::string> bundled_models(const std::string& data_dir);
 // The bundled model a HuggingFace id names ("meta-llama/Llama-3.1-70B" -> "llama3-70b"), matched without case against
 // each bundled file's `_source` (its first word) and `_hf_ids` (ids of the same architecture); none when no file names it.
 std::optional<std::string> bundled_model_of_hf_id(const std::string& id, const std::string& data_dir);
+// The HuggingFace id a bundled model was taken from (the first word of its file's `_source` when that names one,
+// org/name), as a framework config that loads the checkpoint names it; none for another name or a source that is
+// not a HuggingFace repository (a paper, a framework's recipe).
+std::optional<std::string> hf_id_of_bundled(const std::string& name, const std::string& data_dir);
 // The bundled model a name or HuggingFace id means, as framework configs name models: the lower-cased last path
 // component as a data file's name ("Qwen/Qwen3-8B" -> "qwen3-8b"), with underscores as dashes ("qwen3_30b_a3b"),
 // or bundled_model_of_hf_id; none when no bundled file matches.
