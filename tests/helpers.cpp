@@ -14,6 +14,8 @@
 
 #include <gtest/gtest.h>
 
+#include "core/error.hpp"
+
 namespace sapp::test {
 
 plan::Training training(long long global_batch, long long seq) {
@@ -38,6 +40,15 @@ void near_published(double got, double published_billions, double rounding_unit_
 }
 
 hardware::Hardware device(const std::string& name) { return hardware::load_hardware(name, data_dir()); }
+
+void expect_error(const std::function<void()>& f, const std::string& part, const std::string& what) {
+  try {
+    f();
+    ADD_FAILURE() << what << ": no error (one naming '" << part << "' expected)";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << what << ": " << e.what();
+  }
+}
 
 std::string temp_dir() {
   // Every directory handed out is removed when the test program exits (26 were left in /tmp by one run before).

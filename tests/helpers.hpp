@@ -1,6 +1,7 @@
 // Shared test fixtures: the bundled catalog, models resolved from it, and running the CLI.
 #pragma once
 
+#include <functional>
 #include <string>
 
 #include "cost/memory.hpp"
@@ -27,6 +28,8 @@ struct Run {
 Run run_sapp(const std::string& args, const std::string& env = "");
 std::string temp_dir();  // a fresh directory for one test
 void write_file(const std::string& path, const std::string& text);
+// Runs `f`, which must refuse with sapp::Error naming `part` in its message; `what` names the case on a failure.
+void expect_error(const std::function<void()>& f, const std::string& part, const std::string& what = "");
 
 }  // namespace sapp::test
 

@@ -2958,12 +2958,7 @@ TEST(Megatron, HybridLayerPatternCutsAreThePipelineLayout) {
            {"--hybrid-layer-pattern \"M*M-|M*M-\" --decoder-first-pipeline-num-layers 3", "--decoder-first-pipeline-num-layers: the '|' cuts"},
            {"--hybrid-layer-pattern M*M-M*M-M --num-layers 9", "9 layers do not divide over PP 2"},
            {"--hybrid-layer-pattern M*M- --hybrid-override-pattern M*M-", "are both stated"}}) {
-    try {
-      (void)config::read_text(head + extra + "\n", "run.sh", config::Format::Megatron);
-      ADD_FAILURE() << extra << ": read";
-    } catch (const Error& e) {
-      EXPECT_NE(std::string(e.what()).find(why), std::string::npos) << e.what();
-    }
+    test::expect_error([&, extra = extra] { (void)config::read_text(head + extra + "\n", "run.sh", config::Format::Megatron); }, why, extra);
   }
 
   config::Plan p = plan_of(plan::Layout{}, 8, 64, 4096, 0);
@@ -2984,19 +2979,9 @@ TEST(Megatron, HybridLayerPatternCutsAreThePipelineLayout) {
   EXPECT_EQ(back.values.at("vpp"), 2);
   config::Plan v_shape = p;
   v_shape.dualpipe_v = true;
-  try {
-    (void)config::emit(config::EmitFormat::Megatron, v_shape, &cut, "h");
-    ADD_FAILURE() << "a hybrid stack written with DualPipe-V";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("runs no DualPipe-V"), std::string::npos) << e.what();
-  }
+  test::expect_error([&] { (void)config::emit(config::EmitFormat::Megatron, v_shape, &cut, "h"); }, "runs no DualPipe-V", "DualPipe-V");
   // Without a core_v0.17 file to edit, the plan is written for MambaStack before it: refused.
-  try {
-    (void)config::emit(config::EmitFormat::Megatron, p, nullptr, "h");
-    ADD_FAILURE() << "an interleaved hybrid split written without cuts";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("runs no virtual pipeline"), std::string::npos) << e.what();
-  }
+  test::expect_error([&] { (void)config::emit(config::EmitFormat::Megatron, p, nullptr, "h"); }, "runs no virtual pipeline", "no file to edit");
 }
 
 // A quoted value of a flag the plan rewrites (--pipeline-model-parallel-layout "Et*3|t*5L") is replaced whole: the
