@@ -1568,7 +1568,7 @@ void check_problem(const Problem& p) {
   if (p.schedule == simulate::Schedule::DualPipeV) {
     if (p.chunks != 2) fail("--dualpipe-v", "DualPipe-V runs two chunks per stage; interleave is {}", p.chunks);
     if (p.micro_batches < 2 * p.stages)
-      fail("--micro-batches", "DualPipe-V needs at least twice as many micro-batches ({}) as stages ({})", p.micro_batches, p.stages);
+      fail("--micro-batches", "{} over {} stages: DualPipe-V needs at least 2 x stages = {}", p.micro_batches, p.stages, 2 * p.stages);
     if (p.layers.bodies.size() > 1) fail("--dualpipe-v", "balances one BODY type; {} has {}", p.layers.file, p.layers.bodies.size());
   }
   long long cells = 1LL * p.stages * p.chunks;

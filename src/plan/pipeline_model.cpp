@@ -39,7 +39,7 @@ void check_schedule(Schedule schedule, int S, int V, int m) {
     fail("schedule", "{} runs one chunk per stage, got {} chunks", to_string(schedule), V);
   if (schedule == Schedule::DualPipeV) {
     if (V != 2) fail("schedule", "DualPipe-V runs two chunks per stage, got {}", V);
-    if (m < 2 * S) fail("schedule", "DualPipe-V needs at least twice as many micro-batches ({}) as stages ({})", m, S);
+    if (m < 2 * S) fail("schedule", "{} micro-batches over {} stages: DualPipe-V needs at least 2 x stages = {}", m, S, 2 * S);
     return;
   }
   if (V > 1 && m < S) fail("schedule", "interleaved 1F1B needs at least as many micro-batches ({}) as stages ({})", m, S);
