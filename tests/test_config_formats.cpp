@@ -1486,6 +1486,11 @@ TEST(Megatron, EmittedFlagsAreMegatronFlags) {
     }
   }
   EXPECT_EQ(config::megatron_flags().size(), 514u);  // the 514 option strings of core_v0.14.0's arguments.py
+  // With the 123 core_v0.17.0's arguments.py adds, which a script may state without being warned of a misspelling.
+  const auto& later = config::megatron_flags(true);
+  EXPECT_EQ(later.size(), 514u + 123u);
+  EXPECT_NE(std::find(later.begin(), later.end(), "--hybrid-layer-pattern"), later.end());
+  EXPECT_EQ(std::find(config::megatron_flags().begin(), config::megatron_flags().end(), "--hybrid-layer-pattern"), config::megatron_flags().end());
 }
 
 // Megatron's first/last-stage counts: 30 layers, PP 4, first 6, last 6: the middle stages hold (30 - 12) / 2 = 9.

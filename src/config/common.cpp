@@ -1,5 +1,6 @@
 // config: format detection, the shared tree reader, filling a request, and line-level YAML/TOML edits.
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <cmath>
 #include <regex>
@@ -879,16 +880,23 @@ std::string emit(EmitFormat format, const Plan& plan, const Loaded* original, co
   return "";
 }
 
-const std::vector<std::string>& megatron_flags() {
-  static const std::vector<std::string> flags = [] {
-    std::vector<std::string> out;
+const std::vector<std::string>& megatron_flags(bool later) {
+  // The file's first section (its first comment header) is core_v0.14.0's; each later header starts a later tag's
+  // additions.
+  static const std::array<std::vector<std::string>, 2> flags = [] {
+    std::array<std::vector<std::string>, 2> out;
     std::stringstream ss(io::read_text(io::data_dir() + "/formats/megatron-flags.txt"));
+    int headers = 0;
     for (std::string line; std::getline(ss, line);) {
-      if (line.rfind("--", 0) == 0) out.push_back(line.substr(0, line.find_first_of(" \t")));
+      if (line.rfind('#', 0) == 0) ++headers;
+      if (line.rfind("--", 0) != 0) continue;
+      const std::string flag = line.substr(0, line.find_first_of(" \t"));
+      if (headers <= 1) out[0].push_back(flag);
+      out[1].push_back(flag);
     }
     return out;
   }();
-  return flags;
+  return flags[later ? 1 : 0];
 }
 
 }  // namespace sapp::config

@@ -150,7 +150,8 @@ Expressible expressible(EmitFormat format, const Loaded* original);
 // `notes`, when given, receives what the format cannot state of the plan and how it was written instead.
 std::string emit(EmitFormat format, const Plan& plan, const Loaded* original, const std::string& model_name, std::vector<std::string>* notes = nullptr);
 
-// Megatron-LM flag names (core_v0.14.0 arguments.py), bundled as data with their source.
-const std::vector<std::string>& megatron_flags();
+// Megatron-LM flag names, bundled as data with their source (data/formats/megatron-flags.txt): core_v0.14.0's
+// arguments.py (what --emit megatron writes for), with `later` also those later tags' arguments.py add.
+const std::vector<std::string>& megatron_flags(bool later = false);
 
 }  // namespace sapp::config

@@ -1490,17 +1490,19 @@ Loaded read_megatron(const std::string& text, const std::string& file) {
   }
   out.split = split;
 
-  // What is left: flags sapp does not read, and flags Megatron-LM core_v0.14.0 does not know (but those sapp reads:
-  // newer Megatron-LM's, e.g. GPT-OSS's --softmax-type, are not misspellings).
+  // What is left: flags sapp does not read, and flags neither Megatron-LM core_v0.14.0 nor core_v0.17.0's additions
+  // to its arguments.py know (data/formats/megatron-flags.txt; but those sapp reads: newer Megatron-LM's, e.g.
+  // GPT-OSS's --softmax-type, are not misspellings).
   std::vector<std::string> unknown;
-  const auto& known = megatron_flags();
+  const auto& known = megatron_flags(true);
   for (const auto& f : a.order) {
     if (torchrun_flags().count(f)) continue;
     if (!a.used.count(f)) out.unused.push_back(f);
     if (!a.used.count(f) && std::find(known.begin(), known.end(), f) == known.end() && !mindspeed_flags().count(f)) unknown.push_back(f);
   }
   if (!unknown.empty()) {
-    out.warnings.push_back(fmt::format("flag(s) neither Megatron-LM core_v0.14.0 nor MindSpeed nor MindSpeed-LLM define: {}", fmt::join(unknown, ", ")));
+    out.warnings.push_back(fmt::format("flag(s) neither Megatron-LM (core_v0.14.0, core_v0.17.0's additions) nor MindSpeed nor MindSpeed-LLM define: {}",
+                                       fmt::join(unknown, ", ")));
   }
   if (a.order.empty()) fail(file, "states no --flag arguments");
   return out;
