@@ -1392,6 +1392,9 @@ double work_bound(const Problem& p) {
 // then between any two cells when no such move helps) while that lowers the stages' memory above the limit, then the
 // simulated step, then the sum of squared stage times (which lets it cross plateaus of equal step); once per allowed
 // kind, the best plan kept. Bound: the work bound (m x the least total work / S). Best found, not proved.
+constexpr int kSequenceKicks = 24;              // kicked descents after the first (solve_sequence)
+constexpr long long kSequenceKickFloor = 4000;  // simulations the kicks may take whatever the first descent took
+
 Solution solve_sequence(const Problem& p) {
   const auto started = Clock::now();
   auto out_of_time = [&] { return p.time_limit_s > 0 && std::chrono::duration<double>(Clock::now() - started).count() > p.time_limit_s; };
@@ -1427,10 +1430,8 @@ Solution solve_sequence(const Problem& p) {
     for (double t : e.stage_time) out.spread += t * t;
     return out;
   };
-  Scored best;
-  for (Rc kind : allowed_kinds(p)) {
-    std::vector<long long> counts(uz(cells), n / cells);
-    for (long long c = 1; c <= n % cells; ++c) ++counts[uz(c)];  // as even_split
+  // Descends from `counts` (changed in place) and returns its score.
+  auto descend = [&](std::vector<long long>& counts, Rc kind) {
     Scored here = score(plan_of(counts, kind));
     bool any_pair = false;  // the wider neighbourhood, once moves across one boundary stop helping
     while (here.excess_mb < kInf && !out_of_time()) {
@@ -1458,6 +1459,36 @@ Solution solve_sequence(const Problem& p) {
       counts = next;
       here = next_score;
       any_pair = false;
+    }
+    return here;
+  };
+  Scored best;
+  for (Rc kind : allowed_kinds(p)) {
+    std::vector<long long> counts(uz(cells), n / cells);
+    for (long long c = 1; c <= n % cells; ++c) ++counts[uz(c)];  // as even_split
+    const long long before = sol.explored;
+    Scored here = descend(counts, kind);
+    // Iterated: kicks of two or three random one-layer moves from the best split so far, each followed by the
+    // descent, kept when better (a local optimum of one-layer moves is often a few moves from a better one); at most
+    // kSequenceKicks rounds and three times the first descent's simulations (at least kSequenceKickFloor), from a fixed seed, so that the plan
+    // does not depend on the machine.
+    const long long budget = sol.explored + std::max(3 * (sol.explored - before), kSequenceKickFloor);
+    std::mt19937 rng(7);
+    for (int round = 0; round < kSequenceKicks && sol.explored < budget && here.excess_mb < kInf && !out_of_time(); ++round) {
+      std::vector<long long> kicked = counts;
+      const int moves = 2 + static_cast<int>(rng() % 2);
+      for (int k = 0; k < moves; ++k) {
+        const int from = static_cast<int>(rng() % static_cast<unsigned>(cells));
+        const int to = static_cast<int>(rng() % static_cast<unsigned>(cells));
+        if (from == to || kicked[uz(from)] == 0) continue;
+        --kicked[uz(from)];
+        ++kicked[uz(to)];
+      }
+      const Scored s = descend(kicked, kind);
+      if (s.better_than(here)) {
+        here = s;
+        counts = kicked;
+      }
     }
     if (here.better_than(best)) {
       best = here;
