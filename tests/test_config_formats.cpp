@@ -2989,13 +2989,14 @@ TEST(Megatron, HybridLayerPatternCutsAreThePipelineLayout) {
   test::expect_error([&] { (void)config::emit(config::EmitFormat::Megatron, p, nullptr, "h"); }, "runs no virtual pipeline", "no file to edit");
 }
 
-// A quoted value of a flag the plan rewrites (--pipeline-model-parallel-layout "Et*3|t*5L") is replaced whole: the
-// old value was left behind as a stray argument, which Megatron-LM's argparse refuses.
+// A quoted value of a flag the plan rewrites (--pipeline-model-parallel-layout "Et*3|t*5L", or a quoted variable:
+// "$TP") is replaced whole, a variable's plain assignment edited: the old value was left behind as a stray argument,
+// which Megatron-LM's argparse refuses. Other quoted expansions ("$DATA" of a flag sapp does not write) stay.
 TEST(Megatron, QuotedLayoutIsReplacedWhole) {
   const std::string script =
-      "torchrun pretrain_gpt.py --num-layers 8 --hidden-size 1024 --ffn-hidden-size 2048 --num-attention-heads 16 --seq-length 4096 "
+      "TP=4\ntorchrun pretrain_gpt.py --num-layers 8 --hidden-size 1024 --ffn-hidden-size 2048 --num-attention-heads 16 --seq-length 4096 "
       "--micro-batch-size 1 --global-batch-size 64 --vocab-size 32000 --swiglu --pipeline-model-parallel-size 2 --pipeline-model-parallel-layout "
-      "\"Et*3|t*5L\" --bf16 --data-path \"$DATA\"\n";
+      "\"Et*3|t*5L\" --bf16 --data-path \"$DATA\" --tensor-model-parallel-size \"$TP\"\n";
   const config::Loaded original = config::read_text(script, "run.sh", config::Format::Megatron);
   config::Plan p = plan_of(plan::Layout{}, 8, 64, 4096, 0);
   p.layout.dp = 4;
@@ -3008,6 +3009,8 @@ TEST(Megatron, QuotedLayoutIsReplacedWhole) {
   EXPECT_EQ(text.find("Et*3|t*5L"), std::string::npos) << text;
   EXPECT_NE(text.find("--pipeline-model-parallel-layout \"E,t*4|t*4,L\""), std::string::npos) << text;
   EXPECT_NE(text.find("--data-path \"$DATA\""), std::string::npos) << text;
+  EXPECT_NE(text.find("TP=1\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("--tensor-model-parallel-size \"$TP\" --"), std::string::npos) << text;  // no second value
 }
 
 TEST(Megatron, HybridMambaStackReadAndWritten) {

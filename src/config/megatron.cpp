@@ -1549,12 +1549,13 @@ struct ScriptEditor {
     std::size_t b = l.find_first_not_of(" \t", e);
     if (b == std::string::npos || l[b] == '\\' || l[b] == '#' || l.compare(b, 2, "--") == 0 || l[b] == ')') return std::nullopt;
     if (l[b] == '"') {
-      // A quoted value ("Et*3|t*5L", a hybrid pattern with its cuts): through its closing quote; not one holding
-      // flags or a shell expansion ("$@", "${ARGS[@]}"), which is not this flag's value.
+      // A quoted value ("Et*3|t*5L", a hybrid pattern with its cuts, "$PATTERN"): through its closing quote; not
+      // one holding flags or another shell expansion ("$@", "${ARGS[@]}"), which is not this flag's value.
+      static const std::regex one_variable(R"(^\$\{?[A-Za-z_][A-Za-z0-9_]*\}?$)");
       const std::size_t close = l.find('"', b + 1);
       if (close == std::string::npos) return std::nullopt;
       const std::string inner = l.substr(b + 1, close - b - 1);
-      if (inner.rfind("--", 0) == 0 || inner.find('$') != std::string::npos) return std::nullopt;
+      if (inner.rfind("--", 0) == 0 || (inner.find('$') != std::string::npos && !std::regex_match(inner, one_variable))) return std::nullopt;
       return std::make_pair(b, close + 1);
     }
     std::size_t end = l.find_first_of(" \t\")", b);
@@ -1563,6 +1564,7 @@ struct ScriptEditor {
 
   void set_variable_or_token(std::size_t line, std::size_t b, std::size_t e, const std::string& value) {
     std::string token = lines[line].substr(b, e - b);
+    if (token.size() >= 2 && token.front() == '"' && token.back() == '"') token = token.substr(1, token.size() - 2);  // "$VAR"
     static const std::regex var(R"(^\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?$)");
     std::smatch m;
     if (std::regex_match(token, m, var)) {
