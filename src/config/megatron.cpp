@@ -12,6 +12,7 @@
 #include <regex>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -1014,9 +1015,12 @@ Loaded read_megatron(const std::string& text, const std::string& file) {
     // DeepSeek Sparse Attention: Megatron-Core's --experimental-attention-variant dsa with --dsa-indexer-* (and
     // MindSpeed-LLM's --index-n-heads / --index-head-dim / --index-topk): DeepSeek-V3.2's layers (deepseek_v32).
     bool dsa = false;
+    bool gated_delta_net = false;
     if (auto variant = a.value("--experimental-attention-variant")) {
-      if (*variant != "dsa") fail(at(file, "--experimental-attention-variant"), "'{}' is not priced: sapp reads dsa (DeepSeek Sparse Attention)", *variant);
-      dsa = true;
+      if (*variant != "dsa" && *variant != "gated_delta_net")
+        fail(at(file, "--experimental-attention-variant"), "'{}' is not priced: sapp reads dsa (DeepSeek Sparse Attention) and gated_delta_net", *variant);
+      dsa = *variant == "dsa";
+      gated_delta_net = *variant == "gated_delta_net";
     }
     const std::array<std::array<const char*, 3>, 3> index_flags = {{{"--dsa-indexer-n-heads", "--index-n-heads", "index_n_heads"},
                                                                     {"--dsa-indexer-head-dim", "--index-head-dim", "index_head_dim"},
@@ -1077,10 +1081,31 @@ Loaded read_megatron(const std::string& text, const std::string& file) {
             at(file, flag), *v);
       }
     }
+    // Megatron-Core's gated DeltaNet (core_v0.17.0: transformer_config.py, experimental_attention_variant_module_specs.py):
+    // --experimental-attention-variant gated_delta_net with --linear-attention-freq N (layer i full attention when
+    // (i + 1) % N == 0, as Qwen3-Next's full_attention_interval) and the DeltaNet's --linear-* dimensions, the
+    // dataclass's defaults where a flag is missing (kernel 4, head dims 128, 16 key and 32 value heads).
+    if (gated_delta_net) {
+      const std::string where = at(file, "--experimental-attention-variant");
+      const std::optional<std::string> freq = a.value("--linear-attention-freq");
+      if (!freq) fail(where, "gated_delta_net needs --linear-attention-freq (Megatron-Core asserts it)");
+      const std::optional<long long> every = whole_number(*freq);
+      if (!every || *every < 1)
+        fail(at(file, "--linear-attention-freq"), "'{}': sapp reads an interval N (every N-th layer full attention), not a list pattern", *freq);
+      if (mla) fail(where, "gated_delta_net beside multi-latent attention is not priced");
+      m["model_type"] = moe ? "qwen3_next" : "qwen3_5";
+      m["full_attention_interval"] = *every;
+      for (auto [flag, key, fallback] :
+           {std::tuple{"--linear-num-key-heads", "linear_num_key_heads", 16LL}, std::tuple{"--linear-key-head-dim", "linear_key_head_dim", 128LL},
+            std::tuple{"--linear-num-value-heads", "linear_num_value_heads", 32LL}, std::tuple{"--linear-value-head-dim", "linear_value_head_dim", 128LL},
+            std::tuple{"--linear-conv-kernel-dim", "linear_conv_kernel_dim", 4LL}}) {
+        m[key] = a.whole(flag).value_or(fallback);
+      }
+    }
     // MindSpeed-LLM's Qwen3-Next (examples/mcore/qwen3_next): gated DeltaNet layers with every
     // --full-attention-interval-th layer full attention; the DeltaNet's heads and its --mamba-d-conv kernel are
     // Transformers' linear_* keys. MoE: qwen3_next; dense: qwen3_5 (the same layers with a dense FFN).
-    if (auto every = a.whole("--full-attention-interval"); every && !mla) {
+    if (auto every = a.whole("--full-attention-interval"); every && !mla && !gated_delta_net) {
       m["model_type"] = moe ? "qwen3_next" : "qwen3_5";
       m["full_attention_interval"] = *every;
       for (auto [flag, key] : {std::pair{"--linear-num-key-heads", "linear_num_key_heads"}, std::pair{"--linear-key-head-dim", "linear_key_head_dim"},
@@ -1741,10 +1766,10 @@ std::string emit_megatron(const Plan& plan, const Loaded* original, const std::s
   }
   ScriptEditor ed(original ? original->text : std::string());
   if (!original) {
-    if (plan.model && plan.model->linear && !hybrid_stack)
+    if (plan.model && plan.model->linear && !hybrid_stack && !plan.model->attention_period)
       fail("--emit megatron",
-           "{} runs Gated DeltaNet linear attention, which Megatron-LM core_v0.14.0 states no flag for (MindSpeed-LLM's --full-attention-interval "
-           "and --linear-* do): start from such a script with --from, or write another format",
+           "{} runs Gated DeltaNet linear attention without one interval of full-attention layers, which Megatron-Core's "
+           "--linear-attention-freq N does not state: start from such a script with --from, or write another format",
            model_name);
     ed.lines.push_back(fmt::format("# Megatron-LM (core_v0.14.0) arguments for {} on {} devices, written by sapp.", model_name, plan.devices));
     ed.lines.push_back(fmt::format("# torchrun --nproc_per_node <devices per node> --nnodes <nodes> {} $(cat this-file)",
@@ -1809,6 +1834,17 @@ std::string emit_megatron(const Plan& plan, const Loaded* original, const std::s
           ed.lines.push_back(fmt::format("--dsa-indexer-topk {}", m.indexer->topk));
           ed.lines.emplace_back("--dsa-indexer-use-sparse-loss");
         }
+      }
+      if (m.linear && !hybrid_stack) {
+        // Gated DeltaNet as Megatron-Core states it (core_v0.17.0, after core_v0.14.0): every --linear-attention-freq-th
+        // layer full attention, the DeltaNet's dimensions.
+        ed.lines.emplace_back("--experimental-attention-variant gated_delta_net");
+        ed.lines.push_back(fmt::format("--linear-attention-freq {}", *m.attention_period));
+        ed.lines.push_back(fmt::format("--linear-num-key-heads {}", m.linear->num_key_heads));
+        ed.lines.push_back(fmt::format("--linear-key-head-dim {}", m.linear->key_head_dim));
+        ed.lines.push_back(fmt::format("--linear-num-value-heads {}", m.linear->num_value_heads));
+        ed.lines.push_back(fmt::format("--linear-value-head-dim {}", m.linear->value_head_dim));
+        ed.lines.push_back(fmt::format("--linear-conv-kernel-dim {}", m.linear->conv_kernel_dim));
       }
       if (m.mtp_depth.value_or(0) > 0) ed.lines.push_back(fmt::format("--mtp-num-layers {}", *m.mtp_depth));
       if (m.qk_norm.value_or(false)) ed.lines.emplace_back("--qk-layernorm");
@@ -1988,6 +2024,11 @@ std::string emit_megatron(const Plan& plan, const Loaded* original, const std::s
     note(
         "--experimental-attention-variant dsa and --dsa-indexer-* (DeepSeek Sparse Attention) are Megatron-Core's after core_v0.14.0: run the "
         "script with such a Megatron-LM");
+  }
+  if (!original && plan.model && plan.model->linear && !hybrid_stack) {
+    note(
+        "--experimental-attention-variant gated_delta_net, --linear-attention-freq and --linear-* (Gated DeltaNet) are Megatron-Core's after "
+        "core_v0.14.0 (core_v0.17.0 has them): run the script with such a Megatron-LM");
   }
   // Priced without Transformer Engine's FP8 weight cache: the script must keep the weights in FP8 too.
   if (plan.fp8 && plan.fp8_param_gather && l.zero >= 1) ed.set(plan.fp4 ? "--fp4-param-gather" : "--fp8-param-gather", std::nullopt, anchor);
