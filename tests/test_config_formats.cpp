@@ -2900,11 +2900,14 @@ TEST(Emit, NewFilesKeepTheModelsParameters) {
 // Megatron-Core's hybrid stack (MambaStack, core_v0.14.0 to core_v0.16.x: _select_layers_for_pipeline_parallel)
 // gives each stage num_layers // PP layers, asserts that no virtual pipeline is set and reads no split flag: a script
 // stating one is refused by flag, and --emit megatron refuses a plan it cannot state and writes no layout for an even one.
+// A pretrain_mamba.py launch over PP 2 without its pattern (the hybrid tests add it).
+constexpr const char* kHybridScriptPp2 =
+    "torchrun pretrain_mamba.py --hidden-size 1024 --ffn-hidden-size 2048 --num-attention-heads 16 --seq-length 4096 --micro-batch-size 1 "
+    "--global-batch-size 64 --vocab-size 32000 --squared-relu --is-hybrid-model --mamba-num-heads 32 --disable-bias-linear "
+    "--pipeline-model-parallel-size 2 ";
+
 TEST(Megatron, HybridStackPipelineIsEvenWithoutVirtualStages) {
-  const std::string head =
-      "torchrun pretrain_mamba.py --hidden-size 1024 --ffn-hidden-size 2048 --num-attention-heads 16 --seq-length 4096 --micro-batch-size 1 "
-      "--global-batch-size 16 --vocab-size 32000 --squared-relu --is-hybrid-model --hybrid-override-pattern M*M-M*M- --mamba-num-heads 32 "
-      "--disable-bias-linear --pipeline-model-parallel-size 2 ";
+  const std::string head = std::string(kHybridScriptPp2) + "--hybrid-override-pattern M*M-M*M- ";
   const config::Loaded even = config::read_text(head + "--num-layers 8\n", "run.sh", config::Format::Megatron);
   EXPECT_EQ(even.values.at("pp"), 2);
   for (const auto& [extra, flag] :
@@ -2951,10 +2954,7 @@ TEST(Megatron, HybridStackPipelineIsEvenWithoutVirtualStages) {
 // interleaved and uneven hybrid layouts, and --emit megatron writes the plan's split as the pattern's cuts (the quoted
 // value replaced, nothing of it left behind), read back to the same split.
 TEST(Megatron, HybridLayerPatternCutsAreThePipelineLayout) {
-  const std::string head =
-      "torchrun pretrain_mamba.py --hidden-size 1024 --ffn-hidden-size 2048 --num-attention-heads 16 --seq-length 4096 --micro-batch-size 1 "
-      "--global-batch-size 64 --vocab-size 32000 --squared-relu --is-hybrid-model --mamba-num-heads 32 --disable-bias-linear "
-      "--pipeline-model-parallel-size 2 ";
+  const std::string head = kHybridScriptPp2;
   const config::Loaded cut = config::read_text(head + "--num-layers 20 --hybrid-layer-pattern \"M*M-|M*M-M|*M-|M*M-M*\"\n", "run.sh", config::Format::Megatron);
   EXPECT_TRUE(cut.model_error.empty()) << cut.model_error;
   EXPECT_TRUE(cut.hybrid_pipeline_cuts);

@@ -2,6 +2,7 @@
 // accumulation without PP is searched, and results do not depend on the thread count.
 #include <algorithm>
 #include <fstream>
+#include <functional>
 #include <iterator>
 
 #include <gtest/gtest.h>
@@ -31,6 +32,18 @@ bool same_ranking(const search::Result& a, const search::Result& b) {
     if (x.layout.describe() != y.layout.describe() || x.time.step_s != y.time.step_s || x.peak_memory_bytes != y.peak_memory_bytes) return false;
   }
   return true;
+}
+
+// Runs `space` without and with a rule it switches on (`ruled`): the rule rejects some candidates (counted under
+// `rejection`), and the ruled run keeps exactly the unruled run's candidates whose layout `keeps` accepts.
+search::Result expect_rule_keeps(const model::Model& m, const search::Space& space, const search::Space& ruled, const plan::Training& t, long long devices,
+                                 const std::string& rejection, const std::function<bool(const plan::Layout&)>& keeps) {
+  const auto every = run(m, space, t, devices);
+  auto kept = run(m, ruled, t, devices);
+  EXPECT_GT(kept.rejected.count(rejection), 0U);
+  const auto expected = std::count_if(every.ranked.begin(), every.ranked.end(), [&](const auto& c) { return keeps(c.layout); });
+  EXPECT_EQ(static_cast<long long>(kept.ranked.size()), static_cast<long long>(expected));
+  return kept;
 }
 
 }  // namespace
@@ -64,14 +77,8 @@ TEST(Search, ReplicationAloneKeepsZeroZeroToDataParallelism) {
   all.zero = std::vector<int>{0, 3};
   search::Space alone = all;
   alone.replication_alone = true;
-  const auto every = run(m, all, t, 8);
-  const auto kept = run(m, alone, t, 8);
-  ASSERT_GT(kept.rejected.count("replication beside other dimensions"), 0U);
-  long long expected = 0;
-  for (const auto& c : every.ranked) {
-    if (!plan::replicates_beside_other_dimensions(c.layout)) ++expected;
-  }
-  EXPECT_EQ(static_cast<long long>(kept.ranked.size()), expected);
+  const auto kept = expect_rule_keeps(m, all, alone, t, 8, "replication beside other dimensions",
+                                      [](const plan::Layout& l) { return !plan::replicates_beside_other_dimensions(l); });
   for (const auto& c : kept.ranked) {
     const plan::Layout& l = c.layout;
     EXPECT_FALSE(l.zero == 0 && l.cp > 1) << l.describe();
@@ -89,15 +96,9 @@ TEST(Search, HybridStacksKeepAnEvenSplitWithoutVirtualPipeline) {
   all.pp = std::vector<int>{1, 2, 4, 8};
   search::Space even = all;
   even.hybrid_even_pipeline = true;
-  const auto every = run(m, all, t, 64);
-  const auto kept = run(m, even, t, 64);
-  ASSERT_GT(kept.rejected.count("hybrid stack split unevenly or interleaved"), 0U);
-  long long expected = 0;
-  for (const auto& c : every.ranked) {
-    if (c.layout.vpp == 1 && 52 % c.layout.pp == 0) ++expected;
-  }
-  ASSERT_GT(expected, 0);
-  EXPECT_EQ(static_cast<long long>(kept.ranked.size()), expected);
+  const auto kept =
+      expect_rule_keeps(m, all, even, t, 64, "hybrid stack split unevenly or interleaved", [](const plan::Layout& l) { return l.vpp == 1 && 52 % l.pp == 0; });
+  ASSERT_FALSE(kept.ranked.empty());
   for (const auto& c : kept.ranked) {
     EXPECT_EQ(c.layout.vpp, 1) << c.layout.describe();
     EXPECT_EQ(52 % c.layout.pp, 0) << c.layout.describe();

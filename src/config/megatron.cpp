@@ -12,7 +12,6 @@
 #include <regex>
 #include <set>
 #include <sstream>
-#include <tuple>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -719,7 +718,7 @@ struct HybridPattern {
   std::string error;  // why sapp does not read it (a model error: the layout is still read)
 };
 
-std::optional<HybridPattern> hybrid_pattern(Args& a, const std::string& file, Loaded& out) {
+std::optional<HybridPattern> hybrid_pattern(Args& a, const std::string& file) {
   const bool layer_pattern = a.flags.count("--hybrid-layer-pattern") > 0;
   if (layer_pattern && a.flags.count("--hybrid-override-pattern"))
     fail(at(file, "--hybrid-layer-pattern"),
@@ -731,7 +730,6 @@ std::optional<HybridPattern> hybrid_pattern(Args& a, const std::string& file, Lo
   std::string text = *raw;
   std::erase_if(text, [](char c) { return c == '"' || c == '\'' || c == ' '; });
   p.cuts_form = layer_pattern || text.find('|') != std::string::npos;
-  out.hybrid_pipeline_cuts = p.cuts_form;
   const std::string main = text.substr(0, text.find('/'));
   if (main.find_first_not_of("M*-E|") != std::string::npos || main.find_first_of("M*-E") == std::string::npos) {
     p.error = fmt::format("{}: '{}' states symbols beside M (Mamba-2), * (attention), - (MLP), E (MoE) and the pipeline cut |, which sapp does not read",
@@ -880,7 +878,8 @@ Loaded read_megatron(const std::string& text, const std::string& file) {
 
   // Model.
   std::optional<long long> layers = a.whole("--num-layers");
-  const std::optional<HybridPattern> hybrid = hybrid_pattern(a, file, out);
+  const std::optional<HybridPattern> hybrid = hybrid_pattern(a, file);
+  out.hybrid_pipeline_cuts = hybrid && hybrid->cuts_form;
   if (hybrid && !hybrid->segments.empty() && hybrid->cuts_form) {
     // core_v0.17's arguments.py takes the layer count from the pattern (a differing --num-layers is warned about and
     // ignored).
@@ -1081,44 +1080,49 @@ Loaded read_megatron(const std::string& text, const std::string& file) {
             at(file, flag), *v);
       }
     }
-    // Megatron-Core's gated DeltaNet (core_v0.17.0: transformer_config.py, experimental_attention_variant_module_specs.py):
-    // --experimental-attention-variant gated_delta_net with --linear-attention-freq N (layer i full attention when
-    // (i + 1) % N == 0, as Qwen3-Next's full_attention_interval) and the DeltaNet's --linear-* dimensions, the
-    // dataclass's defaults where a flag is missing (kernel 4, head dims 128, 16 key and 32 value heads).
+    // Gated DeltaNet layers with every N-th layer full attention (Qwen3-Next's full_attention_interval; layer i full
+    // when (i + 1) % N == 0), the DeltaNet's dimensions as Transformers' linear_* keys; MoE: qwen3_next, dense: qwen3_5
+    // (the same layers with a dense FFN). Two forms: Megatron-Core's (core_v0.17.0: transformer_config.py,
+    // experimental_attention_variant_module_specs.py) --experimental-attention-variant gated_delta_net with
+    // --linear-attention-freq N and --linear-conv-kernel-dim, the dataclass's defaults where a dimension is missing;
+    // MindSpeed-LLM's (examples/mcore/qwen3_next) --full-attention-interval N with --mamba-d-conv, every dimension stated.
+    std::optional<long long> interval;
     if (gated_delta_net) {
       const std::string where = at(file, "--experimental-attention-variant");
       const std::optional<std::string> freq = a.value("--linear-attention-freq");
       if (!freq) fail(where, "gated_delta_net needs --linear-attention-freq (Megatron-Core asserts it)");
-      const std::optional<long long> every = whole_number(*freq);
-      if (!every || *every < 1)
+      interval = whole_number(*freq);
+      if (!interval || *interval < 1)
         fail(at(file, "--linear-attention-freq"), "'{}': sapp reads an interval N (every N-th layer full attention), not a list pattern", *freq);
       if (mla) fail(where, "gated_delta_net beside multi-latent attention is not priced");
-      m["model_type"] = moe ? "qwen3_next" : "qwen3_5";
-      m["full_attention_interval"] = *every;
-      for (auto [flag, key, fallback] :
-           {std::tuple{"--linear-num-key-heads", "linear_num_key_heads", 16LL}, std::tuple{"--linear-key-head-dim", "linear_key_head_dim", 128LL},
-            std::tuple{"--linear-num-value-heads", "linear_num_value_heads", 32LL}, std::tuple{"--linear-value-head-dim", "linear_value_head_dim", 128LL},
-            std::tuple{"--linear-conv-kernel-dim", "linear_conv_kernel_dim", 4LL}}) {
-        m[key] = a.whole(flag).value_or(fallback);
-      }
+    } else if (!mla) {
+      interval = a.whole("--full-attention-interval");
     }
-    // MindSpeed-LLM's Qwen3-Next (examples/mcore/qwen3_next): gated DeltaNet layers with every
-    // --full-attention-interval-th layer full attention; the DeltaNet's heads and its --mamba-d-conv kernel are
-    // Transformers' linear_* keys. MoE: qwen3_next; dense: qwen3_5 (the same layers with a dense FFN).
-    if (auto every = a.whole("--full-attention-interval"); every && !mla && !gated_delta_net) {
+    if (interval) {
       m["model_type"] = moe ? "qwen3_next" : "qwen3_5";
-      m["full_attention_interval"] = *every;
-      for (auto [flag, key] : {std::pair{"--linear-num-key-heads", "linear_num_key_heads"}, std::pair{"--linear-key-head-dim", "linear_key_head_dim"},
-                               std::pair{"--linear-num-value-heads", "linear_num_value_heads"}, std::pair{"--linear-value-head-dim", "linear_value_head_dim"},
-                               std::pair{"--mamba-d-conv", "linear_conv_kernel_dim"}}) {
-        if (auto v = a.whole(flag)) m[key] = *v;
+      m["full_attention_interval"] = *interval;
+      struct Dim {
+        const char* key;
+        const char* core_flag;
+        const char* mindspeed_flag;
+        long long core_default;
+      };
+      for (const Dim& d : {Dim{"linear_num_key_heads", "--linear-num-key-heads", "--linear-num-key-heads", 16},
+                           Dim{"linear_key_head_dim", "--linear-key-head-dim", "--linear-key-head-dim", 128},
+                           Dim{"linear_num_value_heads", "--linear-num-value-heads", "--linear-num-value-heads", 32},
+                           Dim{"linear_value_head_dim", "--linear-value-head-dim", "--linear-value-head-dim", 128},
+                           Dim{"linear_conv_kernel_dim", "--linear-conv-kernel-dim", "--mamba-d-conv", 4}}) {
+        const std::optional<long long> v = a.whole(gated_delta_net ? d.core_flag : d.mindspeed_flag);
+        if (v || gated_delta_net) m[d.key] = v.value_or(d.core_default);
       }
-      if (!m.contains("linear_num_key_heads") || !m.contains("linear_conv_kernel_dim"))
-        fail(at(file, "--full-attention-interval"),
-             "needs the linear attention's --linear-num-key-heads, --linear-key-head-dim, --linear-num-value-heads, "
-             "--linear-value-head-dim and --mamba-d-conv");
-      for (const char* f : {"--shared-expert-gate", "--mamba-expand", "--mamba-chunk-size", "--partial-rotary-factor", "--use-triton-gdn"})
-        a.used.insert(f);  // Qwen3-Next's shared-expert gate is its family's; the others have no weights
+      if (!gated_delta_net) {
+        if (!m.contains("linear_num_key_heads") || !m.contains("linear_conv_kernel_dim"))
+          fail(at(file, "--full-attention-interval"),
+               "needs the linear attention's --linear-num-key-heads, --linear-key-head-dim, --linear-num-value-heads, "
+               "--linear-value-head-dim and --mamba-d-conv");
+        for (const char* f : {"--shared-expert-gate", "--mamba-expand", "--mamba-chunk-size", "--partial-rotary-factor", "--use-triton-gdn"})
+          a.used.insert(f);  // Qwen3-Next's shared-expert gate is its family's; the others have no weights
+      }
     }
     // GPT-OSS as Megatron-Core states it (examples/gptoss): attention sinks (--softmax-type learnable), a window of
     // --window-size W,0 (W + 1 keys, Transformers' sliding_window) skipped every --window-attn-skip-freq-th layer

@@ -810,12 +810,19 @@ std::vector<std::string> bundled_models(const std::string& data_dir) {
   return names;
 }
 
+namespace {
+// The first word of a bundled model file's `_source`: the HuggingFace id it was taken from, where it names one.
+std::string source_id(const nlohmann::json& j) {
+  const std::string source = j.value("_source", "");
+  return source.substr(0, source.find(' '));
+}
+}  // namespace
+
 std::optional<std::string> bundled_model_of_hf_id(const std::string& id, const std::string& data_dir) {
   const std::string wanted = io::lower(id);
   for (const std::string& name : bundled_models(data_dir)) {
     const nlohmann::json j = io::read_tree(data_dir + "/models/" + name + ".json");
-    const std::string source = j.value("_source", "");
-    if (io::lower(source.substr(0, source.find(' '))) == wanted) return name;
+    if (io::lower(source_id(j)) == wanted) return name;
     for (const auto& other : j.value("_hf_ids", nlohmann::json::array())) {
       if (other.is_string() && io::lower(other.get<std::string>()) == wanted) return name;
     }
@@ -826,8 +833,7 @@ std::optional<std::string> bundled_model_of_hf_id(const std::string& id, const s
 std::optional<std::string> hf_id_of_bundled(const std::string& name, const std::string& data_dir) {
   const std::string path = data_dir + "/models/" + name + ".json";
   if (name.find('/') != std::string::npos || !io::exists(path)) return std::nullopt;
-  const std::string source = io::read_tree(path).value("_source", "");
-  const std::string first = source.substr(0, source.find(' '));
+  const std::string first = source_id(io::read_tree(path));
   const std::size_t slash = first.find('/');
   if (slash == std::string::npos || slash == 0 || slash + 1 == first.size() || first.find('/', slash + 1) != std::string::npos) return std::nullopt;
   return first;
