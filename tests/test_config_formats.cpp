@@ -1766,6 +1766,61 @@ TEST(Megatron, ADualPipeVPlanReadsBackTheSameSplit) {
   EXPECT_EQ(config::emit(config::EmitFormat::Megatron, p, &l, "run").find("dualpipev"), std::string::npos);
 }
 
+// A flag written after a fallback anchor (the script states no --micro-batch-size): it goes after that flag and its
+// value, measured by that flag's own name. A one-line script ending in --num-layers crashed the writer
+// (std::out_of_range from the position of the missing anchor's length).
+TEST(Megatron, FlagsWithoutTheirAnchorGoAfterTheFallbackFlagsValue) {
+  const std::string script =
+      "torchrun pretrain_gpt.py --bf16 --hidden-size 1024 --num-attention-heads 16 --seq-length 2048 --vocab-size 32000 "
+      "--num-layers 16\n";
+  const config::Loaded l = config::read_text(script, "run.sh", config::Format::Megatron);
+  plan::Layout layout;
+  layout.tp = 2;
+  layout.sp = true;
+  layout.dp = 4;
+  layout.mbs = 2;
+  layout.micro_batches = 8;
+  const std::string written = config::emit(config::EmitFormat::Megatron, plan_of(layout, 8, 64, 2048, 16), &l, "run");
+  EXPECT_EQ(std::count(written.begin(), written.end(), '\n'), 1) << written;  // still one command
+  const config::Loaded back = config::read_text(written, "back.sh", config::Format::Megatron);
+  EXPECT_EQ(back.values.at("tp"), 2) << written;
+  EXPECT_EQ(back.values.at("mbs"), 2) << written;
+  EXPECT_EQ(back.values.at("sp"), true) << written;
+  EXPECT_EQ(back.model_config.at("num_hidden_layers"), 16) << written;
+}
+
+// A MoE plan runs what sapp priced: Megatron-Core's grouped GEMM over the local experts (SequentialMLP without
+// --moe-grouped-gemm) and the dispatcher of the estimate (alltoall; DeepEP as core_v0.14.0 states it), not the
+// allgather dispatcher Megatron defaults to. A script that states neither is read with a warning for each.
+TEST(Megatron, MoePlansStateTheGroupedGemmAndTheDispatcherPriced) {
+  config::Plan p = bundled_plan("qwen3-30b-a3b", 64, 512, 4096, 1, 8);
+  std::string written = config::emit(config::EmitFormat::Megatron, p, nullptr, "qwen3-30b-a3b");
+  EXPECT_NE(written.find("--moe-grouped-gemm"), std::string::npos) << written;
+  EXPECT_NE(written.find("--moe-token-dispatcher-type alltoall"), std::string::npos) << written;
+  config::Loaded back = config::read_text(written, "back.sh", config::Format::Megatron);
+  EXPECT_FALSE(back.values.contains("moe_dispatcher")) << written;
+  EXPECT_TRUE(back.warnings.empty()) << back.warnings.front();
+  p.moe_deepep = true;
+  written = config::emit(config::EmitFormat::Megatron, p, nullptr, "qwen3-30b-a3b");
+  EXPECT_NE(written.find("--moe-token-dispatcher-type flex"), std::string::npos) << written;
+  EXPECT_NE(written.find("--moe-enable-deepep"), std::string::npos) << written;
+  back = config::read_text(written, "back.sh", config::Format::Megatron);
+  EXPECT_EQ(back.values.at("moe_dispatcher"), "deepep") << written;
+  // A dense model states neither.
+  written = config::emit(config::EmitFormat::Megatron, bundled_plan("llama3-8b", 8, 64, 4096), nullptr, "llama3-8b");
+  EXPECT_EQ(written.find("--moe-"), std::string::npos) << written;
+
+  const std::string bare =
+      "torchrun pretrain_gpt.py --bf16 --hidden-size 2048 --num-attention-heads 32 --seq-length 4096 --vocab-size 151936 --num-layers 48 "
+      "--swiglu --disable-bias-linear --num-experts 128 --moe-router-topk 8 --moe-ffn-hidden-size 768 --expert-model-parallel-size 8\n";
+  const config::Loaded l = config::read_text(bare, "bare.sh", config::Format::Megatron);
+  auto warned = [&](const std::string& what) {
+    return std::any_of(l.warnings.begin(), l.warnings.end(), [&](const std::string& w) { return w.find(what) != std::string::npos; });
+  };
+  EXPECT_TRUE(warned("without --moe-grouped-gemm"));
+  EXPECT_TRUE(warned("allgather (Megatron's default)"));
+}
+
 // --stage-layers and --stage-recompute on the command line price the split; the even split is the default.
 TEST(StageSplit, CommandLineSplitChangesThePeakStage) {
   app::EstimateRequest even;

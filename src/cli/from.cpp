@@ -130,6 +130,7 @@ void emit_plan(const From& from, const app::JobRequest& job, const plan::Layout&
   p.pipeline_runs = plan::pipeline_runs(layout, job.training);
   p.dualpipe_v = plan::dualpipe_v(layout, job.training);
   p.dp_overlap = job.overlap.dp > 0;
+  p.moe_deepep = job.training.ep_dedup_per_node;
   p.seq_split = job.training.seq_split;
   p.loss_fused = job.training.loss_fused;
   p.loss_chunked = job.training.loss_chunked;

@@ -110,6 +110,7 @@ struct Plan {
   int pipeline_runs = 1;               // pipelines per step under PP (plan::Training::pipeline_runs)
   bool dualpipe_v = false;             // priced as DualPipe-V (plan::Training::dualpipe_v): the split's chunk 1 runs back up
   bool dp_overlap = false;             // priced with the DP gradient reduce and ZeRO's parameter gather overlapped (cost::Overlap::dp > 0)
+  bool moe_deepep = false;             // priced with DeepEP / HybridEP's dispatch (plan::Training::ep_dedup_per_node), else alltoall
   int seq_split = 1;                   // priced as MindSpore's sequence pipeline of this many segments (plan::Training::seq_split)
   bool loss_fused = true;              // the loss as priced (plan::Training::loss_fused, loss_chunked)
   bool loss_chunked = false;

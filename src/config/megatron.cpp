@@ -859,6 +859,15 @@ Loaded read_megatron(const std::string& text, const std::string& file) {
     if (a.on("--moe-enable-deepep") || (dispatcher == "flex" && (backend == "deepep" || backend == "hybridep")))
       set("moe_dispatcher", "deepep", a.on("--moe-enable-deepep") ? "--moe-enable-deepep" : "--moe-token-dispatcher-type flex");
     if (a.on("--moe-shared-expert-overlap")) set("shared_expert_overlap", true, "--moe-shared-expert-overlap");
+    // What sapp prices and the script does not run: without --moe-grouped-gemm Megatron-Core builds SequentialMLP,
+    // one GEMM per local expert in a Python loop; the allgather dispatcher (core_v0.14.0's default) gathers every
+    // token of the TP x EP group on every rank, where alltoall sends each routed copy to its expert's rank once.
+    if (!a.on("--moe-grouped-gemm") && !a.on("--moe-use-legacy-grouped-gemm"))
+      out.warnings.push_back("MoE without --moe-grouped-gemm: Megatron-Core runs the local experts one GEMM each (SequentialMLP); priced as a grouped GEMM");
+    if (dispatcher == "allgather" && ep * tp > 1 && !a.on("--moe-enable-deepep"))
+      out.warnings.push_back(
+          fmt::format("--moe-token-dispatcher-type allgather{}: every token is gathered over the TP x EP group; priced as the alltoall dispatcher",
+                      a.value("--moe-token-dispatcher-type") ? "" : " (Megatron's default)"));
     // Token dropping: --moe-expert-capacity-factor c caps each expert at c x its mean tokens; with
     // --moe-pad-expert-input-to-capacity every expert's input is padded to that capacity, so the experts compute,
     // store and exchange c x the routed tokens (arguments.py; moe_utils.py).
@@ -1635,10 +1644,12 @@ struct ScriptEditor {
       return;
     }
     std::string item = flag + (value ? " " + *value : "");
+    std::string found = anchor;  // the flag the new one goes after: the anchor, else the first of these the file has
     auto [aline, ap] = find(anchor);
     if (aline < 0) {
       for (const char* f : {"--micro-batch-size", "--num-layers", "--tensor-model-parallel-size"}) {
         std::tie(aline, ap) = find(f);
+        found = f;
         if (aline >= 0) break;
       }
     }
@@ -1667,8 +1678,8 @@ struct ScriptEditor {
     bool alone = al.find_first_not_of(" \t") == ap;  // the anchor starts its line
     if (!alone) {
       // Several flags on one line: add the new one right after the anchor flag and its value.
-      auto span = value_span(al, ap, anchor);
-      std::size_t at_col = span ? span->second : ap + anchor.size();
+      auto span = value_span(al, ap, found);
+      std::size_t at_col = span ? span->second : ap + found.size();
       lines[ai].insert(at_col, " " + item);
     } else if (ends_with_backslash(al)) {
       lines.insert(lines.begin() + static_cast<std::ptrdiff_t>(ai + 1), indent + item + " \\");
@@ -1888,6 +1899,22 @@ std::string emit_megatron(const Plan& plan, const Loaded* original, const std::s
   const bool moe_model = plan.model && plan.model->is_moe();
   if (!extend_ep && (l.ep > 1 || l.etp > 1 || (moe_model && l.etp != l.tp) || ed.find("--expert-tensor-parallel-size").first >= 0))
     ed.set("--expert-tensor-parallel-size", std::to_string(l.etp), "--tensor-model-parallel-size");
+  if (moe_model) {
+    // The experts as priced: one grouped GEMM over the local experts (without the flag Megatron-Core loops over
+    // them, SequentialMLP), and the dispatcher sapp priced: DeepEP as core_v0.14.0 states it (flex with
+    // --moe-enable-deepep) unless the file names a flex backend already, else alltoall (Megatron's default
+    // allgather gathers every token of the TP x EP group).
+    if (ed.find("--moe-use-legacy-grouped-gemm").first < 0) ed.set("--moe-grouped-gemm", std::nullopt, "--num-experts");
+    const bool flex_backend = ed.find("--moe-flex-dispatcher-backend").first >= 0;
+    if (plan.moe_deepep) {
+      ed.set("--moe-token-dispatcher-type", "flex", "--num-experts");
+      if (!flex_backend) ed.set("--moe-enable-deepep", std::nullopt, "--moe-token-dispatcher-type");
+    } else {
+      ed.set("--moe-token-dispatcher-type", "alltoall", "--num-experts");
+      ed.remove("--moe-enable-deepep");
+      ed.remove("--moe-flex-dispatcher-backend");
+    }
+  }
   if (l.sp && l.tp > 1)
     ed.set("--sequence-parallel", std::nullopt, "--tensor-model-parallel-size");
   else
