@@ -1,17 +1,10 @@
-// libFuzzer target for the torchtitan config reader: any input either reads into a request's values or is refused
-// with sapp::Error. Nothing else may happen.
+// libFuzzer target for the torchtitan config reader and writer: any input either reads into a request's values or is
+// refused with sapp::Error, and a file that reads is edited by --emit torchtitan's writer and read back (writer.hpp).
 #include <cstddef>
 #include <cstdint>
-#include <string>
 
-#include "config/config.hpp"
-#include "core/error.hpp"
+#include "writer.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  std::string text(reinterpret_cast<const char*>(data), size);
-  try {
-    (void)sapp::config::read_text(text, "fuzz", sapp::config::Format::Torchtitan);
-  } catch (const sapp::Error&) {
-  }
-  return 0;
+  return sapp::fuzz::read_and_write_back(data, size, sapp::config::EmitFormat::Torchtitan);
 }

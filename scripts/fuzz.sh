@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Fuzzes every reader under ASan + UBSan (libFuzzer; needs clang) and prints the executions per target.
+# Fuzzes every reader (and the framework-config writers, on each file that reads) under ASan + UBSan (libFuzzer; needs clang) and prints the executions per target.
 #
 #   scripts/fuzz.sh                 each target for 1000000 executions
 #   scripts/fuzz.sh --runs N        each target for N executions
