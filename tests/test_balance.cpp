@@ -531,6 +531,36 @@ TEST(BalanceBadInput, EachBadLayersFileGetsOneClearError) {
   }
 }
 
+// A layers file's constant_memory_mb (what `sapp plan --emit-layers` writes: buffers, reserve, one rebuilt layer) is
+// held by every stage, and --constant-memory adds to it: `sapp balance` had read the file without it, pricing a
+// plan balanced from an emitted file that many MB too low.
+TEST(BalanceCli, TheLayersFilesConstantMemoryIsHeldByEveryStage) {
+  const std::string dir = test::temp_dir();
+  const std::string emitted = dir + "/llama.json";
+  auto plan = test::run_sapp(
+      "plan --model llama3-70b --devices 64 --global-batch 128 --seq 8192 --tp 4 --pp 4 --vpp 1 --cp 1 --candidates 1 -q -f json --emit-layers " + emitted);
+  ASSERT_EQ(plan.status, 0) << plan.err;
+  nlohmann::json layers = nlohmann::json::parse(io::read_text(emitted));
+  const double constant = layers.at("constant_memory_mb").get<double>();
+  ASSERT_GT(constant, 0.0);
+  auto peaks = [&](const nlohmann::json& file, const std::string& extra) {
+    const std::string path = dir + "/layers.json";
+    test::write_file(path, file.dump());
+    auto r = test::run_sapp("balance --layers " + path + " --stages 4 --micro-batches 8 --naive --time-limit 1 -f json " + extra);
+    EXPECT_EQ(r.status, 0) << r.err;
+    return nlohmann::json::parse(r.out).at("naive").at("all_recompute_full").at("peak_memory_mb").get<std::vector<double>>();
+  };
+  const std::vector<double> stated = peaks(layers, "");
+  const std::vector<double> more = peaks(layers, "--constant-memory 100");
+  layers.erase("constant_memory_mb");
+  const std::vector<double> without = peaks(layers, "");
+  ASSERT_EQ(stated.size(), 4U);
+  for (std::size_t s = 0; s < stated.size(); ++s) {
+    EXPECT_NEAR(stated[s] - without[s], constant, 1e-6 * constant) << "stage " << s;
+    EXPECT_NEAR(more[s] - stated[s], 100.0, 1e-6) << "stage " << s;
+  }
+}
+
 TEST(BalanceCli, DemoReportsBoundAndGapAndWritesYamlAndSvg) {
   std::string dir = test::temp_dir();
   auto r = test::run_sapp("balance --layers " + std::string(SAPP_SOURCE_DIR) + "/data/layers/demo.json --stages 16 --micro-batches 16 --interleave 3 " +

@@ -303,7 +303,16 @@ report::Plan balance_plan(const LoadedJob& x, const PlanRequest& request, const 
     // estimated, with the reason.
     return estimate_plan(x, request, row, fmt::format("not balanced: {}", e.what()));
   }
-  if (!sol.feasible) return estimate_plan(x, request, row, "not balanced: the balancer found no plan within the memory limit (" + sol.method + ")");
+  if (!sol.feasible) {
+    // A plan stating recompute per chunk leaves the MTP layers not recomputed, where the even split's one mode
+    // recomputes them too: say so when that is what the even split needed.
+    const bool mtp_kept = mtp_mode && x.model.spec.mtp_depth.value_or(0) > 0 && l.recompute != plan::Recompute::Off;
+    return estimate_plan(x, request, row,
+                         fmt::format("not balanced: the balancer found no plan within the memory limit ({}){}", sol.method,
+                                     mtp_kept ? "; a plan stating recompute per chunk keeps the MTP layers' activations, which the even split's one "
+                                                "recompute mode recomputes"
+                                              : ""));
+  }
   const double balanced_step_s = sol.eval.objective / 1000.0 + d.outside_pipeline_s;
   if (balanced_step_s >= row.candidate.time.step_s) {
     return estimate_plan(x, request, row,

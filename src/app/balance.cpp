@@ -64,7 +64,7 @@ balance::Problem make_problem(const BalanceRequest& o, balance::LayerSet layers,
   p.chunks = chunks;
   p.micro_batches = o.micro_batches;
   p.memory_limit_mb = o.memory_limit_mb;
-  p.constant_mb = o.constant_memory_mb;
+  p.constant_mb = o.constant_memory_mb + p.layers.constant_mb;  // the flag's MB on top of the file's
   p.chunk_spread = o.chunk_spread;
   p.time_limit_s = o.time_limit_s;
   p.progress = o.source == Source::CommandLine;

@@ -605,7 +605,7 @@ std::vector<Field<BalanceRequest>> make_balance_fields() {
                  r.recompute_num_layers = v.is_number_integer() ? std::to_string(whole(v, w, 0, kMaxLayers, "layers")) : text(v, w);
                },
                [](const R&) { return std::string(); }});
-  f.push_back({"constant_memory", "", "MB added to every stage", false,
+  f.push_back({"constant_memory", "", "MB added to every stage (beyond the layers file's constant_memory_mb)", false,
                [](R& r, const json& v, const std::string& w) { r.constant_memory_mb = real(v, w, 0, kMaxMemoryLimitGib * 1024, "MB"); },
                [](const R& r) { return show_number(r.constant_memory_mb); }});
   f.push_back({"time_limit", "", "seconds; the solve stops there with the best plan found, its lower bound and gap (0: none)", false,

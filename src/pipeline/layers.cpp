@@ -60,6 +60,7 @@ LayerSet layers_from_json(const nlohmann::json& tree, const std::string& file) {
   if (!list.is_array() || list.empty()) fail(at(file, "layers_description"), "must be a non-empty list of layers, got {}", list.dump().substr(0, 60));
   LayerSet set;
   set.file = file;
+  set.constant_mb = io::Reader{tree, file, ""}.quantity_or("constant_memory_mb", units::kMegabytes, 0.0);
   int heads = 0;
   int tails = 0;
   bool kinds_set = false;

@@ -42,6 +42,10 @@ struct LayerSet {
   // reference, whose head and tail memory is static): held with the first chunk's (the last chunk's) activations,
   // so a stage's peak counts them as often as the schedule holds that chunk.
   double head_act_mb = 0, tail_act_mb = 0;
+  // What every stage holds whatever its layers (communication buffers, the allocator reserve, one layer rebuilt in
+  // its backward), MB: the file's top-level constant_memory_mb, which `sapp plan --emit-layers` writes (an extension
+  // of the reference, whose stages hold their layers only); `sapp balance --constant-memory` adds to it.
+  double constant_mb = 0;
   std::vector<BodyType> bodies;  // model order
   std::vector<Rc> kinds;         // recompute kinds every BODY considers (all must agree)
   [[nodiscard]] long long body_layers() const;
