@@ -400,7 +400,7 @@ report::Plan balance_plan(const LoadedJob& x, const PlanRequest& request, const 
     return estimate_plan(x, request, row,
                          fmt::format("even split kept: the balanced plan is no faster once its recompute's DP exposure is counted ({:.3f} s)", p.step_time_s));
   }
-  if (std::abs(outside_s - d.outside_pipeline_s) > 1e-3) {
+  if (std::abs(outside_s - d.outside_pipeline_s) > 0.005 * p.step_time_s) {  // said when it moves the step by 0.5 % or more
     p.status += fmt::format(" for the pipeline; {:.3f} s outside it at this recompute ({:.3f} s at the layout's)", outside_s, d.outside_pipeline_s);
   }
   simulate::SimResult sim = simulate::simulate(problem.schedule, problem.stages, problem.chunks, problem.micro_batches, balance::stage_times(problem, sol.x));
