@@ -234,6 +234,37 @@ TEST(PlanCommand, EveryFormatsWrittenPlanReadsBackAtItsStepAndPeak) {
   }
 }
 
+// An expert-parallel ZeRO-3 plan reads back at its step in every format, with its dispatcher: AutoModel's MoE
+// parallelizer keeps the gathered weights (ZeRO 2) unless distributed.reshard_after_forward is written, and DeepEP is
+// written where a format has a key for it (Megatron's flex dispatcher, AutoModel's model.backend.dispatcher) and
+// refused where not. The AutoModel file read back as ZeRO 2 (4.476 s against 4.556 planned), and the DeepEP plans
+// of three formats as alltoall (up to 28 % slower).
+TEST(PlanCommand, ExpertParallelPlansReadBackWithTheirShardingAndDispatcher) {
+  const std::string dir = test::temp_dir();
+  const std::string model = "--model qwen3-30b-a3b --devices 16 --global-batch 128 --seq 4096 --hardware h100-sxm";
+  for (const std::string& dispatcher : std::vector<std::string>{"alltoall", "deepep"}) {
+    for (const std::string format : {"megatron", "mindformers", "hyperparallel", "torchtitan", "automodel"}) {
+      SCOPED_TRACE(format + " " + dispatcher);
+      const std::string file = dir + "/ep." + format;
+      auto r = test::run_sapp("plan " + model + " --pp 1 --ep 8 --zero 3 --moe-dispatcher " + dispatcher + " --candidates 1 -q -f json --emit " + format +
+                              " -o " + file);
+      if (dispatcher == "deepep" && format != "megatron" && format != "automodel") {
+        EXPECT_EQ(r.status, 2) << r.err;
+        EXPECT_NE(r.err.find("no key for the DeepEP dispatch"), std::string::npos) << r.err;
+        continue;
+      }
+      ASSERT_EQ(r.status, 0) << r.err;
+      const nlohmann::json plan = nlohmann::json::parse(r.out)["plans"].at(0);
+      auto back = test::run_sapp("estimate --from " + file + " " + model + " -f json");
+      ASSERT_EQ(back.status, 0) << back.err;
+      const nlohmann::json est = nlohmann::json::parse(back.out);
+      EXPECT_EQ(est["layout"]["zero"], 3) << io::read_text(file);
+      EXPECT_EQ(est["layout"]["ep"], 8) << io::read_text(file);
+      EXPECT_NEAR(est["step_time_s"].get<double>(), plan["step_time_s"].get<double>(), 1e-9 * plan["step_time_s"].get<double>()) << io::read_text(file);
+    }
+  }
+}
+
 // The embedding's output and the logits are held per micro-batch in flight with the first and the last chunk
 // (HEAD / TAIL memory_activation): with interleaving the last stage's peak prefix holds the last chunk fewer times
 // than the closed-form count, and the plan's per-stage peak is the written plan's read back exactly (Gemma 2 9B at

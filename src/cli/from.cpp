@@ -66,7 +66,8 @@ void check_emit_training(const Request& request, const From& from) {
   if (from.emit.empty()) return;
   try {
     config::check_training_expressible(config::parse_emit_format(from.emit, "--emit"), from.loaded ? &*from.loaded : nullptr, request.job.training.dualpipe_v,
-                                       request.job.training.seq_split, request.job.training.fp8, request.job.training.fp4);
+                                       request.job.training.seq_split, request.job.training.fp8, request.job.training.fp4,
+                                       request.job.training.ep_dedup_per_node);
   } catch (const Error& e) {
     throw app::UsageError(e.what());
   }

@@ -424,6 +424,7 @@ Expressible expressible_automodel() {
                 "activation_checkpointing is one mode for every layer",
                 plan::RecomputeStated::OneModeForAll};
   e.cp_algo = std::vector<plan::CpAlgo>{plan::CpAlgo::Ring};
+  e.deepep = true;  // model.backend.dispatcher
   return e;
 }
 
@@ -448,7 +449,19 @@ std::string emit_automodel(const Plan& plan, const Loaded* original, const std::
                      {"distributed.sequence_parallel", l.sp ? "true" : "false"}};
   const long long shard = l.optimizer_shard > 0 ? l.optimizer_shard : l.dp * l.cp;
   edits.emplace_back("distributed.dp_replicate_size", std::to_string(std::max<long long>(1, static_cast<long long>(l.dp) * l.cp / shard)));
+  // ZeRO 2 keeps the gathered weights after the forward. ZeRO 3 is AutoModel's default only without EP: its MoE
+  // parallelizer keeps them (MoEParallelizerConfig.reshard_after_forward False) unless distributed.reshard_after_forward
+  // says otherwise (FSDP2Config overrides it: _transformers/infrastructure.py), so it is written there, as it is where
+  // the file states it.
   if (l.zero == 2) edits.emplace_back("distributed.reshard_after_forward", "false");
+  if (l.zero == 3 && (l.ep > 1 || stated_at(stated, "distributed.reshard_after_forward") != nullptr))
+    edits.emplace_back("distributed.reshard_after_forward", "true");
+  // The EP dispatcher priced: DeepEP, or AutoModel's torch dispatcher (sapp prices it as alltoall); its default is
+  // whichever library the machine has installed (BackendConfig.dispatcher).
+  if (l.ep > 1) {
+    if (stated_at(stated, "model.backend") == nullptr) edits.emplace_back("model.backend._target_", "nemo_automodel.components.models.common.BackendConfig");
+    edits.emplace_back("model.backend.dispatcher", plan.moe_deepep ? "deepep" : "torch");
+  }
   std::string mode = plan::to_string(l.recompute);
   if (plan.split && plan.split->states_recompute()) {
     const long long full = plan.split->full_total();

@@ -828,6 +828,7 @@ Expressible expressible(EmitFormat format, const Loaded* original) {
                     : "; a hybrid stack (pretrain_mamba.py before core_v0.17's --hybrid-layer-pattern cuts) splits evenly over PP without a virtual pipeline"),
           plan::RecomputeStated::FirstLayersOfEveryChunk};
       e.hybrid_even_pipeline = !cuts;
+      e.deepep = true;
       e.fp4 = true;  // --fp4-format e2m1 --fp4-recipe nvfp4 (Transformer Engine's NVFP4BlockScaling)
       return e;
     }
@@ -835,7 +836,7 @@ Expressible expressible(EmitFormat format, const Loaded* original) {
   }
 }
 
-void check_training_expressible(EmitFormat format, const Loaded* original, bool dualpipe_v, int seq_split, bool fp8, bool fp4) {
+void check_training_expressible(EmitFormat format, const Loaded* original, bool dualpipe_v, int seq_split, bool fp8, bool fp4, bool deepep) {
   const Expressible e = expressible(format, original);
   const std::string where = fmt::format("--emit {}", to_string(format_of(format)));
   if (dualpipe_v && !e.dualpipe_v)
@@ -846,6 +847,9 @@ void check_training_expressible(EmitFormat format, const Loaded* original, bool 
     fail(where, "the sequence pipeline (seq_split {}) is MindSpore's: only a MindFormers config states it; drop --seq-split or write mindformers", seq_split);
   if (fp8 && !e.fp8) fail(where, "{} has no FP8 training key: drop --fp8 or write megatron, torchtitan or automodel", to_string(format_of(format)));
   if (fp4 && !e.fp4) fail(where, "{} has no NVFP4 training key sapp writes: drop --fp4 or write megatron", to_string(format_of(format)));
+  if (deepep && !e.deepep)
+    fail(where, "{} has no key for the DeepEP dispatch the plan is priced with: drop --moe-dispatcher deepep (or the file's) or write megatron or automodel",
+         to_string(format_of(format)));
 }
 
 std::string emit(EmitFormat format, const Plan& plan, const Loaded* original, const std::string& model_name, std::vector<std::string>* notes) {
@@ -853,7 +857,7 @@ std::string emit(EmitFormat format, const Plan& plan, const Loaded* original, co
   // A plan the format cannot state is refused, never written as another (with DP 1 every ZeRO stage is ZeRO 0).
   const Expressible e = expressible(format, original);
   const plan::Layout& l = plan.layout;
-  check_training_expressible(format, original, plan.dualpipe_v && l.pp > 1, l.pp > 1 ? plan.seq_split : 1, plan.fp8, plan.fp4);
+  check_training_expressible(format, original, plan.dualpipe_v && l.pp > 1, l.pp > 1 ? plan.seq_split : 1, plan.fp8, plan.fp4, plan.moe_deepep && l.ep > 1);
   const bool zero_ok = !e.zero || l.dp * l.cp <= 1 || std::find(e.zero->begin(), e.zero->end(), l.zero) != e.zero->end();
   const bool sp_ok = !e.sp || l.tp <= 1 || std::find(e.sp->begin(), e.sp->end(), l.sp) != e.sp->end();
   if (e.cp_algo && l.cp > 1 && std::find(e.cp_algo->begin(), e.cp_algo->end(), l.cp_algo) == e.cp_algo->end())

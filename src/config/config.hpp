@@ -136,13 +136,14 @@ struct Expressible {
   bool dualpipe_v = true;  // DualPipe-V (Megatron: MindSpeed's dualpipev; MindFormers: zero_bubble_v; torch: DualPipeV)
   bool seq_split = false;  // MindSpore's sequence pipeline (MindFormers: seqpipe with seq_split_num)
   bool fp8 = true;
-  bool fp4 = false;                                                 // NVFP4 training (Megatron's --fp4-format)
-  bool replication_alone = false;                                   // ZeRO 0 over DP only without other dimensions (search::Space::replication_alone)
-  bool hybrid_even_pipeline = false;                                // a hybrid stack only split evenly, one chunk per stage (search::Space)
+  bool fp4 = false;                   // NVFP4 training (Megatron's --fp4-format)
+  bool deepep = false;                // the DeepEP / HybridEP dispatch (Megatron: --moe-token-dispatcher-type flex; AutoModel: model.backend.dispatcher)
+  bool replication_alone = false;     // ZeRO 0 over DP only without other dimensions (search::Space::replication_alone)
+  bool hybrid_even_pipeline = false;  // a hybrid stack only split evenly, one chunk per stage (search::Space)
   std::optional<std::vector<plan::CpAlgo>> cp_algo = std::nullopt;  // the context-parallel algorithms it has keys for (all: nullopt)
 };
 // Refuses (naming --emit) a schedule or an FP8 plan the format has no keys for.
-void check_training_expressible(EmitFormat format, const Loaded* original, bool dualpipe_v, int seq_split, bool fp8, bool fp4 = false);
+void check_training_expressible(EmitFormat format, const Loaded* original, bool dualpipe_v, int seq_split, bool fp8, bool fp4 = false, bool deepep = false);
 Expressible expressible(EmitFormat format, const Loaded* original);
 
 // The plan in the framework's own format. With `original` (a file of that format), the output is that file
