@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <set>
 
 #include <fmt/format.h>
@@ -232,6 +233,20 @@ TEST(PlanCommand, EveryFormatsWrittenPlanReadsBackAtItsStepAndPeak) {
       expect_planned_peak(est["peak_memory_bytes"].get<double>(), peak);
     }
   }
+}
+
+// A model a new torchtitan TOML cannot name (torchtitan defines its models in code; no bundled flavour is Gemma 2)
+// is refused before the search, not after it: nothing printed, no file. A torchtitan model is written.
+TEST(PlanCommand, AModelTorchtitanCannotNameIsRefusedBeforeTheSearch) {
+  const std::string file = test::temp_dir() + "/gemma.toml";
+  auto r = test::run_sapp("plan --model gemma2-9b --devices 16 --global-batch 64 --seq 8192 --pp 2 --candidates 1 -q --emit torchtitan -o " + file);
+  EXPECT_EQ(r.status, 1) << r.err;
+  EXPECT_NE(r.err.find("none of torchtitan's bundled flavours"), std::string::npos) << r.err;
+  EXPECT_EQ(r.out, "");
+  EXPECT_FALSE(std::filesystem::exists(file));
+  auto ok = test::run_sapp("plan --model llama3-8b --devices 16 --global-batch 64 --candidates 1 -q --emit torchtitan -o " + file);
+  ASSERT_EQ(ok.status, 0) << ok.err;
+  EXPECT_NE(io::read_text(file).find("flavor = \"8B\""), std::string::npos) << io::read_text(file);
 }
 
 // An expert-parallel ZeRO-3 plan reads back at its step in every format, with its dispatcher: AutoModel's MoE

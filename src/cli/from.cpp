@@ -71,6 +71,12 @@ void check_emit_training(const Request& request, const From& from) {
   } catch (const Error& e) {
     throw app::UsageError(e.what());
   }
+  // A model the target cannot name (a new torchtitan TOML without a flavour for it) is refused before the search too.
+  const config::EmitFormat format = config::parse_emit_format(from.emit, "--emit");
+  if (format == config::EmitFormat::Torchtitan) {
+    const app::LoadedJob x = app::load(request.job);
+    config::check_model_expressible(format, from.loaded ? &*from.loaded : nullptr, x.model.spec, request.job.model);
+  }
 }
 
 // The request filled from --from and the command line, then refused if --emit cannot write its training.

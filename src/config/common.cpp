@@ -852,6 +852,10 @@ void check_training_expressible(EmitFormat format, const Loaded* original, bool 
          to_string(format_of(format)));
 }
 
+void check_model_expressible(EmitFormat format, const Loaded* original, const model::ModelSpec& spec, const std::string& model_name) {
+  if (format == EmitFormat::Torchtitan && (original == nullptr || original->format != Format::Torchtitan)) (void)detail::torchtitan_model(&spec, model_name);
+}
+
 std::string emit(EmitFormat format, const Plan& plan, const Loaded* original, const std::string& model_name, std::vector<std::string>* notes) {
   if (original != nullptr && original->format != format_of(format)) original = nullptr;
   // A plan the format cannot state is refused, never written as another (with DP 1 every ZeRO stage is ZeRO 0).

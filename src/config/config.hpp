@@ -144,6 +144,9 @@ struct Expressible {
 };
 // Refuses (naming --emit) a schedule or an FP8 plan the format has no keys for.
 void check_training_expressible(EmitFormat format, const Loaded* original, bool dualpipe_v, int seq_split, bool fp8, bool fp4 = false, bool deepep = false);
+// Refuses, before a search, a model --emit cannot name whatever the layout: a new torchtitan TOML names one of
+// torchtitan's bundled flavours (an edited torchtitan file keeps its own model).
+void check_model_expressible(EmitFormat format, const Loaded* original, const model::ModelSpec& spec, const std::string& model_name);
 Expressible expressible(EmitFormat format, const Loaded* original);
 
 // The plan in the framework's own format. With `original` (a file of that format), the output is that file

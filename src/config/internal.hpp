@@ -128,6 +128,9 @@ std::string emit_mindformers(const Plan& plan, const Loaded* original, const std
 std::string emit_hyperparallel(const Plan& plan, const Loaded* original, const std::string& model_name);
 Expressible expressible_hyperparallel(const Loaded* original);
 std::string emit_torchtitan(const Plan& plan, const Loaded* original, const std::string& model_name, std::vector<std::string>* notes);
+// The torchtitan model name and flavour a new TOML states for the model (a "torchtitan NAME FLAVOUR" name, or the
+// bundled flavour of the spec's dimensions); refuses a model none of them is.
+std::pair<std::string, std::string> torchtitan_model(const model::ModelSpec* spec, const std::string& model_name);
 std::string emit_automodel(const Plan& plan, const Loaded* original, const std::string& model_name, std::vector<std::string>* notes);
 Expressible expressible_automodel();
 

@@ -633,6 +633,18 @@ std::optional<std::pair<std::string, std::string>> flavour_of(const model::Model
 
 }  // namespace
 
+std::pair<std::string, std::string> torchtitan_model(const model::ModelSpec* spec, const std::string& model_name) {
+  if (model_name.rfind("torchtitan ", 0) == 0) {
+    const std::string rest = model_name.substr(model_name.find(' ') + 1);
+    return {rest.substr(0, rest.find(' ')), rest.substr(rest.find(' ') + 1)};
+  }
+  if (auto found = spec ? flavour_of(*spec) : std::nullopt) return *found;
+  fail("--emit torchtitan",
+       "{} is none of torchtitan's bundled flavours (torchtitan defines its models in code, data/formats/torchtitan-flavors.yaml): "
+       "start from a torchtitan TOML, or write another format",
+       model_name);
+}
+
 std::string emit_torchtitan(const Plan& plan, const Loaded* original, const std::string& model_name, std::vector<std::string>* notes) {
   const plan::Layout& l = plan.layout;
   std::string text;
@@ -646,21 +658,7 @@ std::string emit_torchtitan(const Plan& plan, const Loaded* original, const std:
            original->file);
     text = original->text;
   } else {
-    std::string name;
-    std::string flavour;
-    std::size_t sp = model_name.find(' ');
-    if (model_name.rfind("torchtitan ", 0) == 0) {
-      std::string rest = model_name.substr(sp + 1);
-      name = rest.substr(0, rest.find(' '));
-      flavour = rest.substr(rest.find(' ') + 1);
-    } else if (auto found = plan.model ? flavour_of(*plan.model) : std::nullopt) {
-      std::tie(name, flavour) = *found;
-    } else {
-      fail("--emit torchtitan",
-           "{} is none of torchtitan's bundled flavours (torchtitan defines its models in code, data/formats/torchtitan-flavors.yaml): "
-           "start from a torchtitan TOML, or write another format",
-           model_name);
-    }
+    const auto [name, flavour] = torchtitan_model(plan.model ? &*plan.model : nullptr, model_name);
     text = fmt::format(
         "# torchtitan (v0.2) job config for {} on {} devices, written by sapp.\n[job]\ndescription = \"{}\"\n\n[model]\nname = \"{}\"\nflavor = \"{}\"\n",
         model_name, plan.devices, model_name, name, flavour);
