@@ -77,6 +77,9 @@ slow+=':Validation.SearchRanksThePublishedDenseLayoutInTheTopFive:Validation.Pub
 # (26, 23 and 16 s sanitized, 2026-12-06; a run of this script took 905 s): the search's threads are sanitized
 # through the other Search.* tests, and the Release run above checks the equalities.
 slow+=':SearchCli.OutputIsByteIdenticalForAnyThreadCount:Search.ResultsAreIdenticalForAnyThreadCount:Progress.SilentWhenStderrIsNotATerminal'
+# A balancer run cut at many time limits (time-limited, like the optimisations above) and a search over every hybrid
+# layout: 13.7 and 14.1 s sanitized, both in the first of the two shards, which ran 107 s against 48 s (2026-12-07).
+slow+=':Balance.ATimeLimitAtAnyPointLeavesAValidAnswer:Search.HybridStacksKeepAnEvenSplitWithoutVirtualPipeline'
 run_test_shards build-fuzz "-$slow" ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 FUZZ_JOBS="$jobs" bash scripts/fuzz.sh --brief 2
 
