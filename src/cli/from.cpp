@@ -60,23 +60,22 @@ void fill_from(Request& request, From& from, const nlohmann::json& values) {
   for (const auto& o : overrides) std::fprintf(stderr, "sapp: note: %s\n", o.c_str());
 }
 
-// A schedule or FP8 --emit cannot write is refused before the search runs (emit() refuses it again for the plan).
+// A schedule, FP8, a dispatcher or a model --emit cannot write is refused before the search runs (emit() refuses
+// it again for the plan).
 template <typename Request>
 void check_emit_training(const Request& request, const From& from) {
   if (from.emit.empty()) return;
+  const config::EmitFormat format = config::parse_emit_format(from.emit, "--emit");
+  const config::Loaded* original = from.loaded ? &*from.loaded : nullptr;
   try {
-    config::check_training_expressible(config::parse_emit_format(from.emit, "--emit"), from.loaded ? &*from.loaded : nullptr, request.job.training.dualpipe_v,
-                                       request.job.training.seq_split, request.job.training.fp8, request.job.training.fp4,
-                                       request.job.training.ep_dedup_per_node);
+    config::check_training_expressible(format, original, request.job.training.dualpipe_v, request.job.training.seq_split, request.job.training.fp8,
+                                       request.job.training.fp4, request.job.training.ep_dedup_per_node);
   } catch (const Error& e) {
     throw app::UsageError(e.what());
   }
-  // A model the target cannot name (a new torchtitan TOML without a flavour for it) is refused before the search too.
-  const config::EmitFormat format = config::parse_emit_format(from.emit, "--emit");
-  if (format == config::EmitFormat::Torchtitan) {
-    const app::LoadedJob x = app::load(request.job);
-    config::check_model_expressible(format, from.loaded ? &*from.loaded : nullptr, x.model.spec, request.job.model);
-  }
+  // A model the target cannot name (a new torchtitan TOML without a flavour for it); the job is loaded for it only
+  // where a format names models that way.
+  if (format == config::EmitFormat::Torchtitan) config::check_model_expressible(format, original, app::load(request.job).model.spec, request.job.model);
 }
 
 // The request filled from --from and the command line, then refused if --emit cannot write its training.
