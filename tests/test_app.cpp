@@ -333,6 +333,30 @@ TEST_P(EmitReadBack, TheWrittenConfigIsPricedAsTheSearchPricedIt) {
 
 INSTANTIATE_TEST_SUITE_P(Formats, EmitReadBack, ::testing::Values("megatron", "mindformers", "hyperparallel", "torchtitan", "automodel"));
 
+// A Megatron script written for a bundled model states the model as it was priced, so the script reads back at the
+// same step and peak: Llama 4 Maverick's alternating MoE layers (--moe-layer-freq ([0,1]*24); written as nothing
+// before, read back with every layer MoE), DeepSeek-V3's dense layers first, Qwen3's QK norm and Qwen2.5's q, k, v
+// biases (family facts its config.json does not state), Nemotron-3's bias-free squared-ReLU MLP (read back as GPT-3's
+// before), GPT-3's biases, dropout and learned positions, and Megatron-LM's defaults where a flag is missing
+// (dropout 0.1, learned absolute positions), which the script now states either way.
+TEST(EmitMegatron, BundledModelsReadBackAsPriced) {
+  const std::string file = test::temp_dir() + "/model.sh";
+  for (const std::string model : {"llama4-maverick", "deepseek-v3", "qwen3-8b", "qwen2.5-7b", "nemotron-3-8b", "gpt3-5b", "seed-oss-36b", "llama3-8b"}) {
+    const std::string ep = model == "llama4-maverick" || model == "deepseek-v3" ? " --ep 4" : "";
+    const std::string job = "--devices 64 --global-batch 256 --seq 2048";
+    auto r = run_sapp("estimate --model " + model + " " + job + " --tp 2 --pp 2" + ep + " -f json --emit megatron -o " + file);
+    ASSERT_TRUE(r.status == 0 || r.status == 3) << model << "\n" << r.err;
+    const nlohmann::json priced = nlohmann::json::parse(r.out);
+    auto back = run_sapp("estimate --from " + file + " --devices 64 -f json");
+    ASSERT_EQ(back.status, r.status) << model << "\n" << back.err << io::read_text(file);
+    const nlohmann::json read = nlohmann::json::parse(back.out);
+    const double step = priced["step_time_s"].get<double>();
+    const double peak = priced["peak_memory_bytes"].get<double>();
+    EXPECT_NEAR(read["step_time_s"].get<double>(), step, 1e-9 * step) << model << "\n" << io::read_text(file);
+    EXPECT_NEAR(read["peak_memory_bytes"].get<double>(), peak, 1e-9 * peak) << model << "\n" << io::read_text(file);
+  }
+}
+
 // FP8 plans too, in the formats that state FP8 (MindFormers and HyperParallel refuse it): Megatron's --fp8-format,
 // torchtitan's float8 converters, AutoModel's torchao fp8 section (its profile's route), each priced as its framework
 // runs FP8 (Transformer Engine's FP8 copies of the GEMM inputs, or torchao's BF16 ones).

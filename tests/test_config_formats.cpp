@@ -44,7 +44,7 @@ config::Plan bundled_plan(const std::string& name, long long devices, long long 
   l.zero = zero;
   l.ep = ep;
   config::Plan p = plan_of(l, devices, global_batch, seq, 0);
-  p.model = test::bundled(name).spec;
+  config::set_model(p, test::bundled(name));
   p.num_layers = p.model->num_layers;
   return p;
 }
@@ -2174,7 +2174,9 @@ TEST(MegatronScript, HybridLayerStacksAreReadAsNemotronH) {
 }
 
 TEST(MegatronTokenizer, VocabularyFromKnownTokenizers) {
-  const std::string model = "--num-layers 4 --hidden-size 1024 --num-attention-heads 16 --seq-length 2048 --micro-batch-size 1 --global-batch-size 8 ";
+  const std::string model =
+      "--num-layers 4 --hidden-size 1024 --num-attention-heads 16 --seq-length 2048 --micro-batch-size 1 --global-batch-size 8 --attention-dropout 0 "
+      "--hidden-dropout 0 ";
   config::Loaded gpt2 = config::read_text("torchrun pretrain_gpt.py " + model + "--tensor-model-parallel-size 8 --vocab-file v.json --merge-file m.txt\n",
                                           "gpt2.sh", config::Format::Megatron);
   EXPECT_EQ(gpt2.model_config.at("vocab_size").get<long long>(), 51200);  // 50257 -> a multiple of 128 x 8
@@ -2219,7 +2221,8 @@ namespace sapp {
 // span lines (VAR=" \ ... "), statements share a line after ';', and if / elif / else read the branch whose test holds
 // (sc21's MODEL_SIZE cases; the Llama 3 8B example's DTYPE branch), an unevaluated test reading every branch, said.
 TEST(MegatronShell, StringsStatementsAndBranches) {
-  const std::string model = "--num-attention-heads 16 --vocab-size 32000 --seq-length 1024 --micro-batch-size 1 --global-batch-size 8";
+  const std::string model =
+      "--num-attention-heads 16 --vocab-size 32000 --seq-length 1024 --micro-batch-size 1 --global-batch-size 8 --attention-dropout 0.0 --hidden-dropout 0.0";
   auto read = [](const std::string& text) { return config::read_text(text, "run.sh", config::Format::Megatron); };
   const config::Loaded one_line =
       read("ARGS=\"--num-layers 4 --hidden-size 1024 --tensor-model-parallel-size 2\"\ntorchrun --nproc_per_node 8 pretrain_gpt.py ${ARGS} " + model + "\n");
@@ -2429,7 +2432,20 @@ TEST(MindSpeedLlm, AscendDeviceMoePatternAndUnevenStages) {
   refused("--num-layer-list 3,4", "--num-layer-list");
   refused("--num-layer-list 2,6 --num-layers-per-virtual-pipeline-stage 2", "same number of chunks");
   refused("--moe-layer-freq ([0]*2+[1]*6) --first-k-dense-replace 3", "--first-k-dense-replace");
-  refused("--moe-layer-freq 2", "--moe-layer-freq");
+  refused("--moe-layer-freq ([0]*2+[1]*5)", "states 7 layers");
+  refused("--moe-layer-freq [0,2]*4", "other than 0 or 1");
+  refused("--moe-layer-freq ([0,1]*4", "')' expected");
+  refused("--moe-layer-freq 0", "--moe-layer-freq");
+  refused("--moe-layer-freq [0]*8", "no layer MoE");
+  // Megatron-Core's other forms (gpt_layer_specs.py get_moe_layer_pattern): an int N makes layer i MoE when
+  // i % N == 0; a list expression states every layer.
+  auto moe_layers = [&](const std::string& freq) {
+    const config::Loaded loaded = config::read_text(head + launch + "--moe-layer-freq " + freq + "\n", "freq.sh", config::Format::Megatron);
+    return loaded.model_config.value("moe_layers", std::vector<long long>{});
+  };
+  EXPECT_EQ(moe_layers("2"), (std::vector<long long>{0, 2, 4, 6}));
+  EXPECT_EQ(moe_layers("([0,1]*4)"), (std::vector<long long>{1, 3, 5, 7}));
+  EXPECT_EQ(moe_layers("'[1]+2*([0]+[1])+[1,0,1]'"), (std::vector<long long>{0, 2, 4, 5, 7}));
   refused("--noop-layers 7,8", "--noop-layers");
   refused("--noop-layers 3,3", "--noop-layers");
 }

@@ -143,7 +143,7 @@ void emit_plan(const From& from, const app::JobRequest& job, const plan::Layout&
   p.param_bytes = job.training.param_bytes;
   p.defer_grad_sync = job.training.defer_grad_sync;
   p.memory_limit_gib = job.memory_limit_gib;
-  p.model = x.model.spec;
+  config::set_model(p, x.model);
   // A model a framework config defines inline travels with the plan; a config.json is named by its path.
   if (!from.loaded || from.loaded->format != config::Format::HuggingFace) p.model_config = job.model_config;
   const config::Loaded* original = from.loaded ? &*from.loaded : nullptr;

@@ -12,6 +12,7 @@
 #include "config/internal.hpp"
 #include "core/error.hpp"
 #include "core/files.hpp"
+#include "model/family.hpp"
 #include "model/model_spec.hpp"
 
 namespace sapp::config {
@@ -854,6 +855,14 @@ void check_training_expressible(EmitFormat format, const Loaded* original, bool 
 
 void check_model_expressible(EmitFormat format, const Loaded* original, const model::ModelSpec& spec, const std::string& model_name) {
   if (format == EmitFormat::Torchtitan && (original == nullptr || original->format != Format::Torchtitan)) (void)detail::torchtitan_model(&spec, model_name);
+}
+
+void set_model(Plan& plan, const model::Model& model) {
+  plan.model = model.spec;
+  if (!plan.model->qk_norm) plan.model->qk_norm = model::body_fact(model, "qk_norm").value_or(0) != 0;
+  plan.qkv_bias = model::body_fact(model, "qkv_bias").value_or(0) != 0;
+  plan.linear_bias = plan.qkv_bias && model::body_fact(model, "o_bias").value_or(0) != 0 && model::body_fact(model, "mlp_bias").value_or(0) != 0;
+  plan.dropout = model::body_fact(model, "dropout").value_or(0) != 0 ? model.spec.dropout.value_or(0.1) : 0.0;
 }
 
 std::string emit(EmitFormat format, const Plan& plan, const Loaded* original, const std::string& model_name, std::vector<std::string>* notes) {

@@ -20,6 +20,10 @@
 #include "model/model_spec.hpp"
 #include "plan/split.hpp"
 
+namespace sapp::model {
+struct Model;
+}  // namespace sapp::model
+
 namespace sapp::config {
 
 enum class Format { HuggingFace, HyperParallel, MindFormers, Megatron, Torchtitan, AutoModel, ReferenceSearch, Sapp };
@@ -118,6 +122,9 @@ struct Plan {
   bool defer_grad_sync = false;  // gradients accumulated unsharded, reduced once per step (plan::Training::defer_grad_sync)
   double memory_limit_gib = 0;
   std::optional<model::ModelSpec> model;  // written out when there is no original file to edit
+  bool qkv_bias = false;                  // the model's q, k, v projections carry biases, as priced
+  bool linear_bias = false;               // and its output projection and MLP too (GPT-3's biases everywhere)
+  double dropout = 0;                     // the model's dropout probability, as priced (0: none)
   nlohmann::json model_config;            // a model a framework config defined inline (HuggingFace keys); null: named
 };
 
@@ -153,6 +160,9 @@ Expressible expressible(EmitFormat format, const Loaded* original);
 // with only the keys sapp owns changed, comments and every other key kept; without, a minimal file that
 // names the model as `model_name` states it.
 // `notes`, when given, receives what the format cannot state of the plan and how it was written instead.
+// The model a plan writes out, with what its family implies and its config left unsaid (Qwen3's QK norm, Qwen2's
+// q, k, v biases, GPT-3's biases and dropout), so a written file states the model as priced.
+void set_model(Plan& plan, const model::Model& model);
 std::string emit(EmitFormat format, const Plan& plan, const Loaded* original, const std::string& model_name, std::vector<std::string>* notes = nullptr);
 
 // Megatron-LM flag names, bundled as data with their source (data/formats/megatron-flags.txt): core_v0.14.0's

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <functional>
 #include <limits>
 #include <map>
 #include <numeric>
@@ -28,6 +29,7 @@ namespace {
 struct Shell {
   std::map<std::string, std::vector<std::string>> vars;  // scalars are one-item lists
   std::vector<std::vector<std::string>> commands;        // non-assignment commands, expanded
+  std::vector<std::string> assigned;                     // variable names, in the order first assigned
   std::vector<std::string> warnings;                     // what the script does that sapp read only in part
 };
 
@@ -443,6 +445,7 @@ Shell run_shell(const std::string& text, const std::string& file) {
       std::string value = m[4];
       if (!value.empty() && value[0] == '(') {
         pending_array = name;
+        if (!sh.vars.count(name)) sh.assigned.push_back(name);
         array_items.clear();
         std::string rest = value.substr(1);
         // one-line array: NAME=(a b c)
@@ -464,6 +467,7 @@ Shell run_shell(const std::string& text, const std::string& file) {
         // only if a flag sapp reads needs it.
         joined = "${" + name + "}";
       }
+      if (!sh.vars.count(name)) sh.assigned.push_back(name);
       sh.vars[name] = {joined};
       continue;
     }
@@ -653,6 +657,135 @@ plan::ChunkCounts parse_layout(const std::string& text, int pp, long long layers
   return out;
 }
 
+// The model's MoE layers as --moe-layer-freq states them (moe_layer_pattern reads it back): none when every layer
+// is MoE; "([0]*k+[1]*n)" for k dense layers first; the shortest repeating unit times its count ("([0,1]*24)",
+// Llama 4 Maverick's alternation); else the runs one after another.
+std::optional<std::string> moe_layer_freq_text(const model::ModelSpec& m) {
+  std::vector<int> pattern;
+  for (model::Count i = 0; i < m.num_layers; ++i) pattern.push_back(m.routes_layer(i) ? 1 : 0);
+  if (std::ranges::all_of(pattern, [](int x) { return x == 1; })) return std::nullopt;
+  const std::size_t n = pattern.size();
+  std::vector<std::pair<int, std::size_t>> runs;
+  for (int x : pattern) {
+    if (runs.empty() || runs.back().first != x) runs.emplace_back(x, 0);
+    ++runs.back().second;
+  }
+  if (runs.size() > 2 || runs.front().first != 0) {
+    for (std::size_t period = 1; period <= n / 2; ++period) {
+      if (n % period != 0) continue;
+      bool repeats = true;
+      for (std::size_t i = period; i < n && repeats; ++i) repeats = pattern[i] == pattern[i - period];
+      if (repeats) return fmt::format("([{}]*{})", fmt::join(pattern.begin(), pattern.begin() + static_cast<std::ptrdiff_t>(period), ","), n / period);
+    }
+  }
+  std::vector<std::string> terms;
+  for (const auto& [x, count] : runs) terms.push_back(fmt::format("[{}]*{}", x, count));
+  return fmt::format("({})", fmt::join(terms, "+"));
+}
+
+// Counts one level of nesting for as long as it lives.
+struct DepthGuard {
+  int& depth;
+  explicit DepthGuard(int& d) : depth(d) { ++depth; }
+  ~DepthGuard() { --depth; }
+  DepthGuard(const DepthGuard&) = delete;
+  DepthGuard& operator=(const DepthGuard&) = delete;
+  DepthGuard(DepthGuard&&) = delete;
+  DepthGuard& operator=(DepthGuard&&) = delete;
+};
+
+// Megatron-Core's --moe-layer-freq as one entry per layer (1: MoE, 0: dense), as get_moe_layer_pattern reads it
+// (megatron/core/models/gpt/gpt_layer_specs.py at core_v0.17.1): an int N makes layer i MoE when i % N == 0 (Python's
+// modulo, whose zero test ignores the sign); any other value is a Python list expression that Megatron-LM evaluates
+// (arguments.py moe_freq_type), e.g. "([0]*3+[1]*58)" or "([0,1]*24)": sums of list literals and parenthesised
+// expressions, each repeated by "*n" or "n*". Its length must be the layer count.
+std::vector<int> moe_layer_pattern(const std::string& written, long long layers, const std::string& where) {
+  std::string text;
+  for (char c : written)
+    if (c != ' ' && c != '"' && c != '\'') text += c;
+  if (auto n = whole_number(text)) {
+    if (*n == 0) fail(where, "0 is not a layer frequency");
+    std::vector<int> out(static_cast<std::size_t>(layers));
+    for (long long i = 0; i < layers; ++i) out[static_cast<std::size_t>(i)] = i % *n == 0 ? 1 : 0;
+    return out;
+  }
+  constexpr std::size_t kLongest = 1000000;
+  std::size_t pos = 0;
+  auto refuse = [&](const char* what) -> void {
+    fail(where,
+         "'{}' is not a layer pattern sapp reads ({} at character {}): an int N, or sums of lists of 0 and 1 such as [0]*3+[1]*58 "
+         "or [0,1]*24",
+         written, what, pos + 1);
+  };
+  auto number = [&]() -> long long {
+    std::size_t end = pos;
+    while (end < text.size() && std::isdigit(static_cast<unsigned char>(text[end])) != 0) ++end;
+    if (end == pos || end - pos > 7) refuse("a count expected");
+    const long long n = std::stoll(text.substr(pos, end - pos));
+    pos = end;
+    return n;
+  };
+  auto repeat = [&](std::vector<int> items, long long n) {
+    if (n > 0 && items.size() * static_cast<std::size_t>(n) > kLongest) refuse("more than a million layers");
+    std::vector<int> out;
+    for (long long i = 0; i < n; ++i) out.insert(out.end(), items.begin(), items.end());
+    return out;
+  };
+  std::function<std::vector<int>()> sum;
+  std::function<std::vector<int>()> factor;
+  int depth = 0;
+  factor = [&]() -> std::vector<int> {
+    if (pos >= text.size()) refuse("the text ends");
+    if (depth > 64) refuse("nesting deeper than 64");
+    const DepthGuard guard(depth);
+    if (std::isdigit(static_cast<unsigned char>(text[pos])) != 0) {  // n*[...]
+      const long long n = number();
+      if (pos >= text.size() || text[pos] != '*') refuse("'*' expected");
+      ++pos;
+      return repeat(factor(), n);
+    }
+    std::vector<int> items;
+    if (text[pos] == '(') {
+      ++pos;
+      items = sum();
+      if (pos >= text.size() || text[pos] != ')') refuse("')' expected");
+      ++pos;
+    } else if (text[pos] == '[') {
+      ++pos;
+      while (pos < text.size() && text[pos] != ']') {
+        const long long x = number();
+        if (x > 1) refuse("an entry other than 0 or 1");
+        items.push_back(static_cast<int>(x));
+        if (pos < text.size() && text[pos] == ',') ++pos;
+      }
+      if (pos >= text.size()) refuse("']' expected");
+      ++pos;
+    } else {
+      refuse("'[' or '(' expected");
+    }
+    while (pos < text.size() && text[pos] == '*') {
+      ++pos;
+      items = repeat(std::move(items), number());
+    }
+    return items;
+  };
+  sum = [&]() {
+    std::vector<int> out = factor();
+    while (pos < text.size() && text[pos] == '+') {
+      ++pos;
+      std::vector<int> more = factor();
+      if (out.size() + more.size() > kLongest) refuse("more than a million layers");
+      out.insert(out.end(), more.begin(), more.end());
+    }
+    return out;
+  };
+  std::vector<int> out = sum();
+  if (pos != text.size()) refuse("unexpected text");
+  if (static_cast<long long>(out.size()) != layers) fail(where, "'{}' states {} layers, but --num-layers is {}", written, out.size(), layers);
+  if (std::ranges::find(out, 1) == out.end()) fail(where, "'{}' makes no layer MoE; drop --num-experts for a dense model", written);
+  return out;
+}
+
 // Per-stage layer counts as a split: each stage's layers in VPP equal chunks.
 plan::StageSplit even_chunks(const std::vector<long long>& per_stage, long long vpp, const std::string& where) {
   plan::StageSplit split;
@@ -757,6 +890,40 @@ Loaded read_megatron(const std::string& text, const std::string& file) {
   Loaded out;
   auto set = setter(out);
   out.warnings = sh.warnings;
+  // A model-config script that a launcher sources (Megatron-LM's examples/post_training/modelopt/conf/*.sh and
+  // examples/rl/model_configs/*.sh at core_v0.17.1: MODEL_ARGS="--num-layers 36 ...") runs no command with its
+  // flags. Then the flags are read from every variable holding one, in the order the variables were first assigned
+  // (a flag stated twice: the later wins, as on a command line joining them), and that is said.
+  if (a.order.empty()) {
+    Shell sourced;
+    std::vector<std::string> holders;
+    for (const std::string& name : sh.assigned) {
+      std::vector<std::string> words;
+      for (const std::string& item : sh.vars.at(name)) {
+        std::stringstream is(item);
+        for (std::string w; is >> w;) words.push_back(w);
+      }
+      if (std::ranges::none_of(words, [](const std::string& w) { return w.size() > 2 && w.rfind("--", 0) == 0; })) continue;
+      sourced.commands.push_back(std::move(words));
+      holders.push_back(name);
+    }
+    if (!holders.empty()) {
+      // Megatron-LM's modelopt launchers (examples/post_training/modelopt/finetune.sh ...) pass the tokenizer the
+      // sourced config names: --tokenizer-model ${TOKENIZER_MODEL}.
+      std::string tokenizer;
+      if (auto it = sh.vars.find("TOKENIZER_MODEL"); it != sh.vars.end() && it->second.size() == 1 && it->second.front().find('$') == std::string::npos)
+        tokenizer = it->second.front();
+      a = parse_args(sourced, file);
+      std::string added;
+      if (!tokenizer.empty() && !a.flags.count("--tokenizer-model")) {
+        a.flags["--tokenizer-model"] = {tokenizer};
+        a.order.emplace_back("--tokenizer-model");
+        added = fmt::format(", and --tokenizer-model {} from TOKENIZER_MODEL, as Megatron-LM's modelopt launchers pass it", tokenizer);
+      }
+      out.warnings.push_back(
+          fmt::format("runs no command with Megatron flags: read them from the variables {} (a script a launcher sources){}", fmt::join(holders, ", "), added));
+    }
+  }
   // A checkpoint conversion (MindSpeed-LLM's convert_ckpt*.py, Megatron-LM's tools/checkpoint/convert.py) states some
   // model flags and its target degrees (--target-tensor-parallel-size ...) but trains nothing: a script launching one
   // and no training program (a name with "train" or "tune") is refused, naming it.
@@ -993,27 +1160,26 @@ Loaded read_megatron(const std::string& text, const std::string& file) {
       if (auto w = a.whole("--moe-shared-expert-intermediate-size")) m["shared_expert_intermediate_size"] = *w;
       if (auto n = a.whole("--n-shared-experts", 0)) m["n_shared_experts"] = *n;
       // Which layers are MoE. Megatron-Core: an int N makes layer i MoE when i % N == 0 (Python's modulo: 1 and
-      // -1 both mean every layer), a list expression states each layer. MindSpeed-LLM's --first-k-dense-replace k
-      // (mindspeed_llm/core/transformer/transformer_block.py) makes layers i < k dense on top of that (k <= 0: none).
+      // -1 both mean every layer), a list expression states each layer (moe_layer_pattern). MindSpeed-LLM's
+      // --first-k-dense-replace k (mindspeed_llm/core/transformer/transformer_block.py) makes layers i < k dense on
+      // top of that (k <= 0: none).
       long long dense_first = 0;
-      std::string pattern_from;
+      std::vector<long long> routed;  // the MoE layers' indices, where the pattern is not k dense layers first
       if (auto freq = a.value("--moe-layer-freq")) {
-        static const std::regex dense_first_list(R"(^\(?\[0\]\*(\d+)\+\[1\]\*(\d+)\)?$)");
-        std::smatch mm;
-        if (*freq == "1" || *freq == "-1") {
-        } else if (std::regex_match(*freq, mm, dense_first_list)) {
-          dense_first = std::stoll(mm[1]);
-          pattern_from = "--moe-layer-freq";
-          if (std::stoll(mm[1]) + std::stoll(mm[2]) != *layers)
-            fail(at(file, "--moe-layer-freq"), "'{}' covers {} layers, but --num-layers is {}", *freq, std::stoll(mm[1]) + std::stoll(mm[2]), *layers);
+        const std::vector<int> pattern = moe_layer_pattern(*freq, *layers, at(file, "--moe-layer-freq"));
+        const auto leading = static_cast<long long>(std::distance(pattern.begin(), std::ranges::find(pattern, 1)));
+        if (std::all_of(pattern.begin() + leading, pattern.end(), [](int x) { return x == 1; })) {
+          dense_first = leading;
         } else {
-          fail(at(file, "--moe-layer-freq"), "'{}' is not priced: sapp reads 1 or -1 (every layer MoE) or [0]*k+[1]*n (k dense layers first)", *freq);
+          for (long long i = 0; i < *layers; ++i)
+            if (pattern[static_cast<std::size_t>(i)] == 1) routed.push_back(i);
+          m["moe_layers"] = routed;
         }
       }
       if (auto stated = a.whole("--first-k-dense-replace", -(1LL << 40))) {
         const long long k = *stated;
         if (k >= *layers) fail(at(file, "--first-k-dense-replace"), "{} dense layers leave no MoE layer of --num-layers {}", k, *layers);
-        if (k > 0 && !pattern_from.empty() && k != dense_first)
+        if (k > 0 && dense_first > 0 && k != dense_first)
           fail(at(file, "--first-k-dense-replace"), "{} dense layers, but --moe-layer-freq states {}", k, dense_first);
         dense_first = std::max(dense_first, k);
       }
@@ -1062,7 +1228,10 @@ Loaded read_megatron(const std::string& text, const std::string& file) {
                       : moe      ? (qk_norm ? "qwen3_moe" : "mixtral")
                       : qk_norm  ? "qwen3"
                       : qkv_bias ? "qwen2"
-                                 : (swiglu ? "llama" : "gpt3");
+                      : swiglu   ? "llama"
+                      // An ungated squared-ReLU MLP without biases: Nemotron-3 / Nemotron-4 (NeMo's NemotronConfig).
+                      : (no_bias && a.flags.count("--squared-relu") > 0) ? "nemotron"
+                                                                         : "gpt3";
     // Megatron-Core's hybrid stacks (pretrain_mamba.py; Nemotron-H, Nemotron 3): each symbol of the pattern is a layer
     // of its own, Mamba-2 (M), attention (*), MLP (-) or MoE (E): read as the nemotron_h family with Megatron-Core's
     // MambaMixer defaults (--mamba-head-dim 64, --mamba-num-groups 8, --mamba-state-dim 128, heads 2 x hidden / head
@@ -1168,17 +1337,33 @@ Loaded read_megatron(const std::string& text, const std::string& file) {
     if (!no_bias && (swiglu || gated_gelu || mla || moe))
       out.warnings.push_back("linear layers keep Megatron's default biases (no --disable-bias-linear); sapp prices the family's biases");
     if (a.on("--squared-relu")) m["hidden_act"] = "relu2";  // an ungated MLP (MindSpeed-LLM's PLM, Nemotron)
+    // Dropout: Megatron-LM runs 0.1 after attention and on the hidden state unless told otherwise (arguments.py
+    // --attention-dropout / --hidden-dropout at core_v0.14.0, TransformerConfig's defaults at core_v0.17.1).
     for (const auto& [flag, key] : {std::pair{"--attention-dropout", "attention_dropout"}, std::pair{"--hidden-dropout", "hidden_dropout"}}) {
-      if (auto drop = a.value(flag)) {
-        const auto p = real_number(*drop);
-        if (!p || *p < 0 || *p > 1) fail(at(file, flag), "'{}' is not a dropout probability", *drop);
-        m[key] = *p;
-      }
+      const auto drop = a.value(flag);
+      const auto p = drop ? real_number(*drop) : std::optional<double>(0.1);
+      if (!p || *p < 0 || *p > 1) fail(at(file, flag), "'{}' is not a dropout probability", *drop);
+      m[key] = *p;
+    }
+    if (!a.flags.count("--attention-dropout") && !a.flags.count("--hidden-dropout"))
+      out.warnings.push_back(
+          "no --attention-dropout / --hidden-dropout: Megatron-LM's default 0.1 each, whose masks are priced; state 0.0 if the run has none");
+    // Positions: Megatron-LM's default --position-embedding-type is learned_absolute, a table of
+    // --max-position-embeddings rows (the sequence length where unstated) of hidden-size weights (arguments.py at
+    // core_v0.14.0); rope, yarn, mrope and none have no weights.
+    const std::string positions = a.value("--position-embedding-type").value_or("learned_absolute");
+    if (positions == "learned_absolute") {
+      const long long rows = m.value("max_position_embeddings", a.whole("--seq-length").value_or(0));
+      if (rows > 0) m["learned_position_embeddings"] = rows;
+      if (!a.flags.count("--position-embedding-type") && (swiglu || gated_gelu || moe || mla || qk_norm))
+        out.warnings.push_back("no --position-embedding-type: Megatron-LM's learned_absolute, whose position table is priced; state rope if the model rotates");
+    } else if (positions != "rope" && positions != "yarn" && positions != "mrope" && positions != "none") {
+      fail(at(file, "--position-embedding-type"), "'{}' is not learned_absolute, rope, yarn, mrope or none", positions);
     }
     out.model_config = m;
     set("model", file, "--num-layers, --hidden-size, ...");
-    for (const char* f : {"--normalization", "--position-embedding-type", "--rotary-base", "--rotary-percent", "--norm-epsilon", "--use-mcore-models",
-                          "--make-vocab-size-divisible-by", "--moe-router-score-function", "--moe-router-num-groups", "--moe-router-group-topk"})
+    for (const char* f : {"--normalization", "--rotary-base", "--rotary-percent", "--norm-epsilon", "--use-mcore-models", "--make-vocab-size-divisible-by",
+                          "--moe-router-score-function", "--moe-router-num-groups", "--moe-router-group-topk"})
       a.used.insert(f);
   }
 
@@ -1804,7 +1989,9 @@ std::string emit_megatron(const Plan& plan, const Loaded* original, const std::s
       }
       if (m.head_dim) ed.lines.push_back(fmt::format("--kv-channels {}", *m.head_dim));
       ed.lines.push_back(fmt::format("--vocab-size {}", m.vocab_size));
-      ed.lines.push_back(fmt::format("--max-position-embeddings {}", std::max<long long>(plan.seq, m.max_position_embeddings.value_or(plan.seq))));
+      ed.lines.push_back(fmt::format("--max-position-embeddings {}",
+                                     std::max<long long>(plan.seq, m.learned_position_embeddings.value_or(m.max_position_embeddings.value_or(plan.seq)))));
+      ed.lines.push_back(fmt::format("--position-embedding-type {}", m.learned_position_embeddings ? "learned_absolute" : hybrid_stack ? "none" : "rope"));
       // The MLP's activation: squared ReLU ungated (Nemotron's relu2), GPT-2/3's plain GeLU (Megatron's default),
       // else SwiGLU (a relu2 model had been written gated: more weights than it has).
       const std::string act = m.hidden_act.value_or("silu");
@@ -1823,15 +2010,18 @@ std::string emit_megatron(const Plan& plan, const Loaded* original, const std::s
           ed.lines.push_back(fmt::format("--mamba-state-dim {}", m.linear->key_head_dim));
         }
       }
-      ed.lines.emplace_back("--disable-bias-linear");
+      // Megatron's linear layers carry biases unless --disable-bias-linear; --add-qkv-bias puts the q, k, v ones back.
+      if (!plan.linear_bias) {
+        ed.lines.emplace_back("--disable-bias-linear");
+        if (plan.qkv_bias) ed.lines.emplace_back("--add-qkv-bias");
+      }
       if (!m.tie_word_embeddings) ed.lines.emplace_back("--untie-embeddings-and-output-weights");
       if (m.is_moe()) {
         ed.lines.push_back(fmt::format("--num-experts {}", *m.num_experts));
         ed.lines.push_back(fmt::format("--moe-router-topk {}", m.experts_per_token.value_or(1)));
         ed.lines.push_back(fmt::format("--moe-ffn-hidden-size {}", m.routed_expert_width()));
         if (m.shared_expert_width() > 0) ed.lines.push_back(fmt::format("--moe-shared-expert-intermediate-size {}", m.shared_expert_width()));
-        if (m.first_k_dense.value_or(0) > 0)
-          ed.lines.push_back(fmt::format("--moe-layer-freq ([0]*{}+[1]*{})", *m.first_k_dense, m.num_layers - *m.first_k_dense));
+        if (auto freq = moe_layer_freq_text(m)) ed.lines.push_back("--moe-layer-freq " + *freq);
       }
       if (m.is_mla()) {
         ed.lines.emplace_back("--multi-latent-attention");
@@ -1861,6 +2051,9 @@ std::string emit_megatron(const Plan& plan, const Loaded* original, const std::s
         ed.lines.push_back(fmt::format("--linear-value-head-dim {}", m.linear->value_head_dim));
         ed.lines.push_back(fmt::format("--linear-conv-kernel-dim {}", m.linear->conv_kernel_dim));
       }
+      // Megatron-LM's dropout defaults to 0.1 (reader: the same), so the model's is always stated.
+      ed.lines.push_back(fmt::format("--attention-dropout {}", plan.dropout));
+      ed.lines.push_back(fmt::format("--hidden-dropout {}", plan.dropout));
       if (m.mtp_depth.value_or(0) > 0) ed.lines.push_back(fmt::format("--mtp-num-layers {}", *m.mtp_depth));
       if (m.qk_norm.value_or(false)) ed.lines.emplace_back("--qk-layernorm");
     }

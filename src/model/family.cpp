@@ -415,17 +415,16 @@ ParamCounts Model::params() const {
   return c;
 }
 
-namespace {
-
-// Whether body layer i runs the routed experts: not among the first first_k_dense_replace layers, not in
-// mlp_only_layers, and on the MoE layer step ((i + 1) % step == 0, Transformers' convention).
-bool moe_layer(const ModelSpec& spec, Count i) {
-  if (i < spec.first_k_dense.value_or(0)) return false;
-  if (std::find(spec.mlp_only_layers.begin(), spec.mlp_only_layers.end(), i) != spec.mlp_only_layers.end()) return false;
-  return (i + 1) % spec.moe_layer_step.value_or(1) == 0;
+std::optional<double> body_fact(const Model& m, const std::string& name) {
+  if (!m.records) return std::nullopt;
+  const int index = m.records->symbols.find(name);
+  for (const BoundKind& k : m.kinds) {
+    if (k.vision) continue;
+    if (index < 0 || !k.env.has(index)) return std::nullopt;
+    return k.env.get(index).as_double();
+  }
+  return std::nullopt;
 }
-
-}  // namespace
 
 Model resolve(const ModelSpec& spec, std::shared_ptr<const OpRecords> shared_records, const std::vector<Profile>& profiles) {
   if (!shared_records) throw std::logic_error("model::resolve: no op records");
@@ -477,7 +476,7 @@ Model resolve(const ModelSpec& spec, std::shared_ptr<const OpRecords> shared_rec
     if (p.dense_kind.empty() && (spec.first_k_dense.value_or(0) > 0 || !spec.mlp_only_layers.empty() || spec.moe_layer_step.value_or(1) > 1)) {
       fail(p.file, "the model has dense layers (first_k_dense_replace / mlp_only_layers / a MoE layer step) but the profile's stack names no dense kind");
     }
-    for (Count i = 0; i < spec.num_layers; ++i) body.push_back(moe_layer(spec, i) ? p.moe_kind : p.dense_kind);
+    for (Count i = 0; i < spec.num_layers; ++i) body.push_back(spec.routes_layer(i) ? p.moe_kind : p.dense_kind);
   } else {
     std::string kind = p.default_kind.empty() ? p.dense_kind : p.default_kind;
     if (kind.empty()) fail(at(spec.source, "layer_types"), "is required: family {} ({}) has no layer kind for a config without it", p.arch, p.file);
@@ -490,15 +489,15 @@ Model resolve(const ModelSpec& spec, std::shared_ptr<const OpRecords> shared_rec
     for (Count i = 0; i < spec.num_layers; ++i) {
       auto& name = body[static_cast<std::size_t>(i)];
       auto it = p.moe_variant.find(name);
-      if (moe_layer(spec, i) && it != p.moe_variant.end()) name = it->second;
+      if (spec.routes_layer(i) && it != p.moe_variant.end()) name = it->second;
     }
   }
   // (A hybrid pattern states each layer's FFN itself: its MoE layers are where it says.)
   for (Count i = 0; spec.is_moe() && spec.hybrid_pattern.empty() && i < spec.num_layers; ++i) {
     bool priced_moe = p.kind(body[static_cast<std::size_t>(i)])->ffn == FfnFlavour::Moe;
-    if (priced_moe != moe_layer(spec, i)) {
+    if (priced_moe != spec.routes_layer(i)) {
       fail(at(spec.source, "mlp_only_layers / first_k_dense_replace / decoder_sparse_step"), "make layer {} {}, but op profile {} can only price it {}", i,
-           moe_layer(spec, i) ? "MoE" : "dense", p.arch, priced_moe ? "as MoE" : "as dense");
+           spec.routes_layer(i) ? "MoE" : "dense", p.arch, priced_moe ? "as MoE" : "as dense");
     }
   }
   for (const auto& name : body) {

@@ -138,6 +138,9 @@ const Profile& choose_profile(const ModelSpec& spec, const std::vector<Profile>&
 // otherwise. A reader calls it when a config fails on a key: the unknown family (DBRX spells n_layers) is what to say.
 void refuse_unknown_family(const nlohmann::json& config, const std::string& file, const std::vector<Profile>& profiles);
 Model resolve(const ModelSpec& spec, std::shared_ptr<const OpRecords> records, const std::vector<Profile>& profiles);
+// A fact of the model's first language-model layer kind as priced (kFacts: qk_norm, qkv_bias, ...): the config's
+// value where it states one, else the family's default; none without such a kind or fact.
+std::optional<double> body_fact(const Model& m, const std::string& name);
 
 // Everything read from a data directory once: records and profiles. Owned by the caller; no global cache.
 struct Catalog {

@@ -14,6 +14,12 @@ namespace sapp::model {
 
 using nlohmann::json;
 
+bool ModelSpec::routes_layer(Count i) const {
+  if (!is_moe() || i < first_k_dense.value_or(0)) return false;
+  if (std::find(mlp_only_layers.begin(), mlp_only_layers.end(), i) != mlp_only_layers.end()) return false;
+  return (i + 1) % moe_layer_step.value_or(1) == 0;
+}
+
 Count ModelSpec::shared_expert_width() const {
   if (shared_expert_intermediate_size) return *shared_expert_intermediate_size;
   if (num_shared_experts.value_or(0) > 0) return *num_shared_experts * routed_expert_width();

@@ -139,6 +139,9 @@ struct ModelSpec {
   [[nodiscard]] Count effective_head_dim() const { return head_dim.value_or(hidden_size / num_heads); }
   [[nodiscard]] bool is_moe() const { return num_experts.value_or(0) > 1; }
   [[nodiscard]] bool is_mla() const { return kv_lora_rank.value_or(0) > 0; }
+  // Whether body layer i runs the routed experts: a MoE model's layer not among the first first_k_dense_replace,
+  // not in mlp_only_layers, and on the MoE layer step ((i + 1) % step == 0, Transformers' convention).
+  [[nodiscard]] bool routes_layer(Count i) const;
   [[nodiscard]] Count routed_expert_width() const { return moe_intermediate_size.value_or(intermediate_size.value_or(0)); }
   // Total width of the shared expert(s): Qwen states one shared expert's whole width, DeepSeek a count of
   // routed-width experts. Never a floor division of one by the other (a reference defect).
