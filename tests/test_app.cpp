@@ -333,28 +333,64 @@ TEST_P(EmitReadBack, TheWrittenConfigIsPricedAsTheSearchPricedIt) {
 
 INSTANTIATE_TEST_SUITE_P(Formats, EmitReadBack, ::testing::Values("megatron", "mindformers", "hyperparallel", "torchtitan", "automodel"));
 
-// A Megatron script written for a bundled model states the model as it was priced, so the script reads back at the
-// same step and peak: Llama 4 Maverick's alternating MoE layers (--moe-layer-freq ([0,1]*24); written as nothing
-// before, read back with every layer MoE), DeepSeek-V3's dense layers first, Qwen3's QK norm and Qwen2.5's q, k, v
-// biases (family facts its config.json does not state), Nemotron-3's bias-free squared-ReLU MLP (read back as GPT-3's
-// before), GPT-3's biases, dropout and learned positions, and Megatron-LM's defaults where a flag is missing
-// (dropout 0.1, learned absolute positions), which the script now states either way.
-TEST(EmitMegatron, BundledModelsReadBackAsPriced) {
-  const std::string file = test::temp_dir() + "/model.sh";
-  for (const std::string model : {"llama4-maverick", "deepseek-v3", "qwen3-8b", "qwen2.5-7b", "nemotron-3-8b", "gpt3-5b", "seed-oss-36b", "llama3-8b"}) {
-    const std::string ep = model == "llama4-maverick" || model == "deepseek-v3" ? " --ep 4" : "";
-    const std::string job = "--devices 64 --global-batch 256 --seq 2048";
-    auto r = run_sapp("estimate --model " + model + " " + job + " --tp 2 --pp 2" + ep + " -f json --emit megatron -o " + file);
-    ASSERT_TRUE(r.status == 0 || r.status == 3) << model << "\n" << r.err;
-    const nlohmann::json priced = nlohmann::json::parse(r.out);
-    auto back = run_sapp("estimate --from " + file + " --devices 64 -f json");
-    ASSERT_EQ(back.status, r.status) << model << "\n" << back.err << io::read_text(file);
-    const nlohmann::json read = nlohmann::json::parse(back.out);
-    const double step = priced["step_time_s"].get<double>();
-    const double peak = priced["peak_memory_bytes"].get<double>();
-    EXPECT_NEAR(read["step_time_s"].get<double>(), step, 1e-9 * step) << model << "\n" << io::read_text(file);
-    EXPECT_NEAR(read["peak_memory_bytes"].get<double>(), peak, 1e-9 * peak) << model << "\n" << io::read_text(file);
+// A new file written for a bundled model states the model as it was priced, so it reads back at the same step and
+// peak. Megatron: Llama 4 Maverick's alternating MoE layers (--moe-layer-freq ([0,1]*24); written as nothing before,
+// read back with every layer MoE), DeepSeek-V3's dense layers first, Qwen3's QK norm and Qwen2.5's q, k, v biases
+// (family facts its config.json does not state), Nemotron-3's bias-free squared-ReLU MLP (read back as GPT-3's
+// before), GPT-3's biases, dropout and learned positions, and Megatron-LM's defaults where a flag is missing (dropout
+// 0.1, learned absolute positions), which the script now states either way. MindFormers: the HuggingFace keys of
+// windowed, chunked and linear attention, dense layers between MoE layers, biases, QK norm and dropout, which
+// MindFormers lays over a config.json (Gemma 2, GPT-OSS, Phi-3 and Qwen3-Next were refused on reading back, Llama 4
+// Scout and Seed-OSS read back 1-3 % lighter), and the sequence length (model_config.seq_length was never written:
+// the file's, or MindFormers' default, ran).
+TEST(EmitNewFile, BundledModelsReadBackAsPriced) {
+  struct Case {
+    std::string format, extra;
+    std::vector<std::string> models;
+  };
+  for (const Case& c :
+       {Case{"megatron", "", {"llama4-maverick", "deepseek-v3", "qwen3-8b", "qwen2.5-7b", "nemotron-3-8b", "gpt3-5b", "seed-oss-36b", "llama3-8b"}},
+        Case{"mindformers", " --zero 3", {"gemma2-9b", "gpt-oss-20b", "phi3-mini-4k", "llama4-scout", "qwen3-next-80b-a3b", "seed-oss-36b"}}}) {
+    const std::string file = test::temp_dir() + "/model." + c.format;
+    for (const std::string& model : c.models) {
+      const bool moe =
+          model == "llama4-maverick" || model == "deepseek-v3" || model == "gpt-oss-20b" || model == "llama4-scout" || model == "qwen3-next-80b-a3b";
+      const std::string job = "--devices 64 --global-batch 256 --seq 2048 --tp 2 --pp 2" + std::string(moe ? " --ep 4" : "") + c.extra;
+      auto r = run_sapp("estimate --model " + model + " " + job + " -f json --emit " + c.format + " -o " + file);
+      ASSERT_TRUE(r.status == 0 || r.status == 3) << model << "\n" << r.err;
+      const nlohmann::json priced = nlohmann::json::parse(r.out);
+      auto back = run_sapp("estimate --from " + file + " --devices 64 --hardware h100-sxm -f json");
+      ASSERT_EQ(back.status, r.status) << c.format << " " << model << "\n" << back.err << io::read_text(file);
+      const nlohmann::json read = nlohmann::json::parse(back.out);
+      const double step = priced["step_time_s"].get<double>();
+      const double peak = priced["peak_memory_bytes"].get<double>();
+      EXPECT_NEAR(read["step_time_s"].get<double>(), step, 1e-9 * step) << c.format << " " << model << "\n" << io::read_text(file);
+      EXPECT_NEAR(read["peak_memory_bytes"].get<double>(), peak, 1e-9 * peak) << c.format << " " << model << "\n" << io::read_text(file);
+    }
   }
+}
+
+// What a new file cannot state is refused before the search, and no file is left: a vision tower in a Megatron
+// script or a MindFormers config (Qwen2.5-VL read back 0.7 B parameters short, without its tower), or in AutoModel's
+// per-stage module names under PP. torchtitan's flavours have no MTP: written with a warning saying so.
+TEST(EmitNewFile, WhatTheFormatCannotStateIsRefusedOrSaid) {
+  const std::string dir = test::temp_dir();
+  for (const std::string format : {"megatron", "mindformers"}) {
+    const std::string file = dir + "/vl." + format;
+    auto r = run_sapp("search --model qwen2.5-vl-7b --devices 16 --global-batch 64 --zero 3 -q --emit " + format + " -o " + file);
+    EXPECT_EQ(r.status, 1) << format << "\n" << r.err;
+    EXPECT_NE(r.err.find("has a vision tower"), std::string::npos) << r.err;
+    EXPECT_TRUE(r.out.empty()) << r.out;
+    EXPECT_FALSE(std::filesystem::exists(file)) << format;
+  }
+  auto pp = run_sapp("estimate --model qwen2.5-vl-7b --devices 16 --global-batch 64 --pp 2 --zero 3 --emit automodel -o " + dir + "/vl.yaml");
+  EXPECT_EQ(pp.status, 1) << pp.err;
+  EXPECT_NE(pp.err.find("vision tower"), std::string::npos) << pp.err;
+  EXPECT_FALSE(std::filesystem::exists(dir + "/vl.yaml"));
+  auto mtp =
+      run_sapp("estimate --model deepseek-v3 --devices 256 --global-batch 512 --tp 2 --sp --pp 8 --ep 8 --zero 3 --emit torchtitan -o " + dir + "/v3.toml");
+  EXPECT_TRUE(mtp.status == 0 || mtp.status == 3) << mtp.err;
+  EXPECT_NE(mtp.err.find("has no multi-token prediction"), std::string::npos) << mtp.err;
 }
 
 // FP8 plans too, in the formats that state FP8 (MindFormers and HyperParallel refuse it): Megatron's --fp8-format,

@@ -73,9 +73,9 @@ void check_emit_training(const Request& request, const From& from) {
   } catch (const Error& e) {
     throw app::UsageError(e.what());
   }
-  // A model the target cannot name (a new torchtitan TOML without a flavour for it); the job is loaded for it only
-  // where a format names models that way.
-  if (format == config::EmitFormat::Torchtitan) config::check_model_expressible(format, original, app::load(request.job).model.spec, request.job.model);
+  // A model a new file cannot state (a torchtitan TOML without a flavour for it, a vision tower in a Megatron script
+  // or a MindFormers config), refused before the search.
+  config::check_model_expressible(format, original, app::load(request.job).model.spec, request.job.model);
 }
 
 // The request filled from --from and the command line, then refused if --emit cannot write its training.

@@ -475,6 +475,11 @@ std::string emit_automodel(const Plan& plan, const Loaded* original, const std::
   edits.emplace_back("step_scheduler.global_batch_size", std::to_string(plan.global_batch));
   edits.emplace_back("step_scheduler.local_batch_size", std::to_string(l.pp > 1 ? plan.global_batch / (1LL * l.dp * plan.pipeline_runs) : l.mbs));
   edits.emplace_back("dataset.seq_len", std::to_string(plan.seq));
+  if (l.pp > 1 && plan.model && plan.model->vision)
+    fail("--emit automodel",
+         "PP {}: {}'s vision tower is placed on the pipeline's first stages in sapp's split, which AutoModel's module names per stage "
+         "(model.layers.N) do not state; price it with --pp 1, or write hyperparallel",
+         l.pp, model_name);
   if (l.pp > 1) {
     edits.emplace_back(keys.pipeline + ".pp_schedule", plan.dualpipe_v ? "dualpipev" : l.vpp > 1 ? "interleaved1f1b" : "1f1b");
     edits.emplace_back(keys.pipeline + ".pp_microbatch_size", std::to_string(l.mbs));

@@ -854,7 +854,17 @@ void check_training_expressible(EmitFormat format, const Loaded* original, bool 
 }
 
 void check_model_expressible(EmitFormat format, const Loaded* original, const model::ModelSpec& spec, const std::string& model_name) {
-  if (format == EmitFormat::Torchtitan && (original == nullptr || original->format != Format::Torchtitan)) (void)detail::torchtitan_model(&spec, model_name);
+  if (original != nullptr && original->format == format_of(format)) return;  // the file's own model is kept
+  if (format == EmitFormat::Torchtitan) (void)detail::torchtitan_model(&spec, model_name);
+  // A new file states the model: refused where the format cannot state all of it, never written as another model.
+  const std::string where = fmt::format("--emit {}", to_string(format_of(format)));
+  if (spec.vision && (format == EmitFormat::Megatron || format == EmitFormat::MindFormers))
+    fail(where,
+         "{} has a vision tower, which a {} written for its language model leaves out (Megatron-LM's pretrain_gpt.py and MindFormers' "
+         "model_config state the language model only): write automodel or hyperparallel",
+         model_name, format == EmitFormat::Megatron ? "script" : "config");
+  if (!spec.hybrid_pattern.empty() && format == EmitFormat::MindFormers)
+    fail(where, "{} is a hybrid Mamba-2 stack (hybrid_override_pattern), which MindFormers' model_config does not state: write megatron", model_name);
 }
 
 void set_model(Plan& plan, const model::Model& model) {
@@ -867,6 +877,7 @@ void set_model(Plan& plan, const model::Model& model) {
 
 std::string emit(EmitFormat format, const Plan& plan, const Loaded* original, const std::string& model_name, std::vector<std::string>* notes) {
   if (original != nullptr && original->format != format_of(format)) original = nullptr;
+  if (plan.model) check_model_expressible(format, original, *plan.model, model_name);
   // A plan the format cannot state is refused, never written as another (with DP 1 every ZeRO stage is ZeRO 0).
   const Expressible e = expressible(format, original);
   const plan::Layout& l = plan.layout;

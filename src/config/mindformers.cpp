@@ -214,6 +214,17 @@ json model_of(Tree& t, const std::string& file, long long& num_layers, long long
     opt({"model.model_config.n_group", "moe_config.n_group"}, "n_group", 0);
     opt({"model.model_config.topk_group", "moe_config.topk_group"}, "topk_group", 0);
   }
+  // HuggingFace keys that shape the layers, as MindFormers lays model_config over a config.json (models/build_config.py
+  // merge_model_config): read as they are.
+  for (const char* key : {"layer_types", "sliding_window", "use_sliding_window", "full_attention_interval", "sliding_window_pattern", "attention_chunk_size",
+                          "linear_num_key_heads", "linear_key_head_dim", "linear_num_value_heads", "linear_value_head_dim", "linear_conv_kernel_dim",
+                          "mlp_only_layers", "decoder_sparse_step", "hidden_dropout", "attention_dropout"}) {
+    const std::string path = std::string("model.model_config.") + key;
+    if (const json* v = t.get(path)) {
+      m[key] = *v;
+      t.use(path);
+    }
+  }
   if (auto tie = t.flag("model.model_config.tie_word_embeddings")) m["tie_word_embeddings"] = *tie;
   if (auto bias = t.flag("model.model_config.qkv_has_bias")) m["attention_bias"] = *bias;
   if (auto qk = t.flag("model.model_config.use_qk_norm")) m["qk_norm"] = *qk;
@@ -537,9 +548,6 @@ std::string emit_mindformers(const Plan& plan, const Loaded* original, const std
   if (original) {
     text = original->text;
   } else {
-    if (plan.model && !plan.model->hybrid_pattern.empty())
-      fail("--emit mindformers", "{} is a hybrid Mamba-2 stack (hybrid_override_pattern), which MindFormers' model_config does not state: write megatron",
-           model_name);
     text =
         fmt::format("# MindFormers training config for {} on {} devices, written by sapp.\nrun_mode: 'train'\nuse_parallel: True\n", model_name, plan.devices);
     if (plan.model) {
@@ -571,6 +579,23 @@ std::string emit_mindformers(const Plan& plan, const Loaded* original, const std
       }
       if (m.mtp_depth.value_or(0) > 0) text += fmt::format("    mtp_depth: {}\n", *m.mtp_depth);
       text += fmt::format("    tie_word_embeddings: {}\n", m.tie_word_embeddings ? "True" : "False");
+      if (plan.qkv_bias) text += "    qkv_has_bias: True\n";
+      if (m.qk_norm.value_or(false)) text += "    use_qk_norm: True\n";
+      if (plan.dropout > 0) text += fmt::format("    hidden_dropout: {}\n    attention_dropout: {}\n", plan.dropout, plan.dropout);
+      // What else shapes the layers, under the HuggingFace names MindFormers lays over a config.json
+      // (models/build_config.py merge_model_config), which model_of reads back (kHuggingFaceLayerKeys).
+      if (!m.layer_types.empty()) text += fmt::format("    layer_types: [{}]\n", fmt::join(m.layer_types, ", "));
+      if (m.sliding_window) text += fmt::format("    sliding_window: {}\n", *m.sliding_window);
+      if (m.attention_period) text += fmt::format("    full_attention_interval: {}\n", *m.attention_period);
+      if (m.attention_chunk) text += fmt::format("    attention_chunk_size: {}\n", *m.attention_chunk);
+      if (m.linear) {
+        text += fmt::format(
+            "    linear_num_key_heads: {}\n    linear_key_head_dim: {}\n    linear_num_value_heads: {}\n    linear_value_head_dim: {}\n    "
+            "linear_conv_kernel_dim: {}\n",
+            m.linear->num_key_heads, m.linear->key_head_dim, m.linear->num_value_heads, m.linear->value_head_dim, m.linear->conv_kernel_dim);
+      }
+      if (!m.mlp_only_layers.empty()) text += fmt::format("    mlp_only_layers: [{}]\n", fmt::join(m.mlp_only_layers, ", "));
+      if (m.moe_layer_step) text += fmt::format("    decoder_sparse_step: {}\n", *m.moe_layer_step);
     }
   }
   long long steps = plan.global_batch / (1LL * l.dp * l.mbs);
@@ -590,6 +615,7 @@ std::string emit_mindformers(const Plan& plan, const Loaded* original, const std
   if (l.tp > 1 || value_at("parallel_config.use_seq_parallel").is_null()) text = yaml_set(text, "parallel_config.use_seq_parallel", l.sp ? "True" : "False");
   if (l.cp > 1) text = yaml_set(text, "parallel_config.context_parallel_algo", l.cp_algo == plan::CpAlgo::AllToAll ? "\"ulysses_cp\"" : "\"colossalai_cp\"");
   text = yaml_set(text, "runner_config.batch_size", std::to_string(l.mbs));
+  text = yaml_set(text, "model.model_config.seq_length", std::to_string(plan.seq));
   if (l.pp > 1) {
     text = yaml_set(text, "parallel_config.micro_batch_num", std::to_string(steps));
     if (original && original->values.contains("global_batch")) text = yaml_set(text, "runner_config.gradient_accumulation_steps", "1");

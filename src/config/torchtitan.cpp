@@ -659,6 +659,12 @@ std::string emit_torchtitan(const Plan& plan, const Loaded* original, const std:
     text = original->text;
   } else {
     const auto [name, flavour] = torchtitan_model(plan.model ? &*plan.model : nullptr, model_name);
+    // torchtitan's models have no multi-token prediction (models/deepseek_v3 at v0.2.2 builds none).
+    if (plan.model && plan.model->mtp_depth.value_or(0) > 0 && notes)
+      notes->push_back(
+          fmt::format("torchtitan's {} {} has no multi-token prediction: the file trains {} without its {} MTP layer(s), which sapp priced "
+                      "(their weights, activations and time)",
+                      name, flavour, model_name, *plan.model->mtp_depth));
     text = fmt::format(
         "# torchtitan (v0.2) job config for {} on {} devices, written by sapp.\n[job]\ndescription = \"{}\"\n\n[model]\nname = \"{}\"\nflavor = \"{}\"\n",
         model_name, plan.devices, model_name, name, flavour);
