@@ -338,7 +338,9 @@ INSTANTIATE_TEST_SUITE_P(Formats, EmitReadBack, ::testing::Values("megatron", "m
 // read back with every layer MoE), DeepSeek-V3's dense layers first, Qwen3's QK norm and Qwen2.5's q, k, v biases
 // (family facts its config.json does not state), Nemotron-3's bias-free squared-ReLU MLP (read back as GPT-3's
 // before), GPT-3's biases, dropout and learned positions, and Megatron-LM's defaults where a flag is missing (dropout
-// 0.1, learned absolute positions), which the script now states either way. MindFormers: the HuggingFace keys of
+// 0.1, learned absolute positions), which the script now states either way; windowed layers (GPT-OSS's --window-size
+// with --window-attn-skip-freq and its sink softmax, Phi-3's window on every layer, Gemma 2's MindSpeed-LLM flags;
+// all read back with full attention before). MindFormers: the HuggingFace keys of
 // windowed, chunked and linear attention, dense layers between MoE layers, biases, QK norm and dropout, which
 // MindFormers lays over a config.json (Gemma 2, GPT-OSS, Phi-3 and Qwen3-Next were refused on reading back, Llama 4
 // Scout and Seed-OSS read back 1-3 % lighter), and the sequence length (model_config.seq_length was never written:
@@ -348,9 +350,11 @@ TEST(EmitNewFile, BundledModelsReadBackAsPriced) {
     std::string format, extra;
     std::vector<std::string> models;
   };
-  for (const Case& c :
-       {Case{"megatron", "", {"llama4-maverick", "deepseek-v3", "qwen3-8b", "qwen2.5-7b", "nemotron-3-8b", "gpt3-5b", "seed-oss-36b", "llama3-8b"}},
-        Case{"mindformers", " --zero 3", {"gemma2-9b", "gpt-oss-20b", "phi3-mini-4k", "llama4-scout", "qwen3-next-80b-a3b", "seed-oss-36b"}}}) {
+  for (const Case& c : {Case{"megatron",
+                             "",
+                             {"llama4-maverick", "deepseek-v3", "qwen3-8b", "qwen2.5-7b", "nemotron-3-8b", "gpt3-5b", "seed-oss-36b", "llama3-8b",
+                              "gpt-oss-20b", "gemma2-9b", "phi3-mini-4k"}},
+                        Case{"mindformers", " --zero 3", {"gemma2-9b", "gpt-oss-20b", "phi3-mini-4k", "llama4-scout", "qwen3-next-80b-a3b", "seed-oss-36b"}}}) {
     const std::string file = test::temp_dir() + "/model." + c.format;
     for (const std::string& model : c.models) {
       const bool moe =
@@ -383,6 +387,11 @@ TEST(EmitNewFile, WhatTheFormatCannotStateIsRefusedOrSaid) {
     EXPECT_TRUE(r.out.empty()) << r.out;
     EXPECT_FALSE(std::filesystem::exists(file)) << format;
   }
+  // Gemma 3's one global layer in six: no Megatron-LM or MindSpeed-LLM flag sapp reads states it.
+  auto gemma3 = run_sapp("estimate --model gemma3-12b --devices 16 --global-batch 64 --seq 8192 --emit megatron -o " + dir + "/g3.sh");
+  EXPECT_EQ(gemma3.status, 1) << gemma3.err;
+  EXPECT_NE(gemma3.err.find("attends a sliding window in 40 of its 48 layers"), std::string::npos) << gemma3.err;
+  EXPECT_FALSE(std::filesystem::exists(dir + "/g3.sh"));
   auto pp = run_sapp("estimate --model qwen2.5-vl-7b --devices 16 --global-batch 64 --pp 2 --zero 3 --emit automodel -o " + dir + "/vl.yaml");
   EXPECT_EQ(pp.status, 1) << pp.err;
   EXPECT_NE(pp.err.find("vision tower"), std::string::npos) << pp.err;

@@ -2361,6 +2361,19 @@ TEST(Megatron, GptOssFlagsAreTheGptOssFamily) {
   auto published = test::bundled("gpt-oss-120b");
   EXPECT_DOUBLE_EQ(from_flags.params().total, published.params().total);
   for (const auto& w : l.warnings) EXPECT_EQ(w.find("--softmax-type"), std::string::npos) << w;  // read, so not "undefined"
+  // Megatron-Core's is_layer_window_attention (transformer/utils.py at core_v0.17.1): without --window-attn-skip-freq
+  // every layer is windowed (sapp had read every layer as full attention); a list states each layer (1: windowed).
+  auto types = [&](const std::string& from, const std::string& to) {
+    std::string text = script;
+    text.replace(text.find(from), from.size(), to);
+    return config::read_text(text, "oss.sh", config::Format::Megatron).model_config.at("layer_types");
+  };
+  const nlohmann::json all = types("--window-attn-skip-freq 2 ", "");
+  EXPECT_EQ(std::count(all.begin(), all.end(), "sliding_attention"), 36) << all.dump();
+  const nlohmann::json listed = types("--window-attn-skip-freq 2", "--window-attn-skip-freq ([1,1,0]*12)");
+  EXPECT_EQ(listed.at(1), "sliding_attention");
+  EXPECT_EQ(listed.at(2), "full_attention");
+  EXPECT_EQ(std::count(listed.begin(), listed.end(), "full_attention"), 12) << listed.dump();
 }
 
 TEST(MindSpeedLlm, AscendDeviceMoePatternAndUnevenStages) {

@@ -873,6 +873,12 @@ void set_model(Plan& plan, const model::Model& model) {
   plan.qkv_bias = model::body_fact(model, "qkv_bias").value_or(0) != 0;
   plan.linear_bias = plan.qkv_bias && model::body_fact(model, "o_bias").value_or(0) != 0 && model::body_fact(model, "mlp_bias").value_or(0) != 0;
   plan.dropout = model::body_fact(model, "dropout").value_or(0) != 0 ? model.spec.dropout.value_or(0.1) : 0.0;
+  plan.windowed_layers.clear();
+  for (const model::LayerGroup& g : model.stack) {
+    if (g.mtp || g.vision) continue;
+    const bool sliding = model.kinds[static_cast<std::size_t>(g.kind)].kind.sliding;
+    plan.windowed_layers.insert(plan.windowed_layers.end(), static_cast<std::size_t>(g.count), sliding ? 1 : 0);
+  }
 }
 
 std::string emit(EmitFormat format, const Plan& plan, const Loaded* original, const std::string& model_name, std::vector<std::string>* notes) {

@@ -125,6 +125,7 @@ struct Plan {
   bool qkv_bias = false;                  // the model's q, k, v projections carry biases, as priced
   bool linear_bias = false;               // and its output projection and MLP too (GPT-3's biases everywhere)
   double dropout = 0;                     // the model's dropout probability, as priced (0: none)
+  std::vector<int> windowed_layers;       // per language-model layer: 1 where it attends a sliding window, as priced
   nlohmann::json model_config;            // a model a framework config defined inline (HuggingFace keys); null: named
 };
 

@@ -13,6 +13,7 @@
 #include <regex>
 #include <set>
 #include <sstream>
+#include <variant>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -683,6 +684,42 @@ std::optional<std::string> moe_layer_freq_text(const model::ModelSpec& m) {
   return fmt::format("({})", fmt::join(terms, "+"));
 }
 
+// The flags that state which layers attend a sliding window and how wide (reader: window_keys,
+// window_layer_pattern, --interleave-sliding-window): Megatron-Core's --window-size for GPT-OSS (its windowed layers
+// by --window-attn-skip-freq) and for a dense Llama-type model windowed in every layer (Mistral 7B v0.1, Phi-3);
+// MindSpeed-LLM's --interleave-sliding-window for Gemma 2's alternation. Other windowed stacks are refused.
+std::vector<std::string> window_flags(const Plan& plan, const std::string& model_name) {
+  const std::vector<int>& windowed = plan.windowed_layers;
+  if (!plan.model || std::ranges::find(windowed, 1) == windowed.end()) return {};
+  const model::ModelSpec& m = *plan.model;
+  const long long keys = m.sliding_window.value_or(0);
+  // Gemma 2's flag also names its layer stack (four norms a layer), so it is written whatever the window's length.
+  if (m.arch == "gemma2") return {fmt::format("--interleave-sliding-window {}", keys), "--post-norm"};
+  if (keys >= plan.seq) return {};  // a window as long as the sequence attends every earlier key: full attention
+  const bool every = std::ranges::find(windowed, 0) == windowed.end();
+  if (m.arch == "gpt_oss") {
+    std::vector<std::string> out = {fmt::format("--window-size {},0", keys - 1)};
+    if (every) return out;
+    // An int N when layer number l (from 1) is windowed exactly when l % N != 0, else the list (1: windowed).
+    for (std::size_t n = 2; n <= windowed.size(); ++n) {
+      bool matches = true;
+      for (std::size_t l = 1; l <= windowed.size() && matches; ++l) matches = (windowed[l - 1] == 1) == (l % n != 0);
+      if (matches) {
+        out.push_back(fmt::format("--window-attn-skip-freq {}", n));
+        return out;
+      }
+    }
+    out.push_back(fmt::format("--window-attn-skip-freq ([{}])", fmt::join(windowed, ",")));
+    return out;
+  }
+  if (every && (m.arch == "mistral" || m.arch == "phi3" || m.arch == "llama")) return {fmt::format("--window-size {},0", keys - 1)};
+  const auto count = static_cast<long long>(std::ranges::count(windowed, 1));
+  fail("--emit megatron",
+       "{} attends a sliding window in {} of its {} layers ({} family), which no Megatron-LM or MindSpeed-LLM flag sapp reads states for it: write "
+       "hyperparallel, automodel or mindformers",
+       model_name, count, windowed.size(), m.arch);
+}
+
 // Counts one level of nesting for as long as it lives.
 struct DepthGuard {
   int& depth;
@@ -694,20 +731,17 @@ struct DepthGuard {
   DepthGuard& operator=(DepthGuard&&) = delete;
 };
 
-// Megatron-Core's --moe-layer-freq as one entry per layer (1: MoE, 0: dense), as get_moe_layer_pattern reads it
-// (megatron/core/models/gpt/gpt_layer_specs.py at core_v0.17.1): an int N makes layer i MoE when i % N == 0 (Python's
-// modulo, whose zero test ignores the sign); any other value is a Python list expression that Megatron-LM evaluates
-// (arguments.py moe_freq_type), e.g. "([0]*3+[1]*58)" or "([0,1]*24)": sums of list literals and parenthesised
-// expressions, each repeated by "*n" or "n*". Its length must be the layer count.
-std::vector<int> moe_layer_pattern(const std::string& written, long long layers, const std::string& where) {
+// A per-layer flag list as Megatron-LM's moe_freq_type evaluates it (arguments.py at core_v0.17.1, for
+// --moe-layer-freq and --window-attn-skip-freq): an int N, returned as such, or a Python list expression such as
+// "([0]*3+[1]*58)" or "([0,1]*24)": sums of list literals of 0 and 1 and parenthesised expressions, each repeated by
+// "*n" or "n*". A list must have one entry per layer.
+std::variant<long long, std::vector<int>> layer_flags(const std::string& written, long long layers, const std::string& where) {
   std::string text;
   for (char c : written)
     if (c != ' ' && c != '"' && c != '\'') text += c;
   if (auto n = whole_number(text)) {
     if (*n == 0) fail(where, "0 is not a layer frequency");
-    std::vector<int> out(static_cast<std::size_t>(layers));
-    for (long long i = 0; i < layers; ++i) out[static_cast<std::size_t>(i)] = i % *n == 0 ? 1 : 0;
-    return out;
+    return *n;
   }
   constexpr std::size_t kLongest = 1000000;
   std::size_t pos = 0;
@@ -782,8 +816,35 @@ std::vector<int> moe_layer_pattern(const std::string& written, long long layers,
   std::vector<int> out = sum();
   if (pos != text.size()) refuse("unexpected text");
   if (static_cast<long long>(out.size()) != layers) fail(where, "'{}' states {} layers, but --num-layers is {}", written, out.size(), layers);
+  return out;
+}
+
+// Megatron-Core's MoE layers (get_moe_layer_pattern, gpt_layer_specs.py at core_v0.17.1): an int N makes layer i
+// (from 0) MoE when i % N == 0 (Python's modulo, whose zero test ignores the sign); a list states each layer (1: MoE).
+std::vector<int> moe_layer_pattern(const std::string& written, long long layers, const std::string& where) {
+  const auto flags = layer_flags(written, layers, where);
+  std::vector<int> out(static_cast<std::size_t>(layers));
+  if (const auto* n = std::get_if<long long>(&flags)) {
+    for (long long i = 0; i < layers; ++i) out[static_cast<std::size_t>(i)] = i % *n == 0 ? 1 : 0;
+  } else {
+    out = std::get<std::vector<int>>(flags);
+  }
   if (std::ranges::find(out, 1) == out.end()) fail(where, "'{}' makes no layer MoE; drop --num-experts for a dense model", written);
   return out;
+}
+
+// Megatron-Core's windowed layers (is_layer_window_attention, transformer/utils.py at core_v0.17.1), given a
+// --window-size: every layer without --window-attn-skip-freq; with an int N, layer number l (from 1) when
+// l % N != 0; with a list, the layers whose entry is 1.
+std::vector<int> window_layer_pattern(const std::optional<std::string>& written, long long layers, const std::string& where) {
+  std::vector<int> out(static_cast<std::size_t>(layers), 1);
+  if (!written) return out;
+  const auto flags = layer_flags(*written, layers, where);
+  if (const auto* n = std::get_if<long long>(&flags)) {
+    for (long long l = 1; l <= layers; ++l) out[static_cast<std::size_t>(l - 1)] = l % *n != 0 ? 1 : 0;
+    return out;
+  }
+  return std::get<std::vector<int>>(flags);
 }
 
 // Per-stage layer counts as a split: each stage's layers in VPP equal chunks.
@@ -1302,23 +1363,28 @@ Loaded read_megatron(const std::string& text, const std::string& file) {
           a.used.insert(f);  // Qwen3-Next's shared-expert gate is its family's; the others have no weights
       }
     }
+    // Megatron-Core's --window-size L,R (core_v0.17.1: a query attends L keys back and R ahead, -1 without limit):
+    // L + 1 keys, Transformers' sliding_window; 0 where unstated.
+    auto window_keys = [&]() -> long long {
+      const auto w = a.value("--window-size");
+      if (!w) return 0;
+      const std::string where = at(file, "--window-size");
+      const auto parts = io::split_commas(*w);
+      const long long left = parts.empty() ? -1 : whole_number(io::trim(parts.front())).value_or(-1);
+      const long long right = parts.size() == 2 ? whole_number(io::trim(parts.back())).value_or(-1) : -1;
+      if (left < 0 || right != 0) fail(where, "'{}' is not a causal window like 127,0", *w);
+      return left + 1;
+    };
     // GPT-OSS as Megatron-Core states it (examples/gptoss): attention sinks (--softmax-type learnable), a window of
     // --window-size W,0 (W + 1 keys, Transformers' sliding_window) skipped every --window-attn-skip-freq-th layer
     // (those attend fully), experts with biases and a clamped SwiGLU (--quick-geglu): the gpt_oss family.
     if (moe && !mla && a.value("--softmax-type").value_or("") == "learnable") {
       m["model_type"] = "gpt_oss";
-      long long keys = 0;
-      if (auto w = a.value("--window-size")) {
-        const std::string where = at(file, "--window-size");
-        auto parts = io::split_commas(*w);
-        auto left = parts.empty() ? std::nullopt : whole_number(io::trim(parts.front()));
-        if (!left || *left < 0) fail(where, "'{}' is not a window like 127,0", *w);
-        keys = *left + 1;
-      }
-      long long every = a.whole("--window-attn-skip-freq").value_or(keys > 0 ? 1 : 0);
+      const long long keys = window_keys();
+      const long long counted = *layers - static_cast<long long>(noop.size());
+      const std::vector<int> windowed = window_layer_pattern(a.value("--window-attn-skip-freq"), counted, at(file, "--window-attn-skip-freq"));
       json types = json::array();
-      for (long long i = 0; i < *layers - static_cast<long long>(noop.size()); ++i)
-        types.push_back(keys > 0 && (every <= 0 || (i + 1) % every != 0) ? "sliding_attention" : "full_attention");
+      for (long long i = 0; i < counted; ++i) types.push_back(keys > 0 && windowed[static_cast<std::size_t>(i)] == 1 ? "sliding_attention" : "full_attention");
       m["layer_types"] = types;
       if (keys > 0) m["sliding_window"] = keys;
       m["attention_bias"] = !no_bias || a.on("--add-qkv-bias");
@@ -1333,6 +1399,16 @@ Loaded read_megatron(const std::string& text, const std::string& file) {
       for (const char* f :
            {"--post-norm", "--query-pre-attn-scalar", "--attn-logit-softcapping", "--output-logit-softcapping", "--add-rmsnorm-offset", "--input-embeds-norm"})
         a.used.insert(f);  // scalars and element-wise passes without weights
+    }
+    // A window on a dense Llama-type model (Mistral 7B v0.1, Phi-3): every layer windowed is the mistral family's
+    // sliding kind; windowed and full layers mixed are not a stack that family prices.
+    if (!moe && !mla && !gated_gelu && m.value("model_type", std::string()) == "llama" && a.flags.count("--window-size")) {
+      const long long keys = window_keys();
+      const std::vector<int> windowed = window_layer_pattern(a.value("--window-attn-skip-freq"), *layers, at(file, "--window-attn-skip-freq"));
+      if (std::ranges::find(windowed, 0) != windowed.end())
+        fail(at(file, "--window-attn-skip-freq"), "full-attention layers between windowed ones are priced for GPT-OSS only (--softmax-type learnable)");
+      m["model_type"] = "mistral";
+      m["sliding_window"] = keys;
     }
     if (!no_bias && (swiglu || gated_gelu || mla || moe))
       out.warnings.push_back("linear layers keep Megatron's default biases (no --disable-bias-linear); sapp prices the family's biases");
@@ -1997,8 +2073,14 @@ std::string emit_megatron(const Plan& plan, const Loaded* original, const std::s
       const std::string act = m.hidden_act.value_or("silu");
       if (act == "relu2" || act == "squared_relu")
         ed.lines.emplace_back("--squared-relu");
+      else if (m.arch == "gpt_oss")
+        // GPT-OSS's clamped SwiGLU with attention sinks, as Megatron-LM's examples/gptoss/02_train.sh states them.
+        ed.lines.insert(ed.lines.end(), {"--quick-geglu", "--glu-linear-offset 1.0", "--activation-func-clamp-value 7.0", "--softmax-type learnable"});
+      else if (m.arch == "gemma" || m.arch == "gemma2")
+        ed.lines.emplace_back("--geglu");  // MindSpeed-LLM's gated GeLU (Gemma's MLP)
       else if (m.model_type != "gpt2" && m.model_type != "gpt3")
         ed.lines.emplace_back("--swiglu");
+      for (const std::string& line : window_flags(plan, model_name)) ed.lines.push_back(line);
       if (hybrid_stack) {
         // Megatron-Core's hybrid stack, one symbol per layer (pretrain_mamba.py), its Mamba-2 mixer's dimensions.
         ed.lines.emplace_back("--is-hybrid-model");
