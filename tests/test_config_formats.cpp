@@ -2483,6 +2483,30 @@ namespace {
 // The loss as the recipe states it: MaskedCrossEntropy (the recipes' default, components/loss/masked_ce.py) upcasts
 // the logits to fp32 for F.cross_entropy unless fp32_upcast is false; TEParallelCrossEntropy is fused;
 // FusedLinearCrossEntropy never holds the logits.
+// A model one of AutoModel's builders defines from its own fields (examples/llm_pretrain/nanogpt_pretrain.yaml:
+// model._target_ build_gpt2_model with GPT-2's n_embd, n_layer, ...; sapp had listed them unused and asked for
+// --model). GPT-2 small as Transformers builds it (modeling_gpt2.py: wte, wpe, per block two LayerNorms, c_attn
+// 768 x 2304, c_proj 768 x 768, c_fc 768 x 3072, c_proj 3072 x 768, all with biases; ln_f; the head tied to wte):
+// 38,597,376 + 786,432 + 12 x 7,087,872 + 1,536 = 124,439,808 weights, counted here by hand. A model section with
+// neither an id nor a size is refused by key.
+TEST(AutoModel, ABuildersOwnFieldsDefineTheModel) {
+  const std::string yaml =
+      "step_scheduler: {global_batch_size: 64, local_batch_size: 8}\ndataset: {seq_len: 1024}\ndistributed: {dp_size: 8}\nmodel:\n"
+      "  _target_: nemo_automodel.components.models.gpt2.build_gpt2_model\n  vocab_size: 50257\n  n_positions: 1024\n  n_embd: 768\n  n_layer: 12\n"
+      "  n_head: 12\n";
+  const config::Loaded l = config::read_text(yaml, "gpt2.yaml", config::Format::AutoModel);
+  ASSERT_TRUE(l.model_config.is_object());
+  EXPECT_EQ(l.model_config.at("model_type"), "gpt2");
+  EXPECT_DOUBLE_EQ(inline_model(l.model_config, "gpt2.yaml").params().total, 124439808.0);
+  for (const auto& key : l.unused) EXPECT_EQ(key.rfind("model.", 0), std::string::npos) << key;
+  try {
+    (void)config::read_text("step_scheduler: {global_batch_size: 64}\nmodel:\n  _target_: some.Builder\n  layers: 4\n", "m.yaml", config::Format::AutoModel);
+    ADD_FAILURE() << "a model section without an id or a size was read";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("m.yaml: model: names no model sapp reads"), std::string::npos) << e.what();
+  }
+}
+
 TEST(AutoModel, TheLossIsReadAsTheRecipeStatesIt) {
   const std::string base =
       "step_scheduler:\n  global_batch_size: 64\n  local_batch_size: 2\ndistributed:\n  strategy: fsdp2\n  dp_size: 8\nmodel:\n"

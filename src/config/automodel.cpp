@@ -108,6 +108,19 @@ json translated(const json& node) {
 
 }  // namespace
 
+namespace {
+
+// Where a model defined inline is: model.config (from_config), else model itself (a builder's fields); the node
+// holds a hidden size under one of its HuggingFace names. None when neither does.
+std::pair<const json*, std::string> inline_model_node(const Tree& t) {
+  auto sized = [](const json* n) { return n != nullptr && n->is_object() && (n->contains("hidden_size") || n->contains("n_embd") || n->contains("d_model")); };
+  if (const json* config = t.peek("model.config"); sized(config)) return {config, "model.config"};
+  if (const json* model = t.peek("model"); sized(model)) return {model, "model"};
+  return {nullptr, ""};
+}
+
+}  // namespace
+
 Loaded read_automodel(const json& stated, const std::string& file) {
   const json tree = translated(stated);
   Tree t{tree, file, {}};
@@ -254,24 +267,39 @@ Loaded read_automodel(const json& stated, const std::string& file) {
   long long inline_layers = 0;
   if (id) {
     if (auto name = bundled_name(*id, at(file, id_from), "give sapp --model NAME or a config.json", out)) set("model", *name, id_from);
-  } else if (const json* config = t.get("model.config"); config && config->is_object() && config->contains("hidden_size")) {
-    // A model defined inline (from_config with a Transformers config class and its fields): HuggingFace keys, the
-    // family named by the class's module (transformers.models.<model_type>.configuration_...).
-    json m = *config;
+  } else if (const auto [node, path] = inline_model_node(t); node != nullptr) {
+    // A model defined inline: from_config with a Transformers config class and its fields (model.config), or one of
+    // AutoModel's builders with its fields (model._target_ nemo_automodel.components.models.gpt2.build_gpt2_model:
+    // GPT-2's n_embd, n_layer, ...). HuggingFace keys; the family named by the class's module
+    // (transformers.models.<model_type>.configuration_..., nemo_automodel.components.models.<model_type>.) or, for a
+    // bare class name, by the class (GPT2Config: gpt2).
+    json m = *node;
     const std::string target = m.value("_target_", "");
-    m.erase("_target_");
+    for (const char* key : {"_target_", "torch_dtype", "attn_implementation", "backend", "config", "pretrained_model_name_or_path"}) m.erase(key);
     if (!m.contains("model_type")) {
       const std::size_t at_models = target.find("models.");
+      const std::string last = target.substr(target.rfind('.') + 1);
       if (at_models != std::string::npos) {
         const std::size_t begin = at_models + 7;
         m["model_type"] = target.substr(begin, target.find('.', begin) - begin);
+      } else if (last.size() > 6 && last.compare(last.size() - 6, 6, "Config") == 0) {
+        m["model_type"] = io::lower(last.substr(0, last.size() - 6));
       }
     }
     m["_source"] = file;
-    if (m.contains("num_hidden_layers") && m.at("num_hidden_layers").is_number_integer()) inline_layers = m.at("num_hidden_layers").get<long long>();
-    for (const auto& [key, unused] : config->items()) t.use("model.config." + key);
+    for (const char* key : {"num_hidden_layers", "n_layer", "num_layers"}) {
+      if (m.contains(key) && m.at(key).is_number_integer()) {
+        inline_layers = m.at(key).get<long long>();
+        break;
+      }
+    }
+    for (const auto& [key, unused] : node->items()) t.use(path + "." + key);
     out.model_config = m;
-    set("model", file, "model.config");
+    set("model", file, path);
+  } else if (t.peek("model") != nullptr) {
+    fail(at(file, "model"),
+         "names no model sapp reads: a HuggingFace id (pretrained_model_name_or_path, or config.pretrained_model_name_or_path), or a model defined "
+         "inline with its hidden size (config.hidden_size / n_embd / d_model, or the builder's own fields)");
   }
 
   // Bytes: model.torch_dtype is the resident (sharded) parameter's dtype, unset or auto resolving to bf16;

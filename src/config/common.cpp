@@ -47,6 +47,10 @@ void leaves(const json& node, const std::string& prefix, std::vector<std::string
 
 const json* Tree::get(const std::string& path) {
   used.insert(path);
+  return peek(path);
+}
+
+const json* Tree::peek(const std::string& path) const {
   const json* node = &root;
   for (const std::string& part : split_path(path)) {
     if (!node->is_object() || !node->contains(part)) return nullptr;

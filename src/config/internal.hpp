@@ -23,7 +23,8 @@ struct Tree {
   std::string file;
   std::set<std::string> used;
 
-  const json* get(const std::string& path);  // null when absent or null; marks the path used
+  const json* get(const std::string& path);                       // null when absent or null; marks the path used
+  [[nodiscard]] const json* peek(const std::string& path) const;  // the same, leaving it unmarked
   void use(const std::string& path) { used.insert(path); }
   std::optional<long long> whole(const std::string& path, long long lowest = 1);
   // The first of `paths` present, its path in `found`; nullopt when none is.

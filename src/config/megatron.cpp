@@ -662,8 +662,8 @@ plan::ChunkCounts parse_layout(const std::string& text, int pp, long long layers
 // is MoE; "([0]*k+[1]*n)" for k dense layers first; the shortest repeating unit times its count ("([0,1]*24)",
 // Llama 4 Maverick's alternation); else the runs one after another.
 std::optional<std::string> moe_layer_freq_text(const model::ModelSpec& m) {
-  std::vector<int> pattern;
-  for (model::Count i = 0; i < m.num_layers; ++i) pattern.push_back(m.routes_layer(i) ? 1 : 0);
+  std::vector<int> pattern(static_cast<std::size_t>(m.num_layers));
+  for (model::Count i = 0; i < m.num_layers; ++i) pattern[static_cast<std::size_t>(i)] = m.routes_layer(i) ? 1 : 0;
   if (std::ranges::all_of(pattern, [](int x) { return x == 1; })) return std::nullopt;
   const std::size_t n = pattern.size();
   std::vector<std::pair<int, std::size_t>> runs;

@@ -450,6 +450,8 @@ ModelSpec model_from_json(const json& config, const std::string& file) {
   auto drop = src.real({"hidden_dropout", "resid_pdrop", "residual_dropout", "attention_dropout", "attn_pdrop"}, units::kProbability);
   m.dropout = drop;
   m.learned_position_embeddings = src.count({"learned_position_embeddings"}, units::kPositions);
+  // GPT-2 learns a position table of n_positions rows (Transformers' modeling_gpt2.py: wpe).
+  if (!m.learned_position_embeddings && m.model_type == "gpt2") m.learned_position_embeddings = m.max_position_embeddings;
 
   if (config.contains("vision_config") && config.at("vision_config").is_object()) {
     m.vision = read_vision(config.at("vision_config"), file, m.hidden_size);
@@ -470,6 +472,8 @@ ModelSpec model_from_json(const json& config, const std::string& file) {
       fail(at(file, src.path("num_experts_per_tok")), "an MoE model with {} experts must state how many each token uses", *m.num_experts);
     if (*m.experts_per_token > *m.num_experts)
       fail(at(file, src.path("num_experts_per_tok")), "{} is more than the {} experts", *m.experts_per_token, *m.num_experts);
+  } else if (!m.intermediate_size && m.model_type == "gpt2") {
+    m.intermediate_size = 4 * m.hidden_size;  // GPT2Config's n_inner None: 4 x n_embd (Transformers' modeling_gpt2.py, GPT2Block)
   } else if (!m.intermediate_size) {
     fail(at(file, src.path("intermediate_size")), "is required for a dense model and was not supplied");
   }
