@@ -680,6 +680,7 @@ std::optional<std::string> moe_layer_freq_text(const model::ModelSpec& m) {
     }
   }
   std::vector<std::string> terms;
+  terms.reserve(runs.size());
   for (const auto& [x, count] : runs) terms.push_back(fmt::format("[{}]*{}", x, count));
   return fmt::format("({})", fmt::join(terms, "+"));
 }
