@@ -388,7 +388,8 @@ TEST(EmitNewFile, WhatTheFormatCannotStateIsRefusedOrSaid) {
     EXPECT_FALSE(std::filesystem::exists(file)) << format;
   }
   // Gemma 3's one global layer in six: no Megatron-LM or MindSpeed-LLM flag sapp reads states it.
-  auto gemma3 = run_sapp("estimate --model gemma3-12b --devices 16 --global-batch 64 --seq 8192 --emit megatron -o " + dir + "/g3.sh");
+  auto gemma3 = run_sapp("search --model gemma3-12b --devices 16 --global-batch 64 --seq 8192 -q --emit megatron -o " + dir + "/g3.sh");
+  EXPECT_TRUE(gemma3.out.empty()) << gemma3.out;  // refused before the search
   EXPECT_EQ(gemma3.status, 1) << gemma3.err;
   EXPECT_NE(gemma3.err.find("attends a sliding window in 40 of its 48 layers"), std::string::npos) << gemma3.err;
   EXPECT_FALSE(std::filesystem::exists(dir + "/g3.sh"));

@@ -857,8 +857,10 @@ void check_training_expressible(EmitFormat format, const Loaded* original, bool 
          to_string(format_of(format)));
 }
 
-void check_model_expressible(EmitFormat format, const Loaded* original, const model::ModelSpec& spec, const std::string& model_name) {
-  if (original != nullptr && original->format == format_of(format)) return;  // the file's own model is kept
+namespace {
+
+void check_spec_expressible(EmitFormat format, const Plan& plan, const std::string& model_name) {
+  const model::ModelSpec& spec = *plan.model;
   if (format == EmitFormat::Torchtitan) (void)detail::torchtitan_model(&spec, model_name);
   // A new file states the model: refused where the format cannot state all of it, never written as another model.
   const std::string where = fmt::format("--emit {}", to_string(format_of(format)));
@@ -869,6 +871,17 @@ void check_model_expressible(EmitFormat format, const Loaded* original, const mo
          model_name, format == EmitFormat::Megatron ? "script" : "config");
   if (!spec.hybrid_pattern.empty() && format == EmitFormat::MindFormers)
     fail(where, "{} is a hybrid Mamba-2 stack (hybrid_override_pattern), which MindFormers' model_config does not state: write megatron", model_name);
+  if (format == EmitFormat::Megatron) (void)detail::megatron_window_flags(plan, model_name);
+}
+
+}  // namespace
+
+void check_model_expressible(EmitFormat format, const Loaded* original, const model::Model& model, const std::string& model_name, long long seq) {
+  if (original != nullptr && original->format == format_of(format)) return;  // the file's own model is kept
+  Plan probe;
+  probe.seq = seq;
+  set_model(probe, model);
+  check_spec_expressible(format, probe, model_name);
 }
 
 void set_model(Plan& plan, const model::Model& model) {
@@ -887,7 +900,7 @@ void set_model(Plan& plan, const model::Model& model) {
 
 std::string emit(EmitFormat format, const Plan& plan, const Loaded* original, const std::string& model_name, std::vector<std::string>* notes) {
   if (original != nullptr && original->format != format_of(format)) original = nullptr;
-  if (plan.model) check_model_expressible(format, original, *plan.model, model_name);
+  if (plan.model && (original == nullptr || original->format != format_of(format))) check_spec_expressible(format, plan, model_name);
   // A plan the format cannot state is refused, never written as another (with DP 1 every ZeRO stage is ZeRO 0).
   const Expressible e = expressible(format, original);
   const plan::Layout& l = plan.layout;

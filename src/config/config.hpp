@@ -152,9 +152,11 @@ struct Expressible {
 };
 // Refuses (naming --emit) a schedule or an FP8 plan the format has no keys for.
 void check_training_expressible(EmitFormat format, const Loaded* original, bool dualpipe_v, int seq_split, bool fp8, bool fp4 = false, bool deepep = false);
-// Refuses, before a search, a model --emit cannot name whatever the layout: a new torchtitan TOML names one of
-// torchtitan's bundled flavours (an edited torchtitan file keeps its own model).
-void check_model_expressible(EmitFormat format, const Loaded* original, const model::ModelSpec& spec, const std::string& model_name);
+// Refuses, before a search, a model a new file cannot state whatever the layout (an edited file of the format keeps
+// its own model): a torchtitan TOML names one of torchtitan's bundled flavours; a Megatron script or a MindFormers
+// config has no vision tower, MindFormers no hybrid Mamba-2 stack; a Megatron script states the windowed layers at
+// this sequence length.
+void check_model_expressible(EmitFormat format, const Loaded* original, const model::Model& model, const std::string& model_name, long long seq);
 Expressible expressible(EmitFormat format, const Loaded* original);
 
 // The plan in the framework's own format. With `original` (a file of that format), the output is that file

@@ -132,6 +132,9 @@ std::string emit_torchtitan(const Plan& plan, const Loaded* original, const std:
 // The torchtitan model name and flavour a new TOML states for the model (a "torchtitan NAME FLAVOUR" name, or the
 // bundled flavour of the spec's dimensions); refuses a model none of them is.
 std::pair<std::string, std::string> torchtitan_model(const model::ModelSpec* spec, const std::string& model_name);
+// The flags a new Megatron script states the plan's windowed layers with (none without any); refuses a windowed stack
+// no flag sapp reads back states.
+std::vector<std::string> megatron_window_flags(const Plan& plan, const std::string& model_name);
 std::string emit_automodel(const Plan& plan, const Loaded* original, const std::string& model_name, std::vector<std::string>* notes);
 Expressible expressible_automodel();
 
