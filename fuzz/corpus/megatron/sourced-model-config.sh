@@ -18,6 +18,7 @@ MODEL_ARGS=" \
     --attention-dropout 0.0 \
     --hidden-dropout 0.0 \
     --seq-length 4096 \
+    --vocab-size 32000 \
     --micro-batch-size 1 \
     --global-batch-size 64 \
 "
