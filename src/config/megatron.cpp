@@ -1411,6 +1411,12 @@ Loaded read_megatron(const std::string& text, const std::string& file) {
       m["model_type"] = "mistral";
       m["sliding_window"] = keys;
     }
+    if (a.flags.count("--window-size") && !m.contains("sliding_window")) {
+      a.used.insert({"--window-size", "--window-attn-skip-freq"});  // said here, not among the flags of no effect
+      out.warnings.push_back(
+          "--window-size: a window is priced for GPT-OSS (--softmax-type learnable) and for a dense Llama-type model windowed in every layer; "
+          "this model is priced with full attention in every layer");
+    }
     if (!no_bias && (swiglu || gated_gelu || mla || moe))
       out.warnings.push_back("linear layers keep Megatron's default biases (no --disable-bias-linear); sapp prices the family's biases");
     if (a.on("--squared-relu")) m["hidden_act"] = "relu2";  // an ungated MLP (MindSpeed-LLM's PLM, Nemotron)
