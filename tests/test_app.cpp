@@ -374,6 +374,28 @@ TEST(EmitNewFile, BundledModelsReadBackAsPriced) {
   }
 }
 
+// An edited file takes the plan's sequence length (MindFormers' model_config.seq_length and HyperParallel's
+// dataset.data_transform.max_seq_len had kept the file's: each example, priced at 8192 tokens, read back at 4096).
+TEST(EmitEditedFile, TheSequenceLengthIsThePlans) {
+  const std::string dir = test::temp_dir();
+  for (const auto& [example, format] : std::vector<std::pair<std::string, std::string>>{{"hyperparallel/qwen3-32b-train.yaml", "hyperparallel"},
+                                                                                        {"mindformers/deepseek-v3-1024.yaml", "mindformers"},
+                                                                                        {"torchtitan/llama3-8b.toml", "torchtitan"},
+                                                                                        {"automodel/qwen3-30b-a3b-h100x8.yaml", "automodel"},
+                                                                                        {"megatron/llama3-70b-h100x64.sh", "megatron"}}) {
+    const std::string file = dir + "/edited." + format;
+    auto r = run_sapp("estimate --from " + std::string(SAPP_SOURCE_DIR) + "/examples/" + example + " --seq 8192 -f json --emit " + format + " -o " + file);
+    ASSERT_TRUE(r.status == 0 || r.status == 3) << example << "\n" << r.err;
+    const nlohmann::json priced = nlohmann::json::parse(r.out);
+    auto back = run_sapp("estimate --from " + file + " -f json");
+    ASSERT_EQ(back.status, r.status) << example << "\n" << back.err;
+    const nlohmann::json read = nlohmann::json::parse(back.out);
+    EXPECT_NEAR(read["step_time_s"].get<double>(), priced["step_time_s"].get<double>(), 1e-9 * priced["step_time_s"].get<double>()) << example;
+    EXPECT_NEAR(read["peak_memory_bytes"].get<double>(), priced["peak_memory_bytes"].get<double>(), 1e-9 * priced["peak_memory_bytes"].get<double>())
+        << example;
+  }
+}
+
 // What a new file cannot state is refused before the search, and no file is left: a vision tower in a Megatron
 // script or a MindFormers config (Qwen2.5-VL read back 0.7 B parameters short, without its tower), or in AutoModel's
 // per-stage module names under PP. torchtitan's flavours have no MTP: written with a warning saying so.

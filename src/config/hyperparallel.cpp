@@ -755,6 +755,14 @@ std::string emit_hyperparallel(const Plan& plan, const Loaded* original, const s
       if (!s.selective.empty()) text = yaml_set(text, "model.config_overrides.sel_rec", flow(rows(s.selective, true)));
     }
   }
+  // The sequence length, under the key the edited file states it (a new file states it above); it had been left at
+  // the file's length whatever the plan's.
+  if (original) {
+    const auto from = original->origin.find("seq");
+    const bool keyed = from != original->origin.end() && from->second.find(' ') == std::string::npos && from->second != "model.max_position_embeddings";
+    const std::string key = keyed ? from->second : legacy ? "model.seq_length" : "dataset.data_transform.max_seq_len";
+    text = yaml_set(text, key, std::to_string(plan.seq));
+  }
   return text;
 }
 
