@@ -2468,21 +2468,6 @@ TEST(MindSpeedLlm, AscendDeviceMoePatternAndUnevenStages) {
 namespace sapp {
 namespace {
 
-// NeMo AutoModel, as its recipes resolve a YAML (Automodel 36044ad): 61 layers at layers_per_stage 2 make
-// ceil(61 / 2) = 31 virtual stages, rounded down to 28 over pp_size 4 (7 per rank); generate_hf_model_split gives
-// the first 61 mod 28 = 5 stages 3 layers and the rest 2; stage s sits on rank s mod 4. The pipeline runs
-// local_batch_size / pp_microbatch_size = 4 micro-batches. Unset model.torch_dtype resolves to bf16 and torch.optim
-// keeps Adam's moments in it (docs/guides/mixed-precision-training.mdx): 2 + 2 + 4 bytes; TE's FusedAdam keeps fp32
-// moments (8).
-// NeMo AutoModel's FSDP2 as its code runs it (Automodel 36044ad): an EP model's MoE parallelizer keeps the gathered
-// parameters to the backward (MoEParallelizerConfig.reshard_after_forward False: ZeRO-2) unless the recipe says
-// otherwise; defer_fsdp_grad_sync (default true) skips the gradient sync of all but a step's last micro-batch
-// (gradients accumulated unsharded, one reduce-scatter per step); under PP every layer stays gathered
-// (parallelizer.py, pp_enabled) and torch pipelining syncs on the last backward (the automodel profile); a pipeline
-// whose dp_size the launch decides runs global / (local x DP) times per step once --devices says DP.
-// The loss as the recipe states it: MaskedCrossEntropy (the recipes' default, components/loss/masked_ce.py) upcasts
-// the logits to fp32 for F.cross_entropy unless fp32_upcast is false; TEParallelCrossEntropy is fused;
-// FusedLinearCrossEntropy never holds the logits.
 // A model one of AutoModel's builders defines from its own fields (examples/llm_pretrain/nanogpt_pretrain.yaml:
 // model._target_ build_gpt2_model with GPT-2's n_embd, n_layer, ...; sapp had listed them unused and asked for
 // --model). GPT-2 small as Transformers builds it (modeling_gpt2.py: wte, wpe, per block two LayerNorms, c_attn
@@ -2499,14 +2484,29 @@ TEST(AutoModel, ABuildersOwnFieldsDefineTheModel) {
   EXPECT_EQ(l.model_config.at("model_type"), "gpt2");
   EXPECT_DOUBLE_EQ(inline_model(l.model_config, "gpt2.yaml").params().total, 124439808.0);
   for (const auto& key : l.unused) EXPECT_EQ(key.rfind("model.", 0), std::string::npos) << key;
-  try {
-    (void)config::read_text("step_scheduler: {global_batch_size: 64}\nmodel:\n  _target_: some.Builder\n  layers: 4\n", "m.yaml", config::Format::AutoModel);
-    ADD_FAILURE() << "a model section without an id or a size was read";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("m.yaml: model: names no model sapp reads"), std::string::npos) << e.what();
-  }
+  test::expect_error(
+      [] {
+        (void)config::read_text("step_scheduler: {global_batch_size: 64}\nmodel:\n  _target_: some.Builder\n  layers: 4\n", "m.yaml",
+                                config::Format::AutoModel);
+      },
+      "m.yaml: model: names no model sapp reads", "a model section without an id or a size");
 }
 
+// NeMo AutoModel, as its recipes resolve a YAML (Automodel 36044ad): 61 layers at layers_per_stage 2 make
+// ceil(61 / 2) = 31 virtual stages, rounded down to 28 over pp_size 4 (7 per rank); generate_hf_model_split gives
+// the first 61 mod 28 = 5 stages 3 layers and the rest 2; stage s sits on rank s mod 4. The pipeline runs
+// local_batch_size / pp_microbatch_size = 4 micro-batches. Unset model.torch_dtype resolves to bf16 and torch.optim
+// keeps Adam's moments in it (docs/guides/mixed-precision-training.mdx): 2 + 2 + 4 bytes; TE's FusedAdam keeps fp32
+// moments (8).
+// NeMo AutoModel's FSDP2 as its code runs it (Automodel 36044ad): an EP model's MoE parallelizer keeps the gathered
+// parameters to the backward (MoEParallelizerConfig.reshard_after_forward False: ZeRO-2) unless the recipe says
+// otherwise; defer_fsdp_grad_sync (default true) skips the gradient sync of all but a step's last micro-batch
+// (gradients accumulated unsharded, one reduce-scatter per step); under PP every layer stays gathered
+// (parallelizer.py, pp_enabled) and torch pipelining syncs on the last backward (the automodel profile); a pipeline
+// whose dp_size the launch decides runs global / (local x DP) times per step once --devices says DP.
+// The loss as the recipe states it: MaskedCrossEntropy (the recipes' default, components/loss/masked_ce.py) upcasts
+// the logits to fp32 for F.cross_entropy unless fp32_upcast is false; TEParallelCrossEntropy is fused;
+// FusedLinearCrossEntropy never holds the logits.
 TEST(AutoModel, TheLossIsReadAsTheRecipeStatesIt) {
   const std::string base =
       "step_scheduler:\n  global_batch_size: 64\n  local_batch_size: 2\ndistributed:\n  strategy: fsdp2\n  dp_size: 8\nmodel:\n"
