@@ -900,7 +900,7 @@ void set_model(Plan& plan, const model::Model& model) {
 
 std::string emit(EmitFormat format, const Plan& plan, const Loaded* original, const std::string& model_name, std::vector<std::string>* notes) {
   if (original != nullptr && original->format != format_of(format)) original = nullptr;
-  if (plan.model && (original == nullptr || original->format != format_of(format))) check_spec_expressible(format, plan, model_name);
+  if (plan.model && original == nullptr) check_spec_expressible(format, plan, model_name);
   // A plan the format cannot state is refused, never written as another (with DP 1 every ZeRO stage is ZeRO 0).
   const Expressible e = expressible(format, original);
   const plan::Layout& l = plan.layout;

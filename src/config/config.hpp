@@ -159,13 +159,14 @@ void check_training_expressible(EmitFormat format, const Loaded* original, bool 
 void check_model_expressible(EmitFormat format, const Loaded* original, const model::Model& model, const std::string& model_name, long long seq);
 Expressible expressible(EmitFormat format, const Loaded* original);
 
+// The model a plan writes out, with what its family implies and its config left unsaid (Qwen3's QK norm, Qwen2's
+// q, k, v biases, GPT-3's biases and dropout), so a written file states the model as priced.
+void set_model(Plan& plan, const model::Model& model);
+
 // The plan in the framework's own format. With `original` (a file of that format), the output is that file
 // with only the keys sapp owns changed, comments and every other key kept; without, a minimal file that
 // names the model as `model_name` states it.
 // `notes`, when given, receives what the format cannot state of the plan and how it was written instead.
-// The model a plan writes out, with what its family implies and its config left unsaid (Qwen3's QK norm, Qwen2's
-// q, k, v biases, GPT-3's biases and dropout), so a written file states the model as priced.
-void set_model(Plan& plan, const model::Model& model);
 std::string emit(EmitFormat format, const Plan& plan, const Loaded* original, const std::string& model_name, std::vector<std::string>* notes = nullptr);
 
 // Megatron-LM flag names, bundled as data with their source (data/formats/megatron-flags.txt): core_v0.14.0's

@@ -1433,15 +1433,16 @@ Loaded read_megatron(const std::string& text, const std::string& file) {
           "no --attention-dropout / --hidden-dropout: Megatron-LM's default 0.1 each, whose masks are priced; state 0.0 if the run has none");
     // Positions: Megatron-LM's default --position-embedding-type is learned_absolute, a table of
     // --max-position-embeddings rows (the sequence length where unstated) of hidden-size weights (arguments.py at
-    // core_v0.14.0); rope, yarn, mrope and none have no weights.
-    const std::string positions = a.value("--position-embedding-type").value_or("learned_absolute");
+    // core_v0.14.0, which takes the legacy --use-rotary-position-embeddings as rope and refuses
+    // --no-position-embedding beside any other type: read as no table); the other types (rope, yarn, mrope, none,
+    // MindSpeed-LLM's alibi) have no weights.
+    std::string positions = a.value("--position-embedding-type").value_or("learned_absolute");
+    if (a.on("--use-rotary-position-embeddings") || a.on("--no-position-embedding")) positions = "rope";
     if (positions == "learned_absolute") {
       const long long rows = m.value("max_position_embeddings", a.whole("--seq-length").value_or(0));
       if (rows > 0) m["learned_position_embeddings"] = rows;
       if (!a.flags.count("--position-embedding-type") && (swiglu || gated_gelu || moe || mla || qk_norm))
         out.warnings.push_back("no --position-embedding-type: Megatron-LM's learned_absolute, whose position table is priced; state rope if the model rotates");
-    } else if (positions != "rope" && positions != "yarn" && positions != "mrope" && positions != "none") {
-      fail(at(file, "--position-embedding-type"), "'{}' is not learned_absolute, rope, yarn, mrope or none", positions);
     }
     out.model_config = m;
     set("model", file, "--num-layers, --hidden-size, ...");
