@@ -2954,6 +2954,13 @@ TEST(Megatron, SparseAttentionIndexerReadAndWritten) {
   EXPECT_EQ(mindspeed.model_config.at("model_type"), "deepseek_v32");
   EXPECT_EQ(mindspeed.model_config.at("index_topk"), 512);
   EXPECT_EQ(read("").model_config.at("model_type"), "deepseek_v3");
+  // MindSpeed-LLM's --enable-dsa-indexer with its defaults for the sizes left out (dsa_indexer_feature.py at c77308a1:
+  // 64 heads of 128, top-2048), as its DeepSeek-V3.2 and GLM-5 scripts state it (they were refused).
+  const config::Loaded enabled = read("--enable-dsa-indexer --index-topk 1024 --indexer-loss-coeff 1.0");
+  EXPECT_EQ(enabled.model_config.at("model_type"), "deepseek_v32");
+  EXPECT_EQ(enabled.model_config.at("index_n_heads"), 64);
+  EXPECT_EQ(enabled.model_config.at("index_head_dim"), 128);
+  EXPECT_EQ(enabled.model_config.at("index_topk"), 1024);
   for (const std::string flags :
        {"--experimental-attention-variant dsa --dsa-indexer-n-heads 8 --dsa-indexer-head-dim 64", "--experimental-attention-variant gated_delta_net"}) {
     try {

@@ -1261,9 +1261,16 @@ Loaded read_megatron(const std::string& text, const std::string& file) {
     const std::array<std::array<const char*, 3>, 3> index_flags = {{{"--dsa-indexer-n-heads", "--index-n-heads", "index_n_heads"},
                                                                     {"--dsa-indexer-head-dim", "--index-head-dim", "index_head_dim"},
                                                                     {"--dsa-indexer-topk", "--index-topk", "index_topk"}}};
+    // MindSpeed-LLM switches the indexer on with --enable-dsa-indexer, its three sizes defaulting to 64 heads of 128
+    // and top-2048 (mindspeed_llm/features_manager/transformer/multi_latent_attention/dsa_indexer_feature.py at
+    // c77308a1); Megatron-Core states all three.
+    const bool mindspeed_indexer = a.on("--enable-dsa-indexer");
+    const std::array<long long, 3> mindspeed_defaults = {64, 128, 2048};
     int index_stated = 0;
-    for (const auto& [core_flag, mindspeed_flag, key] : index_flags) {
+    for (std::size_t i = 0; i < index_flags.size(); ++i) {
+      const auto& [core_flag, mindspeed_flag, key] = index_flags[i];
       auto v = a.flags.count(core_flag) ? a.whole(core_flag) : a.whole(mindspeed_flag);
+      if (!v && mindspeed_indexer) v = mindspeed_defaults[i];
       if (v) {
         m[key] = *v;
         ++index_stated;
