@@ -678,6 +678,8 @@ const std::set<std::string>& neutral_keys() {
                                           "summary_activation",
                                           "summary_proj_to_labels",
                                           "summary_first_dropout",
+                                          "n_special",               // GPT-2's config.json: special tokens added to
+                                          "predict_special_tokens",  // the vocabulary (none), the head predicting them
                                           "scale_attn_weights",
                                           "reorder_and_upcast_attn",
                                           "scale_attn_by_inverse_layer_idx",
