@@ -419,6 +419,13 @@ TEST(EmitNewFile, WhatTheFormatCannotStateIsRefusedOrSaid) {
   EXPECT_EQ(pp.status, 1) << pp.err;
   EXPECT_NE(pp.err.find("vision tower"), std::string::npos) << pp.err;
   EXPECT_FALSE(std::filesystem::exists(dir + "/vl.yaml"));
+  // The search keeps such a model to PP 1 (it had picked PP 2 and then failed to write it); PP 2 alone is a usage error.
+  auto kept = run_sapp("search --model qwen2.5-vl-7b --devices 16 --global-batch 64 --pp 1,2 --top 1 -q -f json --emit automodel -o " + dir + "/vl.yaml");
+  ASSERT_EQ(kept.status, 0) << kept.err;
+  EXPECT_EQ(nlohmann::json::parse(kept.out)["candidates"].at(0)["layout"]["pp"], 1) << kept.out;
+  auto only = run_sapp("search --model qwen2.5-vl-7b --devices 16 --global-batch 64 --pp 2 -q --emit automodel -o " + dir + "/vl2.yaml");
+  EXPECT_EQ(only.status, 2) << only.err;
+  EXPECT_NE(only.err.find("a vision model without PP"), std::string::npos) << only.err;
   auto mtp =
       run_sapp("estimate --model deepseek-v3 --devices 256 --global-batch 512 --tp 2 --sp --pp 8 --ep 8 --zero 3 --emit torchtitan -o " + dir + "/v3.toml");
   EXPECT_TRUE(mtp.status == 0 || mtp.status == 3) << mtp.err;

@@ -91,9 +91,16 @@ void fill(app::EstimateRequest& request, From& from, const nlohmann::json& value
 void fill(app::SearchRequest& request, From& from, const nlohmann::json& values) { fill_any(request, from, values); }
 void fill(app::PlanRequest& request, From& from, const nlohmann::json& values) { fill_any(request, from, values); }
 
-config::Expressible keep_to_emit(const From& from, search::Space& space) {
+config::Expressible keep_to_emit(const From& from, const app::JobRequest& job, search::Space& space) {
   if (from.emit.empty()) return {};
-  config::Expressible e = config::expressible(config::parse_emit_format(from.emit, "--emit"), from.loaded ? &*from.loaded : nullptr);
+  const config::EmitFormat format = config::parse_emit_format(from.emit, "--emit");
+  config::Expressible e = config::expressible(format, from.loaded ? &*from.loaded : nullptr);
+  // AutoModel's per-stage module names state the language model's layers only: a vision model runs without PP.
+  std::optional<std::vector<int>> pp;
+  if (format == config::EmitFormat::AutoModel && app::load(job).model.spec.vision) {
+    pp = std::vector<int>{1};
+    e.why += std::string(e.why.empty() ? "" : "; ") + "a vision model without PP (AutoModel's per-stage module names state the language model's layers)";
+  }
   auto keep = [&](auto& dim, const auto& allowed, const char* option) {
     if (!allowed) return;
     if (!dim) {
@@ -104,11 +111,12 @@ config::Expressible keep_to_emit(const From& from, search::Space& space) {
     }
   };
   keep(space.zero, e.zero, "--zero");
+  keep(space.pp, pp, "--pp");
   keep(space.sp, e.sp, "--sp");
   keep(space.cp_algo, e.cp_algo, "--cp-algo");
   space.replication_alone = e.replication_alone;
   space.hybrid_even_pipeline = e.hybrid_even_pipeline;
-  if (e.zero || e.sp || e.cp_algo || e.recompute != plan::RecomputeStated::PerChunkCounts)
+  if (e.zero || e.sp || e.cp_algo || pp || e.recompute != plan::RecomputeStated::PerChunkCounts)
     std::fprintf(stderr, "sapp: note: --emit %s: the search keeps to what it can write (%s)\n", from.emit.c_str(), e.why.c_str());
   return e;
 }

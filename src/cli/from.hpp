@@ -31,10 +31,11 @@ void fill(app::SearchRequest& request, From& from, const nlohmann::json& values)
 void fill(app::PlanRequest& request, From& from, const nlohmann::json& values);
 
 // Writes the plan as --emit asks: to `output` (stdout for "-"). No-op without --emit.
-// With --emit, the search keeps to the ZeRO stages and sequence parallelism the format can state (a note says so;
+// With --emit, the search keeps to the ZeRO stages, sequence parallelism, CP algorithms and (AutoModel with a vision
+// model: PP 1) pipelines the format can state (a note says so;
 // a usage error when none of the values given can be). Returns what the format can state (everything without
 // --emit): `plan` keeps every layer's recompute when the format states one mode for all.
-config::Expressible keep_to_emit(const From& from, search::Space& space);
+config::Expressible keep_to_emit(const From& from, const app::JobRequest& job, search::Space& space);
 // --emit needs --output (the report goes to stdout); a usage error otherwise.
 void require_emit_output(const From& from, const std::string& output);
 void emit_plan(const From& from, const app::JobRequest& job, const plan::Layout& layout, const std::string& output);

@@ -23,7 +23,7 @@ Command add_plan(CLI::App& app) {
     app::PlanRequest request;
     require_emit_output(o->from, o->out.output);
     fill(request, o->from, o->values(*cmd));
-    request.recompute_stated = keep_to_emit(o->from, request.space).recompute;
+    request.recompute_stated = keep_to_emit(o->from, request.job, request.space).recompute;
     request.scatter = !o->html.empty();
     bool progress = o->progress();
     if (progress) {

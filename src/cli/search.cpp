@@ -33,7 +33,7 @@ Command add_search(CLI::App& app) {
     app::SearchRequest request;
     require_emit_output(o->from, o->out.output);
     fill(request, o->from, o->values(*cmd));
-    keep_to_emit(o->from, request.space);
+    keep_to_emit(o->from, request.job, request.space);
     request.scatter = !o->html.empty();
     bool progress = o->progress();
     if (progress) {
