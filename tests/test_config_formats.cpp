@@ -2228,6 +2228,13 @@ TEST(MegatronShell, StringsStatementsAndBranches) {
       read("ARGS=\"--num-layers 4 --hidden-size 1024 --tensor-model-parallel-size 2\"\ntorchrun --nproc_per_node 8 pretrain_gpt.py ${ARGS} " + model + "\n");
   EXPECT_EQ(one_line.values.at("tp"), 2);
   EXPECT_EQ(one_line.values.at("devices"), 8);
+  // A node count from a list of hosts (MindSpeed-LLM's MindSpore scripts: NNODES=${#IPs[@]}, then
+  // WORLD_SIZE=$((NPUS_PER_NODE*$NNODES)) for msrun's --worker_num: refused as an unset variable before).
+  const config::Loaded hosts = read(
+      "IPs=('IP1' 'IP2')\nNPUS=8\nNNODES=${#IPs[@]}\nWORLD=$((NPUS*$NNODES))\nmsrun --worker_num $WORLD --local_worker_num $NPUS pretrain_gpt.py "
+      "--num-layers 4 --hidden-size 1024 " +
+      model + "\n");
+  EXPECT_EQ(hosts.values.at("devices"), 16);
   const config::Loaded spanning =
       read("A=\" \\\n    --num-layers 4 \\\n    --hidden-size 1024\n\"\ntorchrun --nproc_per_node 8 pretrain_gpt.py $A " + model + "\n");
   EXPECT_TRUE(spanning.model_config.is_object()) << spanning.values.dump();

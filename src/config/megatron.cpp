@@ -108,7 +108,7 @@ long long arith(const std::string& expr, const std::string& where) {
   return sum;
 }
 
-// Expands $NAME, ${NAME}, ${NAME:-default}, ${NAME[@]} and $((...)) in one word; arrays and unquoted
+// Expands $NAME, ${NAME}, ${NAME:-default}, ${NAME[@]}, ${#NAME[@]}, ${#NAME} and $((...)) in one word; arrays and unquoted
 // expansions split into several words.
 std::vector<std::string> expand(const std::string& word, const Shell& sh, const std::string& file) {
   std::string out;
@@ -159,6 +159,17 @@ std::vector<std::string> expand(const std::string& word, const Shell& sh, const 
         split = true;
       }
       i = end;
+      // ${#NAME[@]}: the array's length (a launcher's node count from its list of hosts); ${#NAME}: a string's.
+      if (!has_fallback && name.size() > 1 && name.front() == '#') {
+        const bool items = split;
+        split = false;
+        auto it = sh.vars.find(name.substr(1));
+        if (it == sh.vars.end())
+          out += "${" + name + "}";  // unknown: kept, refused if a flag sapp reads needs it
+        else
+          out += std::to_string(items ? it->second.size() : it->second.empty() ? 0 : it->second.front().size());
+        continue;
+      }
     } else {
       std::size_t j = i + 1;
       while (j < word.size() && (std::isalnum(static_cast<unsigned char>(word[j])) || word[j] == '_')) ++j;
