@@ -1875,6 +1875,9 @@ INSTANTIATE_TEST_SUITE_P(
         Bad{"megatron_checkpoint_conversion",
             "python examples/mcore/deepseek3/convert_ckpt_deepseek3.py --target-tensor-parallel-size 2 --num-layers 64 --load-dir a --save-dir b\n",
             "launches examples/mcore/deepseek3/convert_ckpt_deepseek3.py, a checkpoint conversion, not training"},
+        Bad{"megatron_data_preprocessing",
+            "python ./preprocess_data.py --input a.parquet --tokenizer-type PretrainedFromHF --seq-length 32768 --output-prefix b --workers 4\n",
+            "launches ./preprocess_data.py, a data preprocessing step, not training"},
         Bad{"mindformers_offset_sum",
             "parallel_config:\n  pipeline_stage: 2\nmodel:\n  model_config:\n    hidden_size: 64\n    num_layers: 5\n    num_heads: 4\n    "
             "intermediate_size: 128\n    offset: [1, 1]\n",

@@ -998,11 +998,12 @@ Loaded read_megatron(const std::string& text, const std::string& file) {
     }
   }
   // A checkpoint conversion (MindSpeed-LLM's convert_ckpt*.py, Megatron-LM's tools/checkpoint/convert.py) states some
-  // model flags and its target degrees (--target-tensor-parallel-size ...) but trains nothing: a script launching one
-  // and no training program (a name with "train" or "tune") is refused, naming it.
+  // model flags and its target degrees (--target-tensor-parallel-size ...) but trains nothing, nor does a data
+  // preprocessing step (preprocess_data.py: --seq-length and the tokenizer): a script launching one and no training
+  // program (a name with "train" or "tune") is refused, naming it.
   // A script that launches generation or evaluation (MindSpeed-LLM's inference.py / evaluation.py, Megatron-LM's
   // run_text_generation.py, --max-new-tokens): priced as training of its model and layout all the same, and said.
-  std::string conversion, training_program, inference_program;
+  std::string conversion, preprocessing, training_program, inference_program;
   for (const std::string& program : a.programs) {
     const std::string name = io::lower(io::last_component(program));
     auto names = [&name](std::initializer_list<const char*> words) {
@@ -1010,10 +1011,14 @@ Loaded read_megatron(const std::string& text, const std::string& file) {
     };
     if (names({"train", "tune"})) training_program = program;
     if (names({"convert", "ckpt", "checkpoint"})) conversion = program;
+    if (names({"preprocess"})) preprocessing = program;
     if (names({"inference", "generat", "evaluat"}) && inference_program.empty()) inference_program = program;
   }
   if (!conversion.empty() && training_program.empty()) {
     fail(file, "launches {}, a checkpoint conversion, not training: give sapp the script that launches the training (pretrain_*.py)", conversion);
+  }
+  if (!preprocessing.empty() && training_program.empty()) {
+    fail(file, "launches {}, a data preprocessing step, not training: give sapp the script that launches the training (pretrain_*.py)", preprocessing);
   }
   if (a.on("--max-new-tokens") || !inference_program.empty()) {
     out.warnings.push_back(
