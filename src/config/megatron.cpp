@@ -1041,9 +1041,12 @@ Loaded read_megatron(const std::string& text, const std::string& file) {
     set("devices", *devices, "msrun --worker_num");
     if (a.flags.count("--local_worker_num")) nproc = a.whole("--local_worker_num");
   } else if (sh.vars.count("WORLD_SIZE")) {
-    std::string w = sh.vars.at("WORLD_SIZE").front();
+    const std::string w = sh.vars.at("WORLD_SIZE").front();
     if (!w.empty() && w.find_first_not_of("0123456789") == std::string::npos) {
-      devices = std::stoll(w);
+      // Read as a flag's value is (a count from 1 to 2^40; 0 devices, or a product beyond 64 bits, is refused).
+      const std::optional<long long> n = whole_number(w);
+      if (!n || *n < 1 || *n > (1LL << 40)) fail(at(file, "WORLD_SIZE"), "'{}' is not a device count", w);
+      devices = *n;
       set("devices", *devices, "WORLD_SIZE");
     }
   }
