@@ -396,6 +396,16 @@ TEST(EmitEditedFile, TheSequenceLengthIsThePlans) {
   }
 }
 
+// GPT-3's learned position table (2048 rows) has no row past its length: a longer sequence is priced with the table
+// as stated, and said (a Megatron script written for it states a table of the run's length instead).
+TEST(Estimate, ALearnedPositionTableShorterThanTheSequenceIsSaid) {
+  auto longer = run_sapp("estimate --model gpt3-5b --devices 8 --global-batch 64 --seq 4096");
+  EXPECT_EQ(longer.status, 0) << longer.err;
+  EXPECT_NE(longer.err.find("learns 2048 positions, fewer than the 4096-token sequence"), std::string::npos) << longer.err;
+  auto within = run_sapp("estimate --model gpt3-5b --devices 8 --global-batch 64 --seq 2048");
+  EXPECT_EQ(within.err.find("positions"), std::string::npos) << within.err;
+}
+
 // What a new file cannot state is refused before the search, and no file is left: a vision tower in a Megatron
 // script or a MindFormers config (Qwen2.5-VL read back 0.7 B parameters short, without its tower), or in AutoModel's
 // per-stage module names under PP. torchtitan's flavours have no MTP: written with a warning saying so.

@@ -50,6 +50,13 @@ report::Subject subject_of(const LoadedJob& x, const JobRequest& job) {
     s.warnings.push_back(fmt::format("{}: key(s) sapp does not read and cannot price (misspelt, or a feature it does not model): {}", x.model.spec.source,
                                      fmt::join(x.model.spec.unread_keys, ", ")));
   }
+  // A learned position table (GPT-2/3) holds one row per position: a longer sequence has none to look up.
+  if (const auto rows = x.model.spec.learned_position_embeddings; rows && job.training.seq > *rows) {
+    s.warnings.push_back(
+        fmt::format("{}: the model learns {} positions, fewer than the {}-token sequence (priced with its {}-row table); the "
+                    "model needs a longer table to run it",
+                    x.model.spec.source, *rows, job.training.seq, *rows));
+  }
   if (x.model.spec.vision && !x.model.spec.vision->tokens_stated) {
     s.warnings.push_back(
         fmt::format("{}: vision_config states no visual_tokens: the vision tower is priced at {} tokens per sample (state "
