@@ -75,7 +75,8 @@ void check_emit_training(const Request& request, const From& from) {
   }
   // A model a new file cannot state (a torchtitan TOML without a flavour for it, a vision tower in a Megatron script
   // or a MindFormers config), refused before the search.
-  config::check_model_expressible(format, original, app::load(request.job).model, request.job.model, request.job.training.seq);
+  if (original == nullptr || original->format != config::format_of(format))  // an edited file keeps its own model
+    config::check_model_expressible(format, original, app::load(request.job).model, request.job.model, request.job.training.seq);
 }
 
 // The request filled from --from and the command line, then refused if --emit cannot write its training.

@@ -696,11 +696,13 @@ std::optional<std::string> moe_layer_freq_text(const model::ModelSpec& m) {
   return fmt::format("({})", fmt::join(terms, "+"));
 }
 
-// The flags that state which layers attend a sliding window and how wide (reader: window_keys,
+// The flags that state which layers attend a sliding window and how wide (internal.hpp; reader: window_keys,
 // window_layer_pattern, --interleave-sliding-window): Megatron-Core's --window-size for GPT-OSS (its windowed layers
 // by --window-attn-skip-freq) and for a dense Llama-type model windowed in every layer (Mistral 7B v0.1, Phi-3);
 // MindSpeed-LLM's --interleave-sliding-window for Gemma 2's alternation. Other windowed stacks are refused.
-std::vector<std::string> window_flags_of(const Plan& plan, const std::string& model_name) {
+}  // namespace
+
+std::vector<std::string> megatron_window_flags(const Plan& plan, const std::string& model_name) {
   const std::vector<int>& windowed = plan.windowed_layers;
   if (!plan.model || std::ranges::find(windowed, 1) == windowed.end()) return {};
   const model::ModelSpec& m = *plan.model;
@@ -731,6 +733,8 @@ std::vector<std::string> window_flags_of(const Plan& plan, const std::string& mo
        "hyperparallel, automodel or mindformers",
        model_name, count, windowed.size(), m.arch);
 }
+
+namespace {
 
 // Counts one level of nesting for as long as it lives.
 struct DepthGuard {
@@ -2049,8 +2053,6 @@ std::string hybrid_cut_pattern(const std::string& symbols, const plan::StageSpli
 
 }  // namespace
 
-std::vector<std::string> megatron_window_flags(const Plan& plan, const std::string& model_name) { return window_flags_of(plan, model_name); }
-
 std::string emit_megatron(const Plan& plan, const Loaded* original, const std::string& model_name, std::vector<std::string>* notes) {
   const plan::Layout& l = plan.layout;
   // Megatron-Core's hybrid stack runs an even split without a virtual pipeline (plan::hybrid_stack_runs_pipeline):
@@ -2116,7 +2118,7 @@ std::string emit_megatron(const Plan& plan, const Loaded* original, const std::s
         ed.lines.emplace_back("--geglu");  // MindSpeed-LLM's gated GeLU (Gemma's MLP)
       else if (m.model_type != "gpt2" && m.model_type != "gpt3")
         ed.lines.emplace_back("--swiglu");
-      for (const std::string& line : window_flags_of(plan, model_name)) ed.lines.push_back(line);
+      for (const std::string& line : megatron_window_flags(plan, model_name)) ed.lines.push_back(line);
       if (hybrid_stack) {
         // Megatron-Core's hybrid stack, one symbol per layer (pretrain_mamba.py), its Mamba-2 mixer's dimensions.
         ed.lines.emplace_back("--is-hybrid-model");
