@@ -84,6 +84,9 @@ TEST(ExitCodes, AStatedDegreeThatDividesNothingIsCounted) {
   auto r = run_sapp("search" + kJob + " --tp 3 -q");
   EXPECT_EQ(r.status, 3);
   EXPECT_NE(r.out.find("device count"), std::string::npos) << r.out;
+  // Nothing was priced, so nothing "does not fit": the report says no layout is valid, not that memory ran out.
+  EXPECT_NE(r.out.find("no layout is valid on"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("GiB per device"), std::string::npos) << r.out;
 }
 
 TEST(Suggestions, EachSuggestedChangeFitsWhenRun) {

@@ -245,6 +245,12 @@ std::string to_table(const SearchReport& r) {
   std::string reasons = rejections_line(r);
   if (!reasons.empty()) out += fmt::format("rejected: {}\n", reasons);
   if (!r.any_fits()) {
+    if (r.closest.empty() && r.evaluated > 0) {
+      // Nothing was priced: every candidate broke a rule before its memory was counted (a stated degree that does
+      // not divide the devices, EP beside DP, ...). Saying "does not fit" would send the user after memory.
+      out += fmt::format("no layout is valid on {} devices: every candidate breaks a rule listed above (none was priced).\n", r.subject.devices);
+      return out;
+    }
     out += fmt::format("no layout fits in {} GiB per device.\n", gib(r.subject.capacity_bytes));
     if (!r.closest.empty()) {
       out += "closest (least memory):\n";
