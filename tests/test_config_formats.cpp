@@ -2502,6 +2502,34 @@ TEST(AutoModel, ABuildersOwnFieldsDefineTheModel) {
       "m.yaml: model: names no model sapp reads", "a model section without an id or a size");
 }
 
+// NeMo AutoModel recipes that train with a second model or another objective (examples/llm_kd, examples/speculative,
+// examples/dllm_sft, examples/retrieval at Automodel 36044ad) are refused by name: priced as the trained model alone
+// they were silently too fast and too small (the KD student without its teacher's forward, weights and logits). The
+// recipe may be a class name or a `_target_` mapping; a YAML whose comments show a launch command with Megatron-like
+// flags is still read as YAML.
+TEST(AutoModel, RecipesWithASecondModelOrObjectiveAreRefusedByName) {
+  const std::string base =
+      "step_scheduler: {global_batch_size: 64, local_batch_size: 2}\ndistributed: {strategy: fsdp2}\n"
+      "model: {pretrained_model_name_or_path: meta-llama/Llama-3.1-8B}\ndataset: {seq_len: 4096}\n";
+  auto read = [&](const std::string& extra) { return config::read_text(extra + base, "r.yaml"); };
+  test::expect_error([&] { (void)read("recipe: KnowledgeDistillationRecipeForNextTokenPrediction\n"); },
+                     "r.yaml: recipe: 'KnowledgeDistillationRecipeForNextTokenPrediction' is not a recipe sapp prices", "distillation");
+  test::expect_error([&] { (void)read("teacher_model: {pretrained_model_name_or_path: meta-llama/Llama-3.1-70B}\n"); },
+                     "r.yaml: teacher_model: knowledge distillation runs the teacher's forward", "a teacher under any recipe");
+  test::expect_error([&] { (void)read("recipe: {_target_: nemo_automodel.recipes.llm.train_eagle3.TrainEagle3Recipe}\n"); },
+                     "recipe: 'nemo_automodel.recipes.llm.train_eagle3.TrainEagle3Recipe' is not a recipe sapp prices", "speculative drafter");
+  test::expect_error([&] { (void)read("recipe: TrainBiEncoderRecipe\n"); }, "'TrainBiEncoderRecipe' is not a recipe sapp prices", "retrieval");
+  EXPECT_EQ(read("recipe: {_target_: nemo_automodel.recipes.llm.train_ft.TrainFinetuneRecipeForNextTokenPrediction}\n").format, config::Format::AutoModel);
+  const config::Loaded cls = read("recipe: TrainFinetuneRecipeForSequenceClassification\n");
+  ASSERT_FALSE(cls.warnings.empty());
+  EXPECT_NE(cls.warnings.back().find("priced as next-token prediction"), std::string::npos) << cls.warnings.back();
+  // Detected from the recipe key alone, and Megatron-like flags on comment lines do not make it a launch script.
+  const std::string commented =
+      "# run: python -m pkg.precompute --seq-length 4096 --num-layers 5\nrecipe: TrainDSparkRecipe\nrecipe_args: {seq_length: 4096}\n";
+  EXPECT_EQ(config::detect(commented, "d.yaml"), config::Format::AutoModel);
+  test::expect_error([&] { (void)config::read_text(commented, "d.yaml"); }, "d.yaml: recipe: 'TrainDSparkRecipe' is not a recipe sapp prices", "drafter");
+}
+
 // NeMo AutoModel, as its recipes resolve a YAML (Automodel 36044ad): 61 layers at layers_per_stage 2 make
 // ceil(61 / 2) = 31 virtual stages, rounded down to 28 over pp_size 4 (7 per rank); generate_hf_model_split gives
 // the first 61 mod 28 = 5 stages 3 layers and the rest 2; stage s sits on rank s mod 4. The pipeline runs

@@ -129,6 +129,36 @@ Loaded read_automodel(const json& stated, const std::string& file) {
   auto set = setter(out);
   set("framework", "automodel", kRecipe);
 
+  // The recipe (its class name, perhaps module-qualified): sapp prices one model trained for next-token prediction
+  // (pre-training, fine-tuning, LoRA, benchmarking, VLM fine-tuning). A recipe that runs a second model beside the
+  // one trained (knowledge distillation's teacher forward and logits, a speculative-decoding drafter's frozen
+  // target) or another objective (diffusion LMs' bidirectional masked-token loss, retrieval encoders' contrastive
+  // loss over queries and passages) is refused by name rather than priced as if it were the trained model alone.
+  std::string recipe_path;  // `recipe: Class`, or `recipe: {_target_: module.Class}`
+  if (const json* r = t.peek("recipe"); r != nullptr) {
+    const json* name = r->is_object() && r->contains("_target_") ? &r->at("_target_") : r;
+    if (name->is_string()) recipe_path = name->get<std::string>();
+  }
+  const std::string recipe_class = recipe_path.substr(recipe_path.rfind('.') + 1);
+  for (const char* kind :
+       {"KnowledgeDistillation", "Distill", "Eagle", "DFlash", "DSpark", "Domino", "JetSpec", "Vispec", "Diffusion", "BiEncoder", "CrossEncoder"}) {
+    if (recipe_class.find(kind) != std::string::npos)
+      fail(at(file, "recipe"),
+           "'{}' is not a recipe sapp prices: it trains with a second model or objective (distillation's teacher, a speculative drafter's "
+           "target, diffusion or retrieval losses) that sapp does not model; sapp prices next-token pre-training and fine-tuning of one "
+           "model (give --model and the layout to price the trained model alone)",
+           recipe_path);
+  }
+  if (t.peek("teacher_model") != nullptr)
+    fail(at(file, "teacher_model"),
+         "knowledge distillation runs the teacher's forward and keeps its weights and logits beside the student's, which sapp does not "
+         "price; give --model and the layout to price the student alone");
+  if (recipe_class.find("SequenceClassification") != std::string::npos)
+    out.warnings.push_back(
+        fmt::format("recipe {}: priced as next-token prediction (an LM head and loss over the vocabulary); a "
+                    "classification head over a few labels costs less time and memory",
+                    recipe_path));
+
   // Degrees. AutoModel's DDP and Megatron-FSDP strategies take no TP / PP / EP (mesh_utils.py); FSDP2 takes all.
   const std::string strategy = io::lower(t.text("distributed.strategy").value_or("fsdp2"));
   if (strategy != "fsdp2" && strategy != "megatron_fsdp" && strategy != "ddp")

@@ -535,8 +535,10 @@ Format detect_tree(const json& tree, const std::string& file) {
   // HyperParallel's training-skeleton schema shares AutoModel's step scheduler, with its own accelerator section.
   if (has(tree, "step_scheduler") && has(tree, "accelerator") && !has(tree, "distributed")) return Format::HyperParallel;
   // NeMo AutoModel: a `distributed` section of sizes, or the step scheduler its recipes all state.
-  if (has(tree, "step_scheduler") || (has(tree, "distributed") && (has(tree.at("distributed"), "strategy") || has(tree.at("distributed"), "tp_size") ||
-                                                                   has(tree.at("distributed"), "dp_size"))))
+  const bool automodel_recipe = has(tree, "recipe") && tree.at("recipe").is_string() && tree.at("recipe").get<std::string>().ends_with("Recipe");
+  if (automodel_recipe || has(tree, "step_scheduler") ||
+      (has(tree, "distributed") &&
+       (has(tree.at("distributed"), "strategy") || has(tree.at("distributed"), "tp_size") || has(tree.at("distributed"), "dp_size"))))
     return Format::AutoModel;
   if (has(tree, "parallelism") || has(tree, "cluster") || has(tree, "constraint") || has(tree, "pp_config") || has(tree, "train_yaml"))
     return Format::ReferenceSearch;
@@ -563,6 +565,22 @@ Format detect_tree(const json& tree, const std::string& file) {
        fmt::join(keys, ", "));
 }
 
+// The text with every line whose first non-blank character is '#' emptied (line breaks kept).
+std::string without_comment_lines(const std::string& text) {
+  std::string out;
+  out.reserve(text.size());
+  std::size_t begin = 0;
+  while (begin < text.size()) {
+    std::size_t end = text.find('\n', begin);
+    if (end == std::string::npos) end = text.size();
+    const std::size_t first = text.find_first_not_of(" \t\r", begin);
+    if (first >= end || text[first] != '#') out.append(text, begin, end - begin);
+    if (end < text.size()) out += '\n';
+    begin = end + 1;
+  }
+  return out;
+}
+
 bool looks_like_megatron(const std::string& text) {
   static const std::regex flag(
       R"((^|\s)--(num-layers|hidden-size|tensor-model-parallel-size|pipeline-model-parallel-size|micro-batch-size|global-batch-size|seq-length|num-attention-heads|hybrid-layer-pattern)(\s|=|$))");
@@ -579,11 +597,14 @@ bool looks_like_toml(const std::string& text) {
 Format detect(const std::string& text, const std::string& file) {
   std::size_t a = text.find_first_not_of(" \t\r\n");
   if (a == std::string::npos) fail(file, "is empty");
-  if (text[a] != '{' && looks_like_megatron(text)) return Format::Megatron;
+  // Flags and commands on comment lines (a YAML recipe's "run it with python -m ... --seq-length 4096") say nothing
+  // about the format.
+  const std::string code = without_comment_lines(text);
+  if (text[a] != '{' && looks_like_megatron(code)) return Format::Megatron;
   if (text[a] != '{' && looks_like_toml(text)) return Format::Torchtitan;
   static const std::regex shell_line(R"((^|\n)\s*(export|source|torchrun|python3?|bash|deepspeed|msrun)\s)");
   const bool shell_name = file.size() > 3 && file.compare(file.size() - 3, 3, ".sh") == 0;
-  if (text.compare(a, 2, "#!") == 0 || shell_name || std::regex_search(text, shell_line)) {
+  if (text.compare(a, 2, "#!") == 0 || shell_name || std::regex_search(code, shell_line)) {
     // A shell script that states no Megatron model flag (MindSpeed-LLM's FSDP2 scripts, a launcher that passes a
     // config file): name the config file it launches with, if any, rather than failing as YAML.
     static const std::regex config_arg(R"((^|\s)([^\s'"]+\.(yaml|yml|toml|json))(\s|$))");
