@@ -185,6 +185,11 @@ TEST(Balance, SeveralBodyTypesKeepModelOrder) {
   auto brute = balance::solve_exhaustive(p);
   ASSERT_TRUE(dp.feasible);
   EXPECT_NEAR(dp.eval.objective, brute.eval.objective, 1e-9);
+  // Every plan simulated: the optimum is its own bound ("proved optimal (simulated step = lower bound ...)" printed
+  // the bound as 0 before).
+  EXPECT_TRUE(brute.optimal);
+  EXPECT_DOUBLE_EQ(brute.bound, brute.eval.objective);
+  EXPECT_DOUBLE_EQ(brute.gap, 0.0);
   // Model order: no decoder layer before the last vision layer.
   int last_vision = -1, first_decoder = 99;
   for (int s = 0; s < 3; ++s) {
