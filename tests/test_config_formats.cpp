@@ -2397,6 +2397,12 @@ TEST(MindSpeedLlm, AscendDeviceMoePatternAndUnevenStages) {
       config::read_text(head + launch + "--moe-layer-freq -1 --first-k-dense-replace 3 --num-layer-list 3,5\n", "a3.sh", config::Format::Megatron);
   EXPECT_EQ(a3.values.at("hardware").get<std::string>(), "ascend-910c");
   EXPECT_EQ(a3.values.at("devices").get<long long>(), 32);
+  // Without --use-flash-attn MindSpeed runs Megatron-Core's unfused attention (its forward wrapper calls the fused
+  // NPU kernel only with the flag): priced so, and said; with the flag, fused.
+  EXPECT_TRUE(a3.values.at("no_flash_attention").get<bool>());
+  EXPECT_TRUE(std::any_of(a3.warnings.begin(), a3.warnings.end(), [](const std::string& w) { return w.find("no --use-flash-attn") != std::string::npos; }));
+  const config::Loaded fused = config::read_text(head + launch + "--use-flash-attn\n", "fa.sh", config::Format::Megatron);
+  EXPECT_FALSE(fused.values.contains("no_flash_attention"));
   EXPECT_EQ(a3.model_config.at("first_k_dense_replace").get<long long>(), 3);
   ASSERT_TRUE(a3.split.has_value());
   EXPECT_EQ(a3.split->layers, (std::vector<std::vector<long long>>{{3, 5}}));
@@ -2407,6 +2413,7 @@ TEST(MindSpeedLlm, AscendDeviceMoePatternAndUnevenStages) {
   EXPECT_FALSE(a2.model_config.contains("first_k_dense_replace"));
   config::Loaded gpu = config::read_text("PER_NODE=8\nNNODES=1\n" + launch + "\n", "gpu.sh", config::Format::Megatron);
   EXPECT_FALSE(gpu.values.contains("hardware"));
+  EXPECT_FALSE(gpu.values.contains("no_flash_attention"));  // Transformer Engine's attention is fused without the flag
   // Memory features: the fp32 master copy reused (10 optimizer bytes per parameter), the MLP activation recomputed
   // (selective, its activation switches), and Megatron-Core's named modules under selective.
   config::Loaded mem = config::read_text(head + launch + "--bf16 --reuse-fp32-param --recompute-activation-function\n", "mem.sh", config::Format::Megatron);

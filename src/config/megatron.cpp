@@ -1066,6 +1066,16 @@ Loaded read_megatron(const std::string& text, const std::string& file) {
     const bool a3 = nproc == 16;
     set("hardware", a3 ? "ascend-910c" : "ascend-910b",
         a3 ? "Ascend runtime variables (HCCL_*, ...) and 16 NPUs per node (A3)" : "Ascend runtime variables (HCCL_*, ...), not 16 NPUs per node (A2)");
+    // MindSpeed runs its fused attention (npu_fusion_attention) only with --use-flash-attn: without it its
+    // dot_product_attention_forward_wrapper (Ascend/MindSpeed mindspeed/core/transformer/dot_product_attention.py)
+    // falls back to Megatron-Core's local DotProductAttention, which builds the s x s scores. On a GPU, Transformer
+    // Engine's attention is fused whatever the flag says.
+    if (!a.on("--use-flash-attn")) {
+      set("no_flash_attention", true, "no --use-flash-attn on Ascend");
+      out.warnings.push_back(
+          "no --use-flash-attn: MindSpeed runs Megatron-Core's unfused attention (an s x s score tensor per head), priced so; add the flag "
+          "for its fused kernel");
+    }
   }
   set("framework", "megatron", "Megatron-LM arguments");
   const auto [tp, pp, cp, ep] =
