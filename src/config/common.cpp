@@ -529,6 +529,19 @@ Format detect_tree(const json& tree, const std::string& file) {
          "MindFormers YAML, Megatron/MindSpeed arguments, torchtitan TOML, AutoModel YAML, search YAML",
          tree.type_name());
   }
+  // MindSpeed-LLM's FSDP2 trainer (train_fsdp2.py, mindspeed_llm/fsdp2/utils/arguments.py): model / data / parallel /
+  // training sections, its mesh partly on the launch line (--parallel.fsdp_size ...). Its `training` section would
+  // read as HyperParallel's, with other meanings: refused by name.
+  if (has(tree, "parallel") && tree.at("parallel").is_object()) {
+    const json& parallel = tree.at("parallel");
+    for (const char* key : {"fsdp_size", "fsdp_modules", "ep_fsdp_size", "ep_fsdp_modules", "ep_modules"}) {
+      if (parallel.contains(key))
+        fail(file,
+             "is a MindSpeed-LLM FSDP2 YAML (train_fsdp2.py; parallel.{}), a format sapp does not read; price the run with --model (its "
+             "HuggingFace config.json), --devices, --global-batch, --seq (data.cutoff_len) and --zero 3 with the launch line's sizes",
+             key);
+    }
+  }
   if (has(tree, "parallel_config") || has(tree, "recompute_config") || has(tree, "runner_config") ||
       (has(tree, "model") && has(tree.at("model"), "model_config")))
     return Format::MindFormers;
@@ -610,6 +623,11 @@ Format detect(const std::string& text, const std::string& file) {
     static const std::regex config_arg(R"((^|\s)([^\s'"]+\.(yaml|yml|toml|json))(\s|$))");
     std::smatch m;
     std::string hint;
+    static const std::regex fsdp2_trainer(R"((^|[\s/])train_fsdp2\.py(\s|$))");
+    if (std::regex_search(code, fsdp2_trainer))
+      fail(file,
+           "launches MindSpeed-LLM's FSDP2 trainer (train_fsdp2.py with its YAML and --parallel.* sizes), a format sapp does not read; price "
+           "the run with --model (its HuggingFace config.json), --devices, --global-batch, --seq and --zero 3");
     if (std::regex_search(text, m, config_arg)) hint = fmt::format("; it launches with {}: give sapp that file if it is one of these formats", m[2].str());
     fail(file,
          "is a shell script without Megatron-LM's model flags (--num-layers, --hidden-size, ...); sapp reads Megatron-LM / MindSpeed launch "
