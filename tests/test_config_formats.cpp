@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -2384,6 +2385,83 @@ TEST(Megatron, GptOssFlagsAreTheGptOssFamily) {
   EXPECT_EQ(listed.at(1), "sliding_attention");
   EXPECT_EQ(listed.at(2), "full_attention");
   EXPECT_EQ(std::count(listed.begin(), listed.end(), "full_attention"), 12) << listed.dump();
+}
+
+// MindSpeed-LLM's FSDP2 trainer (Ascend/MindSpeed-LLM c77308a1, train_fsdp2.py), read from its launch script and the
+// YAML it names from the checkout's root, the launch line's --section.key winning (utils/arguments.py): the mesh
+// (fsdp_size = world, TP 1, experts over ep x ep_fsdp), the batch per_device x accumulation x world / cp, the
+// sequence data.cutoff_len, whole-layer recompute, ZeRO-3 (reshard_after_forward), the fp32 master weights of its
+// float32 model (the mindspeed_fsdp2 profile), eager norms unless a registered non-qwen3 model fuses them, a chunked
+// loss under pre-training; the model from its local folder's name. Refused by name: a mesh its code refuses.
+TEST(MindSpeedLlm, Fsdp2LaunchAndYamlAreReadAsItsTrainerRunsThem) {
+  const std::string dir = test::temp_dir();
+  std::filesystem::create_directories(dir + "/examples/fsdp2/qwen3_moe");
+  test::write_file(dir + "/examples/fsdp2/qwen3_moe/run.yaml",
+                   "model:\n  model_id: qwen3_moe\n  tokenizer_name_or_path: None\ndata:\n  cutoff_len: 4096\nparallel:\n  fsdp_modules:\n"
+                   "    - model.layers.{*}\n  recompute: True\n  reduce_dtype: bf16\n  cp_size: 1\ntraining:\n  stage: pt\n"
+                   "  per_device_train_batch_size: 2\n");
+  const std::string launch =
+      "NPUS_PER_NODE=16\nNNODES=2\ntorchrun --nproc_per_node $NPUS_PER_NODE --nnodes $NNODES train_fsdp2.py examples/fsdp2/qwen3_moe/run.yaml \\\n"
+      "    --model.model_name_or_path /home/data/Qwen3-30B-A3B/ --parallel.fsdp_size 32 --parallel.ep_size 4 --parallel.ep_fsdp_size 8 \\\n"
+      "    --training.per_device_train_batch_size 1 --training.gradient_accumulation_steps 2 --optimization.use_fused_rmsnorm \\\n"
+      "    --optimization.moe_grouped_gemm True --optimization.chunk_loss_size 1024\n";
+  test::write_file(dir + "/examples/fsdp2/qwen3_moe/run.sh", launch);
+  EXPECT_EQ(config::detect(launch, "run.sh"), config::Format::Megatron);
+  const config::Loaded l = config::read_file(dir + "/examples/fsdp2/qwen3_moe/run.sh");
+  EXPECT_EQ(l.dialect, "MindSpeed-LLM FSDP2 (train_fsdp2.py)");
+  const nlohmann::json& v = l.values;
+  EXPECT_EQ(v.at("framework"), "mindspeed_fsdp2");
+  EXPECT_EQ(v.at("devices").get<long long>(), 32);
+  EXPECT_EQ(v.at("hardware"), "ascend-910c");
+  EXPECT_EQ(v.at("model"), "qwen3-30b-a3b");
+  EXPECT_EQ(v.at("ep").get<long long>(), 4);
+  EXPECT_EQ(v.at("mbs").get<long long>(), 1);                    // the launch line wins over the YAML's 2
+  EXPECT_EQ(v.at("global_batch").get<long long>(), 1 * 2 * 32);  // per device x accumulation x world / cp
+  EXPECT_EQ(v.at("seq").get<long long>(), 4096);
+  EXPECT_EQ(v.at("zero").get<int>(), 3);
+  EXPECT_EQ(v.at("recompute"), "full");
+  EXPECT_EQ(v.at("reduce_bytes").get<int>(), 2);
+  EXPECT_TRUE(v.at("loss_chunked").get<bool>());
+  EXPECT_FALSE(v.contains("eager_norms"));  // qwen3_moe's registered class applies the fused norm
+  app::EstimateRequest r;
+  config::fill(r, l, nlohmann::json::object());
+  EXPECT_EQ(r.job.training.param_bytes, 4);  // the float32 model's shards are the master copy
+  EXPECT_EQ(r.job.training.optimizer_bytes, 8);
+  EXPECT_EQ(app::run_estimate(r).layout.expert_zero_group(), 8);
+  // Dense qwen3's patch never applies the fused norm (qwen3.py register_patches reads the wrong object); without a
+  // model_id no model class patches anything.
+  std::string dense = launch;
+  dense.replace(dense.find("Qwen3-30B-A3B"), 13, "Qwen3-8B");
+  dense.replace(dense.find(" --parallel.ep_size 4 --parallel.ep_fsdp_size 8"), 47, "");
+  test::write_file(dir + "/examples/fsdp2/qwen3_moe/dense.sh", dense);
+  test::write_file(dir + "/examples/fsdp2/qwen3_moe/run.yaml",
+                   "model:\n  model_id: qwen3\ndata:\n  cutoff_len: 2048\nparallel:\n  cp_size: 2\n  cp_type: ring\n  reshard_after_forward: false\n");
+  const config::Loaded d = config::read_file(dir + "/examples/fsdp2/qwen3_moe/dense.sh");
+  EXPECT_TRUE(d.values.at("eager_norms").get<bool>());
+  EXPECT_EQ(d.values.at("cp").get<long long>(), 2);
+  EXPECT_EQ(d.values.at("cp_algo"), "ring");
+  EXPECT_EQ(d.values.at("zero").get<int>(), 2);
+  EXPECT_EQ(d.values.at("recompute"), "off");
+  EXPECT_EQ(d.values.at("global_batch").get<long long>(), 1 * 2 * 16);
+  EXPECT_FALSE(d.values.contains("loss_chunked"));  // stage sft (the default): no chunked loss
+  // Refused by name: fsdp_size below the world, TP, experts not covering the world, a YAML that is not found.
+  auto refused = [&](const std::string& from, const std::string& to, const std::string& says) {
+    std::string text = launch;
+    text.replace(text.find(from), from.size(), to);
+    test::write_file(dir + "/examples/fsdp2/qwen3_moe/bad.sh", text);
+    test::expect_error([&] { (void)config::read_file(dir + "/examples/fsdp2/qwen3_moe/bad.sh"); }, says, to);
+  };
+  refused("--parallel.fsdp_size 32", "--parallel.fsdp_size 16", "--parallel.fsdp_size: 16 is not the world size 32");
+  refused("--parallel.fsdp_size 32", "--parallel.fsdp_size 32 --parallel.tp_size 2", "--parallel.tp_size: 2: MindSpeed-LLM's FSDP2 mesh");
+  refused("--parallel.ep_fsdp_size 8", "--parallel.ep_fsdp_size 2", "--parallel.ep_fsdp_size: 2 x ep_size 4 is not the world size 32");
+  refused("examples/fsdp2/qwen3_moe/run.yaml", "examples/fsdp2/qwen3_moe/missing.yaml", "its YAML examples/fsdp2/qwen3_moe/missing.yaml is found neither");
+  // --emit megatron never edits the launch in place: it writes a new Megatron script.
+  const auto emitted = test::run_sapp("estimate --from " + dir + "/examples/fsdp2/qwen3_moe/run.sh --emit megatron -o " + dir + "/plan.sh");
+  ASSERT_EQ(emitted.status, 0) << emitted.err;
+  const std::string written = io::read_text(dir + "/plan.sh");
+  EXPECT_EQ(written.find("train_fsdp2.py"), std::string::npos) << written;
+  EXPECT_NE(written.find("--num-layers 48"), std::string::npos) << written;
+  EXPECT_NE(emitted.err.find("read as MindSpeed-LLM FSDP2 (train_fsdp2.py)"), std::string::npos) << emitted.err;
 }
 
 TEST(MindSpeedLlm, AscendDeviceMoePatternAndUnevenStages) {

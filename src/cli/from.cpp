@@ -53,7 +53,7 @@ void fill_from(Request& request, From& from, const nlohmann::json& values) {
   // Filled before anything is said, so that a file refused there (a model it names that sapp cannot find) is one
   // error line.
   const std::vector<std::string> overrides = config::fill(request, l, with_emit_framework(from, values));
-  std::fprintf(stderr, "sapp: note: %s read as %s\n", l.file.c_str(), config::to_string(l.format));
+  std::fprintf(stderr, "sapp: note: %s read as %s\n", l.file.c_str(), l.dialect.empty() ? config::to_string(l.format) : l.dialect.c_str());
   std::string unused = config::unused_warning(l);
   if (!unused.empty()) std::fprintf(stderr, "sapp: warning: %s\n", unused.c_str());
   for (const auto& w : l.warnings) std::fprintf(stderr, "sapp: warning: %s: %s\n", l.file.c_str(), w.c_str());
@@ -75,7 +75,7 @@ void check_emit_training(const Request& request, const From& from) {
   }
   // A model a new file cannot state (a torchtitan TOML without a flavour for it, a vision tower in a Megatron script
   // or a MindFormers config), refused before the search.
-  if (original == nullptr || original->format != config::format_of(format))  // an edited file keeps its own model
+  if (!config::edits(original, format))  // an edited file keeps its own model
     config::check_model_expressible(format, original, app::load(request.job).model, request.job.model, request.job.training.seq);
 }
 

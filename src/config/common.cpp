@@ -537,8 +537,9 @@ Format detect_tree(const json& tree, const std::string& file) {
     for (const char* key : {"fsdp_size", "fsdp_modules", "ep_fsdp_size", "ep_fsdp_modules", "ep_modules"}) {
       if (parallel.contains(key))
         fail(file,
-             "is a MindSpeed-LLM FSDP2 YAML (train_fsdp2.py; parallel.{}), a format sapp does not read; price the run with --model (its "
-             "HuggingFace config.json), --devices, --global-batch, --seq (data.cutoff_len) and --zero 3 with the launch line's sizes",
+             "is a MindSpeed-LLM FSDP2 YAML (train_fsdp2.py; parallel.{}): give sapp the script that launches it (its --parallel.* sizes "
+             "and the model folder are on the launch line); alone, price the run with --model, --devices, --global-batch, --seq "
+             "(data.cutoff_len) and --zero 3",
              key);
     }
   }
@@ -623,11 +624,9 @@ Format detect(const std::string& text, const std::string& file) {
     static const std::regex config_arg(R"((^|\s)([^\s'"]+\.(yaml|yml|toml|json))(\s|$))");
     std::smatch m;
     std::string hint;
+    // MindSpeed-LLM's FSDP2 trainer: its launch line and YAML are read by the Megatron script reader's shell.
     static const std::regex fsdp2_trainer(R"((^|[\s/])train_fsdp2\.py(\s|$))");
-    if (std::regex_search(code, fsdp2_trainer))
-      fail(file,
-           "launches MindSpeed-LLM's FSDP2 trainer (train_fsdp2.py with its YAML and --parallel.* sizes), a format sapp does not read; price "
-           "the run with --model (its HuggingFace config.json), --devices, --global-batch, --seq and --zero 3");
+    if (std::regex_search(code, fsdp2_trainer)) return Format::Megatron;
     if (std::regex_search(text, m, config_arg)) hint = fmt::format("; it launches with {}: give sapp that file if it is one of these formats", m[2].str());
     fail(file,
          "is a shell script without Megatron-LM's model flags (--num-layers, --hidden-size, ...); sapp reads Megatron-LM / MindSpeed launch "
@@ -835,8 +834,10 @@ Format format_of(EmitFormat format) {
   return Format::Sapp;
 }
 
+bool edits(const Loaded* original, EmitFormat format) { return original != nullptr && original->format == format_of(format) && original->dialect.empty(); }
+
 Expressible expressible(EmitFormat format, const Loaded* original) {
-  if (original != nullptr && original->format != format_of(format)) original = nullptr;  // as emit() takes it
+  if (!edits(original, format)) original = nullptr;  // as emit() takes it
   switch (format) {
     case EmitFormat::HyperParallel: return expressible_hyperparallel(original);
     case EmitFormat::AutoModel: return expressible_automodel();
@@ -916,7 +917,7 @@ void check_spec_expressible(EmitFormat format, const Plan& plan, const std::stri
 }  // namespace
 
 void check_model_expressible(EmitFormat format, const Loaded* original, const model::Model& model, const std::string& model_name, long long seq) {
-  if (original != nullptr && original->format == format_of(format)) return;  // the file's own model is kept
+  if (edits(original, format)) return;  // the file's own model is kept
   Plan probe;
   probe.seq = seq;
   set_model(probe, model);
@@ -938,7 +939,7 @@ void set_model(Plan& plan, const model::Model& model) {
 }
 
 std::string emit(EmitFormat format, const Plan& plan, const Loaded* original, const std::string& model_name, std::vector<std::string>* notes) {
-  if (original != nullptr && original->format != format_of(format)) original = nullptr;
+  if (!edits(original, format)) original = nullptr;
   if (plan.model && original == nullptr) check_spec_expressible(format, plan, model_name);
   // A plan the format cannot state is refused, never written as another (with DP 1 every ZeRO stage is ZeRO 0).
   const Expressible e = expressible(format, original);

@@ -46,6 +46,9 @@ struct Loaded {
   std::vector<std::string> warnings;          // stated things sapp reads but prices only approximately
   std::map<std::string, std::string> origin;  // value key -> the key path (or flag) it was read from
   std::string legacy_schema;                  // an older schema the file states (torchtitan: "2024"); empty: the current one
+  // A format read by another's reader (MindSpeed-LLM's FSDP2 launch, read by the Megatron script reader): named in
+  // the note that says how the file was read; --emit never edits such a file in place (it writes a new one).
+  std::string dialect;
   // Megatron: the file states its hybrid stack as core_v0.17 does (--hybrid-layer-pattern, or a pattern with '|'
   // pipeline cuts), whose cuts are the pipeline layout; --emit megatron writes the plan's split there.
   bool hybrid_pipeline_cuts = false;
@@ -132,6 +135,8 @@ struct Plan {
 enum class EmitFormat { Megatron, MindFormers, HyperParallel, Torchtitan, AutoModel };
 EmitFormat parse_emit_format(const std::string& text, const std::string& where);
 Format format_of(EmitFormat format);
+// Whether --emit edits `original` in place: a file of that format, read as one (no dialect).
+bool edits(const Loaded* original, EmitFormat format);
 
 // The ZeRO stages and sequence-parallel settings a format can state (a search that writes its plan there keeps to
 // them); none: any. `why` says which keys decide.

@@ -961,9 +961,218 @@ std::optional<HybridPattern> hybrid_pattern(Args& a, const std::string& file) {
   return p;
 }
 
+// MindSpeed-LLM's FSDP2 trainer (train_fsdp2.py at Ascend/MindSpeed-LLM c77308a1): a YAML of model / data /
+// parallel / training / optimization sections, each key overridable on the launch line as --section.key (the
+// command line wins: mindspeed_llm/fsdp2/utils/arguments.py _merge_yaml_into_cmd_args). Read as that code runs it:
+// - mesh (distributed/parallel_state.py): fsdp_size must equal the world size and TP is 1; CP ranks are FSDP ranks
+//   (dense weights sharded over every rank); experts split over ep_size ranks, each rank's experts sharded over
+//   ep_fsdp_size (ep x ep_fsdp = world in every example; fewer leaves replicas whose sync the code does not show:
+//   refused);
+// - batch (trainer.py): per_device_train_batch_size x gradient_accumulation_steps x world / cp; the sequence is
+//   data.cutoff_len (default 2048), fixed for pre-training (stage pt), an upper bound for fine-tuning batches padded
+//   to their longest sample (stage sft without packing: said); FSDP2 reduce-scatters on every micro-batch (no no_sync);
+// - precision: fp32 master weights (the model is loaded in float32: model_loader.py) gathered in param_dtype (bf16),
+//   gradients reduced in reduce_dtype (fp32 unless stated), two fp32 AdamW moments: the mindspeed_fsdp2 profile;
+// - reshard_after_forward (default true) ZeRO-3, false ZeRO-2 as FSDP2 runs it; recompute true checkpoints whole
+//   decoder layers (full);
+// - kernels (OptimizationArguments, all default false): use_fused_rmsnorm takes effect only through a registered
+//   model class (model.model_id) other than dense qwen3, whose patch reads the flag from the wrong object (qwen3.py
+//   register_patches): otherwise the norms are Transformers' eager RMSNorm; use_flash_attn is read by gpt_oss and
+//   minimax_m27 only (their eager attention without it); the other models run Transformers' default attention,
+//   priced as a fused kernel, which is said.
+Loaded read_mindspeed_fsdp2(const Shell& sh, Args& a, const std::string& file, const std::string& trainer) {
+  Loaded out;
+  auto set = setter(out);
+  out.warnings = sh.warnings;
+  out.dialect = "MindSpeed-LLM FSDP2 (train_fsdp2.py)";
+  set("framework", "mindspeed_fsdp2", trainer);
+  // The YAML: the word after train_fsdp2.py, resolved from the working directory or from the script's folder and
+  // its parents (the examples name it from the MindSpeed-LLM checkout's root).
+  std::string yaml_path;
+  for (const auto& cmd : sh.commands) {
+    for (std::size_t i = 0; i + 1 < cmd.size(); ++i) {
+      if (io::last_component(cmd[i]) == "train_fsdp2.py" && (cmd[i + 1].ends_with(".yaml") || cmd[i + 1].ends_with(".yml"))) yaml_path = cmd[i + 1];
+    }
+  }
+  json tree = json::object();
+  std::string yaml_file;
+  if (!yaml_path.empty()) {
+    std::vector<std::string> tried = {yaml_path};
+    if (!yaml_path.starts_with("/")) {
+      for (std::string dir = file.substr(0, file.find_last_of('/') == std::string::npos ? 0 : file.find_last_of('/')); !dir.empty();) {
+        tried.push_back(dir + "/" + yaml_path);
+        const std::size_t slash = dir.find_last_of('/');
+        dir = slash == std::string::npos || slash == 0 ? std::string() : dir.substr(0, slash);
+      }
+    }
+    for (const std::string& path : tried) {
+      if (io::exists(path)) {
+        yaml_file = path;
+        break;
+      }
+    }
+    if (yaml_file.empty())
+      fail(at(file, trainer),
+           "its YAML {} is found neither from the working directory nor from the script's folders: run sapp from the "
+           "MindSpeed-LLM checkout the script names it from",
+           yaml_path);
+    tree = io::read_tree(yaml_file);
+    if (!tree.is_object()) fail(yaml_file, "is not a mapping of sections (model, data, parallel, training)");
+  }
+  // A key's value: the launch line's --section.key (a bare flag: true), else the YAML's, as text.
+  auto stated = [&](const std::string& key) -> std::optional<std::string> {
+    const std::string flag = "--" + key;
+    if (auto it = a.flags.find(flag); it != a.flags.end()) {
+      a.used.insert(flag);
+      if (it->second.empty()) return "true";
+      if (it->second.front().find("${") != std::string::npos) fail(at(file, flag), "'{}' names a shell variable the file does not set", it->second.front());
+      return it->second.front();
+    }
+    const json* node = stated_at(tree, key);
+    if (node == nullptr || node->is_null()) return std::nullopt;
+    if (node->is_string()) {
+      // YAML's None is the string "None" to the trainer's loader (yaml.safe_load), which its arguments treat as unset.
+      if (node->get<std::string>() == "None") return std::nullopt;
+      return node->get<std::string>();
+    }
+    if (node->is_boolean()) return node->get<bool>() ? "true" : "false";
+    if (node->is_number()) return node->dump();
+    return std::nullopt;
+  };
+  auto where = [&](const std::string& key) { return a.flags.count("--" + key) ? at(file, "--" + key) : at(yaml_file.empty() ? file : yaml_file, key); };
+  auto whole = [&](const std::string& key, long long fallback, long long lowest = 1) {
+    const auto v = stated(key);
+    if (!v) return fallback;
+    const std::optional<long long> n = whole_number(*v);
+    if (!n || *n < lowest || *n > (1LL << 40)) fail(where(key), "'{}' is not a whole number from {} to 2^40", *v, lowest);
+    return *n;
+  };
+  auto flag = [&](const std::string& key, bool fallback) {
+    const auto v = stated(key);
+    if (!v) return fallback;
+    const std::string t = io::lower(*v);
+    if (t == "true" || t == "1" || t == "yes" || t == "y" || t == "t") return true;
+    if (t == "false" || t == "0" || t == "no" || t == "n" || t == "f") return false;
+    fail(where(key), "'{}' is not a boolean", *v);
+  };
+
+  // Devices: torchrun's processes per node x nodes.
+  auto nproc = a.flags.count("--nproc-per-node") ? a.whole("--nproc-per-node") : a.whole("--nproc_per_node");
+  std::optional<long long> world;
+  if (nproc) {
+    world = *nproc * a.whole("--nnodes").value_or(1);
+    set("devices", *world, "--nproc_per_node x --nnodes");
+  }
+  const bool ascend = std::any_of(sh.vars.begin(), sh.vars.end(), [](const auto& v) {
+    const std::string& name = v.first;
+    return name.rfind("HCCL_", 0) == 0 || name.rfind("ASCEND_", 0) == 0 || name == "PYTORCH_NPU_ALLOC_CONF" || name.rfind("NPUS_", 0) == 0;
+  });
+  if (ascend) set("hardware", nproc == 16 ? "ascend-910c" : "ascend-910b", nproc == 16 ? "NPUS_* and 16 processes per node (A3)" : "NPUS_* (A2)");
+
+  // Mesh.
+  if (const long long tp = whole("parallel.tp_size", 1); tp != 1)
+    fail(where("parallel.tp_size"), "{}: MindSpeed-LLM's FSDP2 mesh (c77308a1 distributed/parallel_state.py) runs TP 1 only", tp);
+  const long long fsdp = whole("parallel.fsdp_size", world.value_or(1));
+  if (world && fsdp != *world)
+    fail(where("parallel.fsdp_size"), "{} is not the world size {}: MindSpeed-LLM's FSDP2 mesh requires fsdp_size = world (no replicas)", fsdp, *world);
+  if (!world) set("devices", fsdp, "parallel.fsdp_size (= the world size)");
+  const long long devices = world.value_or(fsdp);
+  const long long cp = whole("parallel.cp_size", 1);
+  set("cp", cp, "parallel.cp_size");
+  if (cp > 1) {
+    const std::string cp_type = io::lower(stated("parallel.cp_type").value_or("ulysses"));
+    if (cp_type == "ulysses")
+      set("cp_algo", "all2all", "parallel.cp_type ulysses");
+    else if (cp_type == "ring")
+      set("cp_algo", "ring", "parallel.cp_type ring");
+    else if (cp_type == "kvallgather") {
+      set("cp_algo", "ring", "parallel.cp_type kvallgather");
+      out.warnings.push_back("parallel.cp_type kvallgather: K and V all-gathered, priced as ring CP's exchange of the same blocks");
+    } else
+      fail(where("parallel.cp_type"), "'{}' is none of ulysses, ring, kvallgather", cp_type);
+  }
+  const long long ep = whole("parallel.ep_size", 1);
+  set("ep", ep, "parallel.ep_size");
+  const long long ep_fsdp = whole("parallel.ep_fsdp_size", 1);
+  if (ep > 1 && ep * ep_fsdp != devices)
+    fail(where("parallel.ep_fsdp_size"),
+         "{} x ep_size {} is not the world size {}: the expert replicas this leaves are not synchronised in the "
+         "code sapp read (MindSpeed-LLM c77308a1); every example states ep x ep_fsdp = world",
+         ep_fsdp, ep, devices);
+  set("zero", flag("parallel.reshard_after_forward", true) ? 3 : 2, "parallel.reshard_after_forward (FSDP2)");
+  set("recompute", flag("parallel.recompute", false) ? "full" : "off", "parallel.recompute (whole decoder layers)");
+  if (const json* modules = stated_at(tree, "parallel.recompute_modules"); modules != nullptr && modules->is_array()) {
+    for (const auto& m : *modules) {
+      if (!m.is_string() || m.get<std::string>() != "model.layers.{*}")
+        out.warnings.push_back(fmt::format("parallel.recompute_modules {}: priced as whole decoder layers recomputed", m.dump()));
+    }
+  }
+  const std::string reduce = io::lower(stated("parallel.reduce_dtype").value_or("fp32"));
+  if (reduce != "fp32") set("reduce_bytes", 2, "parallel.reduce_dtype " + reduce);
+  if (const std::string param = io::lower(stated("parallel.param_dtype").value_or("bf16")); param == "fp32")
+    set("gather_bytes", 4, "parallel.param_dtype fp32");
+
+  // Batch and sequence.
+  const long long mbs = whole("training.per_device_train_batch_size", 1);
+  const long long accumulation = whole("training.gradient_accumulation_steps", 1);
+  if (devices % cp != 0) fail(where("parallel.cp_size"), "{} does not divide the world size {}", cp, devices);
+  set("mbs", mbs, "training.per_device_train_batch_size");
+  set("global_batch", mbs * accumulation * (devices / cp), "per_device_train_batch_size x gradient_accumulation_steps x world / cp_size");
+  set("seq", whole("data.cutoff_len", 2048), "data.cutoff_len");
+  const std::string stage = io::lower(stated("training.stage").value_or("sft"));
+  if (stage == "sft" && !flag("data.packing", false) && !flag("data.neat_packing", false))
+    out.warnings.push_back(
+        "training.stage sft without packing: batches are padded to their longest sample (a multiple of 8), at most "
+        "data.cutoff_len, priced at cutoff_len");
+
+  // Model: the local HuggingFace folder's config.json, or the bundled model its folder names.
+  const std::optional<std::string> path = stated("model.model_name_or_path");
+  const std::string model_id = stated("model.model_id").value_or("");
+  if (path) {
+    std::string id = *path;
+    while (id.size() > 1 && id.back() == '/') id.pop_back();
+    if (io::exists(id + "/config.json"))
+      id += "/config.json";
+    else if (!io::exists(id))
+      id = io::last_component(id);
+    if (auto name = bundled_name(id, where("model.model_name_or_path"), "give sapp --model NAME or the folder's config.json", out))
+      set("model", *name, "model.model_name_or_path");
+  }
+  // Kernels.
+  const bool fused_norm = flag("optimization.use_fused_rmsnorm", false) && !model_id.empty() && model_id != "qwen3";
+  if (!fused_norm) set("eager_norms", true, "optimization.use_fused_rmsnorm off or without effect (model.model_id unset or qwen3)");
+  if (model_id == "gpt_oss" || model_id == "minimax_m27") {
+    if (!flag("optimization.use_flash_attn", false)) set("no_flash_attention", true, "optimization.use_flash_attn off (" + model_id + ")");
+  } else if (model_id != "qwen3_next" && cp == 1) {
+    out.warnings.push_back(
+        fmt::format("attention: {} runs Transformers' default attention implementation (optimization.use_flash_attn is "
+                    "read only by gpt_oss and minimax_m27), priced as a fused kernel",
+                    model_id.empty() ? std::string("the model") : model_id));
+  }
+  // optimization.chunk_loss_size > 0 under pre-training (trainer.py: chunk_loss over token chunks, each chunk's
+  // gradient taken in the forward): the logits are never held whole.
+  if (whole("optimization.chunk_loss_size", 0, 0) > 0 && stage == "pt") {
+    set("loss_chunked", true, "optimization.chunk_loss_size");
+    out.warnings.push_back(
+        "optimization.chunk_loss_size: the loss over token chunks holds no whole logits; priced as a chunked loss, "
+        "which computes the logits again in the backward where MindSpeed-LLM takes each chunk's gradient in the forward");
+  }
+  if (model_id.find("moe") != std::string::npos && !flag("optimization.moe_grouped_gemm", false))
+    out.warnings.push_back(
+        "optimization.moe_grouped_gemm off: Transformers' experts run one GEMM per expert in a loop, slower than the "
+        "grouped GEMM priced");
+  if (auto q = stated("model.quant_recipe_name"); q && io::lower(*q) != "none")
+    out.warnings.push_back(fmt::format("model.quant_recipe_name {}: quantized training is not priced (BF16 GEMMs)", *q));
+  if (flag("parallel.enable_chunk_batch", false)) out.warnings.push_back("parallel.enable_chunk_batch: micro-batch slicing is not priced");
+  return out;
+}
+
 Loaded read_megatron(const std::string& text, const std::string& file) {
   Shell sh = run_shell(text, file);
   Args a = parse_args(sh, file);
+  for (const std::string& program : a.programs) {
+    if (io::last_component(program) == "train_fsdp2.py") return read_mindspeed_fsdp2(sh, a, file, program);
+  }
   Loaded out;
   auto set = setter(out);
   out.warnings = sh.warnings;
