@@ -1072,6 +1072,8 @@ Loaded read_mindspeed_fsdp2(const Shell& sh, Args& a, const std::string& file, c
   // Mesh.
   if (const long long tp = whole("parallel.tp_size", 1); tp != 1)
     fail(where("parallel.tp_size"), "{}: MindSpeed-LLM's FSDP2 mesh (c77308a1 distributed/parallel_state.py) runs TP 1 only", tp);
+  set("tp", 1, "parallel.tp_size (TP 1: MindSpeed-LLM's FSDP2 mesh)");
+  set("pp", 1, "train_fsdp2.py (no pipeline)");
   const long long fsdp = whole("parallel.fsdp_size", world.value_or(1));
   if (world && fsdp != *world)
     fail(where("parallel.fsdp_size"), "{} is not the world size {}: MindSpeed-LLM's FSDP2 mesh requires fsdp_size = world (no replicas)", fsdp, *world);
