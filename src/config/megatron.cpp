@@ -961,6 +961,15 @@ std::optional<HybridPattern> hybrid_pattern(Args& a, const std::string& file) {
   return p;
 }
 
+// Whether the script runs on Ascend NPUs: it exports the Ascend runtime's variables (HCCL_*, ASCEND_*,
+// PYTORCH_NPU_ALLOC_CONF, NPUS_PER_NODE), as MindSpeed's and MindSpeed-LLM's scripts do.
+bool runs_on_ascend(const Shell& sh) {
+  return std::any_of(sh.vars.begin(), sh.vars.end(), [](const auto& v) {
+    const std::string& name = v.first;
+    return name.rfind("HCCL_", 0) == 0 || name.rfind("ASCEND_", 0) == 0 || name == "PYTORCH_NPU_ALLOC_CONF" || name.rfind("NPUS_", 0) == 0;
+  });
+}
+
 // MindSpeed-LLM's FSDP2 trainer (train_fsdp2.py at Ascend/MindSpeed-LLM c77308a1): a YAML of model / data /
 // parallel / training / optimization sections, each key overridable on the launch line as --section.key (the
 // command line wins: mindspeed_llm/fsdp2/utils/arguments.py _merge_yaml_into_cmd_args). Read as that code runs it:
@@ -1020,7 +1029,9 @@ Loaded read_mindspeed_fsdp2(const Shell& sh, Args& a, const std::string& file, c
     if (!tree.is_object()) fail(yaml_file, "is not a mapping of sections (model, data, parallel, training)");
   }
   // A key's value: the launch line's --section.key (a bare flag: true), else the YAML's, as text.
+  std::set<std::string> read;
   auto stated = [&](const std::string& key) -> std::optional<std::string> {
+    read.insert(key);
     const std::string flag = "--" + key;
     if (auto it = a.flags.find(flag); it != a.flags.end()) {
       a.used.insert(flag);
@@ -1063,10 +1074,7 @@ Loaded read_mindspeed_fsdp2(const Shell& sh, Args& a, const std::string& file, c
     world = *nproc * a.whole("--nnodes").value_or(1);
     set("devices", *world, "--nproc_per_node x --nnodes");
   }
-  const bool ascend = std::any_of(sh.vars.begin(), sh.vars.end(), [](const auto& v) {
-    const std::string& name = v.first;
-    return name.rfind("HCCL_", 0) == 0 || name.rfind("ASCEND_", 0) == 0 || name == "PYTORCH_NPU_ALLOC_CONF" || name.rfind("NPUS_", 0) == 0;
-  });
+  const bool ascend = runs_on_ascend(sh);
   if (ascend) set("hardware", nproc == 16 ? "ascend-910c" : "ascend-910b", nproc == 16 ? "NPUS_* and 16 processes per node (A3)" : "NPUS_* (A2)");
 
   // Mesh.
@@ -1166,6 +1174,17 @@ Loaded read_mindspeed_fsdp2(const Shell& sh, Args& a, const std::string& file, c
   if (auto q = stated("model.quant_recipe_name"); q && io::lower(*q) != "none")
     out.warnings.push_back(fmt::format("model.quant_recipe_name {}: quantized training is not priced (BF16 GEMMs)", *q));
   if (flag("parallel.enable_chunk_batch", false)) out.warnings.push_back("parallel.enable_chunk_batch: micro-batch slicing is not priced");
+  // What is left unread: the YAML's keys and the launch line's --section.key flags.
+  read.insert("parallel.recompute_modules");
+  for (const auto& [section, keys] : tree.items()) {
+    if (!keys.is_object()) continue;
+    for (const auto& [key, unused] : keys.items()) {
+      if (!read.count(section + "." + key) && !a.flags.count("--" + section + "." + key)) out.unused.push_back(section + "." + key);
+    }
+  }
+  for (const auto& f : a.order) {
+    if (!a.used.count(f) && !torchrun_flags().count(f)) out.unused.push_back(f);
+  }
   return out;
 }
 
@@ -1269,10 +1288,7 @@ Loaded read_megatron(const std::string& text, const std::string& file) {
   // The device: a MindSpeed script runs on Ascend NPUs and says so in the runtime variables it exports (HCCL_*,
   // ASCEND_*, PYTORCH_NPU_ALLOC_CONF, NPUS_PER_NODE). An A3 node (Atlas 900 A3 / CloudMatrix) shows 16 NPU dies,
   // an A2 node (Atlas 800T A2) 8 NPUs (MindSpeed-LLM's examples/mcore/*_A3 and *_A2 scripts); --hardware overrides.
-  const bool ascend = std::any_of(sh.vars.begin(), sh.vars.end(), [](const auto& v) {
-    const std::string& name = v.first;
-    return name.rfind("HCCL_", 0) == 0 || name.rfind("ASCEND_", 0) == 0 || name == "PYTORCH_NPU_ALLOC_CONF" || name.rfind("NPUS_", 0) == 0;
-  });
+  const bool ascend = runs_on_ascend(sh);
   if (ascend) {
     const bool a3 = nproc == 16;
     set("hardware", a3 ? "ascend-910c" : "ascend-910b",
