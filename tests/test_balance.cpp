@@ -485,6 +485,30 @@ TEST(Decompose, RecoversPlantedTermsExactly) {
   for (double r : d.residuals_mb) EXPECT_NEAR(r, 0.0, 1e-6);
 }
 
+// The guide's dry runs are all different (with 8 stages and four kinds its second run repeated the first, one dry
+// run more for the user and nothing learned) and make decompose solvable, over stage counts and kind sets.
+TEST(Decompose, TheGuidesDryRunsAreDistinctAndSolvable) {
+  const std::vector<std::vector<Rc>> kind_sets = {{Rc::Selective, Rc::Full}, {Rc::Selective, Rc::Comm, Rc::Both, Rc::Full}, {Rc::Full}};
+  for (const auto& kinds : kind_sets) {
+    for (int stages = 4; stages <= 12; ++stages) {
+      for (bool constant : {true, false}) {
+        const auto runs = balance::guide(stages, 4LL * stages, kinds, constant);
+        for (std::size_t i = 0; i < runs.size(); ++i) {
+          for (std::size_t j = 0; j < i; ++j) {
+            EXPECT_FALSE(runs[i].layers == runs[j].layers && runs[i].recomputed == runs[j].recomputed)
+                << stages << " stages, " << kinds.size() << " kinds: runs " << j + 1 << " and " << i + 1 << " are the same";
+          }
+        }
+        balance::Measurements m{stages, constant, runs};
+        EXPECT_NO_THROW((void)balance::decompose(m)) << stages << " stages, " << kinds.size() << " kinds";
+      }
+    }
+  }
+  // Three stages have one body stage, whose peaks cannot tell parameters from activations: refused, not a guide
+  // that decompose would then refuse.
+  test::expect_error([] { (void)balance::guide(3, 12, {Rc::Full}, true); }, "--stages: 3: decomposition needs at least 4 stages", "three stages");
+}
+
 TEST(Decompose, RefusesAnUnderDeterminedInputAndSaysWhatIsMissing) {
   balance::Measurements m;
   m.stages = 4;

@@ -642,8 +642,9 @@ std::vector<Field<DecomposeRequest>> make_decompose_fields() {
 std::vector<Field<GuideRequest>> make_guide_fields() {
   using R = GuideRequest;
   std::vector<Field<R>> f;
-  f.push_back({"stages", "-s", fmt::format("pipeline stages (required; 3 to {})", kMaxStages), false,
-               [](R& r, const json& v, const std::string& w) { r.stages = static_cast<int>(whole(v, w, 3, kMaxStages, "stages")); },
+  f.push_back({"stages", "-s",
+               fmt::format("pipeline stages (required; 4 to {}: two body stages at different depths tell parameters from activations)", kMaxStages), false,
+               [](R& r, const json& v, const std::string& w) { r.stages = static_cast<int>(whole(v, w, 4, kMaxStages, "stages")); },
                [](const R&) { return std::string(); }});
   f.push_back({"layers_total", "", fmt::format("body layers of the model (required; at most {})", kMaxLayers), false,
                [](R& r, const json& v, const std::string& w) { r.layers_total = whole(v, w, 1, kMaxLayers, "layers"); },

@@ -416,7 +416,10 @@ Decomposition decompose(const Measurements& m) {
 }
 
 std::vector<DryRun> guide(int stages, long long layers, const std::vector<Rc>& kinds, bool constant) {
-  if (stages < 3) fail("--stages", "{}: decomposition needs at least 3 stages", stages);
+  // A body stage i's peak is n P + (S - i) (sum over kinds of c_k A_k) + C: one body stage alone cannot tell a
+  // layer's parameters from its activations (the columns n and (S - i) c add up to (S - i) n); two body stages at
+  // different distances from the end can.
+  if (stages < 4) fail("--stages", "{}: decomposition needs at least 4 stages (two body stages at different depths tell parameters from activations)", stages);
   std::vector<Rc> extra;
   for (Rc k : kinds) {
     if (k != Rc::None && std::find(extra.begin(), extra.end(), k) == extra.end()) extra.push_back(k);
@@ -427,52 +430,66 @@ std::vector<DryRun> guide(int stages, long long layers, const std::vector<Rc>& k
   int rounds = (needed + body - 1) / body;
   long long base = layers / stages;
   if (base < 2) fail("--layers-total", "{} layers over {} stages leave fewer than 2 per stage; the guide varies counts by one", layers, stages);
-  std::vector<DryRun> runs;
-  int equation = 0;
-  for (int r = 0; r < rounds; ++r) {
+  auto even_run = [&] {
     DryRun run;
     run.layers.assign(static_cast<std::size_t>(stages), base);
     run.layers.back() += layers - base * stages;
     for (Rc k : extra) run.recomputed[k].assign(static_cast<std::size_t>(stages), 0);
+    run.peaks_mb.assign(static_cast<std::size_t>(stages), 0.0);
+    return run;
+  };
+  std::vector<DryRun> runs;
+  auto add_if_new = [&runs](const DryRun& run) {
+    for (const DryRun& r : runs) {
+      if (r.layers == run.layers && r.recomputed == run.recomputed) return false;
+    }
+    runs.push_back(run);
+    return true;
+  };
+  int equation = 0;
+  for (int r = 0; r < rounds; ++r) {
+    DryRun run = even_run();
     for (int i = 1; i <= body; ++i, ++equation) {
       std::size_t si = static_cast<std::size_t>(i);
       // Vary the layer count on alternate equations (balanced by the next stage) and give each extra kind its
-      // own stages, so the columns n, (S-i) c_none, (S-i) c_r and 1 are independent.
-      int pattern = equation % (static_cast<int>(extra.size()) + 2);
+      // own stages, so the columns n, (S-i) c_none, (S-i) c_r and 1 are independent. The pattern runs on across
+      // rounds, shifted by the round: when the body holds exactly one period of it, an unshifted round would repeat
+      // the one before (the same equations, nothing learned).
+      int pattern = (equation + r) % (static_cast<int>(extra.size()) + 2);
       if (pattern == 0 && i + 1 <= body) {
         run.layers[si] += 1;
         run.layers[si + 1] -= 1;
       }
       if (pattern >= 2) run.recomputed[extra[static_cast<std::size_t>(pattern - 2)]][si] = 1;
     }
-    run.peaks_mb.assign(static_cast<std::size_t>(stages), 0.0);
-    runs.push_back(run);
+    add_if_new(run);
   }
-  // Check the design is full rank with synthetic peaks; add a round with other counts if it is not.
-  for (int attempt = 0; attempt < 4; ++attempt) {
+  // Check the design is full rank with synthetic peaks; add runs with other counts until it is (each new: a run
+  // that repeats one before adds no equation), or say that none was found.
+  for (int attempt = 0;; ++attempt) {
     Measurements m{stages, constant, runs};
     try {
       (void)decompose(m);
-      break;
+      return runs;
     } catch (const Error&) {
-      DryRun run;
-      run.layers.assign(static_cast<std::size_t>(stages), base);
-      run.layers.back() += layers - base * stages;
-      for (Rc k : extra) run.recomputed[k].assign(static_cast<std::size_t>(stages), 0);
-      for (int i = 1; i <= body; ++i) {
-        std::size_t si = static_cast<std::size_t>(i);
-        if (i % 2 == 1 && i + 1 < stages - 1) {
-          run.layers[si] += 1 + attempt;
-          run.layers[si + 1] -= 1 + attempt;
-        }
-        std::size_t e = static_cast<std::size_t>(i + attempt) % std::max<std::size_t>(1, extra.size());
-        if (!extra.empty() && run.layers[si] > 1) run.recomputed[extra[e]][si] = std::min<long long>(1 + attempt, run.layers[si] - 1);
-      }
-      run.peaks_mb.assign(static_cast<std::size_t>(stages), 0.0);
-      runs.push_back(run);
+      if (attempt == 4 * needed)
+        fail("balance guide", "found no set of dry runs that tells the {} unknowns apart over {} stages of {} layers; state fewer kinds (--recompute-kinds)",
+             needed, stages, layers);
     }
+    DryRun run = even_run();
+    for (int i = 1; i <= body; ++i) {
+      std::size_t si = static_cast<std::size_t>(i);
+      const long long shift = 1 + attempt % 3;
+      if ((i + attempt) % 2 == 1 && i + 1 < stages - 1 && run.layers[si + 1] > shift) {
+        run.layers[si] += shift;
+        run.layers[si + 1] -= shift;
+      }
+      std::size_t e = static_cast<std::size_t>(i + attempt) % std::max<std::size_t>(1, extra.size());
+      if (!extra.empty() && run.layers[si] > 1 && (i + attempt / 2) % 3 != 0)
+        run.recomputed[extra[e]][si] = std::min<long long>(1 + attempt % 2, run.layers[si] - 1);
+    }
+    add_if_new(run);
   }
-  return runs;
 }
 
 }  // namespace sapp::balance
