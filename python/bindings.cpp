@@ -6,6 +6,7 @@
 #include <pybind11_json/pybind11_json.hpp>
 
 #include "app/app.hpp"
+#include "config/config.hpp"
 #include "core/error.hpp"
 
 namespace py = pybind11;
@@ -28,6 +29,39 @@ py::object run(const py::dict& options, Run&& entry) {
   return pyjson::from_json(out);
 }
 
+// The same with a training config to start from (the command line's --from / --from-format): the file fills the
+// request, the other options override it, and what the reader says (how the file was read, unused keys, what it
+// prices only approximately) is raised as Python warnings (UserWarning), as the command line prints it.
+template <typename Request, typename Run>
+py::object run_from(const py::dict& options, Run&& entry) {
+  nlohmann::json o = pyjson::to_json(options);
+  if (!o.contains("from_config")) return run<Request>(options, entry);
+  if (!o.at("from_config").is_string()) throw Error("from_config: a path to a training config was expected");
+  std::optional<config::Format> forced;
+  if (o.contains("from_format")) {
+    if (!o.at("from_format").is_string()) throw Error("from_format: a format name was expected");
+    forced = config::parse_format(o.at("from_format").get<std::string>(), "from_format");
+  }
+  const config::Loaded loaded = config::read_file(o.at("from_config").get<std::string>(), forced);
+  o.erase("from_config");
+  o.erase("from_format");
+  Request request;
+  const std::vector<std::string> overrides = config::fill(request, loaded, o);
+  std::vector<std::string> said = {loaded.file + " read as " + (loaded.dialect.empty() ? config::to_string(loaded.format) : loaded.dialect)};
+  if (std::string unused = config::unused_warning(loaded); !unused.empty()) said.push_back(unused);
+  for (const auto& w : loaded.warnings) said.push_back(loaded.file + ": " + w);
+  said.insert(said.end(), overrides.begin(), overrides.end());
+  for (const std::string& line : said) {
+    if (PyErr_WarnEx(PyExc_UserWarning, line.c_str(), 1) != 0) throw py::error_already_set();
+  }
+  nlohmann::json out;
+  {
+    py::gil_scoped_release release;
+    out = report::to_json(entry(request));
+  }
+  return pyjson::from_json(out);
+}
+
 py::list fields_of(const auto& table) {
   py::list out;
   for (const auto& f : table) out.append(py::make_tuple(f.key, f.help, f.flag));
@@ -40,11 +74,11 @@ PYBIND11_MODULE(_sapp, m) {
   m.doc() = "sapp: symbolic automatic parallel planner (thin bindings over libsapp; reports as the command line's JSON)";
   py::register_exception<Error>(m, "SappError", PyExc_ValueError);
   m.def(
-      "estimate", [](const py::dict& o) { return run<app::EstimateRequest>(o, app::run_estimate); }, py::arg("options"));
+      "estimate", [](const py::dict& o) { return run_from<app::EstimateRequest>(o, app::run_estimate); }, py::arg("options"));
   m.def(
-      "search", [](const py::dict& o) { return run<app::SearchRequest>(o, app::run_search); }, py::arg("options"));
+      "search", [](const py::dict& o) { return run_from<app::SearchRequest>(o, app::run_search); }, py::arg("options"));
   m.def(
-      "plan", [](const py::dict& o) { return run<app::PlanRequest>(o, app::run_plan); }, py::arg("options"));
+      "plan", [](const py::dict& o) { return run_from<app::PlanRequest>(o, app::run_plan); }, py::arg("options"));
   m.def(
       "balance", [](const py::dict& o) { return run<app::BalanceRequest>(o, app::run_balance); }, py::arg("options"));
   m.def(

@@ -43,6 +43,22 @@ for c in narrow["candidates"]:
     assert c["layout"]["tp"] == 2 and c["layout"]["pp"] in (1, 2) and c["layout"]["recompute"] == "off", c["layout"]
 
 
+# A training config to start from, as --from: the same report as the command line's, the reader's notes raised as
+# warnings, the other options overriding the file.
+import os  # noqa: E402
+import warnings  # noqa: E402
+
+SCRIPT = os.path.join(os.path.dirname(os.path.abspath(LAYERS)), "..", "..", "examples", "megatron", "llama3-70b-h100x64.sh")
+with warnings.catch_warnings(record=True) as said:
+    warnings.simplefilter("always")
+    from_file = sapp.estimate(from_config=SCRIPT)
+assert from_file == cli_json("estimate", "--from", SCRIPT), from_file
+assert any("read as megatron" in str(w.message) for w in said), [str(w.message) for w in said]
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    assert sapp.estimate(from_config=SCRIPT, tp=4, pp=8)["layout"]["pp"] == 8
+
+
 def refused(call, *words):
     try:
         call()
@@ -54,6 +70,7 @@ def refused(call, *words):
 
 
 refused(lambda: sapp.search("llama3-8b", "a100-80g", 8, 16, 4096, fp8=True), "peak_flops_fp8")
+refused(lambda: sapp.estimate(from_config="/nonexistent/run.sh"), "/nonexistent/run.sh")
 refused(lambda: sapp.estimate("llama3-8b", "h100-sxm", 8, 8, 4096, fp4=True), "peak_flops_fp4")
 # NVFP4 on Blackwell Ultra: faster than FP8 on the same layout, and said to be unvalidated there.
 fp4 = sapp.estimate("llama3-8b", "b300", 8, 8, 4096, fp4=True)

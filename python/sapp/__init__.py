@@ -3,7 +3,10 @@
 Every command (estimate, search, plan, balance, decompose, calibrate) takes the same options as the command
 line (keyword arguments named like the options, with '_' for '-': tp=4, global_batch=128, recompute="selective",
 cp_algo="all2all", ...) and returns the report the command line prints with --format json, as dicts. Bad input raises SappError (a ValueError) whose message
-names the argument and value.
+names the argument and value. estimate, search and plan take from_config="path" (the command line's --from: a
+Megatron / MindSpeed script, a MindFormers, HyperParallel or AutoModel YAML, a torchtitan TOML, a HuggingFace
+config.json, ...) and from_format (--from-format); the other options override the file, and what the reader says
+is raised as UserWarning.
 """
 from ._sapp import SappError
 from . import _sapp
