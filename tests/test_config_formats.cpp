@@ -2455,6 +2455,32 @@ TEST(MindSpeedLlm, Fsdp2LaunchAndYamlAreReadAsItsTrainerRunsThem) {
   refused("--parallel.fsdp_size 32", "--parallel.fsdp_size 32 --parallel.tp_size 2", "--parallel.tp_size: 2: MindSpeed-LLM's FSDP2 mesh");
   refused("--parallel.ep_fsdp_size 8", "--parallel.ep_fsdp_size 2", "--parallel.ep_fsdp_size: 2 x ep_size 4 is not the world size 32");
   refused("examples/fsdp2/qwen3_moe/run.yaml", "examples/fsdp2/qwen3_moe/missing.yaml", "its YAML examples/fsdp2/qwen3_moe/missing.yaml is found neither");
+  // --emit mindspeed-fsdp2 edits the launch's flags to the plan the search found within what its trainer runs (TP 1,
+  // no pipeline, whole-layer recompute or none), and the edited launch reads back as that plan.
+  const auto searched = test::run_sapp("search --from " + dir +
+                                       "/examples/fsdp2/qwen3_moe/run.sh --ep auto --cp auto --recompute auto --tp auto "
+                                       "--pp auto --zero auto -f json --emit mindspeed-fsdp2 -o " +
+                                       dir + "/examples/fsdp2/qwen3_moe/best.sh");
+  ASSERT_EQ(searched.status, 0) << searched.err;
+  const nlohmann::json best = nlohmann::json::parse(searched.out).at("candidates").at(0);
+  EXPECT_EQ(best.at("layout").at("tp"), 1);
+  EXPECT_EQ(best.at("layout").at("pp"), 1);
+  EXPECT_NE(best.at("layout").at("recompute"), "selective");
+  const config::Loaded back = config::read_file(dir + "/examples/fsdp2/qwen3_moe/best.sh");
+  EXPECT_EQ(back.dialect, config::kMindSpeedFsdp2Dialect);
+  EXPECT_EQ(back.values.at("ep"), best.at("layout").at("ep"));
+  EXPECT_EQ(back.values.at("cp"), best.at("layout").at("cp"));
+  EXPECT_EQ(back.values.at("mbs"), best.at("layout").at("micro_batch_size"));
+  EXPECT_EQ(back.values.at("zero"), best.at("layout").at("zero"));
+  EXPECT_EQ(back.values.at("recompute"), best.at("layout").at("recompute"));
+  EXPECT_EQ(back.values.at("global_batch").get<long long>(), 1 * 2 * 32 / 2);  // the YAML above states cp_size 2
+  const auto again = test::run_sapp("estimate --from " + dir + "/examples/fsdp2/qwen3_moe/best.sh -f json");
+  ASSERT_EQ(again.status, 0) << again.err;
+  EXPECT_DOUBLE_EQ(nlohmann::json::parse(again.out).at("step_time_s").get<double>(), best.at("step_time_s").get<double>());
+  // Without the launch to edit it is refused before the search (its YAML holds what sapp does not write).
+  const auto no_file = test::run_sapp("search --model qwen3-8b -d 8 -b 8 --emit mindspeed-fsdp2 -o " + dir + "/x.sh");
+  EXPECT_EQ(no_file.status, 2);
+  EXPECT_NE(no_file.err.find("--emit mindspeed-fsdp2 edits the MindSpeed-LLM FSDP2 launch given with --from"), std::string::npos) << no_file.err;
   // --emit megatron never edits the launch in place: it writes a new Megatron script.
   const auto emitted = test::run_sapp("estimate --from " + dir + "/examples/fsdp2/qwen3_moe/run.sh --emit megatron -o " + dir + "/plan.sh");
   ASSERT_EQ(emitted.status, 0) << emitted.err;

@@ -23,7 +23,7 @@ void add_from(CLI::App& cmd, From& from) {
   cmd.add_option(
          "--emit", from.emit,
          "write the plan as a megatron, mindformers, hyperparallel, torchtitan or automodel config to --output (the --from file edited in place when it is "
-         "of that format)")
+         "of that format), or mindspeed-fsdp2: the MindSpeed-LLM FSDP2 launch given with --from, its flags edited")
       ->type_name("NAME");
 }
 
@@ -67,6 +67,10 @@ void check_emit_training(const Request& request, const From& from) {
   if (from.emit.empty()) return;
   const config::EmitFormat format = config::parse_emit_format(from.emit, "--emit");
   const config::Loaded* original = from.loaded ? &*from.loaded : nullptr;
+  if (format == config::EmitFormat::MindSpeedFsdp2 && !config::edits(original, format))
+    throw app::UsageError(
+        "--emit mindspeed-fsdp2 edits the MindSpeed-LLM FSDP2 launch given with --from (its YAML holds what sapp does not write): give --from the launch "
+        "script");
   try {
     config::check_training_expressible(format, original, request.job.training.dualpipe_v, request.job.training.seq_split, request.job.training.fp8,
                                        request.job.training.fp4, request.job.training.ep_dedup_per_node);
@@ -115,9 +119,16 @@ config::Expressible keep_to_emit(const From& from, const app::JobRequest& job, s
   keep(space.pp, pp, "--pp");
   keep(space.sp, e.sp, "--sp");
   keep(space.cp_algo, e.cp_algo, "--cp-algo");
+  keep(space.tp, e.tp, "--tp");
+  if (!pp) keep(space.pp, e.pp, "--pp");
+  if (e.recompute_modes) {
+    std::erase_if(space.recompute,
+                  [&](plan::Recompute r) { return std::find(e.recompute_modes->begin(), e.recompute_modes->end(), r) == e.recompute_modes->end(); });
+    if (space.recompute.empty()) throw app::UsageError(fmt::format("--recompute: none of the values given can be written by --emit {} ({})", from.emit, e.why));
+  }
   space.replication_alone = e.replication_alone;
   space.hybrid_even_pipeline = e.hybrid_even_pipeline;
-  if (e.zero || e.sp || e.cp_algo || pp || e.recompute != plan::RecomputeStated::PerChunkCounts)
+  if (e.zero || e.sp || e.cp_algo || pp || e.tp || e.pp || e.recompute_modes || e.recompute != plan::RecomputeStated::PerChunkCounts)
     std::fprintf(stderr, "sapp: note: --emit %s: the search keeps to what it can write (%s)\n", from.emit.c_str(), e.why.c_str());
   return e;
 }

@@ -820,7 +820,20 @@ EmitFormat parse_emit_format(const std::string& text, const std::string& where) 
   if (t == "hyperparallel") return EmitFormat::HyperParallel;
   if (t == "torchtitan") return EmitFormat::Torchtitan;
   if (t == "automodel") return EmitFormat::AutoModel;
-  fail(where, "'{}' is not a format sapp writes; expected megatron, mindformers, hyperparallel, torchtitan or automodel", text);
+  if (t == "mindspeed-fsdp2" || t == "mindspeed_fsdp2") return EmitFormat::MindSpeedFsdp2;
+  fail(where, "'{}' is not a format sapp writes; expected megatron, mindformers, hyperparallel, torchtitan, automodel or mindspeed-fsdp2", text);
+}
+
+const char* emit_name(EmitFormat format) {
+  switch (format) {
+    case EmitFormat::Megatron: return "megatron";
+    case EmitFormat::MindFormers: return "mindformers";
+    case EmitFormat::HyperParallel: return "hyperparallel";
+    case EmitFormat::Torchtitan: return "torchtitan";
+    case EmitFormat::AutoModel: return "automodel";
+    case EmitFormat::MindSpeedFsdp2: return "mindspeed-fsdp2";
+  }
+  return "?";
 }
 
 Format format_of(EmitFormat format) {
@@ -830,17 +843,37 @@ Format format_of(EmitFormat format) {
     case EmitFormat::HyperParallel: return Format::HyperParallel;
     case EmitFormat::Torchtitan: return Format::Torchtitan;
     case EmitFormat::AutoModel: return Format::AutoModel;
+    case EmitFormat::MindSpeedFsdp2: return Format::Megatron;  // read by the Megatron script reader (its dialect)
   }
   return Format::Sapp;
 }
 
-bool edits(const Loaded* original, EmitFormat format) { return original != nullptr && original->format == format_of(format) && original->dialect.empty(); }
+bool edits(const Loaded* original, EmitFormat format) {
+  if (original == nullptr || original->format != format_of(format)) return false;
+  return format == EmitFormat::MindSpeedFsdp2 ? original->dialect == kMindSpeedFsdp2Dialect : original->dialect.empty();
+}
 
 Expressible expressible(EmitFormat format, const Loaded* original) {
   if (!edits(original, format)) original = nullptr;  // as emit() takes it
   switch (format) {
     case EmitFormat::HyperParallel: return expressible_hyperparallel(original);
     case EmitFormat::AutoModel: return expressible_automodel();
+    case EmitFormat::MindSpeedFsdp2: {
+      // MindSpeed-LLM c77308a1's FSDP2 mesh: TP 1, no pipeline, FSDP over every rank (ZeRO-3, or ZeRO-2 with
+      // reshard_after_forward false), Ulysses or ring CP, experts over ep x ep_fsdp = the world; recompute of whole
+      // decoder layers or none; BF16 (its MXFP8 quantization is not written).
+      Expressible e{std::vector<int>{2, 3}, std::vector<bool>{false},
+                    "MindSpeed-LLM's FSDP2 trainer runs TP 1 without a pipeline, FSDP over every rank (reshard_after_forward: ZeRO-3 or 2), "
+                    "Ulysses or ring CP and parallel.recompute of whole decoder layers or none",
+                    plan::RecomputeStated::OneModeForAll};
+      e.dualpipe_v = false;
+      e.fp8 = false;
+      e.cp_algo = std::vector<plan::CpAlgo>{plan::CpAlgo::AllToAll, plan::CpAlgo::Ring};
+      e.tp = std::vector<int>{1};
+      e.pp = std::vector<int>{1};
+      e.recompute_modes = std::vector<plan::Recompute>{plan::Recompute::Off, plan::Recompute::Full};
+      return e;
+    }
     case EmitFormat::MindFormers: {
       Expressible e{std::vector<int>{0, 3}, std::nullopt,
                     "MindFormers states MindSpore's parallel optimizer (enable_parallel_optimizer: weights and optimizer states sliced over DP, ZeRO-3) or "
@@ -883,18 +916,18 @@ Expressible expressible(EmitFormat format, const Loaded* original) {
 
 void check_training_expressible(EmitFormat format, const Loaded* original, bool dualpipe_v, int seq_split, bool fp8, bool fp4, bool deepep) {
   const Expressible e = expressible(format, original);
-  const std::string where = fmt::format("--emit {}", to_string(format_of(format)));
+  const std::string where = fmt::format("--emit {}", emit_name(format));
   if (dualpipe_v && !e.dualpipe_v)
     fail(where,
          "{} has no DualPipe-V schedule (its pipeline schedules: gpipe, 1f1b): drop --dualpipe-v or write megatron, mindformers, torchtitan or automodel",
-         to_string(format_of(format)));
+         emit_name(format));
   if (seq_split > 1 && !e.seq_split)
     fail(where, "the sequence pipeline (seq_split {}) is MindSpore's: only a MindFormers config states it; drop --seq-split or write mindformers", seq_split);
-  if (fp8 && !e.fp8) fail(where, "{} has no FP8 training key: drop --fp8 or write megatron, torchtitan or automodel", to_string(format_of(format)));
-  if (fp4 && !e.fp4) fail(where, "{} has no NVFP4 training key sapp writes: drop --fp4 or write megatron", to_string(format_of(format)));
+  if (fp8 && !e.fp8) fail(where, "{} has no FP8 training key: drop --fp8 or write megatron, torchtitan or automodel", emit_name(format));
+  if (fp4 && !e.fp4) fail(where, "{} has no NVFP4 training key sapp writes: drop --fp4 or write megatron", emit_name(format));
   if (deepep && !e.deepep)
     fail(where, "{} has no key for the DeepEP dispatch the plan is priced with: drop --moe-dispatcher deepep (or the file's) or write megatron or automodel",
-         to_string(format_of(format)));
+         emit_name(format));
 }
 
 namespace {
@@ -903,7 +936,7 @@ void check_spec_expressible(EmitFormat format, const Plan& plan, const std::stri
   const model::ModelSpec& spec = *plan.model;
   if (format == EmitFormat::Torchtitan) (void)detail::torchtitan_model(&spec, model_name);
   // A new file states the model: refused where the format cannot state all of it, never written as another model.
-  const std::string where = fmt::format("--emit {}", to_string(format_of(format)));
+  const std::string where = fmt::format("--emit {}", emit_name(format));
   if (spec.vision && (format == EmitFormat::Megatron || format == EmitFormat::MindFormers))
     fail(where,
          "{} has a vision tower, which a {} written for its language model leaves out (Megatron-LM's pretrain_gpt.py and MindFormers' "
@@ -948,25 +981,25 @@ std::string emit(EmitFormat format, const Plan& plan, const Loaded* original, co
   const bool zero_ok = !e.zero || l.dp * l.cp <= 1 || std::find(e.zero->begin(), e.zero->end(), l.zero) != e.zero->end();
   const bool sp_ok = !e.sp || l.tp <= 1 || std::find(e.sp->begin(), e.sp->end(), l.sp) != e.sp->end();
   if (e.cp_algo && l.cp > 1 && std::find(e.cp_algo->begin(), e.cp_algo->end(), l.cp_algo) == e.cp_algo->end())
-    fail(fmt::format("--emit {}", to_string(format_of(format))), "the plan's all-to-all context parallelism cannot be written: {}; search with --cp-algo ring",
-         e.why);
+    fail(fmt::format("--emit {}", emit_name(format)), "the plan's all-to-all context parallelism cannot be written: {}; search with --cp-algo ring", e.why);
   if (!zero_ok || !sp_ok) {
     std::string search = e.zero ? fmt::format("--zero {}", fmt::join(*e.zero, ",")) : "";
     if (e.sp && e.sp->size() == 1) search += (*e.sp)[0] ? " --sp on" : " --sp off";
-    fail(fmt::format("--emit {}", to_string(format_of(format))), "the plan's {} cannot be written: {}; search with {}, or write another format",
+    fail(fmt::format("--emit {}", emit_name(format)), "the plan's {} cannot be written: {}; search with {}, or write another format",
          !zero_ok ? fmt::format("ZeRO-{}", l.zero) : "sequence parallelism", e.why, search);
   }
   // Several pipeline runs per step are gradient-accumulation steps of torchtitan and AutoModel; the other formats
   // run one pipeline of all the micro-batches (the same micro-batches, one fill and drain fewer per extra run).
   if (l.pp > 1 && plan.pipeline_runs > 1 && notes != nullptr && format != EmitFormat::Torchtitan && format != EmitFormat::AutoModel)
     notes->push_back(fmt::format("the plan was priced as {} pipeline runs per step; {} runs all {} micro-batches in one pipeline (a shorter step)",
-                                 plan.pipeline_runs, to_string(format_of(format)), l.micro_batches));
+                                 plan.pipeline_runs, emit_name(format), l.micro_batches));
   switch (format) {
     case EmitFormat::Megatron: return emit_megatron(plan, original, model_name, notes);
     case EmitFormat::MindFormers: return emit_mindformers(plan, original, model_name);
     case EmitFormat::HyperParallel: return emit_hyperparallel(plan, original, model_name);
     case EmitFormat::Torchtitan: return emit_torchtitan(plan, original, model_name, notes);
     case EmitFormat::AutoModel: return emit_automodel(plan, original, model_name, notes);
+    case EmitFormat::MindSpeedFsdp2: return detail::emit_mindspeed_fsdp2(plan, original);
   }
   return "";
 }

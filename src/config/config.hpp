@@ -132,9 +132,13 @@ struct Plan {
   nlohmann::json model_config;            // a model a framework config defined inline (HuggingFace keys); null: named
 };
 
-enum class EmitFormat { Megatron, MindFormers, HyperParallel, Torchtitan, AutoModel };
+// MindSpeedFsdp2 edits a MindSpeed-LLM FSDP2 launch given with --from (its --parallel.* / --training.* flags): read
+// as Format::Megatron with that dialect (Loaded::dialect kMindSpeedFsdp2Dialect).
+enum class EmitFormat { Megatron, MindFormers, HyperParallel, Torchtitan, AutoModel, MindSpeedFsdp2 };
+inline constexpr const char* kMindSpeedFsdp2Dialect = "MindSpeed-LLM FSDP2 (train_fsdp2.py)";
 EmitFormat parse_emit_format(const std::string& text, const std::string& where);
 Format format_of(EmitFormat format);
+const char* emit_name(EmitFormat format);  // as --emit names it
 // Whether --emit edits `original` in place: a file of that format, read as one (no dialect).
 bool edits(const Loaded* original, EmitFormat format);
 
@@ -154,6 +158,9 @@ struct Expressible {
   bool replication_alone = false;     // ZeRO 0 over DP only without other dimensions (search::Space::replication_alone)
   bool hybrid_even_pipeline = false;  // a hybrid stack only split evenly, one chunk per stage (search::Space)
   std::optional<std::vector<plan::CpAlgo>> cp_algo = std::nullopt;  // the context-parallel algorithms it has keys for (all: nullopt)
+  std::optional<std::vector<int>> tp = std::nullopt;                // the TP and PP degrees it can state (all: nullopt)
+  std::optional<std::vector<int>> pp = std::nullopt;
+  std::optional<std::vector<plan::Recompute>> recompute_modes = std::nullopt;  // the recompute modes it has keys for (all: nullopt)
 };
 // Refuses (naming --emit) a schedule or an FP8 plan the format has no keys for.
 void check_training_expressible(EmitFormat format, const Loaded* original, bool dualpipe_v, int seq_split, bool fp8, bool fp4 = false, bool deepep = false);

@@ -125,6 +125,8 @@ Loaded read_sapp(const json& tree, const std::string& file);
 
 // Writers.
 std::string emit_megatron(const Plan& plan, const Loaded* original, const std::string& model_name, std::vector<std::string>* notes);
+// Edits a MindSpeed-LLM FSDP2 launch (original: read with kMindSpeedFsdp2Dialect; none: refused) to the plan.
+std::string emit_mindspeed_fsdp2(const Plan& plan, const Loaded* original);
 std::string emit_mindformers(const Plan& plan, const Loaded* original, const std::string& model_name);
 std::string emit_hyperparallel(const Plan& plan, const Loaded* original, const std::string& model_name);
 Expressible expressible_hyperparallel(const Loaded* original);

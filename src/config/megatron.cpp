@@ -993,7 +993,7 @@ Loaded read_mindspeed_fsdp2(const Shell& sh, Args& a, const std::string& file, c
   Loaded out;
   auto set = setter(out);
   out.warnings = sh.warnings;
-  out.dialect = "MindSpeed-LLM FSDP2 (train_fsdp2.py)";
+  out.dialect = kMindSpeedFsdp2Dialect;
   set("framework", "mindspeed_fsdp2", trainer);
   // The YAML: the word after train_fsdp2.py, resolved from the working directory or from the script's folder and
   // its parents (the examples name it from the MindSpeed-LLM checkout's root).
@@ -2289,6 +2289,50 @@ std::string hybrid_cut_pattern(const std::string& symbols, const plan::StageSpli
 }
 
 }  // namespace
+
+// MindSpeed-LLM's FSDP2 launch edited to the plan: its launch line's --section.key flags, which win over its YAML
+// (the YAML itself is left as it is): fsdp_size the world, ep_size and ep_fsdp_size = world / ep, cp_size and
+// cp_type, the per-device batch and the accumulation steps, recompute and reshard_after_forward; the world itself
+// by torchrun's node count, as --emit megatron sets it.
+std::string emit_mindspeed_fsdp2(const Plan& plan, const Loaded* original) {
+  const char* where = "--emit mindspeed-fsdp2";
+  if (original == nullptr)
+    fail(where, "edits the MindSpeed-LLM FSDP2 launch given with --from (its YAML holds what sapp does not write): give --from the launch script");
+  const plan::Layout& l = plan.layout;
+  if (l.tp != 1 || l.pp != 1) fail(where, "the plan's TP {} x PP {} cannot be written: MindSpeed-LLM's FSDP2 mesh runs TP 1 without a pipeline", l.tp, l.pp);
+  if (l.recompute == plan::Recompute::Selective)
+    fail(where, "selective recompute cannot be written: parallel.recompute checkpoints whole decoder layers or none");
+  if (l.zero < 2 && l.dp * l.cp > 1)
+    fail(where, "ZeRO {} cannot be written: FSDP shards over every rank (ZeRO-3, or 2 with reshard_after_forward false)", l.zero);
+  ScriptEditor ed(original->text);
+  Shell sh = run_shell(original->text, original->file);
+  Args a = parse_args(sh, original->file);
+  const std::string nproc_flag = ed.find("--nproc_per_node").first >= 0 ? "--nproc_per_node" : "--nproc-per-node";
+  if (ed.find(nproc_flag).first >= 0) {
+    const long long nproc = a.whole(nproc_flag).value_or(plan.devices);
+    const long long old_devices = original->values.contains("devices") ? original->values.at("devices").get<long long>() : plan.devices;
+    if (plan.devices != old_devices) {
+      if (plan.devices % nproc == 0) {
+        ed.set("--nnodes", std::to_string(plan.devices / nproc), nproc_flag);
+      } else {
+        ed.set(nproc_flag, std::to_string(plan.devices), nproc_flag);
+        ed.set("--nnodes", "1", nproc_flag);
+      }
+    }
+  }
+  // New flags go after the trainer's YAML argument's line, where the examples state theirs.
+  const std::string anchor = ed.find("--parallel.fsdp_size").first >= 0 ? "--parallel.fsdp_size" : "train_fsdp2.py";
+  ed.set("--parallel.fsdp_size", std::to_string(plan.devices), anchor);
+  ed.set("--parallel.cp_size", std::to_string(l.cp), "--parallel.fsdp_size");
+  if (l.cp > 1) ed.set("--parallel.cp_type", l.cp_algo == plan::CpAlgo::Ring ? "ring" : "ulysses", "--parallel.cp_size");
+  ed.set("--parallel.ep_size", std::to_string(l.ep), "--parallel.fsdp_size");
+  ed.set("--parallel.ep_fsdp_size", std::to_string(plan.devices / std::max(1, l.ep)), "--parallel.ep_size");
+  ed.set("--parallel.recompute", l.recompute == plan::Recompute::Full ? "True" : "False", "--parallel.fsdp_size");
+  ed.set("--parallel.reshard_after_forward", l.zero >= 3 ? "True" : "False", "--parallel.fsdp_size");
+  ed.set("--training.per_device_train_batch_size", std::to_string(l.mbs), "--parallel.fsdp_size");
+  ed.set("--training.gradient_accumulation_steps", std::to_string(l.micro_batches), "--training.per_device_train_batch_size");
+  return ed.text();
+}
 
 std::string emit_megatron(const Plan& plan, const Loaded* original, const std::string& model_name, std::vector<std::string>* notes) {
   const plan::Layout& l = plan.layout;
