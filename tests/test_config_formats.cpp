@@ -2415,8 +2415,9 @@ TEST(MindSpeedLlm, Fsdp2LaunchAndYamlAreReadAsItsTrainerRunsThem) {
   EXPECT_EQ(v.at("hardware"), "ascend-910c");
   EXPECT_EQ(v.at("model"), "qwen3-30b-a3b");
   EXPECT_EQ(v.at("ep").get<long long>(), 4);
-  EXPECT_EQ(v.at("mbs").get<long long>(), 1);                    // the launch line wins over the YAML's 2
-  EXPECT_EQ(v.at("global_batch").get<long long>(), 1 * 2 * 32);  // per device x accumulation x world / cp
+  EXPECT_EQ(v.at("mbs").get<long long>(), 1);     // the launch line wins over the YAML's 2
+  ASSERT_TRUE(l.batch_from_devices.has_value());  // per device x accumulation x world / cp, once the world is known
+  EXPECT_EQ(l.batch_from_devices->per_rank * 32 / l.batch_from_devices->model_ranks, 1 * 2 * 32);
   EXPECT_EQ(v.at("seq").get<long long>(), 4096);
   EXPECT_EQ(v.at("zero").get<int>(), 3);
   EXPECT_EQ(v.at("recompute"), "full");
@@ -2442,7 +2443,7 @@ TEST(MindSpeedLlm, Fsdp2LaunchAndYamlAreReadAsItsTrainerRunsThem) {
   EXPECT_EQ(d.values.at("cp_algo"), "ring");
   EXPECT_EQ(d.values.at("zero").get<int>(), 2);
   EXPECT_EQ(d.values.at("recompute"), "off");
-  EXPECT_EQ(d.values.at("global_batch").get<long long>(), 1 * 2 * 16);
+  EXPECT_EQ(d.batch_from_devices->per_rank * 32 / d.batch_from_devices->model_ranks, 1 * 2 * 16);
   EXPECT_FALSE(d.values.contains("loss_chunked"));  // stage sft (the default): no chunked loss
   // Refused by name: fsdp_size below the world, TP, experts not covering the world, a YAML that is not found.
   auto refused = [&](const std::string& from, const std::string& to, const std::string& says) {
@@ -2473,7 +2474,7 @@ TEST(MindSpeedLlm, Fsdp2LaunchAndYamlAreReadAsItsTrainerRunsThem) {
   EXPECT_EQ(back.values.at("mbs"), best.at("layout").at("micro_batch_size"));
   EXPECT_EQ(back.values.at("zero"), best.at("layout").at("zero"));
   EXPECT_EQ(back.values.at("recompute"), best.at("layout").at("recompute"));
-  EXPECT_EQ(back.values.at("global_batch").get<long long>(), 1 * 2 * 32 / 2);  // the YAML above states cp_size 2
+  EXPECT_EQ(back.batch_from_devices->per_rank * 32 / back.batch_from_devices->model_ranks, 1 * 2 * 32 / 2);  // the YAML above states cp_size 2
   const auto again = test::run_sapp("estimate --from " + dir + "/examples/fsdp2/qwen3_moe/best.sh -f json");
   ASSERT_EQ(again.status, 0) << again.err;
   EXPECT_DOUBLE_EQ(nlohmann::json::parse(again.out).at("step_time_s").get<double>(), best.at("step_time_s").get<double>());

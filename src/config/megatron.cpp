@@ -1127,7 +1127,8 @@ Loaded read_mindspeed_fsdp2(const Shell& sh, Args& a, const std::string& file, c
   const long long accumulation = whole("training.gradient_accumulation_steps", 1);
   if (devices % cp != 0) fail(where("parallel.cp_size"), "{} does not divide the world size {}", cp, devices);
   set("mbs", mbs, "training.per_device_train_batch_size");
-  set("global_batch", mbs * accumulation * (devices / cp), "per_device_train_batch_size x gradient_accumulation_steps x world / cp_size");
+  // The batch is per device (the launch's world decides the global one): with --devices the global batch follows.
+  out.batch_from_devices = Loaded::BatchFromDevices{mbs * accumulation, cp, "per_device_train_batch_size x gradient_accumulation_steps x world / cp_size"};
   set("seq", whole("data.cutoff_len", 2048), "data.cutoff_len");
   const std::string stage = io::lower(stated("training.stage").value_or("sft"));
   if (stage == "sft" && !flag("data.packing", false) && !flag("data.neat_packing", false))
