@@ -619,8 +619,8 @@ Format detect(const std::string& text, const std::string& file) {
   static const std::regex shell_line(R"((^|\n)\s*(export|source|torchrun|python3?|bash|deepspeed|msrun)\s)");
   const bool shell_name = file.size() > 3 && file.compare(file.size() - 3, 3, ".sh") == 0;
   if (text.compare(a, 2, "#!") == 0 || shell_name || std::regex_search(code, shell_line)) {
-    // A shell script that states no Megatron model flag (MindSpeed-LLM's FSDP2 scripts, a launcher that passes a
-    // config file): name the config file it launches with, if any, rather than failing as YAML.
+    // A shell script that states no Megatron model flag (a launcher that passes its trainer a config file): name
+    // the config file it launches with, if any, rather than failing as YAML.
     static const std::regex config_arg(R"((^|\s)([^\s'"]+\.(yaml|yml|toml|json))(\s|$))");
     std::smatch m;
     std::string hint;
