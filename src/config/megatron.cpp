@@ -2291,6 +2291,24 @@ std::string hybrid_cut_pattern(const std::string& symbols, const plan::StageSpli
 
 }  // namespace
 
+// torchrun's device count in an edited launch: the processes per node kept, the nodes set (or one node of all the
+// devices when they do not divide).
+void set_torchrun_devices(ScriptEditor& ed, const Loaded& original, long long devices) {
+  const std::string nproc_flag = ed.find("--nproc_per_node").first >= 0 ? "--nproc_per_node" : "--nproc-per-node";
+  if (ed.find(nproc_flag).first < 0 || !original.values.contains("devices")) return;
+  const long long old_devices = original.values.at("devices").get<long long>();
+  if (devices == old_devices) return;
+  Shell sh = run_shell(original.text, original.file);
+  Args a = parse_args(sh, original.file);
+  const long long nproc = a.whole(nproc_flag).value_or(old_devices);
+  if (devices % nproc == 0) {
+    ed.set("--nnodes", std::to_string(devices / nproc), nproc_flag);
+  } else {
+    ed.set(nproc_flag, std::to_string(devices), nproc_flag);
+    ed.set("--nnodes", "1", nproc_flag);
+  }
+}
+
 // MindSpeed-LLM's FSDP2 launch edited to the plan: its launch line's --section.key flags, which win over its YAML
 // (the YAML itself is left as it is): fsdp_size the world, ep_size and ep_fsdp_size = world / ep, cp_size and
 // cp_type, the per-device batch and the accumulation steps, recompute and reshard_after_forward; the world itself
@@ -2306,21 +2324,7 @@ std::string emit_mindspeed_fsdp2(const Plan& plan, const Loaded* original) {
   if (l.zero < 2 && l.dp * l.cp > 1)
     fail(where, "ZeRO {} cannot be written: FSDP shards over every rank (ZeRO-3, or 2 with reshard_after_forward false)", l.zero);
   ScriptEditor ed(original->text);
-  Shell sh = run_shell(original->text, original->file);
-  Args a = parse_args(sh, original->file);
-  const std::string nproc_flag = ed.find("--nproc_per_node").first >= 0 ? "--nproc_per_node" : "--nproc-per-node";
-  if (ed.find(nproc_flag).first >= 0) {
-    const long long nproc = a.whole(nproc_flag).value_or(plan.devices);
-    const long long old_devices = original->values.contains("devices") ? original->values.at("devices").get<long long>() : plan.devices;
-    if (plan.devices != old_devices) {
-      if (plan.devices % nproc == 0) {
-        ed.set("--nnodes", std::to_string(plan.devices / nproc), nproc_flag);
-      } else {
-        ed.set(nproc_flag, std::to_string(plan.devices), nproc_flag);
-        ed.set("--nnodes", "1", nproc_flag);
-      }
-    }
-  }
+  set_torchrun_devices(ed, *original, plan.devices);
   // New flags go after the trainer's YAML argument's line, where the examples state theirs.
   const std::string anchor = ed.find("--parallel.fsdp_size").first >= 0 ? "--parallel.fsdp_size" : "train_fsdp2.py";
   ed.set("--parallel.fsdp_size", std::to_string(plan.devices), anchor);
@@ -2462,23 +2466,7 @@ std::string emit_megatron(const Plan& plan, const Loaded* original, const std::s
     ed.lines.push_back(fmt::format("--seq-length {}", plan.seq));
     ed.lines.emplace_back("--bf16");
   } else {
-    // torchrun's device count: keep the processes per node, set the nodes.
-    auto [line, p] = ed.find("--nproc_per_node");
-    std::string nproc_flag = line >= 0 ? "--nproc_per_node" : "--nproc-per-node";
-    if (ed.find(nproc_flag).first >= 0 && original->values.contains("devices")) {
-      long long old_devices = original->values.at("devices").get<long long>();
-      Shell sh = run_shell(original->text, original->file);
-      Args a = parse_args(sh, original->file);
-      long long nproc = a.whole(nproc_flag).value_or(old_devices);
-      if (plan.devices != old_devices) {
-        if (plan.devices % nproc == 0) {
-          ed.set("--nnodes", std::to_string(plan.devices / nproc), nproc_flag);
-        } else {
-          ed.set(nproc_flag, std::to_string(plan.devices), nproc_flag);
-          ed.set("--nnodes", "1", nproc_flag);
-        }
-      }
-    }
+    set_torchrun_devices(ed, *original, plan.devices);
   }
   const std::string anchor = "--micro-batch-size";
   ed.set("--tensor-model-parallel-size", std::to_string(l.tp), anchor);
