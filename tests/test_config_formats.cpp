@@ -2432,12 +2432,13 @@ TEST(MindSpeedLlm, Fsdp2LaunchAndYamlAreReadAsItsTrainerRunsThem) {
   // Dense qwen3's patch never applies the fused norm (qwen3.py register_patches reads the wrong object); without a
   // model_id no model class patches anything.
   std::string dense = launch;
-  dense.replace(dense.find("Qwen3-30B-A3B"), 13, "Qwen3-8B");
+  dense.replace(dense.find("Qwen3-30B-A3B"), 13, "Qwen3-8B-hf");  // a converted checkpoint's folder: "-hf" dropped
   dense.replace(dense.find(" --parallel.ep_size 4 --parallel.ep_fsdp_size 8"), 47, "");
   test::write_file(dir + "/examples/fsdp2/qwen3_moe/dense.sh", dense);
   test::write_file(dir + "/examples/fsdp2/qwen3_moe/run.yaml",
                    "model:\n  model_id: qwen3\ndata:\n  cutoff_len: 2048\nparallel:\n  cp_size: 2\n  cp_type: ring\n  reshard_after_forward: false\n");
   const config::Loaded d = config::read_file(dir + "/examples/fsdp2/qwen3_moe/dense.sh");
+  EXPECT_EQ(d.values.at("model"), "qwen3-8b");
   EXPECT_TRUE(d.values.at("eager_norms").get<bool>());
   EXPECT_EQ(d.values.at("cp").get<long long>(), 2);
   EXPECT_EQ(d.values.at("cp_algo"), "ring");

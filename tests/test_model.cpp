@@ -389,6 +389,13 @@ TEST(PublishedParams, Qwen25_7B_7_61B) {
   near_published(p.total, 7.61, 0.01, "total");
   near_published(p.total - p.embedding - p.head, 6.53, 0.01, "non-embedding");
 }
+// Qwen3 model card (HF Qwen/Qwen3-14B): 14.8 B parameters, 13.2 B non-embedding (without the embedding and the
+// untied LM head).
+TEST(PublishedParams, Qwen3_14B_14_8B) {
+  auto p = bundled("qwen3-14b").params();
+  near_published(p.total, 14.8, 0.1, "total");
+  near_published(p.total - p.embedding - p.head, 13.2, 0.1, "non-embedding");
+}
 // Qwen3 model cards: Qwen3-32B 32.8 B (31.2 B non-embedding), Qwen3-4B 4.0 B (3.6 B), Qwen3-0.6B 0.6 B (0.44 B);
 // the two small ones tie the LM head to the embedding.
 TEST(PublishedParams, Qwen3_32B_4B_0_6B) {

@@ -22,6 +22,7 @@
 #include "core/error.hpp"
 #include "core/files.hpp"
 #include "cost/terms.hpp"
+#include "model/model_spec.hpp"
 
 namespace sapp::config::detail {
 
@@ -1142,10 +1143,16 @@ Loaded read_mindspeed_fsdp2(const Shell& sh, Args& a, const std::string& file, c
   if (path) {
     std::string id = *path;
     while (id.size() > 1 && id.back() == '/') id.pop_back();
-    if (io::exists(id + "/config.json"))
+    if (io::exists(id + "/config.json")) {
       id += "/config.json";
-    else if (!io::exists(id))
+    } else if (!io::exists(id)) {
+      // The folder's name, as a HuggingFace id's model name (Qwen3-8B), without the "-hf" its examples add to a
+      // converted checkpoint's folder (gpt-oss-20b-hf).
       id = io::last_component(id);
+      const std::string lower = io::lower(id);
+      if ((lower.ends_with("-hf") || lower.ends_with("_hf")) && model::bundled_model_named(id.substr(0, id.size() - 3), io::data_dir()))
+        id = id.substr(0, id.size() - 3);
+    }
     if (auto name = bundled_name(id, where("model.model_name_or_path"), "give sapp --model NAME or the folder's config.json", out))
       set("model", *name, "model.model_name_or_path");
   }
@@ -1153,7 +1160,10 @@ Loaded read_mindspeed_fsdp2(const Shell& sh, Args& a, const std::string& file, c
   const bool fused_norm = flag("optimization.use_fused_rmsnorm", false) && !model_id.empty() && model_id != "qwen3";
   if (!fused_norm) set("eager_norms", true, "optimization.use_fused_rmsnorm off or without effect (model.model_id unset or qwen3)");
   if (model_id == "gpt_oss" || model_id == "minimax_m27") {
-    if (!flag("optimization.use_flash_attn", false)) set("no_flash_attention", true, "optimization.use_flash_attn off (" + model_id + ")");
+    if (!flag("optimization.use_flash_attn", false)) {
+      set("no_flash_attention", true, "optimization.use_flash_attn off (" + model_id + ")");
+      out.warnings.push_back(fmt::format("optimization.use_flash_attn off: {} runs its eager attention (an s x s score tensor per head), priced so", model_id));
+    }
   } else if (model_id != "qwen3_next" && cp == 1) {
     out.warnings.push_back(
         fmt::format("attention: {} runs Transformers' default attention implementation (optimization.use_flash_attn is "
