@@ -3,8 +3,10 @@
 // (a "37B" is any count in [36.5, 37.5) B); each test says which applies.
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 
 #include <gtest/gtest.h>
+
 #include <nlohmann/json.hpp>
 
 #include "core/error.hpp"
@@ -480,6 +482,22 @@ TEST(ModelSpec, ZeroRoutingGroupsMeanNone) {
   const auto resolved =
       sapp::model::resolve(sapp::model::model_from_json(telechat3, "telechat3"), sapp::test::catalog().records, sapp::test::catalog().profiles);
   EXPECT_EQ(resolved.spec.arch, "deepseek");
+}
+
+// --model takes a HuggingFace model folder (a local checkpoint): its config.json, the model named by the folder; a
+// folder without one is refused by name (it failed with "is a directory, not a file").
+TEST(BundledModels, AHuggingFaceModelFolderIsItsConfig) {
+  const std::string dir = sapp::test::temp_dir() + "/Qwen3-8B";
+  std::filesystem::create_directories(dir);
+  sapp::test::write_file(dir + "/config.json", sapp::io::read_text(sapp::test::data_dir() + "/models/qwen3-8b.json"));
+  for (const std::string& given : {dir, dir + "/"}) {
+    const sapp::model::ModelSpec m = sapp::model::load_model(given, sapp::test::data_dir());
+    EXPECT_EQ(m.name, "Qwen3-8B");
+    EXPECT_EQ(m.num_layers, 36);
+  }
+  std::filesystem::create_directories(dir + "/empty");
+  sapp::test::expect_error([&] { (void)sapp::model::load_model(dir + "/empty", sapp::test::data_dir()); }, "is a folder without a config.json",
+                           "an empty folder");
 }
 
 // --model takes the HuggingFace id of a bundled config as framework configs name it (the lower-cased last component

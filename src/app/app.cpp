@@ -149,7 +149,7 @@ LoadedJob load(const JobRequest& job) {
     // A config of a family sapp has no profile for fails first on a key its family names otherwise (DBRX's
     // n_layers): the unknown family is what to say.
     nlohmann::json config = job.model_config;
-    if (config.is_null() && io::exists(job.model)) config = io::read_tree(job.model);
+    if (config.is_null() && io::exists(job.model)) config = io::read_tree(model::model_file(job.model));
     model::refuse_unknown_family(config, job.model, x.catalog.profiles);
     throw;
   }

@@ -127,7 +127,8 @@ template <typename Request>
 void add_job_fields(std::vector<Field<Request>>& f) {
   using R = Request;
   f.push_back({"model", "-m",
-               "bundled model name (e.g. llama3-70b), the HuggingFace id of a bundled one (Qwen/Qwen3-8B), or a HuggingFace config.json / YAML path (required)",
+               "bundled model name (e.g. llama3-70b), the HuggingFace id of a bundled one (Qwen/Qwen3-8B), a HuggingFace config.json / YAML path, or a "
+               "HuggingFace model folder holding its config.json (required)",
                false, [](R& r, const json& v, const std::string& w) { r.job.model = text(v, w); }, [](const R&) { return std::string(); }});
   f.push_back({"hardware", "-H",
                "bundled device (h100-sxm, h100-96g, a100-80g, h200, b200, gb200, b300, gb300, mi300x, ascend-910b, ascend-910c) or a hardware YAML path", false,

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <filesystem>
 #include <set>
 #include <vector>
 
@@ -860,8 +861,22 @@ std::optional<std::string> bundled_model_named(const std::string& id, const std:
   return bundled_model_of_hf_id(id, data_dir);
 }
 
+std::string model_file(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(path, ec)) return path;
+  const std::string config = path + (path.ends_with("/") ? "" : "/") + "config.json";
+  if (!io::exists(config)) fail("--model", "'{}' is a folder without a config.json (a HuggingFace model folder holds one)", path);
+  return config;
+}
+
 ModelSpec load_model(const std::string& name_or_path, const std::string& data_dir) {
-  if (io::exists(name_or_path)) return read_model_file(name_or_path);
+  if (io::exists(name_or_path)) {
+    ModelSpec m = read_model_file(model_file(name_or_path));
+    std::string folder = name_or_path;  // a HuggingFace model folder names the model
+    while (folder.size() > 1 && folder.back() == '/') folder.pop_back();
+    if (model_file(name_or_path) != name_or_path) m.name = io::last_component(folder);
+    return m;
+  }
   std::string bundled = data_dir + "/models/" + name_or_path + ".json";
   if (io::exists(bundled)) {
     ModelSpec m = read_model_file(bundled);

@@ -176,5 +176,8 @@ std::optional<std::string> hf_id_of_bundled(const std::string& name, const std::
 // component as a data file's name ("Qwen/Qwen3-8B" -> "qwen3-8b"), with underscores as dashes ("qwen3_30b_a3b"),
 // or bundled_model_of_hf_id; none when no bundled file matches.
 std::optional<std::string> bundled_model_named(const std::string& id, const std::string& data_dir);
+// The file a --model path names: the path itself, or a HuggingFace model folder's config.json (a folder without one
+// is refused).
+std::string model_file(const std::string& path);
 
 }  // namespace sapp::model
