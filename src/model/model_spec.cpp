@@ -864,7 +864,7 @@ std::optional<std::string> bundled_model_named(const std::string& id, const std:
 std::string model_file(const std::string& path) {
   std::error_code ec;
   if (!std::filesystem::is_directory(path, ec)) return path;
-  const std::string config = path + (path.ends_with("/") ? "" : "/") + "config.json";
+  std::string config = path + (path.ends_with("/") ? "" : "/") + "config.json";
   if (!io::exists(config)) fail("--model", "'{}' is a folder without a config.json (a HuggingFace model folder holds one)", path);
   return config;
 }
