@@ -18,15 +18,20 @@ namespace {
 // app/request.hpp, the same keys the command line's options and the config files use), runs the app entry point
 // without the GIL (the search runs its own threads) and returns its report's JSON.
 template <typename Request, typename Run>
-py::object run(const py::dict& options, Run&& entry) {
-  Request request;
-  app::apply(request, pyjson::to_json(options), app::Source::Python);
+py::object report_of(const Request& request, Run&& entry) {
   nlohmann::json out;
   {
     py::gil_scoped_release release;
     out = report::to_json(entry(request));
   }
   return pyjson::from_json(out);
+}
+
+template <typename Request, typename Run>
+py::object run(const py::dict& options, Run&& entry) {
+  Request request;
+  app::apply(request, pyjson::to_json(options), app::Source::Python);
+  return report_of(request, entry);
 }
 
 // The same with a training config to start from (the command line's --from / --from-format): the file fills the
@@ -47,19 +52,14 @@ py::object run_from(const py::dict& options, Run&& entry) {
   o.erase("from_format");
   Request request;
   const std::vector<std::string> overrides = config::fill(request, loaded, o);
-  std::vector<std::string> said = {loaded.file + " read as " + (loaded.dialect.empty() ? config::to_string(loaded.format) : loaded.dialect)};
+  std::vector<std::string> said = {loaded.file + " read as " + config::read_as(loaded)};
   if (std::string unused = config::unused_warning(loaded); !unused.empty()) said.push_back(unused);
   for (const auto& w : loaded.warnings) said.push_back(loaded.file + ": " + w);
   said.insert(said.end(), overrides.begin(), overrides.end());
   for (const std::string& line : said) {
     if (PyErr_WarnEx(PyExc_UserWarning, line.c_str(), 1) != 0) throw py::error_already_set();
   }
-  nlohmann::json out;
-  {
-    py::gil_scoped_release release;
-    out = report::to_json(entry(request));
-  }
-  return pyjson::from_json(out);
+  return report_of(request, entry);
 }
 
 py::list fields_of(const auto& table) {

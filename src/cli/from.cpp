@@ -53,7 +53,7 @@ void fill_from(Request& request, From& from, const nlohmann::json& values) {
   // Filled before anything is said, so that a file refused there (a model it names that sapp cannot find) is one
   // error line.
   const std::vector<std::string> overrides = config::fill(request, l, with_emit_framework(from, values));
-  std::fprintf(stderr, "sapp: note: %s read as %s\n", l.file.c_str(), l.dialect.empty() ? config::to_string(l.format) : l.dialect.c_str());
+  std::fprintf(stderr, "sapp: note: %s read as %s\n", l.file.c_str(), config::read_as(l).c_str());
   std::string unused = config::unused_warning(l);
   if (!unused.empty()) std::fprintf(stderr, "sapp: warning: %s\n", unused.c_str());
   for (const auto& w : l.warnings) std::fprintf(stderr, "sapp: warning: %s: %s\n", l.file.c_str(), w.c_str());
@@ -101,9 +101,8 @@ config::Expressible keep_to_emit(const From& from, const app::JobRequest& job, s
   const config::EmitFormat format = config::parse_emit_format(from.emit, "--emit");
   config::Expressible e = config::expressible(format, from.loaded ? &*from.loaded : nullptr);
   // AutoModel's per-stage module names state the language model's layers only: a vision model runs without PP.
-  std::optional<std::vector<int>> pp;
   if (format == config::EmitFormat::AutoModel && app::load(job).model.spec.vision) {
-    pp = std::vector<int>{1};
+    e.pp = std::vector<int>{1};
     e.why += std::string(e.why.empty() ? "" : "; ") + "a vision model without PP (AutoModel's per-stage module names state the language model's layers)";
   }
   auto keep = [&](auto& dim, const auto& allowed, const char* option) {
@@ -116,11 +115,10 @@ config::Expressible keep_to_emit(const From& from, const app::JobRequest& job, s
     }
   };
   keep(space.zero, e.zero, "--zero");
-  keep(space.pp, pp, "--pp");
+  keep(space.tp, e.tp, "--tp");
+  keep(space.pp, e.pp, "--pp");
   keep(space.sp, e.sp, "--sp");
   keep(space.cp_algo, e.cp_algo, "--cp-algo");
-  keep(space.tp, e.tp, "--tp");
-  if (!pp) keep(space.pp, e.pp, "--pp");
   if (e.recompute_modes) {
     std::erase_if(space.recompute,
                   [&](plan::Recompute r) { return std::find(e.recompute_modes->begin(), e.recompute_modes->end(), r) == e.recompute_modes->end(); });
@@ -128,7 +126,7 @@ config::Expressible keep_to_emit(const From& from, const app::JobRequest& job, s
   }
   space.replication_alone = e.replication_alone;
   space.hybrid_even_pipeline = e.hybrid_even_pipeline;
-  if (e.zero || e.sp || e.cp_algo || pp || e.tp || e.pp || e.recompute_modes || e.recompute != plan::RecomputeStated::PerChunkCounts)
+  if (e.zero || e.sp || e.cp_algo || e.tp || e.pp || e.recompute_modes || e.recompute != plan::RecomputeStated::PerChunkCounts)
     std::fprintf(stderr, "sapp: note: --emit %s: the search keeps to what it can write (%s)\n", from.emit.c_str(), e.why.c_str());
   return e;
 }

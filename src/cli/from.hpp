@@ -31,8 +31,8 @@ void fill(app::SearchRequest& request, From& from, const nlohmann::json& values)
 void fill(app::PlanRequest& request, From& from, const nlohmann::json& values);
 
 // Writes the plan as --emit asks: to `output` (stdout for "-"). No-op without --emit.
-// With --emit, the search keeps to the ZeRO stages, sequence parallelism, CP algorithms and (AutoModel with a vision
-// model: PP 1) pipelines the format can state (a note says so;
+// With --emit, the search keeps to the ZeRO stages, sequence parallelism, CP algorithms, TP and PP degrees and
+// recompute modes the format can state (AutoModel with a vision model: PP 1; a note says so;
 // a usage error when none of the values given can be). Returns what the format can state (everything without
 // --emit): `plan` keeps every layer's recompute when the format states one mode for all.
 config::Expressible keep_to_emit(const From& from, const app::JobRequest& job, search::Space& space);

@@ -848,6 +848,8 @@ Format format_of(EmitFormat format) {
   return Format::Sapp;
 }
 
+std::string read_as(const Loaded& loaded) { return loaded.dialect.empty() ? std::string(to_string(loaded.format)) : loaded.dialect; }
+
 bool edits(const Loaded* original, EmitFormat format) {
   if (original == nullptr || original->format != format_of(format)) return false;
   return format == EmitFormat::MindSpeedFsdp2 ? original->dialect == kMindSpeedFsdp2Dialect : original->dialect.empty();
@@ -982,6 +984,11 @@ std::string emit(EmitFormat format, const Plan& plan, const Loaded* original, co
   const bool sp_ok = !e.sp || l.tp <= 1 || std::find(e.sp->begin(), e.sp->end(), l.sp) != e.sp->end();
   if (e.cp_algo && l.cp > 1 && std::find(e.cp_algo->begin(), e.cp_algo->end(), l.cp_algo) == e.cp_algo->end())
     fail(fmt::format("--emit {}", emit_name(format)), "the plan's all-to-all context parallelism cannot be written: {}; search with --cp-algo ring", e.why);
+  const auto allows = [](const auto& allowed, const auto& value) { return !allowed || std::find(allowed->begin(), allowed->end(), value) != allowed->end(); };
+  if (!allows(e.tp, l.tp) || !allows(e.pp, l.pp))
+    fail(fmt::format("--emit {}", emit_name(format)), "the plan's TP {} x PP {} cannot be written: {}", l.tp, l.pp, e.why);
+  if (!allows(e.recompute_modes, l.recompute))
+    fail(fmt::format("--emit {}", emit_name(format)), "the plan's {} recompute cannot be written: {}", plan::to_string(l.recompute), e.why);
   if (!zero_ok || !sp_ok) {
     std::string search = e.zero ? fmt::format("--zero {}", fmt::join(*e.zero, ",")) : "";
     if (e.sp && e.sp->size() == 1) search += (*e.sp)[0] ? " --sp on" : " --sp off";

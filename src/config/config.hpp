@@ -92,6 +92,8 @@ Loaded read_file(const std::string& path, std::optional<Format> forced = std::nu
 // Reads text already in memory (`file` names it in errors).
 Loaded read_text(const std::string& text, const std::string& file, std::optional<Format> forced = std::nullopt);
 
+// What a file was read as: its dialect, else its format's name.
+std::string read_as(const Loaded& loaded);
 // One warning line listing the unused keys (empty when there are none).
 std::string unused_warning(const Loaded& loaded);
 

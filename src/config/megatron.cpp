@@ -962,13 +962,20 @@ std::optional<HybridPattern> hybrid_pattern(Args& a, const std::string& file) {
   return p;
 }
 
-// Whether the script runs on Ascend NPUs: it exports the Ascend runtime's variables (HCCL_*, ASCEND_*,
-// PYTORCH_NPU_ALLOC_CONF, NPUS_PER_NODE), as MindSpeed's and MindSpeed-LLM's scripts do.
-bool runs_on_ascend(const Shell& sh) {
-  return std::any_of(sh.vars.begin(), sh.vars.end(), [](const auto& v) {
+// The device: a MindSpeed script runs on Ascend NPUs and says so in the runtime variables it exports (HCCL_*,
+// ASCEND_*, PYTORCH_NPU_ALLOC_CONF, NPUS_PER_NODE). An A3 node (Atlas 900 A3 / CloudMatrix) shows 16 NPU dies,
+// an A2 node (Atlas 800T A2) 8 NPUs (MindSpeed-LLM's examples/mcore/*_A3 and *_A2 scripts); --hardware overrides.
+// Sets it and says whether the script runs on Ascend.
+bool set_ascend_device(const Shell& sh, std::optional<long long> processes_per_node, Loaded& out) {
+  const bool ascend = std::any_of(sh.vars.begin(), sh.vars.end(), [](const auto& v) {
     const std::string& name = v.first;
     return name.rfind("HCCL_", 0) == 0 || name.rfind("ASCEND_", 0) == 0 || name == "PYTORCH_NPU_ALLOC_CONF" || name.rfind("NPUS_", 0) == 0;
   });
+  if (!ascend) return false;
+  const bool a3 = processes_per_node == 16;
+  put(out, "hardware", a3 ? "ascend-910c" : "ascend-910b",
+      a3 ? "Ascend runtime variables (HCCL_*, ...) and 16 NPUs per node (A3)" : "Ascend runtime variables (HCCL_*, ...), not 16 NPUs per node (A2)");
+  return true;
 }
 
 // MindSpeed-LLM's FSDP2 trainer (train_fsdp2.py at Ascend/MindSpeed-LLM c77308a1): a YAML of model / data /
@@ -1075,8 +1082,7 @@ Loaded read_mindspeed_fsdp2(const Shell& sh, Args& a, const std::string& file, c
     world = *nproc * a.whole("--nnodes").value_or(1);
     set("devices", *world, "--nproc_per_node x --nnodes");
   }
-  const bool ascend = runs_on_ascend(sh);
-  if (ascend) set("hardware", nproc == 16 ? "ascend-910c" : "ascend-910b", nproc == 16 ? "NPUS_* and 16 processes per node (A3)" : "NPUS_* (A2)");
+  (void)set_ascend_device(sh, nproc, out);
 
   // Mesh.
   if (const long long tp = whole("parallel.tp_size", 1); tp != 1)
@@ -1296,14 +1302,7 @@ Loaded read_megatron(const std::string& text, const std::string& file) {
     }
   }
 
-  // The device: a MindSpeed script runs on Ascend NPUs and says so in the runtime variables it exports (HCCL_*,
-  // ASCEND_*, PYTORCH_NPU_ALLOC_CONF, NPUS_PER_NODE). An A3 node (Atlas 900 A3 / CloudMatrix) shows 16 NPU dies,
-  // an A2 node (Atlas 800T A2) 8 NPUs (MindSpeed-LLM's examples/mcore/*_A3 and *_A2 scripts); --hardware overrides.
-  const bool ascend = runs_on_ascend(sh);
-  if (ascend) {
-    const bool a3 = nproc == 16;
-    set("hardware", a3 ? "ascend-910c" : "ascend-910b",
-        a3 ? "Ascend runtime variables (HCCL_*, ...) and 16 NPUs per node (A3)" : "Ascend runtime variables (HCCL_*, ...), not 16 NPUs per node (A2)");
+  if (set_ascend_device(sh, nproc, out)) {
     // MindSpeed runs its fused attention (npu_fusion_attention) only with --use-flash-attn: without it its
     // dot_product_attention_forward_wrapper (Ascend/MindSpeed mindspeed/core/transformer/dot_product_attention.py)
     // falls back to Megatron-Core's local DotProductAttention, which builds the s x s scores. On a GPU, Transformer
@@ -2324,15 +2323,11 @@ void set_torchrun_devices(ScriptEditor& ed, const Loaded& original, long long de
 // cp_type, the per-device batch and the accumulation steps, recompute and reshard_after_forward; the world itself
 // by torchrun's node count, as --emit megatron sets it.
 std::string emit_mindspeed_fsdp2(const Plan& plan, const Loaded* original) {
-  const char* where = "--emit mindspeed-fsdp2";
+  // What the trainer cannot run (TP, PP, selective recompute, ZeRO 0/1) emit() refuses through its Expressible.
   if (original == nullptr)
-    fail(where, "edits the MindSpeed-LLM FSDP2 launch given with --from (its YAML holds what sapp does not write): give --from the launch script");
+    fail("--emit mindspeed-fsdp2",
+         "edits the MindSpeed-LLM FSDP2 launch given with --from (its YAML holds what sapp does not write): give --from the launch script");
   const plan::Layout& l = plan.layout;
-  if (l.tp != 1 || l.pp != 1) fail(where, "the plan's TP {} x PP {} cannot be written: MindSpeed-LLM's FSDP2 mesh runs TP 1 without a pipeline", l.tp, l.pp);
-  if (l.recompute == plan::Recompute::Selective)
-    fail(where, "selective recompute cannot be written: parallel.recompute checkpoints whole decoder layers or none");
-  if (l.zero < 2 && l.dp * l.cp > 1)
-    fail(where, "ZeRO {} cannot be written: FSDP shards over every rank (ZeRO-3, or 2 with reshard_after_forward false)", l.zero);
   ScriptEditor ed(original->text);
   set_torchrun_devices(ed, *original, plan.devices);
   // New flags go after the trainer's YAML argument's line, where the examples state theirs.

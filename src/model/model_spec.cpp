@@ -871,10 +871,13 @@ std::string model_file(const std::string& path) {
 
 ModelSpec load_model(const std::string& name_or_path, const std::string& data_dir) {
   if (io::exists(name_or_path)) {
-    ModelSpec m = read_model_file(model_file(name_or_path));
-    std::string folder = name_or_path;  // a HuggingFace model folder names the model
-    while (folder.size() > 1 && folder.back() == '/') folder.pop_back();
-    if (model_file(name_or_path) != name_or_path) m.name = io::last_component(folder);
+    const std::string file = model_file(name_or_path);
+    ModelSpec m = read_model_file(file);
+    if (file != name_or_path) {  // a HuggingFace model folder names the model
+      std::string folder = name_or_path;
+      while (folder.size() > 1 && folder.back() == '/') folder.pop_back();
+      m.name = io::last_component(folder);
+    }
     return m;
   }
   std::string bundled = data_dir + "/models/" + name_or_path + ".json";
