@@ -172,7 +172,7 @@ TEST(Calibrate, ShippedFactorsAreTheOptimumOfTheirFittingRuns) {
     bool attention_apart;
   };
   for (const Fit& f : {Fit{"h100-sxm", "runs-h100-fp8-nemo2407.yaml", true}, Fit{"b200", "runs-b200-mxfp8-mb2511.yaml", false},
-                       Fit{"gb300", "runs-gb300-mxfp8.yaml", false}}) {
+                       Fit{"gb300", "runs-gb300-mxfp8.yaml", false}, Fit{"b300", "runs-b300-mxfp8.yaml", false}}) {
     const std::string path = test::data_dir() + "/../validation/" + f.runs;
     auto runs = cost::runs_from_json(io::read_tree(path), path, test::catalog());
     cost::Calibration c = cost::calibrate(runs, test::device(f.device), f.attention_apart);

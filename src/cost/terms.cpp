@@ -144,10 +144,11 @@ constexpr std::array<ValidatedPair, 17> kValidated = {{
      "2 held-out GB300 NVFP4 runs in validation/runs.yaml, median 9.2 % (Megatron-Bridge 26.04 Llama 3 70B +12.3 %, Llama 3.1 405B "
      "-6.1 %): nothing fitted on NVFP4, its GEMM rate is Transformer Engine's B300 kernel ratio over MXFP8 (1.90) times the FP8 one"},
     {"b300", "FP8", false,
-     "4 held-out B300 MXFP8 MoE runs in validation/runs.yaml, median 15.3 % (Megatron-Bridge 26.04: Qwen3-30B-A3B -6.3 %, Qwen3-235B-A22B "
-     "-6.2 %, DeepSeek-V3 PP16 -24 %, Nemotron 3 Nano -29 %), priced with GB300's efficiencies (no B300 run fitted): four runs of one "
-     "release, no dense run"},
-    {"b300", "BF16", false, "one B300 BF16 run (Megatron-Bridge 26.04 GPT-OSS-120B, -43 %); the BF16 GEMM efficiency is GB300's prior"},
+     "3 held-out B300 MXFP8 MoE runs in validation/runs.yaml, median 18.7 % (Megatron-Bridge 26.04: Qwen3-235B-A22B -0.9 %, DeepSeek-V3 "
+     "PP16 -18.7 %, Nemotron 3 Nano -23.9 %), priced with GB300's efficiencies times 0.926, fitted on its Qwen3-30B-A3B run: three runs of "
+     "one release, no dense run"},
+    {"b300", "BF16", false,
+     "one B300 BF16 run (Megatron-Bridge 26.04 GPT-OSS-120B, -39 %); the BF16 GEMM efficiency is GB300's prior times the FP8 fit's 0.926"},
     {"h100-96g", "BF16", true,
      "4 held-out torchtitan BF16 runs at the 500 W power limit (Llama 3.1 8B FSDP8 / FSDP128, eager and compiled, torch SDPA): -5.5 % to "
      "-8.5 %, median 6.5 %, one configuration at two scales; the peak is the H100 NVL's, the lower end of the bracket torchtitan gives"},
