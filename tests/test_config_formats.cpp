@@ -3344,3 +3344,150 @@ TEST(Megatron, HybridMambaStackReadAndWritten) {
   const config::Loaded next_back = config::read_text(next, "next.sh", config::Format::Megatron);
   EXPECT_DOUBLE_EQ(inline_model(next_back.model_config, "next.sh").params().total, test::bundled("qwen3-next-80b-a3b").params().total);
 }
+
+namespace sapp {
+namespace {
+
+// Megatron-Bridge's ConfigContainer YAML (the run_config.yaml a run writes beside its checkpoints): its model section
+// is Megatron-Core's TransformerConfig, read as the Megatron-LM arguments its fields are; values name their field,
+// and so do errors. The example states Llama 3 8B inline: priced as the bundled model with the same layout and
+// precision stated as options.
+TEST(MegatronBridge, RunConfigIsReadAsTheMegatronArgumentsItsFieldsAre) {
+  const std::string file = source("examples/megatron-bridge/llama3-8b-run_config.yaml");
+  const std::string text = io::read_text(file);
+  EXPECT_EQ(config::detect(text, file), config::Format::Megatron);
+  const config::Loaded l = config::read_file(file);
+  EXPECT_EQ(l.dialect, config::kMegatronBridgeDialect);
+  EXPECT_EQ(config::read_as(l), config::kMegatronBridgeDialect);
+  const nlohmann::json& v = l.values;
+  EXPECT_EQ(v.at("framework"), "megatron_bridge");
+  EXPECT_EQ(v.at("cp").get<long long>(), 2);
+  EXPECT_EQ(v.at("global_batch").get<long long>(), 128);
+  EXPECT_EQ(v.at("seq").get<long long>(), 8192);
+  EXPECT_EQ(v.at("zero").get<int>(), 1);
+  EXPECT_TRUE(v.at("fp8").get<bool>());
+  EXPECT_TRUE(v.at("fp8_param_gather").get<bool>());
+  EXPECT_EQ(l.origin.at("cp"), "model.context_parallel_size");
+  EXPECT_EQ(l.origin.at("global_batch"), "train.global_batch_size");
+  EXPECT_EQ(l.origin.at("grad_bytes"), "mixed_precision.grad_reduce_in_fp32");
+  app::EstimateRequest r;
+  config::fill(r, l, nlohmann::json{{"devices", 8}});
+  EXPECT_EQ(r.job.training.gradient_bytes(), 2);
+  const report::EstimateReport from_yaml = app::run_estimate(r);
+  app::EstimateRequest o;
+  config::fill(o,
+               config::read_text("model: llama3-8b\nframework: megatron_bridge\ndevices: 8\nglobal_batch: 128\nseq: 8192\ncp: 2\nmbs: 1\nzero: 1\n"
+                                 "fp8: true\nfp8_param_gather: true\ngrad_bytes: 2\n",
+                                 "options.yaml"),
+               nlohmann::json::object());
+  const report::EstimateReport from_options = app::run_estimate(o);
+  EXPECT_DOUBLE_EQ(from_yaml.time.step_s, from_options.time.step_s);
+  EXPECT_DOUBLE_EQ(from_yaml.memory.peak_bytes, from_options.memory.peak_bytes);
+  EXPECT_DOUBLE_EQ(from_yaml.subject.params.total, from_options.subject.params.total);
+  // A preset by name (mixed_precision.py): MXFP8 gathers FP8 weights, and every preset reduces gradients in fp32.
+  auto edited = [&text](const std::string& from, const std::string& to) {
+    std::string t = text;
+    const std::size_t at = t.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    if (at != std::string::npos) t.replace(at, from.size(), to);
+    return t;
+  };
+  const std::string mp_block = text.substr(text.find("mixed_precision:"), text.find("model:") - text.find("mixed_precision:"));
+  const config::Loaded preset = config::read_text(edited(mp_block, "mixed_precision: bf16_with_mxfp8_mixed\n"), "preset.yaml");
+  EXPECT_TRUE(preset.values.at("fp8").get<bool>());
+  EXPECT_TRUE(preset.values.at("fp8_param_gather").get<bool>());
+  EXPECT_EQ(preset.values.at("grad_bytes").get<int>(), 4);  // the preset's, laid over ddp.grad_reduce_in_fp32: false
+  const config::Loaded bf16 = config::read_text(edited(mp_block, "mixed_precision: bf16_mixed\n"), "bf16.yaml");
+  EXPECT_FALSE(bf16.values.value("fp8", false));
+  EXPECT_EQ(bf16.values.at("grad_bytes").get<int>(), 4);
+  // Errors name the field, the file and the value.
+  test::expect_error([&] { (void)config::read_text(edited("num_layers: 32", "num_layers: abc"), "bad.yaml"); }, "bad.yaml: model.num_layers: 'abc'");
+  test::expect_error([&] { (void)config::read_text(edited("recompute_granularity: null", "recompute_granularity: fulll"), "bad.yaml"); },
+                     "bad.yaml: model.recompute_granularity: 'fulll'");
+  test::expect_error([&] { (void)config::read_text(edited(mp_block, "mixed_precision: int8_mixed\n"), "bad.yaml"); },
+                     "bad.yaml: mixed_precision: 'int8_mixed'");
+  test::expect_error(
+      [&] {
+        app::EstimateRequest odd;
+        config::fill(odd, config::read_text(edited("micro_batch_size: 1", "micro_batch_size: 3"), "bad.yaml"), nlohmann::json{{"devices", 8}});
+      },
+      "bad.yaml: train.global_batch_size (with 8 devices): 128 is not a multiple of DP x micro-batch size = 4 x 3");
+  test::expect_error(
+      [&] {
+        app::EstimateRequest none;
+        config::fill(none, l, nlohmann::json::object());
+      },
+      "states no device count (its launch does): give --devices");
+}
+
+// --emit megatron-bridge edits the YAML's layout fields as the Megatron writer states the plan, keeping its model,
+// precision and everything else; the edited file reads back as the plan.
+TEST(MegatronBridge, EmitEditsTheLayoutFieldsAndReadsBack) {
+  const std::string file = source("examples/megatron-bridge/llama3-8b-run_config.yaml");
+  const config::Loaded original = config::read_file(file);
+  plan::Layout layout;
+  layout.dp = 2;
+  layout.tp = 2;
+  layout.sp = true;
+  layout.pp = 2;
+  layout.vpp = 2;
+  layout.cp = 2;
+  layout.mbs = 1;
+  layout.micro_batches = 64;
+  layout.zero = 1;
+  layout.recompute = plan::Recompute::Selective;
+  config::Plan p = plan_of(layout, 16, 128, 8192, 32);
+  p.fp8 = true;
+  p.dp_overlap = true;
+  std::vector<std::string> notes;
+  const std::string written = config::emit(config::EmitFormat::MegatronBridge, p, &original, "llama3-8b", &notes);
+  EXPECT_NE(written.find("_target_: megatron.bridge.models.llama.llama_provider.Llama3ModelProvider8B"), std::string::npos);  // the rest kept
+  EXPECT_NE(written.find("# checkpoint), cut to the sections sapp reads"), std::string::npos);                                // comments too
+  EXPECT_TRUE(std::any_of(notes.begin(), notes.end(), [](const std::string& n) { return n.find("runs on 16 devices") != std::string::npos; }));
+  const config::Loaded back = config::read_text(written, "back.yaml");
+  app::EstimateRequest r;
+  config::fill(r, back, nlohmann::json{{"devices", 16}});
+  EXPECT_EQ(r.layout.tp, 2);
+  EXPECT_TRUE(r.layout.sp);
+  EXPECT_EQ(r.layout.pp, 2);
+  EXPECT_EQ(r.layout.vpp, 2);
+  EXPECT_EQ(r.layout.cp, 2);
+  EXPECT_EQ(r.layout.zero, 1);
+  EXPECT_EQ(r.layout.recompute, plan::Recompute::Selective);
+  EXPECT_EQ(r.job.training.global_batch, 128);
+  EXPECT_TRUE(r.job.training.fp8);
+  // A plan the file's model is kept for; without a Megatron-Bridge file to edit, refused by name.
+  test::expect_error([&] { (void)config::emit(config::EmitFormat::MegatronBridge, p, nullptr, "llama3-8b"); },
+                     "edits the Megatron-Bridge YAML given with --from");
+  const auto cli = test::run_sapp("estimate --model llama3-8b --devices 8 --emit megatron-bridge -o /dev/null");
+  EXPECT_EQ(cli.status, 2) << cli.err;
+  EXPECT_NE(cli.err.find("give --from that file"), std::string::npos) << cli.err;
+}
+
+// A recipe's override YAML (Megatron-Bridge's examples: model / train / dataset sections over a Python recipe): the
+// layout it states is read, the model must come from the command line, and what it leaves to its recipe is said.
+TEST(MegatronBridge, OverrideYamlNeedsTheModelAndSaysWhatItLeavesToItsRecipe) {
+  const std::string text =
+      "dataset:\n  seq_length: 4096\ntrain:\n  global_batch_size: 64\n  micro_batch_size: 2\nmodel:\n  seq_length: 4096\n"
+      "  tensor_model_parallel_size: 2\n  pipeline_model_parallel_size: 1\nrng:\n  seed: 1234\n";
+  EXPECT_EQ(config::detect(text, "override.yaml"), config::Format::Megatron);
+  const config::Loaded l = config::read_text(text, "override.yaml");
+  EXPECT_EQ(l.values.at("tp").get<long long>(), 2);
+  EXPECT_EQ(l.origin.at("tp"), "model.tensor_model_parallel_size");
+  EXPECT_TRUE(std::any_of(l.warnings.begin(), l.warnings.end(), [](const std::string& w) { return w.find("a recipe's override YAML") != std::string::npos; }));
+  test::expect_error(
+      [&] {
+        app::EstimateRequest r;
+        config::fill(r, l, nlohmann::json{{"devices", 8}});
+      },
+      "override.yaml: states no model");
+  app::EstimateRequest r;
+  config::fill(r, l, nlohmann::json{{"devices", 8}, {"model", "llama3-8b"}});
+  EXPECT_EQ(r.layout.tp, 2);
+  EXPECT_EQ(r.layout.mbs, 2);
+  EXPECT_EQ(r.job.training.global_batch, 64);
+  EXPECT_GT(app::run_estimate(r).time.step_s, 0);
+}
+
+}  // namespace
+}  // namespace sapp

@@ -235,6 +235,25 @@ TEST(PlanCommand, EveryFormatsWrittenPlanReadsBackAtItsStepAndPeak) {
   }
 }
 
+// A Megatron-Bridge run_config.yaml: the balanced plan written into it (its layout fields: the pipeline layout of the
+// balanced split, the virtual stages Megatron-Bridge builds its chunks from) reads back at the plan's step and peak.
+TEST(PlanCommand, MegatronBridgeYamlWrittenPlanReadsBackAtItsStepAndPeak) {
+  const std::string file = test::temp_dir() + "/plan.yaml";
+  const std::string from = "--from " + std::string(SAPP_SOURCE_DIR) + "/examples/megatron-bridge/llama3-8b-run_config.yaml --devices 32";  // 4 nodes
+  auto r = test::run_sapp("plan " + from + " --pp 4 --vpp 2 --cp 1 --recompute selective --candidates 1 -q -f json --emit megatron-bridge -o " + file);
+  ASSERT_EQ(r.status, 0) << r.err;
+  const nlohmann::json plan = nlohmann::json::parse(r.out)["plans"].at(0);
+  const std::string written = io::read_text(file);
+  EXPECT_NE(written.find("virtual_pipeline_model_parallel_size: 2"), std::string::npos) << written;
+  EXPECT_NE(written.find("recompute_granularity: \"selective\""), std::string::npos) << written;
+  auto back = test::run_sapp("estimate --from " + file + " --devices 32 -f json");
+  ASSERT_EQ(back.status, 0) << back.err;
+  const nlohmann::json est = nlohmann::json::parse(back.out);
+  const double step = plan[plan["balanced"].get<bool>() ? "estimate_step_time_s" : "step_time_s"].get<double>();
+  EXPECT_NEAR(est["step_time_s"].get<double>(), step, 1e-9 * step) << written;
+  expect_planned_peak(est["peak_memory_bytes"].get<double>(), plan["peak_memory_bytes"].get<double>());
+}
+
 // A model a new torchtitan TOML cannot name (torchtitan defines its models in code; no bundled flavour is Gemma 2)
 // is refused before the search, not after it: nothing printed, no file. A torchtitan model is written.
 TEST(PlanCommand, AModelTorchtitanCannotNameIsRefusedBeforeTheSearch) {

@@ -18,12 +18,14 @@ void add_from(CLI::App& cmd, From& from) {
          "a training config to start from: HuggingFace config.json, HyperParallel train YAML, MindFormers YAML, Megatron/MindSpeed "
          "arguments or launch script, torchtitan TOML, NeMo AutoModel YAML, or a search YAML (detected from the content); options given here override it")
       ->type_name("PATH");
-  cmd.add_option("--from-format", from.format, "force --from's format: huggingface, hyperparallel, mindformers, megatron, torchtitan, automodel, search, sapp")
+  cmd.add_option("--from-format", from.format,
+                 "force --from's format: huggingface, hyperparallel, mindformers, megatron (megatron-bridge: its YAML), torchtitan, automodel, search, sapp")
       ->type_name("NAME");
   cmd.add_option(
          "--emit", from.emit,
          "write the plan as a megatron, mindformers, hyperparallel, torchtitan or automodel config to --output (the --from file edited in place when it is "
-         "of that format), or mindspeed-fsdp2: the MindSpeed-LLM FSDP2 launch given with --from, its flags edited")
+         "of that format), mindspeed-fsdp2: the MindSpeed-LLM FSDP2 launch given with --from, its flags edited, or megatron-bridge: the Megatron-Bridge YAML "
+         "given with --from, its layout fields edited")
       ->type_name("NAME");
 }
 
@@ -71,6 +73,10 @@ void check_emit_training(const Request& request, const From& from) {
     throw app::UsageError(
         "--emit mindspeed-fsdp2 edits the MindSpeed-LLM FSDP2 launch given with --from (its YAML holds what sapp does not write): give --from the launch "
         "script");
+  if (format == config::EmitFormat::MegatronBridge && !config::edits(original, format))
+    throw app::UsageError(
+        "--emit megatron-bridge edits the Megatron-Bridge YAML given with --from (its model and recipe are its own): give --from that file, or write "
+        "megatron");
   try {
     config::check_training_expressible(format, original, request.job.training.dualpipe_v, request.job.training.seq_split, request.job.training.fp8,
                                        request.job.training.fp4, request.job.training.ep_dedup_per_node);

@@ -509,7 +509,7 @@ Format parse_format(const std::string& text, const std::string& where) {
   if (t == "hf" || t == "huggingface") return Format::HuggingFace;
   if (t == "hyperparallel") return Format::HyperParallel;
   if (t == "mindformers") return Format::MindFormers;
-  if (t == "megatron" || t == "mindspeed") return Format::Megatron;
+  if (t == "megatron" || t == "mindspeed" || t == "megatron-bridge" || t == "megatron_bridge") return Format::Megatron;
   if (t == "torchtitan") return Format::Torchtitan;
   if (t == "automodel") return Format::AutoModel;
   if (t == "search") return Format::ReferenceSearch;
@@ -526,7 +526,7 @@ Format detect_tree(const json& tree, const std::string& file) {
   if (!tree.is_object()) {
     fail(file,
          "is none of the config formats sapp reads (a mapping was expected, got {}); formats: HuggingFace config, HyperParallel train YAML, "
-         "MindFormers YAML, Megatron/MindSpeed arguments, torchtitan TOML, AutoModel YAML, search YAML",
+         "MindFormers YAML, Megatron/MindSpeed arguments, Megatron-Bridge YAML, torchtitan TOML, AutoModel YAML, search YAML",
          tree.type_name());
   }
   // MindSpeed-LLM's FSDP2 trainer (train_fsdp2.py, mindspeed_llm/fsdp2/utils/arguments.py): model / data / parallel /
@@ -543,6 +543,7 @@ Format detect_tree(const json& tree, const std::string& file) {
              key);
     }
   }
+  if (is_megatron_bridge(tree)) return Format::Megatron;
   if (has(tree, "parallel_config") || has(tree, "recompute_config") || has(tree, "runner_config") ||
       (has(tree, "model") && has(tree.at("model"), "model_config")))
     return Format::MindFormers;
@@ -575,7 +576,7 @@ Format detect_tree(const json& tree, const std::string& file) {
   if (all_known) return Format::Sapp;
   fail(file,
        "is none of the config formats sapp reads (its top-level keys: {}); formats: HuggingFace config, HyperParallel train YAML, MindFormers YAML, "
-       "Megatron/MindSpeed arguments, torchtitan TOML, AutoModel YAML, search YAML, sapp's own options; --from-format names one",
+       "Megatron/MindSpeed arguments, Megatron-Bridge YAML, torchtitan TOML, AutoModel YAML, search YAML, sapp's own options; --from-format names one",
        fmt::join(keys, ", "));
 }
 
@@ -665,7 +666,23 @@ namespace {
 Loaded read_format(const std::string& text, const std::string& file, Format format) {
   Loaded out;
   switch (format) {
-    case Format::Megatron: out = read_megatron(text, file); break;
+    case Format::Megatron: {
+      // Megatron-Bridge's YAML (no flags: a mapping of Megatron-Core's fields), else a launch script.
+      if (!looks_like_megatron(without_comment_lines(text))) {
+        json tree;
+        try {
+          tree = io::parse_yaml(text, file);
+        } catch (const Error&) {
+          tree = nullptr;  // not YAML: a script, read as one
+        }
+        if (is_megatron_bridge(tree)) {
+          out = read_megatron_bridge(tree, file);
+          break;
+        }
+      }
+      out = read_megatron(text, file);
+      break;
+    }
     case Format::Torchtitan: out = read_torchtitan(text, file); break;
     case Format::HuggingFace: out = read_huggingface(text, file); break;
     default: {
@@ -821,7 +838,9 @@ EmitFormat parse_emit_format(const std::string& text, const std::string& where) 
   if (t == "torchtitan") return EmitFormat::Torchtitan;
   if (t == "automodel") return EmitFormat::AutoModel;
   if (t == "mindspeed-fsdp2" || t == "mindspeed_fsdp2") return EmitFormat::MindSpeedFsdp2;
-  fail(where, "'{}' is not a format sapp writes; expected megatron, mindformers, hyperparallel, torchtitan, automodel or mindspeed-fsdp2", text);
+  if (t == "megatron-bridge" || t == "megatron_bridge") return EmitFormat::MegatronBridge;
+  fail(where, "'{}' is not a format sapp writes; expected megatron, mindformers, hyperparallel, torchtitan, automodel, mindspeed-fsdp2 or megatron-bridge",
+       text);
 }
 
 const char* emit_name(EmitFormat format) {
@@ -832,6 +851,7 @@ const char* emit_name(EmitFormat format) {
     case EmitFormat::Torchtitan: return "torchtitan";
     case EmitFormat::AutoModel: return "automodel";
     case EmitFormat::MindSpeedFsdp2: return "mindspeed-fsdp2";
+    case EmitFormat::MegatronBridge: return "megatron-bridge";
   }
   return "?";
 }
@@ -843,7 +863,9 @@ Format format_of(EmitFormat format) {
     case EmitFormat::HyperParallel: return Format::HyperParallel;
     case EmitFormat::Torchtitan: return Format::Torchtitan;
     case EmitFormat::AutoModel: return Format::AutoModel;
-    case EmitFormat::MindSpeedFsdp2: return Format::Megatron;  // read by the Megatron script reader (its dialect)
+    case EmitFormat::MindSpeedFsdp2:  // read by the Megatron script reader (its dialect)
+    case EmitFormat::MegatronBridge:  // read as the Megatron arguments its fields are (its dialect)
+      return Format::Megatron;
   }
   return Format::Sapp;
 }
@@ -852,7 +874,9 @@ std::string read_as(const Loaded& loaded) { return loaded.dialect.empty() ? std:
 
 bool edits(const Loaded* original, EmitFormat format) {
   if (original == nullptr || original->format != format_of(format)) return false;
-  return format == EmitFormat::MindSpeedFsdp2 ? original->dialect == kMindSpeedFsdp2Dialect : original->dialect.empty();
+  if (format == EmitFormat::MindSpeedFsdp2) return original->dialect == kMindSpeedFsdp2Dialect;
+  if (format == EmitFormat::MegatronBridge) return original->dialect == kMegatronBridgeDialect;
+  return original->dialect.empty();
 }
 
 Expressible expressible(EmitFormat format, const Loaded* original) {
@@ -894,6 +918,19 @@ Expressible expressible(EmitFormat format, const Loaded* original) {
                     plan::RecomputeStated::OneModeForAll};
       e.replication_alone = true;
       e.cp_algo = std::vector<plan::CpAlgo>{plan::CpAlgo::Ring};
+      return e;
+    }
+    case EmitFormat::MegatronBridge: {
+      // The Megatron writer's layout flags, each on its field (emit_megatron_bridge): Megatron's expressible, without
+      // MindSpeed's DualPipe-V and with a hybrid stack split evenly (the file's own model is kept).
+      Expressible e{std::nullopt, std::nullopt,
+                    "Megatron-Bridge states full recompute as one recompute_num_layers for every chunk (block method: each chunk's first layers) and "
+                    "selective recompute for every layer",
+                    plan::RecomputeStated::FirstLayersOfEveryChunk};
+      e.dualpipe_v = false;
+      e.hybrid_even_pipeline = true;
+      e.deepep = true;
+      e.fp4 = true;
       return e;
     }
     case EmitFormat::Megatron: {
@@ -1007,6 +1044,7 @@ std::string emit(EmitFormat format, const Plan& plan, const Loaded* original, co
     case EmitFormat::Torchtitan: return emit_torchtitan(plan, original, model_name, notes);
     case EmitFormat::AutoModel: return emit_automodel(plan, original, model_name, notes);
     case EmitFormat::MindSpeedFsdp2: return detail::emit_mindspeed_fsdp2(plan, original);
+    case EmitFormat::MegatronBridge: return detail::emit_megatron_bridge(plan, original, notes);
   }
   return "";
 }

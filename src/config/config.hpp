@@ -136,8 +136,12 @@ struct Plan {
 
 // MindSpeedFsdp2 edits a MindSpeed-LLM FSDP2 launch given with --from (its --parallel.* / --training.* flags): read
 // as Format::Megatron with that dialect (Loaded::dialect kMindSpeedFsdp2Dialect).
-enum class EmitFormat { Megatron, MindFormers, HyperParallel, Torchtitan, AutoModel, MindSpeedFsdp2 };
+// MegatronBridge edits a Megatron-Bridge YAML given with --from (read as Format::Megatron, dialect
+// kMegatronBridgeDialect).
+enum class EmitFormat { Megatron, MindFormers, HyperParallel, Torchtitan, AutoModel, MindSpeedFsdp2, MegatronBridge };
 inline constexpr const char* kMindSpeedFsdp2Dialect = "MindSpeed-LLM FSDP2 (train_fsdp2.py)";
+// Megatron-Bridge's ConfigContainer YAML, read as the Megatron-LM arguments its fields are.
+inline constexpr const char* kMegatronBridgeDialect = "Megatron-Bridge ConfigContainer YAML";
 EmitFormat parse_emit_format(const std::string& text, const std::string& where);
 Format format_of(EmitFormat format);
 const char* emit_name(EmitFormat format);  // as --emit names it

@@ -119,12 +119,18 @@ Loaded read_hyperparallel(const json& tree, const std::string& file);
 Loaded read_reference_search(const json& tree, const std::string& file);
 Loaded read_mindformers(const json& tree, const std::string& file);
 Loaded read_megatron(const std::string& text, const std::string& file);
+// Megatron-Bridge's ConfigContainer YAML (a run's run_config.yaml, a recipe's override YAML): whether `tree` is one,
+// and it read as the Megatron-LM arguments its fields are (Format::Megatron, dialect kMegatronBridgeDialect).
+bool is_megatron_bridge(const json& tree);
+Loaded read_megatron_bridge(const json& tree, const std::string& file);
 Loaded read_torchtitan(const std::string& text, const std::string& file);
 Loaded read_automodel(const json& tree, const std::string& file);
 Loaded read_sapp(const json& tree, const std::string& file);
 
 // Writers.
 std::string emit_megatron(const Plan& plan, const Loaded* original, const std::string& model_name, std::vector<std::string>* notes);
+// Edits a Megatron-Bridge YAML (original: read with kMegatronBridgeDialect; none: refused) to the plan's layout.
+std::string emit_megatron_bridge(const Plan& plan, const Loaded* original, std::vector<std::string>* notes);
 // Edits a MindSpeed-LLM FSDP2 launch (original: read with kMindSpeedFsdp2Dialect; none: refused) to the plan.
 std::string emit_mindspeed_fsdp2(const Plan& plan, const Loaded* original);
 std::string emit_mindformers(const Plan& plan, const Loaded* original, const std::string& model_name);

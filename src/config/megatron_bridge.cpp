@@ -1,0 +1,433 @@
+// config/megatron_bridge: NVIDIA Megatron-Bridge's ConfigContainer YAML (the run_config.yaml a run writes beside its
+// checkpoints, ConfigContainer.to_yaml(), or a recipe's override YAML) read as the Megatron-LM launch its fields are
+// the arguments of. Megatron-Bridge's model section is Megatron-Core's TransformerConfig and its train / ddp /
+// mixed_precision sections the arguments Megatron-LM's arguments.py turns into them
+// (github.com/NVIDIA-NeMo/Megatron-Bridge src/megatron/bridge/training/config.py and mixed_precision.py): each field
+// sapp prices is translated to its Megatron-LM flag (kFields), the flags are read by the Megatron reader, and every
+// flag in what it reports (values' origins, warnings, errors, unused keys) is turned back into the field's key path.
+// docs/configs.md.
+#include <algorithm>
+#include <map>
+#include <sstream>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "config/internal.hpp"
+#include "core/error.hpp"
+#include "core/files.hpp"
+
+namespace sapp::config::detail {
+
+namespace {
+
+enum class Kind {
+  Value,    // --flag VALUE (a list: one word per item)
+  Switch,   // true: --flag
+  Negated,  // false: --flag (Megatron-LM's flag says the opposite of the field)
+  Joined,   // --flag ITEM,ITEM (one word: Megatron-LM's --window-size)
+  Pattern,  // --flag [ITEM,ITEM,...] (a list as one Python literal: --moe-layer-freq)
+};
+
+struct Field {
+  const char* path;  // dotted, from the file's root
+  const char* flag;
+  Kind kind;
+};
+
+// The fields sapp prices, with the Megatron-LM flag each one is (arguments.py names them after the field).
+constexpr Field kFields[] = {
+    {"model.num_layers", "--num-layers", Kind::Value},
+    {"model.hidden_size", "--hidden-size", Kind::Value},
+    {"model.ffn_hidden_size", "--ffn-hidden-size", Kind::Value},
+    {"model.num_attention_heads", "--num-attention-heads", Kind::Value},
+    {"model.kv_channels", "--kv-channels", Kind::Value},
+    {"model.make_vocab_size_divisible_by", "--make-vocab-size-divisible-by", Kind::Value},
+    {"model.normalization", "--normalization", Kind::Value},
+    {"model.position_embedding_type", "--position-embedding-type", Kind::Value},
+    {"model.add_bias_linear", "--disable-bias-linear", Kind::Negated},
+    {"model.add_qkv_bias", "--add-qkv-bias", Kind::Switch},
+    {"model.qk_layernorm", "--qk-layernorm", Kind::Switch},
+    {"model.share_embeddings_and_output_weights", "--untie-embeddings-and-output-weights", Kind::Negated},
+    {"model.hidden_dropout", "--hidden-dropout", Kind::Value},
+    {"model.attention_dropout", "--attention-dropout", Kind::Value},
+    {"model.multi_latent_attention", "--multi-latent-attention", Kind::Switch},
+    {"model.q_lora_rank", "--q-lora-rank", Kind::Value},
+    {"model.kv_lora_rank", "--kv-lora-rank", Kind::Value},
+    {"model.qk_head_dim", "--qk-head-dim", Kind::Value},
+    {"model.qk_pos_emb_head_dim", "--qk-pos-emb-head-dim", Kind::Value},
+    {"model.v_head_dim", "--v-head-dim", Kind::Value},
+    {"model.num_moe_experts", "--num-experts", Kind::Value},
+    {"model.moe_router_topk", "--moe-router-topk", Kind::Value},
+    {"model.moe_ffn_hidden_size", "--moe-ffn-hidden-size", Kind::Value},
+    {"model.moe_shared_expert_intermediate_size", "--moe-shared-expert-intermediate-size", Kind::Value},
+    {"model.moe_layer_freq", "--moe-layer-freq", Kind::Pattern},
+    {"model.moe_grouped_gemm", "--moe-grouped-gemm", Kind::Switch},
+    {"model.moe_token_dispatcher_type", "--moe-token-dispatcher-type", Kind::Value},
+    {"model.moe_flex_dispatcher_backend", "--moe-flex-dispatcher-backend", Kind::Value},
+    {"model.moe_enable_deepep", "--moe-enable-deepep", Kind::Switch},
+    {"model.moe_shared_expert_overlap", "--moe-shared-expert-overlap", Kind::Switch},
+    {"model.moe_expert_capacity_factor", "--moe-expert-capacity-factor", Kind::Value},
+    {"model.moe_pad_expert_input_to_capacity", "--moe-pad-expert-input-to-capacity", Kind::Switch},
+    {"model.mtp_num_layers", "--mtp-num-layers", Kind::Value},
+    {"model.window_size", "--window-size", Kind::Joined},
+    {"model.window_attn_skip_freq", "--window-attn-skip-freq", Kind::Pattern},
+    {"model.softmax_type", "--softmax-type", Kind::Value},
+    {"model.hybrid_override_pattern", "--hybrid-override-pattern", Kind::Value},
+    {"model.mamba_state_dim", "--mamba-state-dim", Kind::Value},
+    {"model.mamba_head_dim", "--mamba-head-dim", Kind::Value},
+    {"model.mamba_num_groups", "--mamba-num-groups", Kind::Value},
+    {"model.mamba_num_heads", "--mamba-num-heads", Kind::Value},
+    {"model.tensor_model_parallel_size", "--tensor-model-parallel-size", Kind::Value},
+    {"model.pipeline_model_parallel_size", "--pipeline-model-parallel-size", Kind::Value},
+    {"model.virtual_pipeline_model_parallel_size", "--num-virtual-stages-per-pipeline-rank", Kind::Value},
+    {"model.context_parallel_size", "--context-parallel-size", Kind::Value},
+    {"model.cp_comm_type", "--cp-comm-type", Kind::Value},
+    {"model.expert_model_parallel_size", "--expert-model-parallel-size", Kind::Value},
+    {"model.expert_tensor_parallel_size", "--expert-tensor-parallel-size", Kind::Value},
+    {"model.sequence_parallel", "--sequence-parallel", Kind::Switch},
+    {"model.pipeline_model_parallel_layout", "--pipeline-model-parallel-layout", Kind::Value},
+    {"model.num_layers_in_first_pipeline_stage", "--decoder-first-pipeline-num-layers", Kind::Value},
+    {"model.num_layers_in_last_pipeline_stage", "--decoder-last-pipeline-num-layers", Kind::Value},
+    {"model.account_for_embedding_in_pipeline_split", "--account-for-embedding-in-pipeline-split", Kind::Switch},
+    {"model.account_for_loss_in_pipeline_split", "--account-for-loss-in-pipeline-split", Kind::Switch},
+    {"model.recompute_granularity", "--recompute-granularity", Kind::Value},
+    {"model.recompute_method", "--recompute-method", Kind::Value},
+    {"model.recompute_num_layers", "--recompute-num-layers", Kind::Value},
+    {"model.recompute_modules", "--recompute-modules", Kind::Value},
+    {"model.tp_comm_overlap", "--tp-comm-overlap", Kind::Switch},
+    {"comm_overlap.tp_comm_overlap", "--tp-comm-overlap", Kind::Switch},
+    {"train.global_batch_size", "--global-batch-size", Kind::Value},
+    {"train.micro_batch_size", "--micro-batch-size", Kind::Value},
+    {"ddp.use_distributed_optimizer", "--use-distributed-optimizer", Kind::Switch},
+    {"optimizer.use_distributed_optimizer", "--use-distributed-optimizer", Kind::Switch},
+    {"ddp.overlap_grad_reduce", "--overlap-grad-reduce", Kind::Switch},
+    {"ddp.overlap_param_gather", "--overlap-param-gather", Kind::Switch},
+    {"ddp.grad_reduce_in_fp32", "--accumulate-allreduce-grads-in-fp32", Kind::Switch},
+    {"ddp.data_parallel_sharding_strategy", "--data-parallel-sharding-strategy", Kind::Value},
+    {"ddp.use_megatron_fsdp", "--use-megatron-fsdp", Kind::Switch},
+    {"dist.use_megatron_fsdp", "--use-megatron-fsdp", Kind::Switch},
+    {"dist.use_torch_fsdp2", "--use-torch-fsdp2", Kind::Switch},
+};
+
+// One word of the script the reader reads: quoted for its shell unless it is plain.
+std::string word(const std::string& text, const std::string& where) {
+  if (text.find('\'') != std::string::npos || text.find('\n') != std::string::npos) fail(where, "'{}' is not a value a Megatron argument takes", text);
+  const bool plain = !text.empty() && std::ranges::all_of(text, [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '_' || c == ',';
+  });
+  return plain ? text : "'" + text + "'";
+}
+
+std::string scalar_text(const json& v, const std::string& where) {
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_number_integer()) return std::to_string(v.get<long long>());
+  if (v.is_number()) return fmt::format("{}", v.get<double>());
+  if (v.is_boolean()) return v.get<bool>() ? "true" : "false";
+  fail(where, "is {} where a number or a name was expected", v.type_name());
+}
+
+// Every flag in `text` turned back into the key path it was translated from (the longest flags first, so that
+// --recompute-num-layers is not read as --recompute-num... of another).
+std::string to_paths(std::string text, const std::vector<std::pair<std::string, std::string>>& flag_paths) {
+  for (const auto& [flag, path] : flag_paths) {
+    for (std::size_t at = text.find(flag); at != std::string::npos; at = text.find(flag, at + path.size())) {
+      const std::size_t end = at + flag.size();
+      if (end < text.size() && (std::isalnum(static_cast<unsigned char>(text[end])) || text[end] == '-')) {
+        at += 1;
+        continue;
+      }
+      text.replace(at, flag.size(), path);
+    }
+  }
+  return text;
+}
+
+}  // namespace
+
+bool is_megatron_bridge(const json& tree) {
+  if (!tree.is_object()) return false;
+  auto bridge_target = [](const json& node) {
+    return node.is_object() && node.contains("_target_") && node.at("_target_").is_string() &&
+           node.at("_target_").get<std::string>().rfind("megatron.bridge.", 0) == 0;
+  };
+  if (bridge_target(tree)) return true;
+  const json* model = stated_at(tree, "model");
+  if (model && bridge_target(*model)) return true;
+  // A recipe's override YAML: Megatron-Core's field names under model, the batch under train.
+  const json* train = stated_at(tree, "train");
+  return model && model->is_object() && train && train->is_object() && (train->contains("global_batch_size") || train->contains("micro_batch_size")) &&
+         (model->contains("tensor_model_parallel_size") || model->contains("pipeline_model_parallel_size") || model->contains("num_layers") ||
+          model->contains("seq_length"));
+}
+
+Loaded read_megatron_bridge(const json& tree, const std::string& file) {
+  std::vector<std::string> words = {"torchrun", "pretrain_gpt.py"};
+  std::vector<std::pair<std::string, std::string>> flag_paths;  // flag -> the path it was read from
+  auto add = [&](const std::string& flag, const std::string& path, const std::vector<std::string>& values) {
+    if (std::ranges::any_of(flag_paths, [&flag](const auto& fp) { return fp.first == flag; })) return;  // the first source wins
+    words.push_back(flag);
+    for (const std::string& v : values) words.push_back(word(v, at(file, path)));
+    flag_paths.emplace_back(flag, path);
+  };
+  // Precision first (Megatron-Bridge lays mixed_precision over the model's and ddp's fields): a preset's name
+  // (mixed_precision.py: bf16_mixed, bf16_with_fp8_current_scaling_mixed, bf16_with_mxfp8_mixed,
+  // bf16_with_nvfp4_mixed, ...; '-' for '_' as well) or the dump's mapping, else the model's own fields.
+  if (const json* mp = stated_at(tree, "mixed_precision"); mp && mp->is_string()) {
+    std::string name = mp->get<std::string>();
+    std::ranges::replace(name, '-', '_');
+    if (name.rfind("fp16", 0) == 0) {
+      add("--fp16", "mixed_precision", {});
+    } else if (name.find("bf16") != std::string::npos) {
+      add("--bf16", "mixed_precision", {});
+    } else {
+      fail(at(file, "mixed_precision"), "'{}' is not one of Megatron-Bridge's mixed-precision presets (bf16_mixed, fp16_mixed, bf16_with_*_mixed)", name);
+    }
+    if (name.find("fp8") != std::string::npos) add("--fp8-format", "mixed_precision", {name.find("mxfp8") != std::string::npos ? "e4m3" : "hybrid"});
+    if (name.find("nvfp4") != std::string::npos) add("--fp4-format", "mixed_precision", {"e2m1"});
+    if (name.find("current_scaling") != std::string::npos) add("--first-last-layers-bf16", "mixed_precision", {});
+    add("--accumulate-allreduce-grads-in-fp32", "mixed_precision", {});  // every preset reduces in fp32
+  }
+  // Megatron-Bridge sets every precision field of the model from mixed_precision when it is stated
+  // (update_config_with_precision_overrides): the model's own fields count only without it.
+  const json* mixed = stated_at(tree, "mixed_precision");
+  if (!mixed || !mixed->is_string()) {
+    const std::string prefix = mixed && mixed->is_object() ? "mixed_precision." : "model.";
+    for (const char* key : {"fp8", "fp4"}) {
+      if (const json* v = stated_at(tree, prefix + key); v && v->is_string()) add(fmt::format("--{}-format", key), prefix + key, {v->get<std::string>()});
+    }
+    for (const auto& [key, flag] :
+         {std::pair{"bf16", "--bf16"}, std::pair{"fp16", "--fp16"}, std::pair{"first_last_layers_bf16", "--first-last-layers-bf16"}}) {
+      if (const json* v = stated_at(tree, prefix + key); v && v->is_boolean() && v->get<bool>()) add(flag, prefix + key, {});
+    }
+  }
+  if (const json* v = stated_at(tree, "mixed_precision.grad_reduce_in_fp32"); v && v->is_boolean()) {
+    if (v->get<bool>())
+      add("--accumulate-allreduce-grads-in-fp32", "mixed_precision.grad_reduce_in_fp32", {});
+    else  // false: it wins over ddp's (the flag is then taken, unstated)
+      flag_paths.emplace_back("--accumulate-allreduce-grads-in-fp32", "mixed_precision.grad_reduce_in_fp32");
+  }
+  for (const Field& f : kFields) {
+    const json* v = stated_at(tree, f.path);
+    if (!v || v->is_null()) continue;
+    const std::string where = at(file, f.path);
+    switch (f.kind) {
+      case Kind::Switch:
+      case Kind::Negated:
+        if (!v->is_boolean()) fail(where, "is {} where true or false was expected", v->type_name());
+        if (v->get<bool>() == (f.kind == Kind::Switch)) add(f.flag, f.path, {});
+        break;
+      case Kind::Value: {
+        std::vector<std::string> values;
+        if (v->is_array()) {
+          for (const json& item : *v) values.push_back(scalar_text(item, where));
+          if (values.empty()) break;
+        } else {
+          values.push_back(scalar_text(*v, where));
+        }
+        add(f.flag, f.path, values);
+        break;
+      }
+      case Kind::Joined:
+      case Kind::Pattern: {
+        std::vector<std::string> items;
+        if (v->is_array()) {
+          for (const json& item : *v) items.push_back(item.is_null() ? "-1" : scalar_text(item, where));
+        } else {
+          items.push_back(scalar_text(*v, where));
+        }
+        const std::string joined = fmt::format("{}", fmt::join(items, ","));
+        add(f.flag, f.path, {f.kind == Kind::Pattern && v->is_array() ? "[" + joined + "]" : joined});
+        break;
+      }
+    }
+  }
+  // Grouped-query attention: Megatron-LM's --group-query-attention with --num-query-groups.
+  if (const json* groups = stated_at(tree, "model.num_query_groups"); groups && groups->is_number_integer()) {
+    const json* heads = stated_at(tree, "model.num_attention_heads");
+    if (!heads || *groups != *heads) {
+      add("--group-query-attention", "model.num_query_groups", {});
+      add("--num-query-groups", "model.num_query_groups", {scalar_text(*groups, at(file, "model.num_query_groups"))});
+    }
+  }
+  // A gated linear unit of SiLU is Megatron-LM's --swiglu (a torch.nn.functional.silu target in a dump).
+  if (const json* glu = stated_at(tree, "model.gated_linear_unit"); glu && glu->is_boolean() && glu->get<bool>()) {
+    const json* act = stated_at(tree, "model.activation_func");
+    std::string target = act && act->is_object() && act->contains("_target_") && act->at("_target_").is_string() ? act->at("_target_").get<std::string>() : "";
+    if (target.empty() || target.ends_with("silu")) {
+      add("--swiglu", "model.gated_linear_unit", {});
+    } else if (target.find("gelu") != std::string::npos) {
+      add("--geglu", "model.gated_linear_unit", {});
+    } else {
+      fail(at(file, "model.activation_func"), "'{}' under gated_linear_unit: sapp prices SwiGLU and GeGLU", target);
+    }
+  }
+  // Sequence length: the model's, else the dataset's.
+  for (const char* path : {"model.seq_length", "dataset.sequence_length", "dataset.seq_length"}) {
+    if (const json* v = stated_at(tree, path); v && !v->is_null()) {
+      add("--seq-length", path, {scalar_text(*v, at(file, path))});
+      break;
+    }
+  }
+  for (const char* path : {"model.vocab_size", "tokenizer.vocab_size"}) {
+    if (const json* v = stated_at(tree, path); v && !v->is_null()) {
+      add("--vocab-size", path, {scalar_text(*v, at(file, path))});
+      break;
+    }
+  }
+  std::string script;
+  for (const std::string& w : words) script += (script.empty() ? "" : " ") + w;
+  for (const Field& f : kFields) {  // messages about a flag the file does not state name its field too
+    if (std::ranges::none_of(flag_paths, [&f](const auto& fp) { return fp.first == f.flag; })) flag_paths.emplace_back(f.flag, f.path);
+  }
+  std::ranges::sort(flag_paths, [](const auto& a, const auto& b) { return a.first.size() > b.first.size(); });
+  Loaded out;
+  try {
+    out = read_megatron(script, file);
+  } catch (const Error& e) {
+    throw Error(to_paths(e.what(), flag_paths));
+  }
+  out.dialect = kMegatronBridgeDialect;
+  for (auto& [key, from] : out.origin) from = to_paths(from, flag_paths);
+  for (std::string& w : out.warnings) w = to_paths(w, flag_paths);
+  for (std::string& u : out.unused) u = to_paths(u, flag_paths);
+  out.model_error = to_paths(out.model_error, flag_paths);
+  // The run's runtime: Megatron-Bridge's profile (its recipes' defaults), not Megatron-LM's.
+  put(out, "framework", "megatron_bridge", "Megatron-Bridge ConfigContainer");
+  // A recipe's override YAML (no ConfigContainer target): what it leaves unsaid is its recipe's, a Python function
+  // sapp does not run.
+  const json* root_target = stated_at(tree, "_target_");
+  if (!root_target || !root_target->is_string()) {
+    out.warnings.push_back(
+        fmt::format("{}: a recipe's override YAML (no ConfigContainer _target_): what it leaves unsaid (the distributed optimizer, precision, recompute, "
+                    "overlaps) is the recipe's, which sapp does not read; priced with Megatron-LM's defaults there. The run_config.yaml the run writes "
+                    "beside its checkpoints states everything",
+                    file));
+  }
+  if (!stated_at(tree, "model.hidden_size") && out.model_error.empty() && !out.values.contains("model"))
+    out.model_error =
+        fmt::format("{}: states no model (model.num_layers, model.hidden_size, ...: an override YAML leaves it to its recipe); give --model", file);
+  // The world size is the launch's (torchrun / the Slurm job), not the config's.
+  if (!out.values.contains("devices")) out.devices_hint = "a Megatron-Bridge config states no device count (its launch does)";
+  // Gradients and FP8 weights as the file states them (mixed_precision laid over ddp and the model; a preset as
+  // mixed_precision.py builds it: every one reduces in fp32, the delayed-scaling and MXFP8 ones gather FP8
+  // weights), over the megatron_bridge profile's perf-recipe defaults.
+  auto first_bool = [&tree](std::initializer_list<const char*> paths) -> std::optional<std::pair<bool, std::string>> {
+    for (const char* path : paths) {
+      if (const json* v = stated_at(tree, path); v && v->is_boolean()) return std::make_pair(v->get<bool>(), std::string(path));
+    }
+    return std::nullopt;
+  };
+  const json* preset = stated_at(tree, "mixed_precision");
+  const std::string preset_name = preset && preset->is_string() ? preset->get<std::string>() : "";
+  auto fp32_reduce = !preset_name.empty() ? std::make_pair(true, std::string("mixed_precision"))
+                                          : first_bool({"mixed_precision.grad_reduce_in_fp32", "ddp.grad_reduce_in_fp32"});
+  if (fp32_reduce && !out.values.contains("param_bytes")) put(out, "grad_bytes", fp32_reduce->first ? 4 : 2, fp32_reduce->second);
+  auto fp8_gather =
+      !preset_name.empty()
+          ? std::make_pair(preset_name.find("delayed") != std::string::npos || preset_name.find("mxfp8") != std::string::npos, std::string("mixed_precision"))
+          : first_bool({"mixed_precision.fp8_param_gather", "ddp.fp8_param_gather", "mixed_precision.fp8_param", "model.fp8_param"});
+  if (fp8_gather && out.values.value("fp8", false)) put(out, "fp8_param_gather", fp8_gather->first, fp8_gather->second);
+  // Fields that change memory or time in ways sapp does not price.
+  for (const char* path : {"model.cpu_offloading", "optimizer.optimizer_cpu_offload"}) {
+    if (const json* v = stated_at(tree, path); v && v->is_boolean() && v->get<bool>())
+      out.warnings.push_back(fmt::format("{}: true is not priced (sapp prices the run as if it were false)", at(file, path)));
+  }
+  return out;
+}
+
+}  // namespace sapp::config::detail
+
+namespace sapp::config::detail {
+
+namespace {
+
+// The flags of a script emit_megatron wrote (each "--flag" followed by its values, several to a line; quoted values
+// unquoted; comment lines skipped).
+std::map<std::string, std::vector<std::string>> flags_of(const std::string& script) {
+  std::map<std::string, std::vector<std::string>> out;
+  std::stringstream lines(script);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind('#', 0) == 0) continue;
+    std::stringstream words(line);
+    std::vector<std::string>* values = nullptr;
+    for (std::string w; words >> w;) {
+      if (w.rfind("--", 0) == 0) {
+        values = &out[w];
+      } else if (values != nullptr) {
+        if (w.size() >= 2 && (w.front() == '"' || w.front() == '\'') && w.back() == w.front()) w = w.substr(1, w.size() - 2);
+        values->push_back(w);
+      }
+    }
+  }
+  return out;
+}
+
+// A flag's value as YAML states it: a whole number as one, else the text.
+json typed(const std::string& text) {
+  const bool whole = !text.empty() && std::ranges::all_of(text, [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
+  return whole ? json(std::stoll(text)) : json(text);
+}
+
+}  // namespace
+
+std::string emit_megatron_bridge(const Plan& plan, const Loaded* original, std::vector<std::string>* notes) {
+  if (original == nullptr)
+    fail("--emit megatron-bridge",
+         "edits the Megatron-Bridge YAML given with --from (its model and recipe are its own): give --from that file, or write megatron");
+  // The layout as the Megatron writer states it (the same flags a script of this plan would carry), each flag then
+  // set on the field it is; the file's model, precision and dispatcher are its own and stay.
+  Plan layout = plan;
+  layout.model.reset();
+  const auto flags = flags_of(emit_megatron(layout, nullptr, "the plan", notes));
+  auto on = [&flags](const char* flag) { return flags.count(flag) > 0; };
+  auto value = [&flags](const char* flag, const json& absent) -> json {
+    auto it = flags.find(flag);
+    if (it == flags.end() || it->second.empty()) return absent;
+    return it->second.size() == 1 ? typed(it->second.front()) : json(it->second);
+  };
+  const json tree = io::parse_yaml(original->text, original->file);
+  const plan::Layout& l = plan.layout;
+  YamlEdits edits = {
+      {"model.tensor_model_parallel_size", flow(l.tp)},
+      {"model.pipeline_model_parallel_size", flow(l.pp)},
+      // With a layout as well: Megatron-Bridge builds the model chunks from this field, where Megatron-LM's
+      // arguments.py derives it from the layout (its recipes set both).
+      {"model.virtual_pipeline_model_parallel_size", l.vpp > 1 ? flow(l.vpp) : flow(nullptr)},
+      {"model.pipeline_model_parallel_layout", flow(value("--pipeline-model-parallel-layout", nullptr))},
+      {"model.context_parallel_size", flow(l.cp)},
+      {"model.expert_model_parallel_size", flow(l.ep)},
+      {"model.sequence_parallel", flow(on("--sequence-parallel"))},
+      {"model.recompute_granularity", flow(value("--recompute-granularity", nullptr))},
+      {"model.recompute_method", flow(value("--recompute-method", nullptr))},
+      {"model.recompute_num_layers", flow(value("--recompute-num-layers", nullptr))},
+      {"train.micro_batch_size", flow(l.mbs)},
+      {"train.global_batch_size", flow(plan.global_batch)},
+      {"ddp.use_distributed_optimizer", flow(on("--use-distributed-optimizer"))},
+      {"ddp.use_megatron_fsdp", flow(on("--use-megatron-fsdp"))},
+      {"ddp.data_parallel_sharding_strategy", flow(value("--data-parallel-sharding-strategy", "no_shard"))},
+      {"ddp.overlap_grad_reduce", flow(on("--overlap-grad-reduce"))},
+      {"ddp.overlap_param_gather", flow(on("--overlap-param-gather"))},
+  };
+  // A field the plan leaves unset (null) is written only where the file states it.
+  std::erase_if(edits, [&tree](const auto& edit) { return edit.second == "null" && !stated_at(tree, edit.first); });
+  if (l.cp > 1) edits.emplace_back("model.cp_comm_type", flow(value("--cp-comm-type", nullptr)));
+  if (on("--recompute-modules")) {
+    json modules = value("--recompute-modules", nullptr);
+    edits.emplace_back("model.recompute_modules", flow(modules.is_array() ? modules : json::array({modules})));
+  }
+  // Expert TP: Megatron-Core takes TP when unset; written when the plan's differs or the file states it.
+  if (l.etp != l.tp || stated_at(tree, "model.expert_tensor_parallel_size")) edits.emplace_back("model.expert_tensor_parallel_size", flow(l.etp));
+  // The fields a run's dump repeats elsewhere, kept in step where the file states them.
+  for (const char* path : {"optimizer.use_distributed_optimizer"}) {
+    if (stated_at(tree, path)) edits.emplace_back(path, flow(on("--use-distributed-optimizer")));
+  }
+  if (stated_at(tree, "dist.use_megatron_fsdp")) edits.emplace_back("dist.use_megatron_fsdp", flow(on("--use-megatron-fsdp")));
+  for (const char* path : {"model.num_layers_in_first_pipeline_stage", "model.num_layers_in_last_pipeline_stage"}) {
+    if (stated_at(tree, path)) edits.emplace_back(path, flow(nullptr));  // the layout above states the split
+  }
+  if (notes) notes->push_back(fmt::format("the plan runs on {} devices: launch it on them (a Megatron-Bridge config states no device count)", plan.devices));
+  return yaml_set_all(original->text, edits);
+}
+
+}  // namespace sapp::config::detail
