@@ -32,7 +32,10 @@ inline int read_and_write_back(const std::uint8_t* data, std::size_t size, confi
     plan.seq = 2048;
     const auto layers = loaded.model_config.is_object() ? loaded.model_config.find("num_hidden_layers") : loaded.model_config.end();
     plan.num_layers = layers != loaded.model_config.end() && layers->is_number_integer() ? layers->get<long long>() : 4;
-    const std::string written = config::emit(fsdp2 ? config::EmitFormat::MindSpeedFsdp2 : emit, plan, &loaded, "fuzz");
+    // A Megatron-Bridge YAML (read by the Megatron reader) through its own writer too.
+    const bool bridge = loaded.dialect == config::kMegatronBridgeDialect;
+    const config::EmitFormat writer = fsdp2 ? config::EmitFormat::MindSpeedFsdp2 : bridge ? config::EmitFormat::MegatronBridge : emit;
+    const std::string written = config::emit(writer, plan, &loaded, "fuzz");
     (void)config::read_text(written, "fuzz-written", format);
   } catch (const Error&) {
   }
