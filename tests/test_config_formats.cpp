@@ -3420,6 +3420,26 @@ TEST(MegatronBridge, RunConfigIsReadAsTheMegatronArgumentsItsFieldsAre) {
       "states no device count (its launch does): give --devices");
 }
 
+// A dump's shape (tests/configs/megatron-bridge-dump.yaml): every field a dense model's dump repeats (moe_*, mamba_*,
+// softmax_type vanilla) is harmless, the tied embedding and grouped-query attention are Llama 3.2 1B's, and the
+// sequence trained is the dataset's when the model's stayed at the provider's maximum (said).
+TEST(MegatronBridge, ADumpOfADenseModelIsThatModel) {
+  const config::Loaded l = config::read_file(source("tests/configs/megatron-bridge-dump.yaml"));
+  EXPECT_DOUBLE_EQ(inline_model(l.model_config, "dump").params().total, test::bundled("llama-3.2-1b").params().total);
+  EXPECT_EQ(l.values.at("seq").get<long long>(), 1024);
+  EXPECT_EQ(l.origin.at("seq"), "dataset.sequence_length");
+  EXPECT_TRUE(std::any_of(l.warnings.begin(), l.warnings.end(), [](const std::string& w) {
+    return w.find("model.seq_length 131072 differs from dataset.sequence_length 1024") != std::string::npos;
+  }));
+  EXPECT_NE(std::find(l.unused.begin(), l.unused.end(), "model.moe_router_topk"), l.unused.end());
+  EXPECT_EQ(l.values.at("grad_bytes").get<int>(), 4);
+  EXPECT_FALSE(l.values.value("fp8", false));  // mixed_precision.fp8: null (and so no FP8 weights to gather)
+  app::EstimateRequest r;
+  config::fill(r, l, nlohmann::json{{"devices", 8}});
+  EXPECT_EQ(r.layout.zero, 1);
+  EXPECT_FALSE(r.job.training.fp8);
+}
+
 // --emit megatron-bridge edits the YAML's layout fields as the Megatron writer states the plan, keeping its model,
 // precision and everything else; the edited file reads back as the plan.
 TEST(MegatronBridge, EmitEditsTheLayoutFieldsAndReadsBack) {
@@ -3468,8 +3488,8 @@ TEST(MegatronBridge, EmitEditsTheLayoutFieldsAndReadsBack) {
 // layout it states is read, the model must come from the command line, and what it leaves to its recipe is said.
 TEST(MegatronBridge, OverrideYamlNeedsTheModelAndSaysWhatItLeavesToItsRecipe) {
   const std::string text =
-      "dataset:\n  seq_length: 4096\ntrain:\n  global_batch_size: 64\n  micro_batch_size: 2\nmodel:\n  seq_length: 4096\n"
-      "  tensor_model_parallel_size: 2\n  pipeline_model_parallel_size: 1\nrng:\n  seed: 1234\n";
+      "dataset:\n  seq_length: 4096\ntrain:\n  global_batch_size: 64\n  micro_batch_size: 2\nrng:\n  seed: 1234\nmodel:\n  seq_length: 4096\n"
+      "  tensor_model_parallel_size: 2\n  pipeline_model_parallel_size: 1\n";
   EXPECT_EQ(config::detect(text, "override.yaml"), config::Format::Megatron);
   const config::Loaded l = config::read_text(text, "override.yaml");
   EXPECT_EQ(l.values.at("tp").get<long long>(), 2);
@@ -3481,6 +3501,15 @@ TEST(MegatronBridge, OverrideYamlNeedsTheModelAndSaysWhatItLeavesToItsRecipe) {
         config::fill(r, l, nlohmann::json{{"devices", 8}});
       },
       "override.yaml: states no model");
+  // Knowledge distillation (a teacher beside the student) is refused by name; a vision-language model's keys and a
+  // LoRA section are read as such.
+  test::expect_error([&] { (void)config::read_text(text + "  teacher:\n    tensor_model_parallel_size: 2\n", "kd.yaml"); },
+                     "kd.yaml: model.teacher: knowledge distillation");
+  const config::Loaded vl = config::read_text(text + "  freeze_vision_model: false\npeft:\n  _target_: megatron.bridge.peft.lora.LoRA\n  dim: 16\n", "vl.yaml");
+  EXPECT_TRUE(std::any_of(vl.warnings.begin(), vl.warnings.end(),
+                          [](const std::string& w) { return w.find("model.freeze_vision_model: a vision-language") != std::string::npos; }));
+  EXPECT_EQ(vl.values.at("lora_rank").get<long long>(), 16);
+  EXPECT_EQ(vl.origin.at("lora_rank"), "peft.dim");
   app::EstimateRequest r;
   config::fill(r, l, nlohmann::json{{"devices", 8}, {"model", "llama3-8b"}});
   EXPECT_EQ(r.layout.tp, 2);

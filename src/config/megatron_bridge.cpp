@@ -108,6 +108,8 @@ constexpr Field kFields[] = {
     {"ddp.use_megatron_fsdp", "--use-megatron-fsdp", Kind::Switch},
     {"dist.use_megatron_fsdp", "--use-megatron-fsdp", Kind::Switch},
     {"dist.use_torch_fsdp2", "--use-torch-fsdp2", Kind::Switch},
+    // megatron/bridge/peft/lora.py: LoRA (and DoRA) of rank `dim` on every linear layer by default.
+    {"peft.dim", "--lora-r", Kind::Value},
 };
 
 // One word of the script the reader reads: quoted for its shell unless it is plain.
@@ -162,6 +164,13 @@ bool is_megatron_bridge(const json& tree) {
 }
 
 Loaded read_megatron_bridge(const json& tree, const std::string& file) {
+  // Knowledge distillation (examples/distillation: a teacher model trained beside the student) is not priced.
+  for (const char* path : {"model.teacher", "model.kd_config"}) {
+    if (const json* v = stated_at(tree, path); v && !v->is_null())
+      fail(at(file, path),
+           "knowledge distillation runs a teacher model beside the student, which sapp does not price (it would price the student alone: too fast "
+           "and too small); price the student with the file without it");
+  }
   std::vector<std::string> words = {"torchrun", "pretrain_gpt.py"};
   std::vector<std::pair<std::string, std::string>> flag_paths;  // flag -> the path it was read from
   auto add = [&](const std::string& flag, const std::string& path, const std::vector<std::string>& values) {
@@ -210,6 +219,7 @@ Loaded read_megatron_bridge(const json& tree, const std::string& file) {
   for (const Field& f : kFields) {
     const json* v = stated_at(tree, f.path);
     if (!v || v->is_null()) continue;
+    if (*v == "vanilla" && std::string(f.flag) == "--softmax-type") continue;  // the default, in every dump (core_v0.14.0 has no such flag)
     const std::string where = at(file, f.path);
     switch (f.kind) {
       case Kind::Switch:
@@ -262,13 +272,21 @@ Loaded read_megatron_bridge(const json& tree, const std::string& file) {
       fail(at(file, "model.activation_func"), "'{}' under gated_linear_unit: sapp prices SwiGLU and GeGLU", target);
     }
   }
-  // Sequence length: the model's, else the dataset's.
-  for (const char* path : {"model.seq_length", "dataset.sequence_length", "dataset.seq_length"}) {
+  // Sequence length: the samples the dataset makes (what the run trains on), else the model's. Megatron-Bridge's
+  // ConfigContainer.validate now refuses the two apart; earlier releases trained the dataset's (a run_config.yaml of
+  // v0.2.0rc7 states model.seq_length 131072 beside dataset.sequence_length 1024).
+  std::string seq_path;
+  for (const char* path : {"dataset.seq_length", "dataset.sequence_length", "model.seq_length"}) {
     if (const json* v = stated_at(tree, path); v && !v->is_null()) {
       add("--seq-length", path, {scalar_text(*v, at(file, path))});
+      seq_path = path;
       break;
     }
   }
+  std::vector<std::string> seq_notes;
+  if (const json* m = stated_at(tree, "model.seq_length"); m && !m->is_null() && seq_path != "model.seq_length" && *m != *stated_at(tree, seq_path))
+    seq_notes.push_back(fmt::format("model.seq_length {} differs from {} {}: priced at the dataset's (the samples the run trains on)", m->dump(), seq_path,
+                                    stated_at(tree, seq_path)->dump()));
   for (const char* path : {"model.vocab_size", "tokenizer.vocab_size"}) {
     if (const json* v = stated_at(tree, path); v && !v->is_null()) {
       add("--vocab-size", path, {scalar_text(*v, at(file, path))});
@@ -288,6 +306,7 @@ Loaded read_megatron_bridge(const json& tree, const std::string& file) {
     throw Error(to_paths(e.what(), flag_paths));
   }
   out.dialect = kMegatronBridgeDialect;
+  out.warnings.insert(out.warnings.end(), seq_notes.begin(), seq_notes.end());
   for (auto& [key, from] : out.origin) from = to_paths(from, flag_paths);
   for (std::string& w : out.warnings) w = to_paths(w, flag_paths);
   for (std::string& u : out.unused) u = to_paths(u, flag_paths);
@@ -298,11 +317,10 @@ Loaded read_megatron_bridge(const json& tree, const std::string& file) {
   // sapp does not run.
   const json* root_target = stated_at(tree, "_target_");
   if (!root_target || !root_target->is_string()) {
-    out.warnings.push_back(
-        fmt::format("{}: a recipe's override YAML (no ConfigContainer _target_): what it leaves unsaid (the distributed optimizer, precision, recompute, "
-                    "overlaps) is the recipe's, which sapp does not read; priced with Megatron-LM's defaults there. The run_config.yaml the run writes "
-                    "beside its checkpoints states everything",
-                    file));
+    out.warnings.emplace_back(
+        "a recipe's override YAML (no ConfigContainer _target_): what it leaves unsaid (the distributed optimizer, precision, recompute, overlaps) "
+        "is the recipe's, which sapp does not read; priced with Megatron-LM's defaults there. The run_config.yaml the run writes beside its "
+        "checkpoints states everything");
   }
   if (!stated_at(tree, "model.hidden_size") && out.model_error.empty() && !out.values.contains("model"))
     out.model_error =
@@ -331,7 +349,24 @@ Loaded read_megatron_bridge(const json& tree, const std::string& file) {
   // Fields that change memory or time in ways sapp does not price.
   for (const char* path : {"model.cpu_offloading", "optimizer.optimizer_cpu_offload"}) {
     if (const json* v = stated_at(tree, path); v && v->is_boolean() && v->get<bool>())
-      out.warnings.push_back(fmt::format("{}: true is not priced (sapp prices the run as if it were false)", at(file, path)));
+      out.warnings.push_back(fmt::format("{}: true is not priced (sapp prices the run as if it were false)", path));
+  }
+  // A vision-language model (the Qwen-VL and Nemotron VL providers): its vision tower is priced only through a --model
+  // that has one.
+  if (const json* model = stated_at(tree, "model"); model && model->is_object()) {
+    for (const auto& [key, value] : model->items()) {
+      if (key.find("vision") == std::string::npos || value.is_null()) continue;
+      out.warnings.push_back(
+          fmt::format("model.{}: a vision-language model; sapp prices its vision tower only when --model names one that has it "
+                      "(e.g. qwen2.5-vl-7b), else the language model alone",
+                      key));
+      break;
+    }
+  }
+  if (const json* peft = stated_at(tree, "peft._target_"); peft && peft->is_string()) {
+    const std::string target = peft->get<std::string>();
+    if (target.find("LoRA") == std::string::npos && target.find("DoRA") == std::string::npos)
+      out.warnings.push_back(fmt::format("peft._target_: {} is priced as LoRA of rank peft.dim on every linear layer", target));
   }
   return out;
 }
