@@ -254,9 +254,23 @@ TEST(PlanCommand, MegatronBridgeYamlWrittenPlanReadsBackAtItsStepAndPeak) {
   expect_planned_peak(est["peak_memory_bytes"].get<double>(), plan["peak_memory_bytes"].get<double>());
 }
 
-// A model a new torchtitan TOML cannot name (torchtitan defines its models in code; no bundled flavour is Gemma 2)
-// is refused before the search, not after it: nothing printed, no file. A torchtitan model is written.
-TEST(PlanCommand, AModelTorchtitanCannotNameIsRefusedBeforeTheSearch) {
+// DeepSeek-V3's multi-token-prediction layer stays in the written layout ('m': Megatron-Core places it by the layout).
+TEST(PlanCommand, MegatronBridgeYamlKeepsTheMtpLayerInTheWrittenLayout) {
+  const std::string file = test::temp_dir() + "/dsv3.yaml";
+  auto r = test::run_sapp("plan --from " + std::string(SAPP_SOURCE_DIR) +
+                          "/tests/configs/megatron-bridge-deepseek-v3.yaml --devices 256 -H b200 --candidates 1 -q -f json --emit megatron-bridge -o " + file);
+  ASSERT_EQ(r.status, 0) << r.err;
+  const nlohmann::json plan = nlohmann::json::parse(r.out)["plans"].at(0);
+  const std::string written = io::read_text(file);
+  EXPECT_NE(written.find(",m,L\""), std::string::npos) << written;
+  auto back = test::run_sapp("estimate --from " + file + " --devices 256 -H b200 -f json");
+  ASSERT_EQ(back.status, 0) << back.err;
+  expect_planned_peak(nlohmann::json::parse(back.out)["peak_memory_bytes"].get<double>(), plan["peak_memory_bytes"].get<double>());
+}
+
+(torchtitan defines its models in code; no bundled flavour is Gemma 2)
+    // is refused before the search, not after it: nothing printed, no file. A torchtitan model is written.
+    TEST(PlanCommand, AModelTorchtitanCannotNameIsRefusedBeforeTheSearch) {
   const std::string file = test::temp_dir() + "/gemma.toml";
   auto r = test::run_sapp("plan --model gemma2-9b --devices 16 --global-batch 64 --seq 8192 --pp 2 --candidates 1 -q --emit torchtitan -o " + file);
   EXPECT_EQ(r.status, 1) << r.err;

@@ -412,8 +412,15 @@ std::string emit_megatron_bridge(const Plan& plan, const Loaded* original, std::
          "edits the Megatron-Bridge YAML given with --from (its model and recipe are its own): give --from that file, or write megatron");
   // The layout as the Megatron writer states it (the same flags a script of this plan would carry), each flag then
   // set on the field it is; the file's model, precision and dispatcher are its own and stay.
+  // The writer gets a model of only the plan's MTP depth (the layout string's 'm'): a new script's model flags are
+  // not read here, and its checks of what a script can state of a model are not this file's (the model is kept).
   Plan layout = plan;
   layout.model.reset();
+  if (plan.model && plan.model->mtp_depth.value_or(0) > 0) {
+    layout.model.emplace();
+    layout.model->mtp_depth = plan.model->mtp_depth;
+    layout.model->num_layers = plan.model->num_layers;
+  }
   const auto flags = flags_of(emit_megatron(layout, nullptr, "the plan", notes));
   auto on = [&flags](const char* flag) { return flags.count(flag) > 0; };
   auto value = [&flags](const char* flag, const json& absent) -> json {
