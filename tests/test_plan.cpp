@@ -268,9 +268,9 @@ TEST(PlanCommand, MegatronBridgeYamlKeepsTheMtpLayerInTheWrittenLayout) {
   expect_planned_peak(nlohmann::json::parse(back.out)["peak_memory_bytes"].get<double>(), plan["peak_memory_bytes"].get<double>());
 }
 
-(torchtitan defines its models in code; no bundled flavour is Gemma 2)
-    // is refused before the search, not after it: nothing printed, no file. A torchtitan model is written.
-    TEST(PlanCommand, AModelTorchtitanCannotNameIsRefusedBeforeTheSearch) {
+// A model a new torchtitan TOML cannot name (torchtitan defines its models in code; no bundled flavour is Gemma 2)
+// is refused before the search, not after it: nothing printed, no file. A torchtitan model is written.
+TEST(PlanCommand, AModelTorchtitanCannotNameIsRefusedBeforeTheSearch) {
   const std::string file = test::temp_dir() + "/gemma.toml";
   auto r = test::run_sapp("plan --model gemma2-9b --devices 16 --global-batch 64 --seq 8192 --pp 2 --candidates 1 -q --emit torchtitan -o " + file);
   EXPECT_EQ(r.status, 1) << r.err;
