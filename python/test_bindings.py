@@ -57,6 +57,13 @@ assert any("read as megatron" in str(w.message) for w in said), [str(w.message) 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")
     assert sapp.estimate(from_config=SCRIPT, tp=4, pp=8)["layout"]["pp"] == 8
+# Megatron-Bridge's run_config.yaml states no device count: given as an option, the same report as the CLI's.
+BRIDGE = os.path.join(os.path.dirname(SCRIPT), "..", "megatron-bridge", "llama3-8b-run_config.yaml")
+with warnings.catch_warnings(record=True) as said:
+    warnings.simplefilter("always")
+    from_bridge = sapp.estimate(from_config=BRIDGE, devices=8)
+assert from_bridge == cli_json("estimate", "--from", BRIDGE, "--devices", "8"), from_bridge
+assert any("Megatron-Bridge ConfigContainer YAML" in str(w.message) for w in said), [str(w.message) for w in said]
 
 
 def refused(call, *words):
