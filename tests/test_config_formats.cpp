@@ -3520,3 +3520,18 @@ TEST(MegatronBridge, OverrideYamlNeedsTheModelAndSaysWhatItLeavesToItsRecipe) {
 
 }  // namespace
 }  // namespace sapp
+
+namespace sapp {
+namespace {
+
+// torchrun's processes per node x nodes, each within the flag limit, may not overflow: refused by name (it was a signed
+// overflow, undefined behaviour, in both launch readers).
+TEST(Megatron, ATorchrunWorldBeyondTheLimitIsRefused) {
+  for (const char* trainer : {"pretrain_gpt.py --num-layers 2 --hidden-size 64 --num-attention-heads 4", "train_fsdp2.py"}) {
+    const std::string script = std::string("torchrun --nproc_per_node 1099511627776 --nnodes 1099511627776 ") + trainer + "\n";
+    test::expect_error([&] { (void)config::read_text(script, "huge.sh", config::Format::Megatron); }, "huge.sh: --nnodes: 1099511627776 nodes x", trainer);
+  }
+}
+
+}  // namespace
+}  // namespace sapp

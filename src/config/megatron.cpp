@@ -997,6 +997,17 @@ bool set_ascend_device(const Shell& sh, std::optional<long long> processes_per_n
 //   register_patches): otherwise the norms are Transformers' eager RMSNorm; use_flash_attn is read by gpt_oss and
 //   minimax_m27 only (their eager attention without it); the other models run Transformers' default attention,
 //   priced as a fused kernel, which is said.
+// torchrun's processes per node (--nproc-per-node or --nproc_per_node) and its world (x --nnodes), put as the
+// devices; none when the launch states no process count.
+std::pair<std::optional<long long>, std::optional<long long>> torchrun_world(Args& a, Loaded& out) {
+  const auto nproc = a.flags.count("--nproc-per-node") ? a.whole("--nproc-per-node") : a.whole("--nproc_per_node");
+  if (!nproc) return {std::nullopt, std::nullopt};
+  const long long nodes = a.whole("--nnodes").value_or(1);
+  if (*nproc > (1LL << 40) / nodes) fail(at(a.file, "--nnodes"), "{} nodes x {} processes per node is above the limit of {} devices", nodes, *nproc, 1LL << 40);
+  put(out, "devices", *nproc * nodes, "--nproc_per_node x --nnodes");
+  return {nproc, *nproc * nodes};
+}
+
 Loaded read_mindspeed_fsdp2(const Shell& sh, Args& a, const std::string& file, const std::string& trainer) {
   Loaded out;
   auto set = setter(out);
@@ -1076,12 +1087,7 @@ Loaded read_mindspeed_fsdp2(const Shell& sh, Args& a, const std::string& file, c
   };
 
   // Devices: torchrun's processes per node x nodes.
-  auto nproc = a.flags.count("--nproc-per-node") ? a.whole("--nproc-per-node") : a.whole("--nproc_per_node");
-  std::optional<long long> world;
-  if (nproc) {
-    world = *nproc * a.whole("--nnodes").value_or(1);
-    set("devices", *world, "--nproc_per_node x --nnodes");
-  }
+  const auto [nproc, world] = torchrun_world(a, out);
   (void)set_ascend_device(sh, nproc, out);
 
   // Mesh.
@@ -1279,19 +1285,14 @@ Loaded read_megatron(const std::string& text, const std::string& file) {
   }
 
   // Devices: torchrun's processes per node x nodes, or WORLD_SIZE.
-  std::optional<long long> devices;
-  auto nproc = a.flags.count("--nproc-per-node") ? a.whole("--nproc-per-node") : a.whole("--nproc_per_node");
-  if (nproc) {
-    long long nodes = a.whole("--nnodes").value_or(1);
-    devices = *nproc * nodes;
-    set("devices", *devices, "--nproc_per_node x --nnodes");
-  } else if (a.flags.count("--worker_num")) {
+  auto [nproc, devices] = torchrun_world(a, out);
+  if (!nproc && a.flags.count("--worker_num")) {
     // MindSpore's msrun launcher (MindSpeed-LLM's MindSpore backend): --worker_num processes in all,
     // --local_worker_num of them per node.
     devices = a.whole("--worker_num");
     set("devices", *devices, "msrun --worker_num");
     if (a.flags.count("--local_worker_num")) nproc = a.whole("--local_worker_num");
-  } else if (sh.vars.count("WORLD_SIZE")) {
+  } else if (!nproc && sh.vars.count("WORLD_SIZE")) {
     const std::string w = sh.vars.at("WORLD_SIZE").front();
     if (!w.empty() && w.find_first_not_of("0123456789") == std::string::npos) {
       // Read as a flag's value is (a count from 1 to 2^40; 0 devices, or a product beyond 64 bits, is refused).
