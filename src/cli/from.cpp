@@ -15,7 +15,7 @@ namespace sapp::cli {
 void add_from(CLI::App& cmd, From& from) {
   cmd.add_option(
          "--from", from.file,
-         "a training config to start from: HuggingFace config.json, HyperParallel train YAML, MindFormers YAML, Megatron/MindSpeed "
+         "a training config to start from: HuggingFace config.json, HyperParallel train YAML, MindFormers YAML, Megatron-Bridge YAML, Megatron/MindSpeed "
          "arguments or launch script, torchtitan TOML, NeMo AutoModel YAML, or a search YAML (detected from the content); options given here override it")
       ->type_name("PATH");
   cmd.add_option("--from-format", from.format,

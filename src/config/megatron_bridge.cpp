@@ -156,8 +156,10 @@ bool is_megatron_bridge(const json& tree) {
   if (bridge_target(tree)) return true;
   const json* model = stated_at(tree, "model");
   if (model && bridge_target(*model)) return true;
-  // A recipe's override YAML: Megatron-Core's field names under model, the batch under train.
+  // A recipe's override YAML: Megatron-Core's field names under model, the batch under train (HyperParallel's train
+  // section states its accelerator, AutoModel's recipes a step scheduler or a distributed section).
   const json* train = stated_at(tree, "train");
+  if (tree.contains("step_scheduler") || tree.contains("distributed") || (train && train->is_object() && train->contains("accelerator"))) return false;
   return model && model->is_object() && train && train->is_object() && (train->contains("global_batch_size") || train->contains("micro_batch_size")) &&
          (model->contains("tensor_model_parallel_size") || model->contains("pipeline_model_parallel_size") || model->contains("num_layers") ||
           model->contains("seq_length"));
