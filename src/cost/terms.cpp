@@ -121,7 +121,9 @@ constexpr std::array<ValidatedPair, 17> kValidated = {{
     {"b200", "FP8", false,
      "10 held-out B200 FP8 runs in validation/runs.yaml, median 8.3 %: NeMo 25.02 dense -8.5 % to -0.2 %, Megatron-Bridge MXFP8 MoE and "
      "long-context -21 % to +10 %; the FP8 efficiencies were fitted on two Megatron-Bridge 25.11 dense MXFP8 runs"},
-    {"b200", "BF16", false, "one B200 BF16 run (GPT-OSS-120B, -31 %); the BF16 GEMM efficiency is the prior 0.75 times the FP8 fit's 0.801"},
+    {"b200", "BF16", false,
+     "two B200 BF16 runs (Megatron-Bridge GPT-OSS-120B: 26.04 EP8 -31 %, 26.02 EP64 over 8 nodes -3.7 %); the BF16 GEMM efficiency is the prior 0.75 "
+     "times the FP8 fit's 0.801"},
     {"gb200", "FP8", true,
      "7 held-out GB200 MXFP8 runs in validation/runs.yaml, median 2.4 %, priced with B200's efficiencies: Megatron-Bridge dense Llama 3 "
      "8B (25.11) +0.7 %, Llama 3 70B and 3.1 405B (26.04) +1.8 % and +0.2 %; 26.04 MoE Qwen3-30B-A3B -8.9 %, Qwen3-235B-A22B +2.4 %, "
@@ -148,7 +150,8 @@ constexpr std::array<ValidatedPair, 17> kValidated = {{
      "PP16 -18.7 %, Nemotron 3 Nano -23.9 %), priced with GB300's efficiencies times 0.926, fitted on its Qwen3-30B-A3B run: three runs of "
      "one release, no dense run"},
     {"b300", "BF16", false,
-     "one B300 BF16 run (Megatron-Bridge 26.04 GPT-OSS-120B, -39 %); the BF16 GEMM efficiency is GB300's prior times the FP8 fit's 0.926"},
+     "two B300 BF16 runs (Megatron-Bridge GPT-OSS-120B: 26.04 EP8 -39 %, 26.02 EP64 over 8 nodes -37 %); the BF16 GEMM efficiency is GB300's prior "
+     "times the FP8 fit's 0.926"},
     {"h100-96g", "BF16", true,
      "4 held-out torchtitan BF16 runs at the 500 W power limit (Llama 3.1 8B FSDP8 / FSDP128, eager and compiled, torch SDPA): -5.5 % to "
      "-8.5 %, median 6.5 %, one configuration at two scales; the peak is the H100 NVL's, the lower end of the bracket torchtitan gives"},
