@@ -80,6 +80,10 @@ slow+=':SearchCli.OutputIsByteIdenticalForAnyThreadCount:Search.ResultsAreIdenti
 # A balancer run cut at many time limits (time-limited, like the optimisations above) and a search over every hybrid
 # layout: 13.7 and 14.1 s sanitized, both in the first of the two shards, which ran 107 s against 48 s (2026-12-07).
 slow+=':Balance.ATimeLimitAtAnyPointLeavesAValidAnswer:Search.HybridStacksKeepAnEvenSplitWithoutVirtualPipeline'
+# Every bundled file checked as its kind, and every bundled model written and read back: 17.0 and 8.0 s sanitized, both
+# in the second shard, which ran 103 s against 44 s (2026-12-07, in a run of 892 s); the readers they go through are
+# sanitized by their own tests and fuzzed below, and the Release run above checks both.
+slow+=':Check.EveryBundledFileIsOkAsItsKind:EmitNewFile.BundledModelsReadBackAsPriced'
 run_test_shards build-fuzz "-$slow" ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 FUZZ_JOBS="$jobs" bash scripts/fuzz.sh --brief 2
 
