@@ -3440,6 +3440,34 @@ TEST(MegatronBridge, ADumpOfADenseModelIsThatModel) {
   EXPECT_FALSE(r.job.training.fp8);
 }
 
+// Megatron-Core's pipeline layout as Megatron-Bridge's DeepSeek recipes state it, a list of stages of layer names, is its
+// string; a layout object as a dump writes it is left out, as Megatron-Bridge's own loader leaves it, and said.
+TEST(MegatronBridge, APipelineLayoutAsAListOfStagesIsItsString) {
+  const std::string text = io::read_text(source("tests/configs/megatron-bridge-deepseek-v3.yaml"));
+  const std::string stated = "pipeline_model_parallel_layout: \"Et*4|(t*4|)*14tmL\"";
+  ASSERT_NE(text.find(stated), std::string::npos);
+  std::string stages = "[[embedding, decoder, decoder, decoder, decoder]";
+  for (int i = 0; i < 14; ++i) stages += ", [decoder, decoder, decoder, decoder]";
+  stages += ", [decoder, mtp, loss]]";
+  std::string listed = text;
+  listed.replace(listed.find(stated), stated.size(), "pipeline_model_parallel_layout: " + stages);
+  const config::Loaded from_string = config::read_text(text, "string.yaml");
+  const config::Loaded from_list = config::read_text(listed, "list.yaml");
+  ASSERT_TRUE(from_string.split.has_value());
+  ASSERT_TRUE(from_list.split.has_value());
+  EXPECT_EQ(from_list.split->layers, from_string.split->layers);
+  EXPECT_EQ(from_list.origin.at("vpp"), from_string.origin.at("vpp"));
+  std::string bad = listed;
+  bad.replace(bad.find("mtp, loss"), 9, "mtp, head");
+  test::expect_error([&] { (void)config::read_text(bad, "bad.yaml"); }, "bad.yaml: model.pipeline_model_parallel_layout: '\"head\"' is not a layer");
+  std::string object = text;
+  object.replace(object.find(stated), stated.size(), "pipeline_model_parallel_layout:\n    pipeline_model_parallel_size: 8");
+  const config::Loaded dropped = config::read_text(object, "object.yaml");
+  EXPECT_FALSE(dropped.split.has_value());
+  EXPECT_TRUE(std::any_of(dropped.warnings.begin(), dropped.warnings.end(),
+                          [](const std::string& w) { return w.find("model.pipeline_model_parallel_layout: a layout object") != std::string::npos; }));
+}
+
 // --emit megatron-bridge edits the YAML's layout fields as the Megatron writer states the plan, keeping its model,
 // precision and everything else; the edited file reads back as the plan.
 TEST(MegatronBridge, EmitEditsTheLayoutFieldsAndReadsBack) {

@@ -27,6 +27,7 @@ enum class Kind {
   Negated,  // false: --flag (Megatron-LM's flag says the opposite of the field)
   Joined,   // --flag ITEM,ITEM (one word: Megatron-LM's --window-size)
   Pattern,  // --flag [ITEM,ITEM,...] (a list as one Python literal: --moe-layer-freq)
+  Layout,   // --flag STRING (Megatron-Core's pipeline layout: its string, or its list of stages of layer names)
 };
 
 struct Field {
@@ -74,6 +75,7 @@ constexpr Field kFields[] = {
     {"model.window_attn_skip_freq", "--window-attn-skip-freq", Kind::Pattern},
     {"model.softmax_type", "--softmax-type", Kind::Value},
     {"model.hybrid_override_pattern", "--hybrid-override-pattern", Kind::Value},
+    {"model.hybrid_layer_pattern", "--hybrid-layer-pattern", Kind::Value},  // its newer name (core_v0.17)
     {"model.mamba_state_dim", "--mamba-state-dim", Kind::Value},
     {"model.mamba_head_dim", "--mamba-head-dim", Kind::Value},
     {"model.mamba_num_groups", "--mamba-num-groups", Kind::Value},
@@ -86,7 +88,7 @@ constexpr Field kFields[] = {
     {"model.expert_model_parallel_size", "--expert-model-parallel-size", Kind::Value},
     {"model.expert_tensor_parallel_size", "--expert-tensor-parallel-size", Kind::Value},
     {"model.sequence_parallel", "--sequence-parallel", Kind::Switch},
-    {"model.pipeline_model_parallel_layout", "--pipeline-model-parallel-layout", Kind::Value},
+    {"model.pipeline_model_parallel_layout", "--pipeline-model-parallel-layout", Kind::Layout},
     {"model.num_layers_in_first_pipeline_stage", "--decoder-first-pipeline-num-layers", Kind::Value},
     {"model.num_layers_in_last_pipeline_stage", "--decoder-last-pipeline-num-layers", Kind::Value},
     {"model.account_for_embedding_in_pipeline_split", "--account-for-embedding-in-pipeline-split", Kind::Switch},
@@ -111,6 +113,25 @@ constexpr Field kFields[] = {
     // megatron/bridge/peft/lora.py: LoRA (and DoRA) of rank `dim` on every linear layer by default.
     {"peft.dim", "--lora-r", Kind::Value},
 };
+
+// Megatron-Core's pipeline layout as a list of stages of layer names (PipelineParallelLayerLayout: embedding,
+// decoder, mtp, loss, or their letters E, t, m, L; Megatron-Bridge's DeepSeek recipes state it so) as its string.
+std::string layout_text(const json& stages, const std::string& where) {
+  static const std::map<std::string, std::string> letters = {{"embedding", "E"}, {"decoder", "t"}, {"mtp", "m"}, {"loss", "L"},
+                                                             {"E", "E"},         {"t", "t"},       {"m", "m"},   {"L", "L"}};
+  std::vector<std::string> out;
+  for (const json& stage : stages) {
+    if (!stage.is_array()) fail(where, "a stage is {} where a list of layer names was expected", stage.type_name());
+    std::vector<std::string> layers;
+    for (const json& layer : stage) {
+      auto it = layer.is_string() ? letters.find(layer.get<std::string>()) : letters.end();
+      if (it == letters.end()) fail(where, "'{}' is not a layer of Megatron-Core's layout (embedding, decoder, mtp, loss)", layer.dump());
+      layers.push_back(it->second);
+    }
+    out.push_back(fmt::format("{}", fmt::join(layers, ",")));
+  }
+  return fmt::format("{}", fmt::join(out, "|"));
+}
 
 // One word of the script the reader reads: quoted for its shell unless it is plain.
 std::string word(const std::string& text, const std::string& where) {
@@ -175,6 +196,7 @@ Loaded read_megatron_bridge(const json& tree, const std::string& file) {
   }
   std::vector<std::string> words = {"torchrun", "pretrain_gpt.py"};
   std::vector<std::pair<std::string, std::string>> flag_paths;  // flag -> the path it was read from
+  std::string layout_object;                                    // a layout stated as an object, not read
   auto add = [&](const std::string& flag, const std::string& path, const std::vector<std::string>& values) {
     if (std::ranges::any_of(flag_paths, [&flag](const auto& fp) { return fp.first == flag; })) return;  // the first source wins
     words.push_back(flag);
@@ -240,6 +262,17 @@ Loaded read_megatron_bridge(const json& tree, const std::string& file) {
         add(f.flag, f.path, values);
         break;
       }
+      case Kind::Layout:
+        if (v->is_string()) {
+          add(f.flag, f.path, {v->get<std::string>()});
+        } else if (v->is_array()) {
+          add(f.flag, f.path, {layout_text(*v, where)});
+        } else {
+          // A PipelineParallelLayerLayout object as a dump writes it: Megatron-Bridge's own loader drops it too
+          // (training/model_load_save.py).
+          layout_object = f.path;
+        }
+        break;
       case Kind::Joined:
       case Kind::Pattern: {
         std::vector<std::string> items;
@@ -309,6 +342,11 @@ Loaded read_megatron_bridge(const json& tree, const std::string& file) {
   }
   out.dialect = kMegatronBridgeDialect;
   out.warnings.insert(out.warnings.end(), seq_notes.begin(), seq_notes.end());
+  if (!layout_object.empty())
+    out.warnings.push_back(
+        fmt::format("{}: a layout object (as a dump writes Megatron-Core's PipelineParallelLayerLayout) is not read, as "
+                    "Megatron-Bridge's own loader drops it: the even split is priced",
+                    layout_object));
   for (auto& [key, from] : out.origin) from = to_paths(from, flag_paths);
   for (std::string& w : out.warnings) w = to_paths(w, flag_paths);
   for (std::string& u : out.unused) u = to_paths(u, flag_paths);
