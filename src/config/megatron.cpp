@@ -978,6 +978,17 @@ bool set_ascend_device(const Shell& sh, std::optional<long long> processes_per_n
   return true;
 }
 
+// torchrun's processes per node (--nproc-per-node or --nproc_per_node) and its world (x --nnodes), put as the
+// devices; none when the launch states no process count.
+std::pair<std::optional<long long>, std::optional<long long>> torchrun_world(Args& a, Loaded& out) {
+  const auto nproc = a.flags.count("--nproc-per-node") ? a.whole("--nproc-per-node") : a.whole("--nproc_per_node");
+  if (!nproc) return {std::nullopt, std::nullopt};
+  const long long nodes = a.whole("--nnodes").value_or(1);
+  if (*nproc > (1LL << 40) / nodes) fail(at(a.file, "--nnodes"), "{} nodes x {} processes per node is above the limit of {} devices", nodes, *nproc, 1LL << 40);
+  put(out, "devices", *nproc * nodes, "--nproc_per_node x --nnodes");
+  return {nproc, *nproc * nodes};
+}
+
 // MindSpeed-LLM's FSDP2 trainer (train_fsdp2.py at Ascend/MindSpeed-LLM c77308a1): a YAML of model / data /
 // parallel / training / optimization sections, each key overridable on the launch line as --section.key (the
 // command line wins: mindspeed_llm/fsdp2/utils/arguments.py _merge_yaml_into_cmd_args). Read as that code runs it:
@@ -997,17 +1008,6 @@ bool set_ascend_device(const Shell& sh, std::optional<long long> processes_per_n
 //   register_patches): otherwise the norms are Transformers' eager RMSNorm; use_flash_attn is read by gpt_oss and
 //   minimax_m27 only (their eager attention without it); the other models run Transformers' default attention,
 //   priced as a fused kernel, which is said.
-// torchrun's processes per node (--nproc-per-node or --nproc_per_node) and its world (x --nnodes), put as the
-// devices; none when the launch states no process count.
-std::pair<std::optional<long long>, std::optional<long long>> torchrun_world(Args& a, Loaded& out) {
-  const auto nproc = a.flags.count("--nproc-per-node") ? a.whole("--nproc-per-node") : a.whole("--nproc_per_node");
-  if (!nproc) return {std::nullopt, std::nullopt};
-  const long long nodes = a.whole("--nnodes").value_or(1);
-  if (*nproc > (1LL << 40) / nodes) fail(at(a.file, "--nnodes"), "{} nodes x {} processes per node is above the limit of {} devices", nodes, *nproc, 1LL << 40);
-  put(out, "devices", *nproc * nodes, "--nproc_per_node x --nnodes");
-  return {nproc, *nproc * nodes};
-}
-
 Loaded read_mindspeed_fsdp2(const Shell& sh, Args& a, const std::string& file, const std::string& trainer) {
   Loaded out;
   auto set = setter(out);

@@ -206,25 +206,28 @@ Loaded read_megatron_bridge(const json& tree, const std::string& file) {
   // Precision first (Megatron-Bridge lays mixed_precision over the model's and ddp's fields): a preset's name
   // (mixed_precision.py: bf16_mixed, bf16_with_fp8_current_scaling_mixed, bf16_with_mxfp8_mixed,
   // bf16_with_nvfp4_mixed, ...; '-' for '_' as well) or the dump's mapping, else the model's own fields.
-  if (const json* mp = stated_at(tree, "mixed_precision"); mp && mp->is_string()) {
-    std::string name = mp->get<std::string>();
-    std::ranges::replace(name, '-', '_');
-    if (name.rfind("fp16", 0) == 0) {
+  const json* mixed = stated_at(tree, "mixed_precision");
+  std::string preset;  // the preset's name, '-' read as '_'; empty: none
+  if (mixed && mixed->is_string()) {
+    preset = mixed->get<std::string>();
+    std::ranges::replace(preset, '-', '_');
+  }
+  if (!preset.empty()) {
+    if (preset.rfind("fp16", 0) == 0) {
       add("--fp16", "mixed_precision", {});
-    } else if (name.find("bf16") != std::string::npos) {
+    } else if (preset.find("bf16") != std::string::npos) {
       add("--bf16", "mixed_precision", {});
     } else {
-      fail(at(file, "mixed_precision"), "'{}' is not one of Megatron-Bridge's mixed-precision presets (bf16_mixed, fp16_mixed, bf16_with_*_mixed)", name);
+      fail(at(file, "mixed_precision"), "'{}' is not one of Megatron-Bridge's mixed-precision presets (bf16_mixed, fp16_mixed, bf16_with_*_mixed)", preset);
     }
-    if (name.find("fp8") != std::string::npos) add("--fp8-format", "mixed_precision", {name.find("mxfp8") != std::string::npos ? "e4m3" : "hybrid"});
-    if (name.find("nvfp4") != std::string::npos) add("--fp4-format", "mixed_precision", {"e2m1"});
-    if (name.find("current_scaling") != std::string::npos) add("--first-last-layers-bf16", "mixed_precision", {});
+    if (preset.find("fp8") != std::string::npos) add("--fp8-format", "mixed_precision", {preset.find("mxfp8") != std::string::npos ? "e4m3" : "hybrid"});
+    if (preset.find("nvfp4") != std::string::npos) add("--fp4-format", "mixed_precision", {"e2m1"});
+    if (preset.find("current_scaling") != std::string::npos) add("--first-last-layers-bf16", "mixed_precision", {});
     add("--accumulate-allreduce-grads-in-fp32", "mixed_precision", {});  // every preset reduces in fp32
   }
   // Megatron-Bridge sets every precision field of the model from mixed_precision when it is stated
   // (update_config_with_precision_overrides): the model's own fields count only without it.
-  const json* mixed = stated_at(tree, "mixed_precision");
-  if (!mixed || !mixed->is_string()) {
+  if (preset.empty()) {
     const std::string prefix = mixed && mixed->is_object() ? "mixed_precision." : "model.";
     for (const char* key : {"fp8", "fp4"}) {
       if (const json* v = stated_at(tree, prefix + key); v && v->is_string()) add(fmt::format("--{}-format", key), prefix + key, {v->get<std::string>()});
@@ -376,15 +379,12 @@ Loaded read_megatron_bridge(const json& tree, const std::string& file) {
     }
     return std::nullopt;
   };
-  const json* preset = stated_at(tree, "mixed_precision");
-  const std::string preset_name = preset && preset->is_string() ? preset->get<std::string>() : "";
-  auto fp32_reduce = !preset_name.empty() ? std::make_pair(true, std::string("mixed_precision"))
-                                          : first_bool({"mixed_precision.grad_reduce_in_fp32", "ddp.grad_reduce_in_fp32"});
+  auto fp32_reduce =
+      !preset.empty() ? std::make_pair(true, std::string("mixed_precision")) : first_bool({"mixed_precision.grad_reduce_in_fp32", "ddp.grad_reduce_in_fp32"});
   if (fp32_reduce && !out.values.contains("param_bytes")) put(out, "grad_bytes", fp32_reduce->first ? 4 : 2, fp32_reduce->second);
   auto fp8_gather =
-      !preset_name.empty()
-          ? std::make_pair(preset_name.find("delayed") != std::string::npos || preset_name.find("mxfp8") != std::string::npos, std::string("mixed_precision"))
-          : first_bool({"mixed_precision.fp8_param_gather", "ddp.fp8_param_gather", "mixed_precision.fp8_param", "model.fp8_param"});
+      !preset.empty() ? std::make_pair(preset.find("delayed") != std::string::npos || preset.find("mxfp8") != std::string::npos, std::string("mixed_precision"))
+                      : first_bool({"mixed_precision.fp8_param_gather", "ddp.fp8_param_gather", "mixed_precision.fp8_param", "model.fp8_param"});
   if (fp8_gather && out.values.value("fp8", false)) put(out, "fp8_param_gather", fp8_gather->first, fp8_gather->second);
   // Fields that change memory or time in ways sapp does not price.
   for (const char* path : {"model.cpu_offloading", "optimizer.optimizer_cpu_offload"}) {
