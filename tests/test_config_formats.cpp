@@ -1450,10 +1450,10 @@ TEST(Megatron, EmitWritesABlockCountAndAllSelectiveExactly) {
   std::string text = config::emit(config::EmitFormat::Megatron, p, &l, "m", &notes);
   EXPECT_TRUE(notes.empty()) << notes.front();
   EXPECT_NE(text.find("--recompute-num-layers 3"), std::string::npos) << text;
-  const app::EstimateRequest r = filled(text, "back.sh", config::Format::Megatron);
-  ASSERT_TRUE(r.split.has_value());
-  EXPECT_EQ(r.split->layers, (plan::ChunkCounts{{6, 2}}));
-  EXPECT_EQ(r.split->full, (plan::ChunkCounts{{3, 2}}));
+  const config::Loaded back = config::read_text(text, "back.sh", config::Format::Megatron);  // no launch: the split alone
+  ASSERT_TRUE(back.split.has_value());
+  EXPECT_EQ(back.split->layers, (plan::ChunkCounts{{6, 2}}));
+  EXPECT_EQ(back.split->full, (plan::ChunkCounts{{3, 2}}));
   p.split = plan::StageSplit{{{4, 4}}, {}, {{4, 4}}};
   notes.clear();
   text = config::emit(config::EmitFormat::Megatron, p, &l, "m", &notes);
@@ -1596,8 +1596,6 @@ TEST(Megatron, FirstAndLastStageLayers) {
   EXPECT_EQ(l.split->full, (plan::ChunkCounts{{2, 2, 2, 2}}));  // --recompute-method block --recompute-num-layers 2
 }
 
-// A --framework on the command line applies its profile, but dtypes the file states stay: a Megatron script
-// without --bf16 / --fp16 trains fp32 weights (4 B) with Adam moments only (8 B) under any framework.
 // A launch script whose processes are fewer than its own TP x PP (Megatron-LM's examples default to one node) is
 // refused naming the keys the devices came from and what fixes it; --devices prices it.
 TEST(Megatron, TooFewDevicesForItsOwnDegreesNameTheScriptsKeys) {
@@ -1614,6 +1612,37 @@ TEST(Megatron, TooFewDevicesForItsOwnDegreesNameTheScriptsKeys) {
   EXPECT_EQ(sapp::test::run_sapp("estimate --from " + dir + "/run.sh -H h100-sxm --devices 16").status, 0);
 }
 
+// The same for its expert parallelism (Megatron-LM's examples/mixtral/train_mixtral_8x7b_distributed.sh: one node by
+// default, PP 4, EP 8: two ranks per stage to carve eight expert ranks from), and a launch that states no device count
+// at all (an sbatch script whose #SBATCH lines are placeholders) says so by file instead of "--devices is required".
+TEST(Megatron, DevicesTooFewForItsExpertsOrNotStatedNameTheScript) {
+  const std::string dir = sapp::test::temp_dir();
+  const std::string model =
+      "--num-layers 8 --hidden-size 1024 --num-attention-heads 16 --ffn-hidden-size 3584 --swiglu --num-experts 8 --moe-router-topk 2 "
+      "--vocab-size 32000 --seq-length 4096 --micro-batch-size 1 --global-batch-size 256\n";
+  sapp::test::write_file(dir + "/moe.sh",
+                         "GPUS_PER_NODE=8\nNNODES=${SLURM_NNODES:-\"1\"}\ntorchrun --nproc_per_node $GPUS_PER_NODE --nnodes $NNODES pretrain_gpt.py "
+                         "--pipeline-model-parallel-size 4 --expert-model-parallel-size 8 " +
+                             model);
+  auto refused = sapp::test::run_sapp("estimate --from " + dir + "/moe.sh -H h100-sxm");
+  EXPECT_EQ(refused.status, 1);
+  EXPECT_NE(refused.err.find("moe.sh: --nproc_per_node x --nnodes: 8 devices over PP 4 leave 2 ranks per stage, not a multiple of EP 8 x expert TP 1; "
+                             "give --devices"),
+            std::string::npos)
+      << refused.err;
+  EXPECT_EQ(sapp::test::run_sapp("estimate --from " + dir + "/moe.sh -H h100-sxm --devices 32").status, 0);
+
+  sapp::test::write_file(dir + "/sbatch.sh", "#SBATCH --nodes=your_own_num_nodes\nsrun python pretrain_gpt.py " + model);
+  auto unstated = sapp::test::run_sapp("estimate --from " + dir + "/sbatch.sh -H h100-sxm");
+  EXPECT_EQ(unstated.status, 1);
+  EXPECT_NE(unstated.err.find("sbatch.sh: the launch states no device count (no torchrun --nproc_per_node, msrun --worker_num or WORLD_SIZE): give --devices"),
+            std::string::npos)
+      << unstated.err;
+  EXPECT_EQ(sapp::test::run_sapp("estimate --from " + dir + "/sbatch.sh -H h100-sxm --devices 8").status, 0);
+}
+
+// A --framework on the command line applies its profile, but dtypes the file states stay: a Megatron script
+// without --bf16 / --fp16 trains fp32 weights (4 B) with Adam moments only (8 B) under any framework.
 TEST(Megatron, CommandLineFrameworkKeepsTheDtypesTheFileStates) {
   std::string dir = sapp::test::temp_dir();
   sapp::test::write_file(dir + "/run.sh",

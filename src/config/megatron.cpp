@@ -1302,6 +1302,10 @@ Loaded read_megatron(const std::string& text, const std::string& file) {
       set("devices", *devices, "WORLD_SIZE");
     }
   }
+  if (!devices) {
+    out.devices_hint = sh.vars.count("WORLD_SIZE") ? fmt::format("the launch's WORLD_SIZE '{}' is not a number sapp can read", sh.vars.at("WORLD_SIZE").front())
+                                                   : "the launch states no device count (no torchrun --nproc_per_node, msrun --worker_num or WORLD_SIZE)";
+  }
 
   if (set_ascend_device(sh, nproc, out)) {
     // MindSpeed runs its fused attention (npu_fusion_attention) only with --use-flash-attn: without it its
