@@ -2922,6 +2922,46 @@ dataset:
   EXPECT_EQ(three.job.training.attention_kernel, plan::AttentionKernel::Fused);
 }
 
+// AutoModel's benchmark recipes state the device their MFU is taken against (benchmark.peak_tflops: 989 on its H100
+// recipes, 2500 / 5000 on the GB200 ones, examples/llm_benchmark at 36044ad3d): priced on another device, fill() says
+// which bundled devices have that peak; on the device, or on one with that FP8 peak, nothing is said.
+TEST(AutoModel, APeakTflopsOfAnotherDeviceIsSaid) {
+  const std::string recipe = R"(benchmark:
+  peak_tflops: 2500  # GB200 BF16 dense peak TFLOPs
+  num_nodes: 2
+step_scheduler:
+  global_batch_size: 64
+  local_batch_size: 2
+distributed:
+  dp_size: 8
+model:
+  pretrained_model_name_or_path: meta-llama/Llama-3.1-8B
+dataset:
+  seq_len: 4096
+)";
+  const config::Loaded l = config::read_text(recipe, "gb200.yaml");
+  ASSERT_TRUE(l.stated_peak_tflops.has_value());
+  EXPECT_DOUBLE_EQ(*l.stated_peak_tflops, 2500.0);
+  auto notes_for = [&](const config::Loaded& loaded, const std::string& hardware) {
+    app::EstimateRequest r;
+    nlohmann::json command_line = nlohmann::json::object();
+    if (!hardware.empty()) command_line["hardware"] = hardware;
+    return fmt::format("{}", fmt::join(config::fill(r, loaded, command_line), "\n"));
+  };
+  const std::string on_h100 = notes_for(l, "");
+  EXPECT_NE(on_h100.find("gb200.yaml: benchmark.peak_tflops 2500 TFLOP/s is not h100-sxm's dense BF16 (989) or FP8 (1979) peak: the file was written "
+                         "for another device (gb200, gb300 state it); priced on h100-sxm (give -H)"),
+            std::string::npos)
+      << on_h100;
+  EXPECT_EQ(notes_for(l, "gb200"), "");
+  std::string fp8 = recipe;
+  fp8.replace(fp8.find("2500"), 4, "5000");
+  EXPECT_EQ(notes_for(config::read_text(fp8, "gb200.yaml"), "gb300"), "");  // GB300's FP8 peak
+  std::string h100 = recipe;
+  h100.replace(h100.find("2500"), 4, "989");
+  EXPECT_EQ(notes_for(config::read_text(h100, "h100.yaml"), ""), "");
+}
+
 TEST(AutoModel, ReadsTheLayoutAsItsRecipesResolveIt) {
   config::Loaded l = config::read_file(source("tests/configs/automodel-deepseek-v3-pp.yaml"));
   EXPECT_EQ(l.format, config::Format::AutoModel);

@@ -180,6 +180,11 @@ Loaded read_automodel(const json& stated, const std::string& file) {
     refuse_degree("distributed.cp_size", d.cp, "context parallelism");
     refuse_degree("distributed.ep_size", d.ep, "expert parallelism");
   }
+  // The benchmark recipe's MFU denominator: the device it was written for (989: H100; 2500: GB200), said in fill().
+  if (const json* peak = t.get("benchmark.peak_tflops"); peak && peak->is_number() && peak->get<double>() > 0) {
+    out.stated_peak_tflops = peak->get<double>();
+    out.stated_peak_key = "benchmark.peak_tflops";
+  }
   const auto dp = t.whole("distributed.dp_size");
   const long long replicate = t.whole("distributed.dp_replicate_size").value_or(1);
   if (replicate > 1 && strategy != "fsdp2")

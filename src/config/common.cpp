@@ -12,6 +12,7 @@
 #include "config/internal.hpp"
 #include "core/error.hpp"
 #include "core/files.hpp"
+#include "hardware/hardware.hpp"
 #include "model/family.hpp"
 #include "model/model_spec.hpp"
 
@@ -710,6 +711,25 @@ std::string unused_warning(const Loaded& loaded) {
 
 namespace {
 
+// Empty when the device priced has `stated_tflops` as its dense BF16 or FP8 peak (within 1 %); else what the file's
+// peak says instead, with the bundled devices that state it.
+std::string peak_mismatch(double stated_tflops, const std::string& hardware_name) {
+  const std::string data = io::data_dir();
+  auto has_peak = [&](const hardware::Hardware& hw) {
+    const std::array<double, 2> peaks{hw.peak_flops, hw.peak_flops_fp8};
+    return std::any_of(peaks.begin(), peaks.end(), [&](double flops) { return flops > 0 && std::abs(flops / 1e12 - stated_tflops) <= 0.01 * stated_tflops; });
+  };
+  const hardware::Hardware priced = hardware::load_hardware(hardware_name, data);
+  if (has_peak(priced)) return "";
+  std::vector<std::string> matching;
+  for (const auto& name : hardware::bundled_hardware(data)) {
+    if (has_peak(hardware::load_hardware(name, data))) matching.push_back(name);
+  }
+  return fmt::format("{:g} TFLOP/s is not {}'s dense BF16 ({:.0f}) or FP8 ({:.0f}) peak: the file was written for {}; priced on {} (give -H)", stated_tflops,
+                     priced.id, priced.peak_flops / 1e12, priced.peak_flops_fp8 / 1e12,
+                     matching.empty() ? std::string("another device") : fmt::format("another device ({} state it)", fmt::join(matching, ", ")), priced.id);
+}
+
 template <typename Request>
 std::vector<std::string> fill_request(Request& request, const Loaded& loaded, const json& command_line) {
   request.job.source = app::Source::CommandLine;
@@ -825,6 +845,10 @@ std::vector<std::string> fill_request(Request& request, const Loaded& loaded, co
   // A --framework on the command line keeps the dtypes, modules and overlaps the file states.
   json again = app::stated_under_framework(loaded.values, command_line);
   if (!again.empty()) app::apply(request, again, app::Source::File, loaded.file);
+  if (loaded.stated_peak_tflops) {
+    const std::string mismatch = peak_mismatch(*loaded.stated_peak_tflops, request.job.hardware);
+    if (!mismatch.empty()) overrides.push_back(fmt::format("{}: {} {}", loaded.file, loaded.stated_peak_key, mismatch));
+  }
   return overrides;
 }
 

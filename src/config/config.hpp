@@ -85,6 +85,10 @@ struct Loaded {
   // Why the model the file defines cannot be priced (e.g. its vocabulary is the tokenizer's): an error unless the
   // command line names the model (fill()).
   std::string model_error;
+  // A device peak the file states for its own MFU (AutoModel's benchmark.peak_tflops, TFLOP/s) and its key: fill()
+  // says so when the device priced has neither that dense BF16 nor FP8 peak (a GB200 recipe priced on the default H100).
+  std::optional<double> stated_peak_tflops;
+  std::string stated_peak_key;
 };
 
 // Reads a file; `forced` overrides detection.
