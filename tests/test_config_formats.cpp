@@ -1639,6 +1639,11 @@ TEST(Megatron, DevicesTooFewForItsExpertsOrNotStatedNameTheScript) {
             std::string::npos)
       << unstated.err;
   EXPECT_EQ(sapp::test::run_sapp("estimate --from " + dir + "/sbatch.sh -H h100-sxm --devices 8").status, 0);
+  sapp::test::write_file(dir + "/slurm.sh", "WORLD_SIZE=$SLURM_NTASKS\npython pretrain_gpt.py " + model);
+  auto from_slurm = sapp::test::run_sapp("estimate --from " + dir + "/slurm.sh -H h100-sxm");
+  EXPECT_EQ(from_slurm.status, 1);
+  EXPECT_NE(from_slurm.err.find("slurm.sh: the launch's WORLD_SIZE '${SLURM_NTASKS}' comes from what the file does not set: give --devices"), std::string::npos)
+      << from_slurm.err;
 }
 
 // A --framework on the command line applies its profile, but dtypes the file states stay: a Megatron script

@@ -1303,8 +1303,13 @@ Loaded read_megatron(const std::string& text, const std::string& file) {
     }
   }
   if (!devices) {
-    out.devices_hint = sh.vars.count("WORLD_SIZE") ? fmt::format("the launch's WORLD_SIZE '{}' is not a number sapp can read", sh.vars.at("WORLD_SIZE").front())
-                                                   : "the launch states no device count (no torchrun --nproc_per_node, msrun --worker_num or WORLD_SIZE)";
+    const auto world = sh.vars.find("WORLD_SIZE");
+    // WORLD_SIZE from what the file does not set ($SLURM_NTASKS, or arithmetic on it, which the reader leaves as itself).
+    const std::string stated = world != sh.vars.end() ? fmt::format("{}", fmt::join(world->second, " ")) : "";
+    out.devices_hint = world == sh.vars.end() ? "the launch states no device count (no torchrun --nproc_per_node, msrun --worker_num or WORLD_SIZE)"
+                       : stated == "${WORLD_SIZE}" || stated.empty()
+                           ? "the launch's WORLD_SIZE comes from what the file does not set"
+                           : fmt::format("the launch's WORLD_SIZE '{}' comes from what the file does not set", stated);
   }
 
   if (set_ascend_device(sh, nproc, out)) {
