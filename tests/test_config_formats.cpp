@@ -765,6 +765,13 @@ TEST(Torchtitan, ShardGroupsDtypesAndDefaultsAsTorchtitanRunsThem) {
       fill("data_parallel_replicate_degree = 32\ndata_parallel_shard_degree = 1\ncontext_parallel_degree = 2\n", "seq_len = 8192\n", nlohmann::json::object());
   EXPECT_EQ(cp.layout.zero, 3);
   EXPECT_EQ(cp.layout.optimizer_shard, 2);
+  // Ring attention as torchtitan ran it: K,V repeated to the query heads, gathered once per pass by default
+  // (context_parallel_rotate_method "allgather"); "alltoall" passes a shard beside each step.
+  EXPECT_TRUE(cp.job.training.cp_kv_gathered_once);
+  EXPECT_TRUE(cp.job.training.cp_kv_repeated);
+  EXPECT_FALSE(
+      fill("data_parallel_shard_degree = 4\ncontext_parallel_degree = 2\ncontext_parallel_rotate_method = \"alltoall\"\n", "", nlohmann::json::object())
+          .job.training.cp_kv_gathered_once);
   app::EstimateRequest hsdp = fill("data_parallel_replicate_degree = 4\ndata_parallel_shard_degree = -1\ntensor_parallel_degree = 8\n", "seq_len = 8192\n",
                                    nlohmann::json{{"devices", 64}});
   EXPECT_EQ(hsdp.layout.optimizer_shard, 2);

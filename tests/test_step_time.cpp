@@ -524,6 +524,48 @@ TEST(StepTime, RingContextParallelPaysItsMerges) {
   EXPECT_EQ(cost::kind_times(test::bundled("llama3-8b"), no_cp, t, hw).kinds.at(0).cp_merge_bwd_s, 0.0);
 }
 
+// PyTorch's ring attention with its all-gather rotater (torchtitan's default context_parallel_rotate_method) gathers
+// every rank's K,V once per pass and hides it behind the first step's attention only; the backward gathers again and
+// passes the fp32 dK,dV beside each step. CP 4, a 1 ms block, 2 ms of fp32 dK,dV, 2 ms of attention forward and 4 ms
+// backward (1/4 of each per step): the gather (3 ms) shows 2.5 ms forward; backward 2 ms of the gather + 3 x 1 ms.
+TEST(StepTime, GatheredContextParallelHidesOnlyBehindTheFirstStep) {
+  const cost::terms::GatheredCp g = cost::terms::gathered_cp_seconds(4, 1e-3, 2e-3, 2e-3, 4e-3, 1.0);
+  EXPECT_NEAR(g.forward_s, 2.5e-3, 1e-15);
+  EXPECT_NEAR(g.backward_s, 2e-3 + 3e-3, 1e-15);
+  EXPECT_NEAR(g.raw_s, 2 * 3e-3 + 3 * 2e-3, 1e-15);
+  EXPECT_EQ(cost::terms::gathered_cp_seconds(1, 1.0, 1.0, 0, 0, 1).raw_s, 0.0);
+  // Attention long enough for every transfer hides all of it.
+  const cost::terms::GatheredCp hidden = cost::terms::gathered_cp_seconds(4, 1e-3, 2e-3, 1.0, 2.0, 1.0);
+  EXPECT_EQ(hidden.forward_s + hidden.backward_s, 0.0);
+}
+
+// torchtitan (TOML era) runs ring CP on K,V repeated to the query heads (repeat_kv before SDPA) and gathered once per
+// pass: Llama 3.1 405B at 256k over CP 8 and TP 8, across nodes, exposes CP time that Transformer Engine's ring (GQA
+// heads, a block per step) hides, and the gathered K,V (8 ranks x 32768 tokens x 16 heads x 128 x 2 (K,V) x 2 B, plus
+// two fp32 dK,dV blocks: 3 GiB) are the CP buffer of a stage without the loss; Llama 3 8B at 32k moves 4 x the K,V.
+TEST(StepTime, TorchtitanContextParallelAsItRanIt) {
+  auto hw = test::device("h100-96g");
+  plan::Layout l;
+  l.tp = 8;
+  l.sp = true;
+  l.cp = 8;
+  l.pp = 8;
+  l.dp = 1;
+  l.micro_batches = 8;
+  plan::Training titan = training(8, 262144);
+  titan.cp_kv_gathered_once = true;
+  titan.cp_kv_repeated = true;
+  const plan::Training engine = training(8, 262144);
+  const auto m = test::bundled("llama3.1-405b");
+  const cost::KindTime torch = cost::kind_times(m, l, titan, hw).kinds.at(0);
+  const cost::KindTime te = cost::kind_times(m, l, engine, hw).kinds.at(0);
+  EXPECT_EQ(te.cp_s, 0.0);
+  EXPECT_GT(torch.cp_s, 0.0);
+  EXPECT_NEAR(torch.cp_raw_fwd_s / (te.cp_raw_s / 3.0), 16.0, 0.5);  // 16 repeated heads per TP rank against 1 KV head
+  const double gathered = 8.0 * 32768 * 16 * 128 * 2 * 2 + 2.0 * 32768 * 16 * 128 * 2 * 4;
+  EXPECT_NEAR(cost::estimate_memory(m, l, titan, 1e15).stages.at(0).cp_buffer, gathered, 1e-6 * gathered);
+}
+
 // LoRA adapters on Llama 3 8B's linear layers (op record lora_adapters, from NeMo AutoModel's TritonLinearLoRA): the
 // forward reads each linear's input once more and writes, reads and adds an output-wide result, in + 4 out elements
 // per token: q, k, v read h = 4096 each, o reads 4096, gate and up 4096 each, down 14336 (in 38912); out 4096 + 1024

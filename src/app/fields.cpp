@@ -259,6 +259,17 @@ void add_job_fields(std::vector<Field<Request>>& f) {
                "NeMo AutoModel's MaskedCrossEntropy); default: the framework's",
                false, [](R& r, const json& v, const std::string& w) { r.job.training.loss_fused = truth(v, w); },
                [](const R& r) { return r.job.training.loss_fused ? std::string("true") : std::string("false"); }});
+  f.push_back({"cp_kv_gathered_once", "",
+               "ring CP's K,V all-gathered once per attention pass, waited after its first step (true: PyTorch's all-gather rotater, "
+               "torchtitan's default context_parallel_rotate_method) or passed a block beside each step (false: Transformer Engine's ring); "
+               "default: the framework's",
+               false, [](R& r, const json& v, const std::string& w) { r.job.training.cp_kv_gathered_once = truth(v, w); },
+               [](const R& r) { return r.job.training.cp_kv_gathered_once ? std::string("true") : std::string("false"); }});
+  f.push_back({"cp_kv_repeated", "",
+               "GQA's K,V repeated to the query heads before attention, so that CP exchanges n_heads of them (true: torchtitan's models "
+               "before its #2259, 2026-01) or n_kv_heads (false); default: the framework's",
+               false, [](R& r, const json& v, const std::string& w) { r.job.training.cp_kv_repeated = truth(v, w); },
+               [](const R& r) { return r.job.training.cp_kv_repeated ? std::string("true") : std::string("false"); }});
   f.push_back({"defer_grad_sync", "",
                "FSDP2's gradient sync on the step's last micro-batch only (NeMo AutoModel's defer_fsdp_grad_sync): ZeRO-2/3 gradients "
                "accumulate unsharded and are reduce-scattered once per step",
@@ -546,10 +557,10 @@ void apply_with_config(Request& request, const std::vector<Field<Request>>& fiel
 }  // namespace
 
 json stated_under_framework(const json& earlier, const json& later) {
-  static const std::set<std::string> governed = {"reserve_gib",       "param_bytes",   "grad_bytes", "optimizer_bytes",  "gather_bytes",
-                                                 "reduce_bytes",      "loss_parallel", "loss_fused", "fp8_param_gather", "fp8_transformer_engine",
-                                                 "recompute_modules", "overlap_tp",    "overlap_dp", "overlap_ep",       "overlap_cp",
-                                                 "overlap_pp"};
+  static const std::set<std::string> governed = {"reserve_gib",       "param_bytes",         "grad_bytes",    "optimizer_bytes",  "gather_bytes",
+                                                 "reduce_bytes",      "loss_parallel",       "loss_fused",    "fp8_param_gather", "fp8_transformer_engine",
+                                                 "recompute_modules", "overlap_tp",          "overlap_dp",    "overlap_ep",       "overlap_cp",
+                                                 "overlap_pp",        "cp_kv_gathered_once", "cp_kv_repeated"};
   json out = json::object();
   if (!earlier.is_object() || !later.is_object() || !later.contains("framework")) return out;
   for (const auto& key : governed) {

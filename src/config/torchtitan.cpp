@@ -401,6 +401,9 @@ Loaded read_torchtitan(const std::string& text, const std::string& file) {
     // Both methods exchange K,V shards for ring attention (allgather: all shards after the first sub-SDPA;
     // alltoall: shuffled shard by shard; torchtitan job_config.py): neither is the all-to-all of heads (Ulysses).
     set("cp_algo", "ring", "parallelism.context_parallel_rotate_method");
+    // allgather: every K,V shard gathered once per attention pass (the torchtitan profile's cp_kv_gathered_once);
+    // alltoall: a shard passed beside each step, as a ring.
+    set("cp_kv_gathered_once", rot == "allgather", "parallelism.context_parallel_rotate_method");
   }
 
   // Batch: local_batch_size per data-parallel rank; PP micro-batches of pipeline_parallel_microbatch_size.

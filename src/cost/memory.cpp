@@ -286,8 +286,18 @@ MemoryEstimate estimate_memory(const model::Model& model, const plan::Layout& l,
     if (l.ep > 1 && has_moe)
       m.ep_buffer = terms::kCommBufferCopies * tokens * static_cast<double>(spec.experts_per_token.value_or(1)) * training.capacity_factor * h * bc / l.tsp();
     if (l.cp > 1) {
-      double kv_width = spec.kv_exchange_width();
+      double kv_width = spec.kv_exchange_width(training.cp_kv_repeated);
       m.cp_buffer = terms::kCommBufferCopies * (l.cp_algo == plan::CpAlgo::Ring ? tokens * kv_width * bc / l.tp : full_tokens * h * bc / l.tp);
+      if (l.cp_algo == plan::CpAlgo::Ring && training.cp_kv_gathered_once) {
+        // K,V gathered once per pass (terms::gathered_cp_seconds): every rank's block at once (no ring buffers beside
+        // it), and in the backward the fp32 dK,dV accumulated and the one in flight, live while a layer's attention
+        // runs. The loss's logits and
+        // its backward buffers are never live then (the loss runs after the last layer's forward and before the
+        // first layer's backward), so beside them only what exceeds them counts.
+        const double gathered =
+            static_cast<double>(l.cp) * tokens * kv_width * bc / l.tp + terms::kCommBufferCopies * tokens * kv_width * terms::kFp32Bytes / l.tp;
+        m.cp_buffer = std::max(0.0, gathered - (m.head_activations + m.loss_backward));
+      }
     }
     if (l.zero >= 2 && dp_shard > 1) m.dp_buffer = training.gradient_bytes() * std::min(terms::kDpBucketElements, pn + pe);  // bucket
     // ZeRO's stage-wide buffers (zero3_stage_bytes): the stage kept gathered replaces the bucket and the per-layer
@@ -419,7 +429,10 @@ std::vector<std::string> explain_stage(const model::Model& model, const plan::La
           : "";
   out.push_back(fmt::format("buffers     {:10.3f} GiB = max(TP {:.3f}, EP {:.3f}, CP {:.3f}) + DP {:.3f}{} GiB  [kCommBufferCopies {} of what each moves{}]",
                             gib(m.buffers), gib(m.tp_buffer), gib(m.ep_buffer), gib(m.cp_buffer), gib(m.dp_buffer),
-                            m.kv_cache > 0 ? fmt::format(" + sequence-pipeline KV cache {:.3f}", gib(m.kv_cache)) : "", terms::kCommBufferCopies, dp_held));
+                            m.kv_cache > 0 ? fmt::format(" + sequence-pipeline KV cache {:.3f}", gib(m.kv_cache)) : "", terms::kCommBufferCopies,
+                            dp_held + (l.cp > 1 && l.cp_algo == plan::CpAlgo::Ring && training.cp_kv_gathered_once
+                                           ? "; CP: every rank's K,V gathered at once and 2 fp32 dK,dV blocks, beyond the logits and loss buffers"
+                                           : "")));
   if (m.optimizer_step > 0) {
     out.push_back(
         fmt::format("opt. step   {:10.3f} GiB = {} B x (Pn{} + Pe{})  [fp32 copy of the {}-byte gradients; counted instead of activations + buffers {:.3f} "

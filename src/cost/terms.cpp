@@ -29,6 +29,8 @@ FrameworkProfile profile_from(const nlohmann::json& defaults, const nlohmann::js
                                                 "fp8_transformer_engine",
                                                 "fp8_param_gather",
                                                 "zero3_gathers_once_with_pp",
+                                                "cp_kv_gathered_once",
+                                                "cp_kv_repeated",
                                                 "zero2_keeps_weights_sharded",
                                                 "zero3_gathers_once_per_step",
                                                 "optimizer_casts_per_parameter",
@@ -68,6 +70,8 @@ FrameworkProfile profile_from(const nlohmann::json& defaults, const nlohmann::js
   p.fp8_transformer_engine = pick("fp8_transformer_engine").boolean("fp8_transformer_engine");
   p.fp8_param_gather = pick("fp8_param_gather").boolean("fp8_param_gather");
   p.zero3_gathers_once_with_pp = pick("zero3_gathers_once_with_pp").boolean("zero3_gathers_once_with_pp");
+  p.cp_kv_gathered_once = pick("cp_kv_gathered_once").boolean("cp_kv_gathered_once");
+  p.cp_kv_repeated = pick("cp_kv_repeated").boolean("cp_kv_repeated");
   p.zero2_keeps_weights_sharded = pick("zero2_keeps_weights_sharded").boolean("zero2_keeps_weights_sharded");
   p.zero3_gathers_once_per_step = pick("zero3_gathers_once_per_step").boolean("zero3_gathers_once_per_step");
   p.optimizer_casts_per_parameter = pick("optimizer_casts_per_parameter").boolean("optimizer_casts_per_parameter");
@@ -262,6 +266,8 @@ void apply_profile(const FrameworkProfile& profile, plan::Training& training) {
   training.fp8_param_gather = profile.fp8_param_gather;
   training.gather_bytes = profile.gather_bytes;
   training.zero3_gathers_once_with_pp = profile.zero3_gathers_once_with_pp;
+  training.cp_kv_gathered_once = profile.cp_kv_gathered_once;
+  training.cp_kv_repeated = profile.cp_kv_repeated;
   training.zero2_keeps_weights_sharded = profile.zero2_keeps_weights_sharded;
   training.zero3_gathers_once_per_step = profile.zero3_gathers_once_per_step;
   training.optimizer_casts_per_parameter = profile.optimizer_casts_per_parameter;

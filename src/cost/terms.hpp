@@ -134,6 +134,28 @@ inline double ring_cp_exposed_seconds(double cp, double block_s, double attentio
   double backward = std::max(0.0, (kRingCpPassesPerStep - 1.0) * block_s - overlap * attention_bwd_s / cp);
   return (cp - 1) * (forward + backward);
 }
+// Ring CP with its K,V gathered once per attention pass (plan::Training::cp_kv_gathered_once), as PyTorch's
+// experimental context parallelism runs it with the all-gather rotater (torch/distributed/tensor/experimental/
+// _attention.py, _AllGatherRotater: "Only one communication will be done"; _templated_ring_attention and its
+// backward): the forward all-gathers every rank's K,V (cp - 1 blocks received) before its first step and waits for
+// them after that step's attention; the backward gathers them again the same way and, after each of its cp - 1
+// steps, passes the dK,dV accumulated so far to the next rank (an all-to-all permute, fp32 under _cp_options.
+// convert_to_f32), waited at the next step. The first step and each later one hold 1/cp of the layer's attention
+// under the load-balanced causal split. `block_s` is one K,V block's transfer, `grad_block_s` its fp32 dK,dV's.
+struct GatheredCp {
+  double forward_s = 0;   // exposed, forward (a full recompute runs it again)
+  double backward_s = 0;  // exposed, backward
+  double raw_s = 0;       // every transfer, exposed or not
+};
+inline GatheredCp gathered_cp_seconds(double cp, double block_s, double grad_block_s, double attention_fwd_s, double attention_bwd_s, double overlap) {
+  GatheredCp g;
+  if (cp <= 1) return g;
+  const double gather_s = (cp - 1.0) * block_s;
+  g.forward_s = std::max(0.0, gather_s - overlap * attention_fwd_s / cp);
+  g.backward_s = std::max(0.0, gather_s - overlap * attention_bwd_s / cp) + (cp - 1.0) * std::max(0.0, grad_block_s - overlap * attention_bwd_s / cp);
+  g.raw_s = 2.0 * gather_s + (cp - 1.0) * grad_block_s;
+  return g;
+}
 // All-to-all CP (Ulysses): q, k, v, output forward and their four in backward. Source: Jacobs et al. 2023 (arXiv:2309.14509).
 // A linear-attention mixer (Mamba-2, Gated DeltaNet) under CP, whatever the CP algorithm, switches from the sequence
 // split to a head split and back around its scan as Ulysses does (Megatron-Core's MambaContextParallel: an all-to-all
@@ -276,6 +298,8 @@ struct FrameworkProfile {
   bool fp8_transformer_engine = true;          // plan::Training's field of that name (false: torchao)
   bool fp8_param_gather = false;               // plan::Training's field of that name
   bool zero3_gathers_once_with_pp = false;     // plan::Training's field of that name
+  bool cp_kv_gathered_once = false;            // plan::Training's field of that name
+  bool cp_kv_repeated = false;                 // plan::Training's field of that name
   bool zero2_keeps_weights_sharded = false;    // plan::Training's field of that name
   bool zero3_gathers_once_per_step = false;    // plan::Training's field of that name
   bool optimizer_casts_per_parameter = false;  // plan::Training's field of that name

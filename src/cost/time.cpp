@@ -330,14 +330,26 @@ KindTimes kind_times(const model::Model& model, const plan::Layout& l, const pla
     const double ulysses_s =
         l.cp > 1 ? terms::kUlyssesAllToAlls * (tokens * h * bc / l.tp * cp_a2a.seconds_per_byte / hw.efficiency.comm + cp_a2a.latency) : 0.0;
     if (l.cp > 1 && !kind.vision && (kind.kind.attention == model::AttentionFlavour::Gqa || kind.kind.attention == model::AttentionFlavour::Mla)) {
-      double kv_width = spec.kv_exchange_width();
+      double kv_width = spec.kv_exchange_width(training.cp_kv_repeated);
       if (l.cp_algo == plan::CpAlgo::Ring) {
         double bw = cp_link.bandwidth * hw.efficiency.comm;
         // Eager attention leaves nothing for the ring to hide behind (Megatron's CP runs only through Transformer
         // Engine's fused or flash attention).
         double block_s = tokens * kv_width * bc / l.tp / bw + cp_link.latency;
-        kt.cp_raw_s = terms::kRingCpPassesPerStep * (l.cp - 1) * block_s;
-        kt.cp_s = terms::ring_cp_exposed_seconds(l.cp, block_s, lt.attention_fwd_s, lt.attention_bwd_s, overlap.cp);
+        if (training.cp_kv_gathered_once) {
+          // PyTorch's all-gather rotater: K,V gathered once per pass, dK,dV passed per step in fp32.
+          const double grad_block_s = tokens * kv_width * terms::kFp32Bytes / l.tp / bw + cp_link.latency;
+          const terms::GatheredCp g = terms::gathered_cp_seconds(l.cp, block_s, grad_block_s, lt.attention_fwd_s, lt.attention_bwd_s, overlap.cp);
+          kt.cp_raw_s = g.raw_s;
+          kt.cp_s = g.forward_s + g.backward_s;
+          kt.cp_fwd_s = g.forward_s;
+          kt.cp_raw_fwd_s = (l.cp - 1) * block_s;
+        } else {
+          kt.cp_raw_s = terms::kRingCpPassesPerStep * (l.cp - 1) * block_s;
+          kt.cp_s = terms::ring_cp_exposed_seconds(l.cp, block_s, lt.attention_fwd_s, lt.attention_bwd_s, overlap.cp);
+          kt.cp_fwd_s = kt.cp_s / terms::kRingCpPassesPerStep;  // one of the three transfers per step is the forward's
+          kt.cp_raw_fwd_s = kt.cp_raw_s / terms::kRingCpPassesPerStep;
+        }
         // The merges of the steps' partial results (terms::kRingMergeElementsPerPass), compute-stream memory passes
         // that a full recompute runs again with the forward.
         const double out_elements = tokens * static_cast<double>(spec.num_heads) * spec.attention_value_width() / l.tp;
@@ -351,11 +363,13 @@ KindTimes kind_times(const model::Model& model, const plan::Layout& l, const pla
         // Four all-to-alls (q, k, v, output) forward and their four in backward.
         kt.cp_s = ulysses_s;
         kt.cp_raw_s = kt.cp_s;
+        kt.cp_fwd_s = kt.cp_raw_fwd_s = kt.cp_s / 3.0;  // as priced before: a third again under full recompute
       }
     }
     if (l.cp > 1 && !kind.vision && kind.kind.attention == model::AttentionFlavour::Linear) {
       kt.cp_s = ulysses_s;  // terms::kUlyssesAllToAlls: the mixer's switch to a head split and back, whatever --cp-algo says
       kt.cp_raw_s = kt.cp_s;
+      kt.cp_fwd_s = kt.cp_raw_fwd_s = kt.cp_s / 3.0;
     }
     if (l.ep > 1 && kind.kind.ffn == model::FfnFlavour::Moe && !kind.vision) {
       // dispatch + combine, forward and backward: four all-to-alls of the routed copies (the slowest EP rank
@@ -429,14 +443,14 @@ StepTime estimate_time(const model::Model& model, const plan::Layout& l, const p
     compute[si] += n * (per_kind[k].fwd_s + per_kind[k].bwd_s);
     recompute[si] += n * per_kind[k].recompute_s[static_cast<int>(mode)];
     // Full recompute re-runs each layer's forward with its collectives: TP's forward half of its forward +
-    // backward passes, ring CP's forward third, EP's dispatch and combine (half).
+    // backward passes, CP's forward part (cp_fwd_s), EP's dispatch and combine (half).
     tpc[si] += n * per_kind[k].tp_s * (1.0 + again / 2.0);
-    cpc[si] += n * per_kind[k].cp_s * (1.0 + again / 3.0);
+    cpc[si] += n * (per_kind[k].cp_s + again * per_kind[k].cp_fwd_s);
     // EP's dispatch and combine (half) again under full recompute, and under a selective one that drops them.
     const double again_ep = mode == plan::Recompute::Selective && per_kind[k].selective_redispatches ? 1.0 : again;
     epc[si] += n * per_kind[k].ep_s * (1.0 + again_ep / 2.0);
     tpr[si] += n * per_kind[k].tp_raw_s * (1.0 + again / 2.0);
-    cpr[si] += n * per_kind[k].cp_raw_s * (1.0 + again / 3.0);
+    cpr[si] += n * (per_kind[k].cp_raw_s + again * per_kind[k].cp_raw_fwd_s);
     epr[si] += n * per_kind[k].ep_raw_s * (1.0 + again_ep / 2.0);
     hw_flops_mb += n * (per_kind[k].fwd_flops + per_kind[k].bwd_flops + per_kind[k].recompute_flops[static_cast<int>(mode)]) * l.tp;
   });
@@ -654,12 +668,15 @@ std::vector<std::string> explain_stage_terms(const model::Model& model, const pl
   out.push_back(
       fmt::format("  compute {:.3f} + recompute {:.3f} = the window that hides TP/CP/EP (each up to its share of it)", ms(s.compute), ms(s.recompute)));
   out.push_back(fmt::format(
-      "  TP {:.3f} of {:.3f} exposed (overlap {:.2f}), CP {:.3f} of {:.3f} (overlap {:.2f}; ring: kRingCpPassesPerStep {} x (cp - 1) "
-      "K,V blocks, each hidden behind its step's attention: ring_cp_exposed_seconds; all-to-all: kUlyssesAllToAlls {}), EP {:.3f} of {:.3f} (overlap {:.2f}; "
-      "kEpAllToAlls {}, {}; of which {:.3f} is compute "
+      "  TP {:.3f} of {:.3f} exposed (overlap {:.2f}), CP {:.3f} of {:.3f} (overlap {:.2f}; ring: {}{}; all-to-all: kUlyssesAllToAlls {}), EP {:.3f} of "
+      "{:.3f} (overlap {:.2f}; kEpAllToAlls {}, {}; of which {:.3f} is compute "
       "slowed while the rest hides: kEpCommSms {} of {} SMs)",
-      ms(s.tp), ms(s.tp_raw), overlap.tp, ms(s.cp), ms(s.cp_raw), overlap.cp, terms::kRingCpPassesPerStep, terms::kUlyssesAllToAlls, ms(s.ep), ms(s.ep_raw),
-      overlap.ep, terms::kEpAllToAlls,
+      ms(s.tp), ms(s.tp_raw), overlap.tp, ms(s.cp), ms(s.cp_raw), overlap.cp,
+      training.cp_kv_gathered_once
+          ? "K,V all-gathered once per pass, hidden behind its first step's attention, dK,dV passed per step in fp32: gathered_cp_seconds"
+          : fmt::format("kRingCpPassesPerStep {} x (cp - 1) K,V blocks, each hidden behind its step's attention: ring_cp_exposed_seconds",
+                        terms::kRingCpPassesPerStep),
+      training.cp_kv_repeated ? ", K,V repeated to the query heads" : "", terms::kUlyssesAllToAlls, ms(s.ep), ms(s.ep_raw), overlap.ep, terms::kEpAllToAlls,
       training.ep_dedup_per_node
           ? (training.moe_contiguous_routing ? "DeepEP/HybridEP: one copy per remote node, contiguous routing: ceil(k x units / experts) units reached"
                                              : "DeepEP/HybridEP: one copy per remote node")

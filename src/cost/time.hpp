@@ -51,6 +51,7 @@ struct KindTime {
   double recompute_flops[3] = {0, 0, 0};
   double tp_s = 0, cp_s = 0, ep_s = 0;              // exposed under the overlap fractions alone
   double tp_raw_s = 0, cp_raw_s = 0, ep_raw_s = 0;  // the collectives' own time, before any overlap
+  double cp_fwd_s = 0, cp_raw_fwd_s = 0;            // CP's forward part of cp_s and cp_raw_s (a full recompute runs it again)
   double host_s = 0;                                // host synchronisation stalls (in fwd_s and bwd_s)
   double cp_merge_fwd_s = 0, cp_merge_bwd_s = 0;    // ring CP's merges of partial results (in fwd_s and bwd_s)
   double wgrad_floor_s = 0;                         // routed experts' weight-gradient passes beyond their GEMMs (in bwd_s)

@@ -27,9 +27,9 @@ Count ModelSpec::shared_expert_width() const {
   return 0;
 }
 
-double ModelSpec::kv_exchange_width() const {
+double ModelSpec::kv_exchange_width(bool repeated_to_query_heads) const {
   if (is_mla()) return static_cast<double>(num_heads) * static_cast<double>(*qk_nope_head_dim + *qk_rope_head_dim + *v_head_dim);
-  return 2.0 * static_cast<double>(kv_heads() * effective_head_dim());
+  return 2.0 * static_cast<double>((repeated_to_query_heads ? num_heads : kv_heads()) * effective_head_dim());
 }
 
 double ModelSpec::attention_value_width() const { return static_cast<double>(is_mla() ? *v_head_dim : effective_head_dim()); }

@@ -147,8 +147,9 @@ struct ModelSpec {
   // routed-width experts. Never a floor division of one by the other (a reference defect).
   [[nodiscard]] Count shared_expert_width() const;
   // Elements per token of the K and V a context-parallel ring passes on: the up-projected heads for MLA, the
-  // KV heads otherwise.
-  [[nodiscard]] double kv_exchange_width() const;
+  // KV heads otherwise (the query heads when the framework repeats GQA's K,V before attention:
+  // plan::Training::cp_kv_repeated).
+  [[nodiscard]] double kv_exchange_width(bool repeated_to_query_heads = false) const;
   // The width of one head's attention output (MLA's v_head_dim, else the head dimension).
   [[nodiscard]] double attention_value_width() const;
 };

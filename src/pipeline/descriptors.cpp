@@ -30,13 +30,13 @@ struct LayerSeconds {
 
 // The cost model's split of a layer (cost::estimate_time): compute forward and backward; exposed TP/CP/EP
 // communication of forward and backward together, a third of it in the forward; recompute re-runs the dropped
-// forward work, and full recompute also the forward's collectives (TP and EP half of theirs, CP a third).
+// forward work, and full recompute also the forward's collectives (TP and EP half of theirs, CP its forward part).
 LayerSeconds layer_seconds(const cost::KindTime& k) {
   double comm = k.tp_s + k.cp_s + k.ep_s;
   LayerSeconds out;
   out.forward = k.fwd_s + comm / 3.0;
   for (int m = 0; m < 3; ++m) {
-    double again = m == static_cast<int>(plan::Recompute::Full) ? k.tp_s / 2.0 + k.cp_s / 3.0 + k.ep_s / 2.0 : 0.0;
+    double again = m == static_cast<int>(plan::Recompute::Full) ? k.tp_s / 2.0 + k.cp_fwd_s + k.ep_s / 2.0 : 0.0;
     out.backward[static_cast<std::size_t>(m)] = k.bwd_s + 2.0 * comm / 3.0 + k.recompute_s[m] + again;
   }
   return out;

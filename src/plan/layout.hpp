@@ -104,6 +104,16 @@ struct Training {
   // pp_enabled), its gradients accumulate unsharded in the reduce dtype (set_requires_gradient_sync(False) on every
   // backward but the last) and are reduce-scattered once. False: gathered and resharded per layer and micro-batch.
   bool zero3_gathers_once_with_pp = false;
+  // Ring CP's K,V exchanged by one all-gather per attention pass instead of block by block beside each step: PyTorch's
+  // experimental context parallelism with its all-gather rotater (torchtitan's default context_parallel_rotate_method
+  // "allgather"). The forward gathers every rank's K,V before its first step and waits after that step's attention;
+  // the backward gathers them again and passes the dK,dV accumulated in fp32 rank to rank after each step
+  // (terms::gathered_cp_seconds). False: Transformer Engine's ring (Megatron's p2p), a block per step.
+  bool cp_kv_gathered_once = false;
+  // GQA's K,V repeated to the query heads before the attention call, so that ring CP exchanges (and gathers) n_heads
+  // of them, not n_kv_heads: torchtitan's models repeated them (repeat_kv) until "GQA without kv repeats" (torchtitan
+  // #2259, 2026-01-27), the whole era of its TOML configs.
+  bool cp_kv_repeated = false;
   // ZeRO-2 as torch's FSDP2 runs it (fully_shard with reshard_after_forward=False: torchtitan's
   // fsdp_reshard_after_forward "never", AutoModel's and HyperParallel's reshard_after_forward false): the weights stay
   // sharded like ZeRO-3's, and their gathered copies (gather dtype) are kept from a layer's forward to its backward,
