@@ -1627,30 +1627,22 @@ TEST(Megatron, DevicesTooFewForItsExpertsOrNotStatedNameTheScript) {
   const std::string model =
       "--num-layers 8 --hidden-size 1024 --num-attention-heads 16 --ffn-hidden-size 3584 --swiglu --num-experts 8 --moe-router-topk 2 "
       "--vocab-size 32000 --seq-length 4096 --micro-batch-size 1 --global-batch-size 256\n";
-  sapp::test::write_file(dir + "/moe.sh",
-                         "GPUS_PER_NODE=8\nNNODES=${SLURM_NNODES:-\"1\"}\ntorchrun --nproc_per_node $GPUS_PER_NODE --nnodes $NNODES pretrain_gpt.py "
-                         "--pipeline-model-parallel-size 4 --expert-model-parallel-size 8 " +
-                             model);
-  auto refused = sapp::test::run_sapp("estimate --from " + dir + "/moe.sh -H h100-sxm");
-  EXPECT_EQ(refused.status, 1);
-  EXPECT_NE(refused.err.find("moe.sh: --nproc_per_node x --nnodes: 8 devices over PP 4 leave 2 ranks per stage, not a multiple of EP 8 x expert TP 1; "
-                             "give --devices"),
-            std::string::npos)
-      << refused.err;
-  EXPECT_EQ(sapp::test::run_sapp("estimate --from " + dir + "/moe.sh -H h100-sxm --devices 32").status, 0);
-
-  sapp::test::write_file(dir + "/sbatch.sh", "#SBATCH --nodes=your_own_num_nodes\nsrun python pretrain_gpt.py " + model);
-  auto unstated = sapp::test::run_sapp("estimate --from " + dir + "/sbatch.sh -H h100-sxm");
-  EXPECT_EQ(unstated.status, 1);
-  EXPECT_NE(unstated.err.find("sbatch.sh: the launch states no device count (no torchrun --nproc_per_node, msrun --worker_num or WORLD_SIZE): give --devices"),
-            std::string::npos)
-      << unstated.err;
-  EXPECT_EQ(sapp::test::run_sapp("estimate --from " + dir + "/sbatch.sh -H h100-sxm --devices 8").status, 0);
-  sapp::test::write_file(dir + "/slurm.sh", "WORLD_SIZE=$SLURM_NTASKS\npython pretrain_gpt.py " + model);
-  auto from_slurm = sapp::test::run_sapp("estimate --from " + dir + "/slurm.sh -H h100-sxm");
-  EXPECT_EQ(from_slurm.status, 1);
-  EXPECT_NE(from_slurm.err.find("slurm.sh: the launch's WORLD_SIZE '${SLURM_NTASKS}' comes from what the file does not set: give --devices"), std::string::npos)
-      << from_slurm.err;
+  // The script is refused (exit 1) saying `message`, and priced once --devices gives the count.
+  auto refused_then_priced = [&](const std::string& name, const std::string& launch, const std::string& message, int devices) {
+    sapp::test::write_file(dir + "/" + name, launch + model);
+    auto refused = sapp::test::run_sapp("estimate --from " + dir + "/" + name + " -H h100-sxm");
+    EXPECT_EQ(refused.status, 1) << name;
+    EXPECT_NE(refused.err.find(name + ": " + message), std::string::npos) << refused.err;
+    EXPECT_EQ(sapp::test::run_sapp(fmt::format("estimate --from {}/{} -H h100-sxm --devices {}", dir, name, devices)).status, 0) << name;
+  };
+  refused_then_priced("moe.sh",
+                      "GPUS_PER_NODE=8\nNNODES=${SLURM_NNODES:-\"1\"}\ntorchrun --nproc_per_node $GPUS_PER_NODE --nnodes $NNODES pretrain_gpt.py "
+                      "--pipeline-model-parallel-size 4 --expert-model-parallel-size 8 ",
+                      "--nproc_per_node x --nnodes: 8 devices over PP 4 leave 2 ranks per stage, not a multiple of EP 8 x expert TP 1; give --devices", 32);
+  refused_then_priced("sbatch.sh", "#SBATCH --nodes=your_own_num_nodes\nsrun python pretrain_gpt.py ",
+                      "the launch states no device count (no torchrun --nproc_per_node, msrun --worker_num or WORLD_SIZE): give --devices", 8);
+  refused_then_priced("slurm.sh", "WORLD_SIZE=$SLURM_NTASKS\npython pretrain_gpt.py ",
+                      "the launch's WORLD_SIZE '${SLURM_NTASKS}' comes from what the file does not set: give --devices", 8);
 }
 
 // A --framework on the command line applies its profile, but dtypes the file states stay: a Megatron script
