@@ -2966,6 +2966,22 @@ dataset:
   EXPECT_EQ(notes_for(config::read_text(h100, "h100.yaml"), ""), "");
 }
 
+// AutoModel's CP without Transformer Engine's attention is PyTorch's, its K,V all-gathered once per pass
+// (components/distributed/cp_utils.py at 2013a4dd6: cp_rotate_method "allgather"); with TE's it is TE's ring.
+TEST(AutoModel, ContextParallelOutsideTransformerEngineGathersKv) {
+  auto gathered = [](const std::string& attn) {
+    const std::string recipe =
+        "step_scheduler:\n  global_batch_size: 64\n  local_batch_size: 1\ndistributed:\n  dp_size: 8\n  cp_size: 2\n"
+        "model:\n  pretrained_model_name_or_path: meta-llama/Llama-3.1-8B\n  backend:\n    attn: " +
+        attn + "\ndataset:\n  seq_len: 8192\n";
+    app::EstimateRequest r;
+    config::fill(r, config::read_text(recipe, "cp.yaml"), nlohmann::json::object());
+    return r.job.training.cp_kv_gathered_once;
+  };
+  EXPECT_TRUE(gathered("sdpa"));
+  EXPECT_FALSE(gathered("te"));
+}
+
 TEST(AutoModel, ReadsTheLayoutAsItsRecipesResolveIt) {
   config::Loaded l = config::read_file(source("tests/configs/automodel-deepseek-v3-pp.yaml"));
   EXPECT_EQ(l.format, config::Format::AutoModel);

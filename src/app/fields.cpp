@@ -674,7 +674,8 @@ std::vector<Field<CalibrateRequest>> make_calibrate_fields() {
                [](R& r, const json& v, const std::string& w) { r.hardware = text(v, w); }, [](const R& r) { return r.hardware; }});
   f.push_back({"runs", "",
                "YAML of measured runs: runs[] of {model, framework, devices, global_batch, seq, tp, pp, cp, vpp, ep, etp, mbs, zero, sp, recompute, "
-               "recompute_modules, fp8, grad_bytes, attention_kernel, eager_norms, dispatcher, ep_overlap, pipeline_split_counts_head, overlap, "
+               "recompute_modules, fp8, grad_bytes, attention_kernel, eager_norms, cp_kv_gathered_once, cp_kv_repeated, dispatcher, ep_overlap, "
+               "pipeline_split_counts_head, overlap, "
                "step_time_s | tokens_per_s_per_device} (required)",
                false, [](R& r, const json& v, const std::string& w) { r.runs = text(v, w); }, [](const R&) { return std::string(); }});
   f.push_back({"attention_apart", "",

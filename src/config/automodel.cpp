@@ -372,13 +372,21 @@ Loaded read_automodel(const json& stated, const std::string& file) {
   const std::string model_target = t.text("model._target_").value_or("");
   const bool automodel_llama = model_target.size() >= 17 && model_target.compare(model_target.size() - 17, 17, "build_llama_model") == 0;
   if (automodel_llama) set("eager_norms", true, "model._target_ build_llama_model (Transformers' LlamaRMSNorm, eager)");
+  std::string attention_from;  // the key that says the attention is not Transformer Engine's, if one does
   if (auto attn = t.text("model.backend.attn")) {
     set("attention_kernel", *attn == "sdpa" || *attn == "flex" ? "torch_sdpa" : "fused", "model.backend.attn");
+    if (*attn != "te") attention_from = "model.backend.attn";
   } else if (auto impl = t.text("model.attn_implementation")) {
     set("attention_kernel", impl->find("flash_attention_3") != std::string::npos ? "fused" : "torch_sdpa", "model.attn_implementation");
+    attention_from = "model.attn_implementation";
   } else if (automodel_llama) {
     set("attention_kernel", "torch_sdpa", "model._target_ build_llama_model (flash_attention_2 unless model.attn_implementation names another)");
+    attention_from = "model._target_";
   }
+  // CP without Transformer Engine's attention runs PyTorch's context parallelism with the all-gather rotater
+  // (components/distributed/cp_utils.py at 2013a4dd6: make_cp_batch_and_ctx, cp_rotate_method "allgather"); with it
+  // (and the THD collater) Transformer Engine's ring.
+  if (d.cp > 1 && !attention_from.empty()) set("cp_kv_gathered_once", true, attention_from + " (PyTorch's CP, K,V all-gathered)");
   if (auto dispatcher = t.text("model.backend.dispatcher")) {
     set("moe_dispatcher", *dispatcher == "deepep" || *dispatcher == "hybridep" ? "deepep" : "alltoall", "model.backend.dispatcher");
   } else if (auto deepep = t.flag("model.backend.enable_deepep")) {

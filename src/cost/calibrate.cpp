@@ -31,6 +31,9 @@ void read_run_settings(const nlohmann::json& row, const std::string& file, const
   if (rd.has("attention_kernel"))
     training.attention_kernel = terms::parse_attention_kernel(rd.string("attention_kernel"), at(file, where + ".attention_kernel"));
   training.eager_norms = rd.boolean_or("eager_norms", false);
+  // CP as the run's framework ran it (its profile's), unless the row states otherwise.
+  training.cp_kv_gathered_once = rd.boolean_or("cp_kv_gathered_once", training.cp_kv_gathered_once);
+  training.cp_kv_repeated = rd.boolean_or("cp_kv_repeated", training.cp_kv_repeated);
   if (rd.has("dispatcher")) {
     const std::string dispatcher = rd.string("dispatcher");
     if (dispatcher != "alltoall" && dispatcher != "deepep") rd.bad("dispatcher", "alltoall or deepep");
@@ -105,6 +108,8 @@ const std::vector<std::string>& run_row_keys() {
                                                 "optimizer_bytes",
                                                 "attention_kernel",
                                                 "eager_norms",
+                                                "cp_kv_gathered_once",
+                                                "cp_kv_repeated",
                                                 "dispatcher",
                                                 "ep_overlap",
                                                 "overlap",
