@@ -291,9 +291,8 @@ MemoryEstimate estimate_memory(const model::Model& model, const plan::Layout& l,
       if (l.cp_algo == plan::CpAlgo::Ring && training.cp_kv_gathered_once) {
         // K,V gathered once per pass (terms::gathered_cp_seconds): every rank's block at once (no ring buffers beside
         // it), and in the backward the fp32 dK,dV accumulated and the one in flight, live while a layer's attention
-        // runs. The loss's logits and
-        // its backward buffers are never live then (the loss runs after the last layer's forward and before the
-        // first layer's backward), so beside them only what exceeds them counts.
+        // runs. The loss's logits and its backward buffers are never live then (the loss runs after the last layer's
+        // forward and before the first layer's backward), so beside them only what exceeds them counts.
         const double gathered =
             static_cast<double>(l.cp) * tokens * kv_width * bc / l.tp + terms::kCommBufferCopies * tokens * kv_width * terms::kFp32Bytes / l.tp;
         m.cp_buffer = std::max(0.0, gathered - (m.head_activations + m.loss_backward));

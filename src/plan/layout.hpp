@@ -112,7 +112,7 @@ struct Training {
   bool cp_kv_gathered_once = false;
   // GQA's K,V repeated to the query heads before the attention call, so that ring CP exchanges (and gathers) n_heads
   // of them, not n_kv_heads: torchtitan's models repeated them (repeat_kv) until "GQA without kv repeats" (torchtitan
-  // #2259, 2026-01-27), the whole era of its TOML configs.
+  // #2259, 2026-01-27), four weeks before its TOML configs gave way to Python ones (#2386).
   bool cp_kv_repeated = false;
   // ZeRO-2 as torch's FSDP2 runs it (fully_shard with reshard_after_forward=False: torchtitan's
   // fsdp_reshard_after_forward "never", AutoModel's and HyperParallel's reshard_after_forward false): the weights stay
