@@ -2974,9 +2974,7 @@ TEST(AutoModel, ContextParallelOutsideTransformerEngineGathersKv) {
         "step_scheduler:\n  global_batch_size: 64\n  local_batch_size: 1\ndistributed:\n  dp_size: 8\n  cp_size: 2\n"
         "model:\n  pretrained_model_name_or_path: meta-llama/Llama-3.1-8B\n  backend:\n    attn: " +
         attn + "\ndataset:\n  seq_len: 8192\n";
-    app::EstimateRequest r;
-    config::fill(r, config::read_text(recipe, "cp.yaml"), nlohmann::json::object());
-    return r.job.training.cp_kv_gathered_once;
+    return filled(recipe, "cp.yaml").job.training.cp_kv_gathered_once;
   };
   EXPECT_TRUE(gathered("sdpa"));
   EXPECT_FALSE(gathered("te"));

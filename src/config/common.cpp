@@ -810,11 +810,11 @@ std::vector<std::string> fill_request(Request& request, const Loaded& loaded, co
     }
     // Experts are carved out of each stage's DP x CP x TP ranks: the file's own devices too few for its EP are named
     // the same way (a launch whose node count defaults to one, Megatron-LM's Mixtral example: 8 GPUs, PP 4, EP 8).
-    const long long expert_ranks = 1LL * request.layout.ep * std::max(1, request.layout.etp);
-    if (!command_line.contains("devices") && devices_from != loaded.origin.end() && model_ranks > 0 && expert_ranks > 1 &&
-        (request.job.devices / std::max(1, request.layout.pp)) % expert_ranks != 0) {
+    const long long stage_ranks = request.job.devices / std::max(1, request.layout.pp);
+    if (!command_line.contains("devices") && devices_from != loaded.origin.end() && model_ranks > 0 &&
+        !plan::experts_fit_stage_ranks(request.layout, stage_ranks)) {
       fail(at(loaded.file, devices_from->second), "{} devices over PP {} leave {} ranks per stage, not a multiple of EP {} x expert TP {}; give --devices",
-           request.job.devices, request.layout.pp, request.job.devices / std::max(1, request.layout.pp), request.layout.ep, std::max(1, request.layout.etp));
+           request.job.devices, request.layout.pp, stage_ranks, request.layout.ep, request.layout.etp);
     }
     const auto batch = loaded.origin.find("global_batch");
     if (command_line.contains("devices") && !command_line.contains("global_batch") && batch != loaded.origin.end() && request.job.devices > 0) {

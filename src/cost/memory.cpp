@@ -286,8 +286,7 @@ MemoryEstimate estimate_memory(const model::Model& model, const plan::Layout& l,
     if (l.ep > 1 && has_moe)
       m.ep_buffer = terms::kCommBufferCopies * tokens * static_cast<double>(spec.experts_per_token.value_or(1)) * training.capacity_factor * h * bc / l.tsp();
     if (l.cp > 1) {
-      double kv_width = spec.kv_exchange_width(training.cp_kv_repeated);
-      m.cp_buffer = terms::kCommBufferCopies * (l.cp_algo == plan::CpAlgo::Ring ? tokens * kv_width * bc / l.tp : full_tokens * h * bc / l.tp);
+      const double kv_width = spec.kv_exchange_width(training.cp_kv_repeated);
       if (l.cp_algo == plan::CpAlgo::Ring && training.cp_kv_gathered_once) {
         // K,V gathered once per pass (terms::gathered_cp_seconds): every rank's block at once (no ring buffers beside
         // it), and in the backward the fp32 dK,dV accumulated and the one in flight, live while a layer's attention
@@ -296,6 +295,8 @@ MemoryEstimate estimate_memory(const model::Model& model, const plan::Layout& l,
         const double gathered =
             static_cast<double>(l.cp) * tokens * kv_width * bc / l.tp + terms::kCommBufferCopies * tokens * kv_width * terms::kFp32Bytes / l.tp;
         m.cp_buffer = std::max(0.0, gathered - (m.head_activations + m.loss_backward));
+      } else {
+        m.cp_buffer = terms::kCommBufferCopies * (l.cp_algo == plan::CpAlgo::Ring ? tokens * kv_width * bc / l.tp : full_tokens * h * bc / l.tp);
       }
     }
     if (l.zero >= 2 && dp_shard > 1) m.dp_buffer = training.gradient_bytes() * std::min(terms::kDpBucketElements, pn + pe);  // bucket

@@ -327,6 +327,7 @@ KindTimes kind_times(const model::Model& model, const plan::Layout& l, const pla
     // Each collective moves the layer's activation tensor; backward repeats them: 2 x collectives passes.
     kt.tp_raw_s = ring_seconds(hw, tp_link, l.tp, ktokens * kh * bc, 2.0 * collectives);
     kt.tp_s = (1.0 - overlap.tp) * kt.tp_raw_s;
+    bool gathered_cp = false;  // this kind's CP priced as a gathered ring (its own forward part)
     const double ulysses_s =
         l.cp > 1 ? terms::kUlyssesAllToAlls * (tokens * h * bc / l.tp * cp_a2a.seconds_per_byte / hw.efficiency.comm + cp_a2a.latency) : 0.0;
     if (l.cp > 1 && !kind.vision && (kind.kind.attention == model::AttentionFlavour::Gqa || kind.kind.attention == model::AttentionFlavour::Mla)) {
@@ -336,7 +337,8 @@ KindTimes kind_times(const model::Model& model, const plan::Layout& l, const pla
         // Eager attention leaves nothing for the ring to hide behind (Megatron's CP runs only through Transformer
         // Engine's fused or flash attention).
         double block_s = tokens * kv_width * bc / l.tp / bw + cp_link.latency;
-        if (training.cp_kv_gathered_once) {
+        gathered_cp = training.cp_kv_gathered_once;
+        if (gathered_cp) {
           // PyTorch's all-gather rotater: K,V gathered once per pass, dK,dV passed per step in fp32.
           const double grad_block_s = tokens * kv_width * terms::kFp32Bytes / l.tp / bw + cp_link.latency;
           const terms::GatheredCp g = terms::gathered_cp_seconds(l.cp, block_s, grad_block_s, lt.attention_fwd_s, lt.attention_bwd_s, overlap.cp);
@@ -347,8 +349,6 @@ KindTimes kind_times(const model::Model& model, const plan::Layout& l, const pla
         } else {
           kt.cp_raw_s = terms::kRingCpPassesPerStep * (l.cp - 1) * block_s;
           kt.cp_s = terms::ring_cp_exposed_seconds(l.cp, block_s, lt.attention_fwd_s, lt.attention_bwd_s, overlap.cp);
-          kt.cp_fwd_s = kt.cp_s / terms::kRingCpPassesPerStep;  // one of the three transfers per step is the forward's
-          kt.cp_raw_fwd_s = kt.cp_raw_s / terms::kRingCpPassesPerStep;
         }
         // The merges of the steps' partial results (terms::kRingMergeElementsPerPass), compute-stream memory passes
         // that a full recompute runs again with the forward.
@@ -363,13 +363,17 @@ KindTimes kind_times(const model::Model& model, const plan::Layout& l, const pla
         // Four all-to-alls (q, k, v, output) forward and their four in backward.
         kt.cp_s = ulysses_s;
         kt.cp_raw_s = kt.cp_s;
-        kt.cp_fwd_s = kt.cp_raw_fwd_s = kt.cp_s / 3.0;  // as priced before: a third again under full recompute
       }
     }
     if (l.cp > 1 && !kind.vision && kind.kind.attention == model::AttentionFlavour::Linear) {
       kt.cp_s = ulysses_s;  // terms::kUlyssesAllToAlls: the mixer's switch to a head split and back, whatever --cp-algo says
       kt.cp_raw_s = kt.cp_s;
-      kt.cp_fwd_s = kt.cp_raw_fwd_s = kt.cp_s / 3.0;
+    }
+    if (l.cp > 1 && !gathered_cp) {
+      // The forward's part, run again by a full recompute: one of a ring step's three transfers (and a third of
+      // Ulysses's all-to-alls, as they were priced before).
+      kt.cp_fwd_s = kt.cp_s / terms::kRingCpPassesPerStep;
+      kt.cp_raw_fwd_s = kt.cp_raw_s / terms::kRingCpPassesPerStep;
     }
     if (l.ep > 1 && kind.kind.ffn == model::FfnFlavour::Moe && !kind.vision) {
       // dispatch + combine, forward and backward: four all-to-alls of the routed copies (the slowest EP rank

@@ -247,7 +247,7 @@ std::vector<Violation> check_layout(const model::Model& model, const Layout& l, 
     divides(bad, "experts/ep", l.ep, *spec.num_experts, "the routed experts", "EP");
     divides(bad, "expert width/etp", l.etp, spec.routed_expert_width(), "the expert width", "expert TP");
     long long pool = 1LL * l.dp * l.cp * l.tp;
-    if (pool % (1LL * l.ep * l.etp) != 0) {
+    if (!experts_fit_stage_ranks(l, pool)) {
       bad("ep/dp", [&] { return fmt::format("EP {} x expert TP {} must divide DP x CP x TP = {} (experts are carved out of it)", l.ep, l.etp, pool); });
     }
   }

@@ -277,6 +277,12 @@ std::array<char, 4> parse_rank_order(const std::string& text, const std::string&
 // degrees inside it, times its own degree.
 long long group_span(const Layout& layout, const std::array<char, 4>& order, char dim);
 
+// Expert parallelism carves its EP x expert-TP ranks out of each stage's DP x CP x TP ranks (`ranks_per_stage`):
+// whether they divide them (check_layout's ep/dp rule; a launch file's own devices are checked against it too).
+[[nodiscard]] inline bool experts_fit_stage_ranks(const Layout& layout, long long ranks_per_stage) {
+  return ranks_per_stage % (1LL * layout.ep * layout.etp) == 0;
+}
+
 struct Violation {
   std::string rule;    // short name, used as the rejection reason in searches
   std::string detail;  // one sentence naming the numbers
