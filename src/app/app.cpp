@@ -273,6 +273,7 @@ report::Plan estimate_plan(const LoadedJob& x, const PlanRequest& request, const
 report::Plan balance_plan(const LoadedJob& x, const PlanRequest& request, const report::SearchRow& row) {
   const plan::Layout& l = row.candidate.layout;
   if (l.pp == 1) return estimate_plan(x, request, row, "no pipeline (PP 1): the estimate");
+  if (request.space.even_pipeline) return estimate_plan(x, request, row, "not balanced: the target config states no per-stage split (the even split)");
   // A plan written with its recompute per chunk leaves the MTP layers not recomputed (plan::for_each_chunk_group).
   const std::optional<plan::Recompute> mtp_mode =
       request.recompute_stated == plan::RecomputeStated::OneModeForAll ? std::nullopt : std::optional<plan::Recompute>(plan::Recompute::Off);

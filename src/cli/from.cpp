@@ -15,17 +15,19 @@ namespace sapp::cli {
 void add_from(CLI::App& cmd, From& from) {
   cmd.add_option(
          "--from", from.file,
-         "a training config to start from: HuggingFace config.json, HyperParallel train YAML, MindFormers YAML, Megatron-Bridge YAML, Megatron/MindSpeed "
-         "arguments or launch script, torchtitan TOML, NeMo AutoModel YAML, or a search YAML (detected from the content); options given here override it")
+         "a training config to start from: HuggingFace config.json, HyperParallel train YAML, MindFormers YAML, Megatron-Bridge YAML, NeMo 1.x GPT YAML, "
+         "Megatron/MindSpeed arguments or launch script, torchtitan TOML, NeMo AutoModel YAML, or a search YAML (detected from the content); options given "
+         "here override it")
       ->type_name("PATH");
-  cmd.add_option("--from-format", from.format,
-                 "force --from's format: huggingface, hyperparallel, mindformers, megatron (megatron-bridge: its YAML), torchtitan, automodel, search, sapp")
+  cmd.add_option(
+         "--from-format", from.format,
+         "force --from's format: huggingface, hyperparallel, mindformers, megatron (megatron-bridge, nemo: their YAML), torchtitan, automodel, search, sapp")
       ->type_name("NAME");
   cmd.add_option(
          "--emit", from.emit,
          "write the plan as a megatron, mindformers, hyperparallel, torchtitan or automodel config to --output (the --from file edited in place when it is "
-         "of that format), mindspeed-fsdp2: the MindSpeed-LLM FSDP2 launch given with --from, its flags edited, or megatron-bridge: the Megatron-Bridge YAML "
-         "given with --from, its layout fields edited")
+         "of that format), mindspeed-fsdp2: the MindSpeed-LLM FSDP2 launch given with --from, its flags edited, megatron-bridge: the Megatron-Bridge YAML "
+         "given with --from, its layout fields edited, or nemo: the NeMo 1.x GPT YAML given with --from, its layout fields edited")
       ->type_name("NAME");
 }
 
@@ -77,6 +79,9 @@ void check_emit_training(const Request& request, const From& from) {
     throw app::UsageError(
         "--emit megatron-bridge edits the Megatron-Bridge YAML given with --from (its model and recipe are its own): give --from that file, or write "
         "megatron");
+  if (format == config::EmitFormat::Nemo && !config::edits(original, format))
+    throw app::UsageError(
+        "--emit nemo edits the NeMo 1.x YAML given with --from (its model, tokenizer and data are its own): give --from that file, or write megatron");
   try {
     config::check_training_expressible(format, original, request.job.training.dualpipe_v, request.job.training.seq_split, request.job.training.fp8,
                                        request.job.training.fp4, request.job.training.ep_dedup_per_node);
@@ -132,6 +137,7 @@ config::Expressible keep_to_emit(const From& from, const app::JobRequest& job, s
   }
   space.replication_alone = e.replication_alone;
   space.hybrid_even_pipeline = e.hybrid_even_pipeline;
+  space.even_pipeline = e.even_pipeline;
   if (e.zero || e.sp || e.cp_algo || e.tp || e.pp || e.recompute_modes || e.recompute != plan::RecomputeStated::PerChunkCounts)
     std::fprintf(stderr, "sapp: note: --emit %s: the search keeps to what it can write (%s)\n", from.emit.c_str(), e.why.c_str());
   return e;

@@ -510,7 +510,7 @@ Format parse_format(const std::string& text, const std::string& where) {
   if (t == "hf" || t == "huggingface") return Format::HuggingFace;
   if (t == "hyperparallel") return Format::HyperParallel;
   if (t == "mindformers") return Format::MindFormers;
-  if (t == "megatron" || t == "mindspeed" || t == "megatron-bridge" || t == "megatron_bridge") return Format::Megatron;
+  if (t == "megatron" || t == "mindspeed" || t == "megatron-bridge" || t == "megatron_bridge" || t == "nemo") return Format::Megatron;
   if (t == "torchtitan") return Format::Torchtitan;
   if (t == "automodel") return Format::AutoModel;
   if (t == "search") return Format::ReferenceSearch;
@@ -527,7 +527,7 @@ Format detect_tree(const json& tree, const std::string& file) {
   if (!tree.is_object()) {
     fail(file,
          "is none of the config formats sapp reads (a mapping was expected, got {}); formats: HuggingFace config, HyperParallel train YAML, "
-         "MindFormers YAML, Megatron/MindSpeed arguments, Megatron-Bridge YAML, torchtitan TOML, AutoModel YAML, search YAML",
+         "MindFormers YAML, Megatron/MindSpeed arguments, Megatron-Bridge YAML, NeMo 1.x YAML, torchtitan TOML, AutoModel YAML, search YAML",
          tree.type_name());
   }
   // MindSpeed-LLM's FSDP2 trainer (train_fsdp2.py, mindspeed_llm/fsdp2/utils/arguments.py): model / data / parallel /
@@ -548,6 +548,7 @@ Format detect_tree(const json& tree, const std::string& file) {
   if (has(tree, "parallel_config") || has(tree, "recompute_config") || has(tree, "runner_config") ||
       (has(tree, "model") && has(tree.at("model"), "model_config")))
     return Format::MindFormers;
+  if (is_nemo(tree)) return Format::Megatron;
   // HyperParallel's training-skeleton schema shares AutoModel's step scheduler, with its own accelerator section.
   if (has(tree, "step_scheduler") && has(tree, "accelerator") && !has(tree, "distributed")) return Format::HyperParallel;
   // NeMo AutoModel: a `distributed` section of sizes, or the step scheduler its recipes all state.
@@ -577,7 +578,8 @@ Format detect_tree(const json& tree, const std::string& file) {
   if (all_known) return Format::Sapp;
   fail(file,
        "is none of the config formats sapp reads (its top-level keys: {}); formats: HuggingFace config, HyperParallel train YAML, MindFormers YAML, "
-       "Megatron/MindSpeed arguments, Megatron-Bridge YAML, torchtitan TOML, AutoModel YAML, search YAML, sapp's own options; --from-format names one",
+       "Megatron/MindSpeed arguments, Megatron-Bridge YAML, NeMo 1.x YAML, torchtitan TOML, AutoModel YAML, search YAML, sapp's own options; --from-format "
+       "names one",
        fmt::join(keys, ", "));
 }
 
@@ -678,6 +680,10 @@ Loaded read_format(const std::string& text, const std::string& file, Format form
         }
         if (is_megatron_bridge(tree)) {
           out = read_megatron_bridge(tree, file);
+          break;
+        }
+        if (is_nemo(tree)) {
+          out = read_nemo(tree, file);
           break;
         }
       }
@@ -817,10 +823,15 @@ std::vector<std::string> fill_request(Request& request, const Loaded& loaded, co
            request.job.devices, request.layout.pp, stage_ranks, request.layout.ep, request.layout.etp);
     }
     const auto batch = loaded.origin.find("global_batch");
-    if (command_line.contains("devices") && !command_line.contains("global_batch") && batch != loaded.origin.end() && request.job.devices > 0) {
+    // A global batch the file states that does not divide over the devices is named by its key (and the devices' source).
+    const bool devices_stated = command_line.contains("devices") || devices_from != loaded.origin.end();
+    if (devices_stated && !command_line.contains("global_batch") && batch != loaded.origin.end() && request.job.devices > 0) {
       plan::Layout probe = request.layout;
-      plan::derive_data_parallel(probe, request.job.devices, request.job.training.global_batch, app::where_of(app::Source::CommandLine, "devices"),
-                                 fmt::format("{} (with {} devices)", at(loaded.file, batch->second), request.job.devices));
+      const bool cli = command_line.contains("devices");
+      plan::derive_data_parallel(
+          probe, request.job.devices, request.job.training.global_batch,
+          cli ? app::where_of(app::Source::CommandLine, "devices") : at(loaded.file, devices_from->second),
+          cli ? fmt::format("{} (with {} devices)", at(loaded.file, batch->second), request.job.devices) : at(loaded.file, batch->second));
     }
   }
   const auto& runs = loaded.runs_from_devices;
@@ -871,7 +882,9 @@ EmitFormat parse_emit_format(const std::string& text, const std::string& where) 
   if (t == "automodel") return EmitFormat::AutoModel;
   if (t == "mindspeed-fsdp2" || t == "mindspeed_fsdp2") return EmitFormat::MindSpeedFsdp2;
   if (t == "megatron-bridge" || t == "megatron_bridge") return EmitFormat::MegatronBridge;
-  fail(where, "'{}' is not a format sapp writes; expected megatron, mindformers, hyperparallel, torchtitan, automodel, mindspeed-fsdp2 or megatron-bridge",
+  if (t == "nemo") return EmitFormat::Nemo;
+  fail(where,
+       "'{}' is not a format sapp writes; expected megatron, mindformers, hyperparallel, torchtitan, automodel, mindspeed-fsdp2, megatron-bridge or nemo",
        text);
 }
 
@@ -884,6 +897,7 @@ const char* emit_name(EmitFormat format) {
     case EmitFormat::AutoModel: return "automodel";
     case EmitFormat::MindSpeedFsdp2: return "mindspeed-fsdp2";
     case EmitFormat::MegatronBridge: return "megatron-bridge";
+    case EmitFormat::Nemo: return "nemo";
   }
   return "?";
 }
@@ -897,6 +911,7 @@ Format format_of(EmitFormat format) {
     case EmitFormat::AutoModel: return Format::AutoModel;
     case EmitFormat::MindSpeedFsdp2:  // read by the Megatron script reader (its dialect)
     case EmitFormat::MegatronBridge:  // read as the Megatron arguments its fields are (its dialect)
+    case EmitFormat::Nemo:            // the same
       return Format::Megatron;
   }
   return Format::Sapp;
@@ -908,6 +923,7 @@ bool edits(const Loaded* original, EmitFormat format) {
   if (original == nullptr || original->format != format_of(format)) return false;
   if (format == EmitFormat::MindSpeedFsdp2) return original->dialect == kMindSpeedFsdp2Dialect;
   if (format == EmitFormat::MegatronBridge) return original->dialect == kMegatronBridgeDialect;
+  if (format == EmitFormat::Nemo) return original->dialect == kNemoDialect;
   return original->dialect.empty();
 }
 
@@ -963,6 +979,19 @@ Expressible expressible(EmitFormat format, const Loaded* original) {
       e.hybrid_even_pipeline = true;
       e.deepep = true;
       e.fp4 = true;
+      return e;
+    }
+    case EmitFormat::Nemo: {
+      // NeMo 1.x's model fields (emit_nemo): Megatron-Core's distributed optimizer or none, Megatron's block recompute,
+      // ring CP, and no per-stage split beyond the first and last stage's counts.
+      Expressible e{std::vector<int>{0, 1}, std::nullopt,
+                    "NeMo 1.x states the distributed optimizer (optim.name) or none, full recompute as one activations_checkpoint_num_layers for "
+                    "every chunk (block method: each chunk's first layers), ring CP, and a split only as its first and last stage's layer counts",
+                    plan::RecomputeStated::FirstLayersOfEveryChunk};
+      e.dualpipe_v = false;
+      e.hybrid_even_pipeline = true;
+      e.even_pipeline = true;
+      e.cp_algo = std::vector<plan::CpAlgo>{plan::CpAlgo::Ring};
       return e;
     }
     case EmitFormat::Megatron: {
@@ -1077,6 +1106,7 @@ std::string emit(EmitFormat format, const Plan& plan, const Loaded* original, co
     case EmitFormat::AutoModel: return emit_automodel(plan, original, model_name, notes);
     case EmitFormat::MindSpeedFsdp2: return detail::emit_mindspeed_fsdp2(plan, original);
     case EmitFormat::MegatronBridge: return detail::emit_megatron_bridge(plan, original, notes);
+    case EmitFormat::Nemo: return detail::emit_nemo(plan, original, notes);
   }
   return "";
 }

@@ -142,10 +142,13 @@ struct Plan {
 // as Format::Megatron with that dialect (Loaded::dialect kMindSpeedFsdp2Dialect).
 // MegatronBridge edits a Megatron-Bridge YAML given with --from (read as Format::Megatron, dialect
 // kMegatronBridgeDialect).
-enum class EmitFormat { Megatron, MindFormers, HyperParallel, Torchtitan, AutoModel, MindSpeedFsdp2, MegatronBridge };
+// Nemo edits a NeMo 1.x GPT YAML given with --from (read as Format::Megatron, dialect kNemoDialect).
+enum class EmitFormat { Megatron, MindFormers, HyperParallel, Torchtitan, AutoModel, MindSpeedFsdp2, MegatronBridge, Nemo };
 inline constexpr const char* kMindSpeedFsdp2Dialect = "MindSpeed-LLM FSDP2 (train_fsdp2.py)";
 // Megatron-Bridge's ConfigContainer YAML, read as the Megatron-LM arguments its fields are.
 inline constexpr const char* kMegatronBridgeDialect = "Megatron-Bridge ConfigContainer YAML";
+// NeMo 1.x's GPT training YAML (trainer / model sections), read as the Megatron-LM arguments its fields are.
+inline constexpr const char* kNemoDialect = "NeMo 1.x GPT YAML";
 EmitFormat parse_emit_format(const std::string& text, const std::string& where);
 Format format_of(EmitFormat format);
 const char* emit_name(EmitFormat format);  // as --emit names it
@@ -167,6 +170,7 @@ struct Expressible {
   bool deepep = false;                // the DeepEP / HybridEP dispatch (Megatron: --moe-token-dispatcher-type flex; AutoModel: model.backend.dispatcher)
   bool replication_alone = false;     // ZeRO 0 over DP only without other dimensions (search::Space::replication_alone)
   bool hybrid_even_pipeline = false;  // a hybrid stack only split evenly, one chunk per stage (search::Space)
+  bool even_pipeline = false;         // no balanced per-stage split (search::Space::even_pipeline)
   std::optional<std::vector<plan::CpAlgo>> cp_algo = std::nullopt;  // the context-parallel algorithms it has keys for (all: nullopt)
   std::optional<std::vector<int>> tp = std::nullopt;                // the TP and PP degrees it can state (all: nullopt)
   std::optional<std::vector<int>> pp = std::nullopt;

@@ -3,8 +3,10 @@
 #pragma once
 
 #include <initializer_list>
+#include <map>
 #include <optional>
 #include <set>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -113,6 +115,57 @@ json module_names_per_stage(const plan::StageSplit& split, const ModuleNames& na
 // stage PP + k sits on rank PP - 1 - k).
 plan::StageSplit placed_split(const Plan& plan);
 
+// A YAML whose fields are Megatron-LM's arguments under other names (Megatron-Bridge's ConfigContainer, NeMo 1.x's
+// model config), read by the Megatron reader (config/megatron_fields): each field the file states becomes its flag
+// on a launch line, and every flag in what the reader reports becomes the field's key path again.
+enum class FlagKind {
+  Value,    // --flag VALUE (a list: one word per item)
+  Switch,   // true: --flag
+  Negated,  // false: --flag (Megatron-LM's flag says the opposite of the field)
+  Joined,   // --flag ITEM,ITEM (one word: Megatron-LM's --window-size)
+  Pattern,  // --flag [ITEM,ITEM,...] (a list as one Python literal: --moe-layer-freq)
+  Layout,   // Megatron-Core's pipeline layout: left to the reader (add_fields skips it)
+};
+struct FlagField {
+  const char* path;  // dotted, from the file's root
+  const char* flag;
+  FlagKind kind;
+};
+class FlagLaunch {
+ public:
+  // `launch`: the words before the flags (e.g. torchrun pretrain_gpt.py).
+  FlagLaunch(const json& tree, std::string file, std::vector<std::string> launch);
+  // Adds `flag` with its values, read from `path`; a flag already added (or taken) keeps its first source.
+  void add(const std::string& flag, const std::string& path, const std::vector<std::string>& values);
+  // Records that `path` decides `flag` without adding it (a stated false that wins over a later source).
+  void taken(const std::string& flag, const std::string& path);
+  [[nodiscard]] bool has(const std::string& flag) const;
+  // Each of `fields` the file states (Layout ones excepted).
+  void add_fields(std::span<const FlagField> fields);
+  // The Megatron reader over the launch, every flag in its report (and of `fields`, stated or not) as its path.
+  Loaded read(std::span<const FlagField> fields);
+  // `text` with each flag added or taken turned into its key path.
+  [[nodiscard]] std::string paths(std::string text) const;
+  [[nodiscard]] const std::string& file() const { return file_; }
+
+ private:
+  const json& tree_;
+  std::string file_;
+  std::vector<std::string> words_;
+  std::vector<std::pair<std::string, std::string>> flag_paths_;  // flag -> the path it was read from
+};
+// The flags a new Megatron script of `plan` states (emit_megatron, the plan's model left out but its MTP depth), to be
+// set on the fields of a YAML that are those flags (Megatron-Bridge's, NeMo 1.x's writers).
+struct WrittenFlags {
+  std::map<std::string, std::vector<std::string>> flags;
+  [[nodiscard]] bool on(const std::string& flag) const { return flags.count(flag) > 0; }
+  // The flag's value (a whole number as a number; several values as a list), `absent` when it is not written.
+  [[nodiscard]] json value(const std::string& flag, const json& absent) const;
+};
+WrittenFlags megatron_layout_flags(const Plan& plan, std::vector<std::string>* notes);
+// A scalar's text (a number, a name, true / false); refuses others naming `where`.
+std::string scalar_text(const json& v, const std::string& where);
+
 // Readers (one per format).
 Loaded read_huggingface(const std::string& text, const std::string& file);
 Loaded read_hyperparallel(const json& tree, const std::string& file);
@@ -123,6 +176,10 @@ Loaded read_megatron(const std::string& text, const std::string& file);
 // and it read as the Megatron-LM arguments its fields are (Format::Megatron, dialect kMegatronBridgeDialect).
 bool is_megatron_bridge(const json& tree);
 Loaded read_megatron_bridge(const json& tree, const std::string& file);
+// NeMo 1.x's GPT training YAML (NeMo Framework Launcher's conf/training, NeMo's megatron_*_config.yaml): whether
+// `tree` is one, and it read as the Megatron-LM arguments its fields are (Format::Megatron, dialect kNemoDialect).
+bool is_nemo(const json& tree);
+Loaded read_nemo(const json& tree, const std::string& file);
 Loaded read_torchtitan(const std::string& text, const std::string& file);
 Loaded read_automodel(const json& tree, const std::string& file);
 Loaded read_sapp(const json& tree, const std::string& file);
@@ -131,6 +188,8 @@ Loaded read_sapp(const json& tree, const std::string& file);
 std::string emit_megatron(const Plan& plan, const Loaded* original, const std::string& model_name, std::vector<std::string>* notes);
 // Edits a Megatron-Bridge YAML (original: read with kMegatronBridgeDialect; none: refused) to the plan's layout.
 std::string emit_megatron_bridge(const Plan& plan, const Loaded* original, std::vector<std::string>* notes);
+// Edits a NeMo 1.x GPT YAML (original: read with kNemoDialect; none: refused) to the plan's layout.
+std::string emit_nemo(const Plan& plan, const Loaded* original, std::vector<std::string>* notes);
 // Edits a MindSpeed-LLM FSDP2 launch (original: read with kMindSpeedFsdp2Dialect; none: refused) to the plan.
 std::string emit_mindspeed_fsdp2(const Plan& plan, const Loaded* original);
 std::string emit_mindformers(const Plan& plan, const Loaded* original, const std::string& model_name);

@@ -21,97 +21,82 @@ namespace sapp::config::detail {
 
 namespace {
 
-enum class Kind {
-  Value,    // --flag VALUE (a list: one word per item)
-  Switch,   // true: --flag
-  Negated,  // false: --flag (Megatron-LM's flag says the opposite of the field)
-  Joined,   // --flag ITEM,ITEM (one word: Megatron-LM's --window-size)
-  Pattern,  // --flag [ITEM,ITEM,...] (a list as one Python literal: --moe-layer-freq)
-  Layout,   // --flag STRING (Megatron-Core's pipeline layout: its string, or its list of stages of layer names)
-};
-
-struct Field {
-  const char* path;  // dotted, from the file's root
-  const char* flag;
-  Kind kind;
-};
-
 // The fields sapp prices, with the Megatron-LM flag each one is (arguments.py names them after the field).
-constexpr Field kFields[] = {
-    {"model.num_layers", "--num-layers", Kind::Value},
-    {"model.hidden_size", "--hidden-size", Kind::Value},
-    {"model.ffn_hidden_size", "--ffn-hidden-size", Kind::Value},
-    {"model.num_attention_heads", "--num-attention-heads", Kind::Value},
-    {"model.kv_channels", "--kv-channels", Kind::Value},
-    {"model.make_vocab_size_divisible_by", "--make-vocab-size-divisible-by", Kind::Value},
-    {"model.normalization", "--normalization", Kind::Value},
-    {"model.position_embedding_type", "--position-embedding-type", Kind::Value},
-    {"model.add_bias_linear", "--disable-bias-linear", Kind::Negated},
-    {"model.add_qkv_bias", "--add-qkv-bias", Kind::Switch},
-    {"model.qk_layernorm", "--qk-layernorm", Kind::Switch},
-    {"model.share_embeddings_and_output_weights", "--untie-embeddings-and-output-weights", Kind::Negated},
-    {"model.hidden_dropout", "--hidden-dropout", Kind::Value},
-    {"model.attention_dropout", "--attention-dropout", Kind::Value},
-    {"model.multi_latent_attention", "--multi-latent-attention", Kind::Switch},
-    {"model.q_lora_rank", "--q-lora-rank", Kind::Value},
-    {"model.kv_lora_rank", "--kv-lora-rank", Kind::Value},
-    {"model.qk_head_dim", "--qk-head-dim", Kind::Value},
-    {"model.qk_pos_emb_head_dim", "--qk-pos-emb-head-dim", Kind::Value},
-    {"model.v_head_dim", "--v-head-dim", Kind::Value},
-    {"model.num_moe_experts", "--num-experts", Kind::Value},
-    {"model.moe_router_topk", "--moe-router-topk", Kind::Value},
-    {"model.moe_ffn_hidden_size", "--moe-ffn-hidden-size", Kind::Value},
-    {"model.moe_shared_expert_intermediate_size", "--moe-shared-expert-intermediate-size", Kind::Value},
-    {"model.moe_layer_freq", "--moe-layer-freq", Kind::Pattern},
-    {"model.moe_grouped_gemm", "--moe-grouped-gemm", Kind::Switch},
-    {"model.moe_token_dispatcher_type", "--moe-token-dispatcher-type", Kind::Value},
-    {"model.moe_flex_dispatcher_backend", "--moe-flex-dispatcher-backend", Kind::Value},
-    {"model.moe_enable_deepep", "--moe-enable-deepep", Kind::Switch},
-    {"model.moe_shared_expert_overlap", "--moe-shared-expert-overlap", Kind::Switch},
-    {"model.moe_expert_capacity_factor", "--moe-expert-capacity-factor", Kind::Value},
-    {"model.moe_pad_expert_input_to_capacity", "--moe-pad-expert-input-to-capacity", Kind::Switch},
-    {"model.mtp_num_layers", "--mtp-num-layers", Kind::Value},
-    {"model.window_size", "--window-size", Kind::Joined},
-    {"model.window_attn_skip_freq", "--window-attn-skip-freq", Kind::Pattern},
-    {"model.softmax_type", "--softmax-type", Kind::Value},
-    {"model.hybrid_override_pattern", "--hybrid-override-pattern", Kind::Value},
-    {"model.hybrid_layer_pattern", "--hybrid-layer-pattern", Kind::Value},  // its newer name (core_v0.17)
-    {"model.mamba_state_dim", "--mamba-state-dim", Kind::Value},
-    {"model.mamba_head_dim", "--mamba-head-dim", Kind::Value},
-    {"model.mamba_num_groups", "--mamba-num-groups", Kind::Value},
-    {"model.mamba_num_heads", "--mamba-num-heads", Kind::Value},
-    {"model.tensor_model_parallel_size", "--tensor-model-parallel-size", Kind::Value},
-    {"model.pipeline_model_parallel_size", "--pipeline-model-parallel-size", Kind::Value},
-    {"model.virtual_pipeline_model_parallel_size", "--num-virtual-stages-per-pipeline-rank", Kind::Value},
-    {"model.context_parallel_size", "--context-parallel-size", Kind::Value},
-    {"model.cp_comm_type", "--cp-comm-type", Kind::Value},
-    {"model.expert_model_parallel_size", "--expert-model-parallel-size", Kind::Value},
-    {"model.expert_tensor_parallel_size", "--expert-tensor-parallel-size", Kind::Value},
-    {"model.sequence_parallel", "--sequence-parallel", Kind::Switch},
-    {"model.pipeline_model_parallel_layout", "--pipeline-model-parallel-layout", Kind::Layout},
-    {"model.num_layers_in_first_pipeline_stage", "--decoder-first-pipeline-num-layers", Kind::Value},
-    {"model.num_layers_in_last_pipeline_stage", "--decoder-last-pipeline-num-layers", Kind::Value},
-    {"model.account_for_embedding_in_pipeline_split", "--account-for-embedding-in-pipeline-split", Kind::Switch},
-    {"model.account_for_loss_in_pipeline_split", "--account-for-loss-in-pipeline-split", Kind::Switch},
-    {"model.recompute_granularity", "--recompute-granularity", Kind::Value},
-    {"model.recompute_method", "--recompute-method", Kind::Value},
-    {"model.recompute_num_layers", "--recompute-num-layers", Kind::Value},
-    {"model.recompute_modules", "--recompute-modules", Kind::Value},
-    {"model.tp_comm_overlap", "--tp-comm-overlap", Kind::Switch},
-    {"comm_overlap.tp_comm_overlap", "--tp-comm-overlap", Kind::Switch},
-    {"train.global_batch_size", "--global-batch-size", Kind::Value},
-    {"train.micro_batch_size", "--micro-batch-size", Kind::Value},
-    {"ddp.use_distributed_optimizer", "--use-distributed-optimizer", Kind::Switch},
-    {"optimizer.use_distributed_optimizer", "--use-distributed-optimizer", Kind::Switch},
-    {"ddp.overlap_grad_reduce", "--overlap-grad-reduce", Kind::Switch},
-    {"ddp.overlap_param_gather", "--overlap-param-gather", Kind::Switch},
-    {"ddp.grad_reduce_in_fp32", "--accumulate-allreduce-grads-in-fp32", Kind::Switch},
-    {"ddp.data_parallel_sharding_strategy", "--data-parallel-sharding-strategy", Kind::Value},
-    {"ddp.use_megatron_fsdp", "--use-megatron-fsdp", Kind::Switch},
-    {"dist.use_megatron_fsdp", "--use-megatron-fsdp", Kind::Switch},
-    {"dist.use_torch_fsdp2", "--use-torch-fsdp2", Kind::Switch},
+constexpr FlagField kFields[] = {
+    {"model.num_layers", "--num-layers", FlagKind::Value},
+    {"model.hidden_size", "--hidden-size", FlagKind::Value},
+    {"model.ffn_hidden_size", "--ffn-hidden-size", FlagKind::Value},
+    {"model.num_attention_heads", "--num-attention-heads", FlagKind::Value},
+    {"model.kv_channels", "--kv-channels", FlagKind::Value},
+    {"model.make_vocab_size_divisible_by", "--make-vocab-size-divisible-by", FlagKind::Value},
+    {"model.normalization", "--normalization", FlagKind::Value},
+    {"model.position_embedding_type", "--position-embedding-type", FlagKind::Value},
+    {"model.add_bias_linear", "--disable-bias-linear", FlagKind::Negated},
+    {"model.add_qkv_bias", "--add-qkv-bias", FlagKind::Switch},
+    {"model.qk_layernorm", "--qk-layernorm", FlagKind::Switch},
+    {"model.share_embeddings_and_output_weights", "--untie-embeddings-and-output-weights", FlagKind::Negated},
+    {"model.hidden_dropout", "--hidden-dropout", FlagKind::Value},
+    {"model.attention_dropout", "--attention-dropout", FlagKind::Value},
+    {"model.multi_latent_attention", "--multi-latent-attention", FlagKind::Switch},
+    {"model.q_lora_rank", "--q-lora-rank", FlagKind::Value},
+    {"model.kv_lora_rank", "--kv-lora-rank", FlagKind::Value},
+    {"model.qk_head_dim", "--qk-head-dim", FlagKind::Value},
+    {"model.qk_pos_emb_head_dim", "--qk-pos-emb-head-dim", FlagKind::Value},
+    {"model.v_head_dim", "--v-head-dim", FlagKind::Value},
+    {"model.num_moe_experts", "--num-experts", FlagKind::Value},
+    {"model.moe_router_topk", "--moe-router-topk", FlagKind::Value},
+    {"model.moe_ffn_hidden_size", "--moe-ffn-hidden-size", FlagKind::Value},
+    {"model.moe_shared_expert_intermediate_size", "--moe-shared-expert-intermediate-size", FlagKind::Value},
+    {"model.moe_layer_freq", "--moe-layer-freq", FlagKind::Pattern},
+    {"model.moe_grouped_gemm", "--moe-grouped-gemm", FlagKind::Switch},
+    {"model.moe_token_dispatcher_type", "--moe-token-dispatcher-type", FlagKind::Value},
+    {"model.moe_flex_dispatcher_backend", "--moe-flex-dispatcher-backend", FlagKind::Value},
+    {"model.moe_enable_deepep", "--moe-enable-deepep", FlagKind::Switch},
+    {"model.moe_shared_expert_overlap", "--moe-shared-expert-overlap", FlagKind::Switch},
+    {"model.moe_expert_capacity_factor", "--moe-expert-capacity-factor", FlagKind::Value},
+    {"model.moe_pad_expert_input_to_capacity", "--moe-pad-expert-input-to-capacity", FlagKind::Switch},
+    {"model.mtp_num_layers", "--mtp-num-layers", FlagKind::Value},
+    {"model.window_size", "--window-size", FlagKind::Joined},
+    {"model.window_attn_skip_freq", "--window-attn-skip-freq", FlagKind::Pattern},
+    {"model.softmax_type", "--softmax-type", FlagKind::Value},
+    {"model.hybrid_override_pattern", "--hybrid-override-pattern", FlagKind::Value},
+    {"model.hybrid_layer_pattern", "--hybrid-layer-pattern", FlagKind::Value},  // its newer name (core_v0.17)
+    {"model.mamba_state_dim", "--mamba-state-dim", FlagKind::Value},
+    {"model.mamba_head_dim", "--mamba-head-dim", FlagKind::Value},
+    {"model.mamba_num_groups", "--mamba-num-groups", FlagKind::Value},
+    {"model.mamba_num_heads", "--mamba-num-heads", FlagKind::Value},
+    {"model.tensor_model_parallel_size", "--tensor-model-parallel-size", FlagKind::Value},
+    {"model.pipeline_model_parallel_size", "--pipeline-model-parallel-size", FlagKind::Value},
+    {"model.virtual_pipeline_model_parallel_size", "--num-virtual-stages-per-pipeline-rank", FlagKind::Value},
+    {"model.context_parallel_size", "--context-parallel-size", FlagKind::Value},
+    {"model.cp_comm_type", "--cp-comm-type", FlagKind::Value},
+    {"model.expert_model_parallel_size", "--expert-model-parallel-size", FlagKind::Value},
+    {"model.expert_tensor_parallel_size", "--expert-tensor-parallel-size", FlagKind::Value},
+    {"model.sequence_parallel", "--sequence-parallel", FlagKind::Switch},
+    {"model.pipeline_model_parallel_layout", "--pipeline-model-parallel-layout", FlagKind::Layout},
+    {"model.num_layers_in_first_pipeline_stage", "--decoder-first-pipeline-num-layers", FlagKind::Value},
+    {"model.num_layers_in_last_pipeline_stage", "--decoder-last-pipeline-num-layers", FlagKind::Value},
+    {"model.account_for_embedding_in_pipeline_split", "--account-for-embedding-in-pipeline-split", FlagKind::Switch},
+    {"model.account_for_loss_in_pipeline_split", "--account-for-loss-in-pipeline-split", FlagKind::Switch},
+    {"model.recompute_granularity", "--recompute-granularity", FlagKind::Value},
+    {"model.recompute_method", "--recompute-method", FlagKind::Value},
+    {"model.recompute_num_layers", "--recompute-num-layers", FlagKind::Value},
+    {"model.recompute_modules", "--recompute-modules", FlagKind::Value},
+    {"model.tp_comm_overlap", "--tp-comm-overlap", FlagKind::Switch},
+    {"comm_overlap.tp_comm_overlap", "--tp-comm-overlap", FlagKind::Switch},
+    {"train.global_batch_size", "--global-batch-size", FlagKind::Value},
+    {"train.micro_batch_size", "--micro-batch-size", FlagKind::Value},
+    {"ddp.use_distributed_optimizer", "--use-distributed-optimizer", FlagKind::Switch},
+    {"optimizer.use_distributed_optimizer", "--use-distributed-optimizer", FlagKind::Switch},
+    {"ddp.overlap_grad_reduce", "--overlap-grad-reduce", FlagKind::Switch},
+    {"ddp.overlap_param_gather", "--overlap-param-gather", FlagKind::Switch},
+    {"ddp.grad_reduce_in_fp32", "--accumulate-allreduce-grads-in-fp32", FlagKind::Switch},
+    {"ddp.data_parallel_sharding_strategy", "--data-parallel-sharding-strategy", FlagKind::Value},
+    {"ddp.use_megatron_fsdp", "--use-megatron-fsdp", FlagKind::Switch},
+    {"dist.use_megatron_fsdp", "--use-megatron-fsdp", FlagKind::Switch},
+    {"dist.use_torch_fsdp2", "--use-torch-fsdp2", FlagKind::Switch},
     // megatron/bridge/peft/lora.py: LoRA (and DoRA) of rank `dim` on every linear layer by default.
-    {"peft.dim", "--lora-r", Kind::Value},
+    {"peft.dim", "--lora-r", FlagKind::Value},
 };
 
 // Megatron-Core's pipeline layout as a list of stages of layer names (PipelineParallelLayerLayout: embedding,
@@ -131,39 +116,6 @@ std::string layout_text(const json& stages, const std::string& where) {
     out.push_back(fmt::format("{}", fmt::join(layers, ",")));
   }
   return fmt::format("{}", fmt::join(out, "|"));
-}
-
-// One word of the script the reader reads: quoted for its shell unless it is plain.
-std::string word(const std::string& text, const std::string& where) {
-  if (text.find('\'') != std::string::npos || text.find('\n') != std::string::npos) fail(where, "'{}' is not a value a Megatron argument takes", text);
-  const bool plain = !text.empty() && std::ranges::all_of(text, [](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '_' || c == ',';
-  });
-  return plain ? text : "'" + text + "'";
-}
-
-std::string scalar_text(const json& v, const std::string& where) {
-  if (v.is_string()) return v.get<std::string>();
-  if (v.is_number_integer()) return std::to_string(v.get<long long>());
-  if (v.is_number()) return fmt::format("{}", v.get<double>());
-  if (v.is_boolean()) return v.get<bool>() ? "true" : "false";
-  fail(where, "is {} where a number or a name was expected", v.type_name());
-}
-
-// Every flag in `text` turned back into the key path it was translated from (the longest flags first, so that
-// --recompute-num-layers is not read as --recompute-num... of another).
-std::string to_paths(std::string text, const std::vector<std::pair<std::string, std::string>>& flag_paths) {
-  for (const auto& [flag, path] : flag_paths) {
-    for (std::size_t at = text.find(flag); at != std::string::npos; at = text.find(flag, at + path.size())) {
-      const std::size_t end = at + flag.size();
-      if (end < text.size() && (std::isalnum(static_cast<unsigned char>(text[end])) || text[end] == '-')) {
-        at += 1;
-        continue;
-      }
-      text.replace(at, flag.size(), path);
-    }
-  }
-  return text;
 }
 
 }  // namespace
@@ -194,15 +146,9 @@ Loaded read_megatron_bridge(const json& tree, const std::string& file) {
            "knowledge distillation runs a teacher model beside the student, which sapp does not price (it would price the student alone: too fast "
            "and too small); price the student with the file without it");
   }
-  std::vector<std::string> words = {"torchrun", "pretrain_gpt.py"};
-  std::vector<std::pair<std::string, std::string>> flag_paths;  // flag -> the path it was read from
-  std::string layout_object;                                    // a layout stated as an object, not read
-  auto add = [&](const std::string& flag, const std::string& path, const std::vector<std::string>& values) {
-    if (std::ranges::any_of(flag_paths, [&flag](const auto& fp) { return fp.first == flag; })) return;  // the first source wins
-    words.push_back(flag);
-    for (const std::string& v : values) words.push_back(word(v, at(file, path)));
-    flag_paths.emplace_back(flag, path);
-  };
+  FlagLaunch launch(tree, file, {"torchrun", "pretrain_gpt.py"});
+  auto add = [&launch](const std::string& flag, const std::string& path, const std::vector<std::string>& values) { launch.add(flag, path, values); };
+  std::string layout_object;  // a layout stated as an object, not read
   // Precision first (Megatron-Bridge lays mixed_precision over the model's and ddp's fields): a preset's name
   // (mixed_precision.py: bf16_mixed, bf16_with_fp8_current_scaling_mixed, bf16_with_mxfp8_mixed,
   // bf16_with_nvfp4_mixed, ...; '-' for '_' as well) or the dump's mapping, else the model's own fields.
@@ -241,53 +187,22 @@ Loaded read_megatron_bridge(const json& tree, const std::string& file) {
     if (v->get<bool>())
       add("--accumulate-allreduce-grads-in-fp32", "mixed_precision.grad_reduce_in_fp32", {});
     else  // false: it wins over ddp's (the flag is then taken, unstated)
-      flag_paths.emplace_back("--accumulate-allreduce-grads-in-fp32", "mixed_precision.grad_reduce_in_fp32");
+      launch.taken("--accumulate-allreduce-grads-in-fp32", "mixed_precision.grad_reduce_in_fp32");
   }
-  for (const Field& f : kFields) {
-    const json* v = stated_at(tree, f.path);
-    if (!v || v->is_null()) continue;
-    if (*v == "vanilla" && std::string(f.flag) == "--softmax-type") continue;  // the default, in every dump (core_v0.14.0 has no such flag)
-    const std::string where = at(file, f.path);
-    switch (f.kind) {
-      case Kind::Switch:
-      case Kind::Negated:
-        if (!v->is_boolean()) fail(where, "is {} where true or false was expected", v->type_name());
-        if (v->get<bool>() == (f.kind == Kind::Switch)) add(f.flag, f.path, {});
-        break;
-      case Kind::Value: {
-        std::vector<std::string> values;
-        if (v->is_array()) {
-          for (const json& item : *v) values.push_back(scalar_text(item, where));
-          if (values.empty()) break;
-        } else {
-          values.push_back(scalar_text(*v, where));
-        }
-        add(f.flag, f.path, values);
-        break;
-      }
-      case Kind::Layout:
-        if (v->is_string()) {
-          add(f.flag, f.path, {v->get<std::string>()});
-        } else if (v->is_array()) {
-          add(f.flag, f.path, {layout_text(*v, where)});
-        } else {
-          // A PipelineParallelLayerLayout object as a dump writes it: Megatron-Bridge's own loader drops it too
-          // (training/model_load_save.py).
-          layout_object = f.path;
-        }
-        break;
-      case Kind::Joined:
-      case Kind::Pattern: {
-        std::vector<std::string> items;
-        if (v->is_array()) {
-          for (const json& item : *v) items.push_back(item.is_null() ? "-1" : scalar_text(item, where));
-        } else {
-          items.push_back(scalar_text(*v, where));
-        }
-        const std::string joined = fmt::format("{}", fmt::join(items, ","));
-        add(f.flag, f.path, {f.kind == Kind::Pattern && v->is_array() ? "[" + joined + "]" : joined});
-        break;
-      }
+  // The softmax field's default is in every dump (core_v0.14.0 has no such flag): taken, not added.
+  if (const json* v = stated_at(tree, "model.softmax_type"); v && *v == "vanilla") launch.taken("--softmax-type", "model.softmax_type");
+  launch.add_fields(kFields);
+  // Megatron-Core's layout: its string, or its list of stages of layer names.
+  if (const json* v = stated_at(tree, "model.pipeline_model_parallel_layout"); v && !v->is_null()) {
+    const std::string path = "model.pipeline_model_parallel_layout";
+    if (v->is_string()) {
+      add("--pipeline-model-parallel-layout", path, {v->get<std::string>()});
+    } else if (v->is_array()) {
+      add("--pipeline-model-parallel-layout", path, {layout_text(*v, at(file, path))});
+    } else {
+      // A PipelineParallelLayerLayout object as a dump writes it: Megatron-Bridge's own loader drops it too
+      // (training/model_load_save.py).
+      layout_object = path;
     }
   }
   // Grouped-query attention: Megatron-LM's --group-query-attention with --num-query-groups.
@@ -331,18 +246,7 @@ Loaded read_megatron_bridge(const json& tree, const std::string& file) {
       break;
     }
   }
-  std::string script;
-  for (const std::string& w : words) script += (script.empty() ? "" : " ") + w;
-  for (const Field& f : kFields) {  // messages about a flag the file does not state name its field too
-    if (std::ranges::none_of(flag_paths, [&f](const auto& fp) { return fp.first == f.flag; })) flag_paths.emplace_back(f.flag, f.path);
-  }
-  std::ranges::sort(flag_paths, [](const auto& a, const auto& b) { return a.first.size() > b.first.size(); });
-  Loaded out;
-  try {
-    out = read_megatron(script, file);
-  } catch (const Error& e) {
-    throw Error(to_paths(e.what(), flag_paths));
-  }
+  Loaded out = launch.read(kFields);
   out.dialect = kMegatronBridgeDialect;
   out.warnings.insert(out.warnings.end(), seq_notes.begin(), seq_notes.end());
   if (!layout_object.empty())
@@ -350,10 +254,6 @@ Loaded read_megatron_bridge(const json& tree, const std::string& file) {
         fmt::format("{}: a layout object (as a dump writes Megatron-Core's PipelineParallelLayerLayout) is not read, as "
                     "Megatron-Bridge's own loader drops it: the even split is priced",
                     layout_object));
-  for (auto& [key, from] : out.origin) from = to_paths(from, flag_paths);
-  for (std::string& w : out.warnings) w = to_paths(w, flag_paths);
-  for (std::string& u : out.unused) u = to_paths(u, flag_paths);
-  out.model_error = to_paths(out.model_error, flag_paths);
   // The run's runtime: Megatron-Bridge's profile (its recipes' defaults), not Megatron-LM's.
   put(out, "framework", "megatron_bridge", "Megatron-Bridge ConfigContainer");
   // A recipe's override YAML (no ConfigContainer target): what it leaves unsaid is its recipe's, a Python function
@@ -411,63 +311,15 @@ Loaded read_megatron_bridge(const json& tree, const std::string& file) {
   return out;
 }
 
-}  // namespace sapp::config::detail
-
-namespace sapp::config::detail {
-
-namespace {
-
-// The flags of a script emit_megatron wrote (each "--flag" followed by its values, several to a line; quoted values
-// unquoted; comment lines skipped).
-std::map<std::string, std::vector<std::string>> flags_of(const std::string& script) {
-  std::map<std::string, std::vector<std::string>> out;
-  std::stringstream lines(script);
-  for (std::string line; std::getline(lines, line);) {
-    if (line.rfind('#', 0) == 0) continue;
-    std::stringstream words(line);
-    std::vector<std::string>* values = nullptr;
-    for (std::string w; words >> w;) {
-      if (w.rfind("--", 0) == 0) {
-        values = &out[w];
-      } else if (values != nullptr) {
-        if (w.size() >= 2 && (w.front() == '"' || w.front() == '\'') && w.back() == w.front()) w = w.substr(1, w.size() - 2);
-        values->push_back(w);
-      }
-    }
-  }
-  return out;
-}
-
-// A flag's value as YAML states it: a whole number as one, else the text.
-json typed(const std::string& text) {
-  const bool whole = !text.empty() && std::ranges::all_of(text, [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
-  return whole ? json(std::stoll(text)) : json(text);
-}
-
-}  // namespace
-
 std::string emit_megatron_bridge(const Plan& plan, const Loaded* original, std::vector<std::string>* notes) {
   if (original == nullptr)
     fail("--emit megatron-bridge",
          "edits the Megatron-Bridge YAML given with --from (its model and recipe are its own): give --from that file, or write megatron");
   // The layout as the Megatron writer states it (the same flags a script of this plan would carry), each flag then
   // set on the field it is; the file's model, precision and dispatcher are its own and stay.
-  // The writer gets a model of only the plan's MTP depth (the layout string's 'm'): a new script's model flags are
-  // not read here, and its checks of what a script can state of a model are not this file's (the model is kept).
-  Plan layout = plan;
-  layout.model.reset();
-  if (plan.model && plan.model->mtp_depth.value_or(0) > 0) {
-    layout.model.emplace();
-    layout.model->mtp_depth = plan.model->mtp_depth;
-    layout.model->num_layers = plan.model->num_layers;
-  }
-  const auto flags = flags_of(emit_megatron(layout, nullptr, "the plan", notes));
-  auto on = [&flags](const char* flag) { return flags.count(flag) > 0; };
-  auto value = [&flags](const char* flag, const json& absent) -> json {
-    auto it = flags.find(flag);
-    if (it == flags.end() || it->second.empty()) return absent;
-    return it->second.size() == 1 ? typed(it->second.front()) : json(it->second);
-  };
+  const WrittenFlags flags = megatron_layout_flags(plan, notes);
+  auto on = [&flags](const char* flag) { return flags.on(flag); };
+  auto value = [&flags](const char* flag, const json& absent) { return flags.value(flag, absent); };
   const json tree = io::parse_yaml(original->text, original->file);
   const plan::Layout& l = plan.layout;
   YamlEdits edits = {

@@ -43,6 +43,9 @@ struct Space {
   // (plan::hybrid_stack_runs_pipeline: an even split, no virtual pipeline); others are rejected as "hybrid stack split
   // unevenly or interleaved".
   bool hybrid_even_pipeline = false;
+  // The target format states no per-stage split (NeMo 1.x beyond its first and last stage's counts): `plan` keeps
+  // each layout's even split instead of balancing it.
+  bool even_pipeline = false;
 };
 
 // Reads "auto", "4" or "1,2,4" for a degree; `where` names the option or key in errors. Values outside
