@@ -121,8 +121,12 @@ class Interpolations {
       while (true) {
         std::optional<json> factor = expression(t, at, here, depth + 1);
         if (!factor || !factor->is_number() || !product.is_number()) return std::nullopt;
-        product = factor->is_number_integer() && product.is_number_integer() ? json(product.get<long long>() * factor->get<long long>())
-                                                                             : json(product.get<double>() * factor->get<double>());
+        long long whole = 0;
+        if (factor->is_number_integer() && product.is_number_integer() &&
+            !__builtin_mul_overflow(product.get<long long>(), factor->get<long long>(), &whole))
+          product = whole;
+        else
+          product = product.get<double>() * factor->get<double>();
         spaces(t, at);
         if (at < t.size() && t[at] == ',') {
           ++at;

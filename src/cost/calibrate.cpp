@@ -209,18 +209,20 @@ std::vector<PublishedRun> published_runs_from_json(const nlohmann::json& tree, c
     if (rd.has("model")) {
       run.model = model::resolve(model::load_model(rd.string("model"), catalog.dir), catalog.records, catalog.profiles);
     } else {
-      // A GPT shape given by the table itself: 4h FFN, learned positions, tied embeddings, dropout 0.1.
+      // A GPT shape given by the table itself: 4h FFN, learned positions, dropout 0.1 (Megatron-LM's defaults), the
+      // vocabulary (Narayanan et al.'s 51200 unless stated) and embeddings tied unless `tied: false`.
       io::Reader shape = rd.child("shape");
+      shape.only({"hidden", "heads", "layers", "vocab", "tied"});
       const long long h = shape.count("hidden", units::kHiddenSize);
       const long long layers = shape.count("layers", units::kLayers);
       const nlohmann::json cfg = {{"model_type", "gpt3"},
                                   {"hidden_size", h},
                                   {"num_attention_heads", shape.count("heads", units::kHeads)},
                                   {"num_hidden_layers", layers},
-                                  {"vocab_size", 51200},
+                                  {"vocab_size", shape.has("vocab") ? shape.count("vocab", units::kVocab) : 51200},
                                   {"intermediate_size", 4 * h},
                                   {"learned_position_embeddings", run.training.seq},
-                                  {"tie_word_embeddings", true},
+                                  {"tie_word_embeddings", shape.boolean_or("tied", true)},
                                   {"hidden_dropout", 0.1}};
       run.model = model::resolve(model::model_from_json(cfg, at(file, where)), catalog.records, catalog.profiles);
       v.gpt_hidden = static_cast<double>(h);
