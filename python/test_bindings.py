@@ -64,6 +64,14 @@ with warnings.catch_warnings(record=True) as said:
     from_bridge = sapp.estimate(from_config=BRIDGE, devices=8)
 assert from_bridge == cli_json("estimate", "--from", BRIDGE, "--devices", "8"), from_bridge
 assert any("Megatron-Bridge ConfigContainer YAML" in str(w.message) for w in said), [str(w.message) for w in said]
+# NeMo 1.x's GPT YAML states its world (trainer.devices x num_nodes): the same report as the CLI's.
+NEMO = os.path.join(os.path.dirname(SCRIPT), "..", "nemo", "llama3-70b-h100x128.yaml")
+with warnings.catch_warnings(record=True) as said:
+    warnings.simplefilter("always")
+    from_nemo = sapp.estimate(from_config=NEMO)
+assert from_nemo == cli_json("estimate", "--from", NEMO), from_nemo
+assert from_nemo["layout"]["vpp"] == 10, from_nemo["layout"]
+assert any("NeMo 1.x GPT YAML" in str(w.message) for w in said), [str(w.message) for w in said]
 
 
 def refused(call, *words):
