@@ -139,6 +139,33 @@ TEST(Nemo, BadFieldsAreNamed) {
       "give --devices");
 }
 
+// NeMo's other model classes and tools share its trainer / model shape: each is refused by what it is, never priced as
+// a GPT; NeMo's Mamba configs are Megatron-Core's hybrid stacks when they state the pattern.
+TEST(Nemo, OtherModelClassesAreRefusedByWhatTheyAre) {
+  test::expect_error(
+      [&] { (void)config::read_text(nemo_edited("  mcore_gpt: true\n", "  mcore_gpt: true\n  pipeline_model_parallel_split_rank: 0\n"), "t5.yaml"); },
+      "t5.yaml: model.pipeline_model_parallel_split_rank: an encoder-decoder model");
+  test::expect_error([&] { (void)config::read_text(nemo_edited("  mcore_gpt: true\n", "  mcore_gpt: true\n  hyena:\n    order: 2\n"), "hyena.yaml"); },
+                     "hyena.yaml: model.hyena: Hyena operators");
+  test::expect_error([&] { (void)config::read_text("name: megatron_bert\n" + io::read_text(nemo_example()), "bert.yaml"); },
+                     "bert.yaml: name: 'megatron_bert' is BERT");
+  test::expect_error([&] { (void)config::read_text("prune:\n  ffn_hidden_size: 512\n" + io::read_text(nemo_example()), "prune.yaml"); },
+                     "prune.yaml: prune: a NeMo model pruning config, not a training one");
+  test::expect_error(
+      [&] {
+        (void)config::read_text(nemo_edited("  mcore_gpt: true\n", "  mcore_gpt: true\n  kd_teacher_restore_from_path: /ckpt/teacher.nemo\n"), "kd.yaml");
+      },
+      "kd.yaml: model.kd_teacher_restore_from_path: knowledge distillation");
+  test::expect_error([&] { (void)config::read_text("name: megatron_mamba\n" + io::read_text(nemo_example()), "mamba.yaml"); },
+                     "mamba.yaml: model.hybrid_override_pattern: is not stated");
+  const std::string pattern = std::string(40, 'M') + std::string(40, '*');
+  const config::Loaded hybrid =
+      config::read_text("name: megatron_mamba\n" + nemo_edited({{"  mcore_gpt: true\n", "  mcore_gpt: true\n  hybrid_override_pattern: " + pattern + "\n"},
+                                                                {"virtual_pipeline_model_parallel_size: 10", "virtual_pipeline_model_parallel_size: null"}}),
+                        "hybrid.yaml");
+  EXPECT_EQ(hybrid.model_config.at("model_type"), "nemotron_h");
+}
+
 // --emit nemo edits the layout fields of the file given with --from (its model, tokenizer and data kept), and the
 // edited file reads back as the plan; a split NeMo cannot state is refused by name, as is a plan without a file.
 TEST(Nemo, EmitEditsTheLayoutFieldsAndReadsBack) {

@@ -562,6 +562,11 @@ Format detect_tree(const json& tree, const std::string& file) {
   if (has(tree, "accelerator") || has(tree, "fsdp_config") || has(tree, "training") || (has(tree, "train") && has(tree.at("train"), "accelerator")) ||
       (has(tree, "model") && has(tree.at("model"), "pretrained_model_name_or_path")) || (has(tree, "model") && has(tree.at("model"), "config_overrides")))
     return Format::HyperParallel;
+  // NeMo's export and inference configs name a .nemo checkpoint beside a trainer section (and a model_type that is
+  // not a HuggingFace one): not a training config.
+  if (has(tree, "trainer") && (has(tree, "gpt_model_file") || has(tree, "export_options")))
+    fail(file, "is a NeMo export or inference config ({}): not a training one; give sapp the config the model was trained with",
+         has(tree, "gpt_model_file") ? "gpt_model_file" : "export_options");
   if (has(tree, "model_type") || has(tree, "architectures") || has(tree, "num_hidden_layers") || has(tree, "text_config") || has(tree, "n_layer"))
     return Format::HuggingFace;
   std::vector<std::string> known;

@@ -30,10 +30,15 @@ constexpr FlagField kFields[] = {
     {"model.kv_channels", "--kv-channels", FlagKind::Value},
     {"model.make_vocab_size_divisible_by", "--make-vocab-size-divisible-by", FlagKind::Value},
     {"model.override_vocab_size", "--vocab-size", FlagKind::Value},
+    {"model.vocab_size", "--vocab-size", FlagKind::Value},  // NeMo's Mamba configs state it so
     {"model.hidden_dropout", "--hidden-dropout", FlagKind::Value},
     {"model.attention_dropout", "--attention-dropout", FlagKind::Value},
     {"model.window_size", "--window-size", FlagKind::Joined},
     {"model.bias", "--disable-bias-linear", FlagKind::Negated},
+    {"model.add_bias_linear", "--disable-bias-linear", FlagKind::Negated},  // Megatron-Core's names, as NeMo's Mamba configs state them
+    {"model.gated_linear_unit", "--swiglu", FlagKind::Switch},
+    {"model.hybrid_override_pattern", "--hybrid-override-pattern", FlagKind::Value},
+    {"model.mamba_ssm_ngroups", "--mamba-num-groups", FlagKind::Value},
     {"model.qkv_bias", "--add-qkv-bias", FlagKind::Switch},
     {"model.qk_layernorm", "--qk-layernorm", FlagKind::Switch},
     {"model.share_embeddings_and_output_weights", "--untie-embeddings-and-output-weights", FlagKind::Negated},
@@ -122,8 +127,7 @@ class Interpolations {
         std::optional<json> factor = expression(t, at, here, depth + 1);
         if (!factor || !factor->is_number() || !product.is_number()) return std::nullopt;
         long long whole = 0;
-        if (factor->is_number_integer() && product.is_number_integer() &&
-            !__builtin_mul_overflow(product.get<long long>(), factor->get<long long>(), &whole))
+        if (factor->is_number_integer() && product.is_number_integer() && !__builtin_mul_overflow(product.get<long long>(), factor->get<long long>(), &whole))
           product = whole;
         else
           product = product.get<double>() * factor->get<double>();
@@ -178,6 +182,39 @@ bool is_nemo(const json& tree) {
 }
 
 Loaded read_nemo(const json& stated, const std::string& file) {
+  // NeMo's other model classes and tools share the trainer / model shape: refused by name, never priced as a GPT.
+  for (const auto& [key, what] :
+       {std::pair{"prune", "a NeMo model pruning config, not a training one"}, std::pair{"export", "a NeMo model export config, not a training one"},
+        std::pair{"quantization", "a NeMo model quantization config (post-training, or quantization-aware training), which sapp does not price"}}) {
+    if (stated.contains(key)) fail(at(file, key), "{}: give sapp the config the model was trained with", what);
+  }
+  const std::string name = stated.contains("name") && stated.at("name").is_string() ? io::lower(stated.at("name").get<std::string>()) : "";
+  struct Other {
+    const char* path;
+    const char* what;
+  };
+  for (const Other& o :
+       {Other{"model.encoder", "an encoder-decoder model (T5, BART, UL2, T0)"}, Other{"model.decoder", "an encoder-decoder model (T5, BART, UL2, T0)"},
+        Other{"model.pipeline_model_parallel_split_rank", "an encoder-decoder model (T5, BART, UL2, T0)"},
+        Other{"model.mcore_t5", "an encoder-decoder model (T5)"}, Other{"model.mcore_bert", "BERT, a bidirectional encoder"},
+        Other{"model.bert_binary_head", "BERT, a bidirectional encoder"}, Other{"model.hyena", "Hyena operators in place of attention"},
+        Other{"model.dec_cross_attention", "RETRO's chunked cross-attention"}}) {
+    if (stated_at(stated, o.path)) fail(at(file, o.path), "{}: sapp prices decoder-only language models", o.what);
+  }
+  for (const auto& [word, what] : {std::pair{"retro", "RETRO's chunked cross-attention"}, std::pair{"griffin", "Griffin's recurrent (RG-LRU) blocks"},
+                                   std::pair{"bert", "BERT, a bidirectional encoder"}}) {
+    if (name.find(word) != std::string::npos) fail(at(file, "name"), "'{}' is {}: sapp prices decoder-only language models", name, what);
+  }
+  if (const json* teacher = stated_at(stated, "model.kd_teacher_restore_from_path"); teacher && !teacher->is_null())
+    fail(at(file, "model.kd_teacher_restore_from_path"),
+         "knowledge distillation runs a teacher model beside the student, which sapp does not price; price the student with the file without it");
+  if (name.find("mamba") != std::string::npos || stated_at(stated, "model.mamba_ssm_ngroups")) {
+    const json* pattern = stated_at(stated, "model.hybrid_override_pattern");
+    if (!pattern || !pattern->is_string())
+      fail(at(file, "model.hybrid_override_pattern"),
+           "is not stated: NeMo's Mamba stack is then Megatron-Core's MambaStack of its own ratios, which sapp does not price; state the pattern "
+           "(M Mamba-2, * attention, - MLP, one symbol per layer)");
+  }
   Interpolations interpolations(stated);
   const json tree = interpolations.resolved(stated, "");
   // A field sapp reads that is still an interpolation: named, with what sapp resolves.
