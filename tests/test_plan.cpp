@@ -254,6 +254,24 @@ TEST(PlanCommand, MegatronBridgeYamlWrittenPlanReadsBackAtItsStepAndPeak) {
   expect_planned_peak(est["peak_memory_bytes"].get<double>(), plan["peak_memory_bytes"].get<double>());
 }
 
+// A NeMo 1.x GPT YAML: it states no per-stage split, so the plan keeps the even split, says so, and the plan written
+// into the file (its layout fields and world) reads back at the plan's step and peak. (At the file's TP: Megatron pads
+// a tokenizer's vocabulary to a multiple of 128 x TP, which the file's model was read at.)
+TEST(PlanCommand, NemoYamlWrittenPlanReadsBackAtItsStepAndPeak) {
+  const std::string file = test::temp_dir() + "/nemo-plan.yaml";
+  auto r = test::run_sapp("plan --from " + std::string(SAPP_SOURCE_DIR) +
+                          "/examples/nemo/llama3-70b-h100x128.yaml --tp 4 --pp 2,4 --vpp 1,2 --cp 1,2 --candidates 1 -q -f json --emit nemo -o " + file);
+  ASSERT_EQ(r.status, 0) << r.err;
+  const nlohmann::json plan = nlohmann::json::parse(r.out)["plans"].at(0);
+  EXPECT_FALSE(plan["balanced"].get<bool>());
+  EXPECT_NE(plan.dump().find("the target config states no per-stage split"), std::string::npos) << plan.dump();
+  auto back = test::run_sapp("estimate --from " + file + " -f json");
+  ASSERT_EQ(back.status, 0) << back.err;
+  const nlohmann::json est = nlohmann::json::parse(back.out);
+  EXPECT_NEAR(est["step_time_s"].get<double>(), plan["step_time_s"].get<double>(), 1e-9 * plan["step_time_s"].get<double>());
+  EXPECT_DOUBLE_EQ(est["peak_memory_bytes"].get<double>(), plan["peak_memory_bytes"].get<double>());
+}
+
 // DeepSeek-V3's multi-token-prediction layer stays in the written layout ('m': Megatron-Core places it by the layout).
 TEST(PlanCommand, MegatronBridgeYamlKeepsTheMtpLayerInTheWrittenLayout) {
   const std::string file = test::temp_dir() + "/dsv3.yaml";
