@@ -1,7 +1,8 @@
 // config: the training configs teams already have, read into sapp's typed requests and written back.
 //
 // Formats: a HuggingFace config.json (model only), a HyperParallel train YAML (current and legacy layouts),
-// a MindFormers YAML, Megatron-LM / MindSpeed arguments (a launch script or an arguments file), a torchtitan
+// a MindFormers YAML, Megatron-LM / MindSpeed arguments (a launch script or an arguments file; Megatron-Bridge's and NeMo
+// 1.x's YAMLs read as the arguments their fields are), a torchtitan
 // TOML, a NeMo AutoModel recipe YAML, the reference planner's search-config YAML, and sapp's own request YAML/JSON. The format is detected
 // from the content (never the file name); each reader fills the same JSON values app::apply takes (the option
 // table's keys), an inline model definition (HuggingFace keys) when the file defines the model, and the

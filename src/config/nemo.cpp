@@ -225,10 +225,8 @@ Loaded read_nemo(const json& stated, const std::string& file) {
            "${{multiply:A, B}}); state the value",
            v->get<std::string>());
   }
-  for (const char* path : {"model.restore_from_path", "model.peft"}) {
-    if (const json* v = stated_at(tree, path); v && v->is_object())
-      fail(at(file, path), "fine-tuning configs (megatron_gpt_finetuning_config.yaml) are not read: give sapp the pre-training config, or the options");
-  }
+  if (const json* peft = stated_at(tree, "model.peft"); peft && peft->is_object())
+    fail(at(file, "model.peft"), "fine-tuning configs (megatron_gpt_finetuning_config.yaml) are not read: give sapp the pre-training config, or the options");
   std::vector<std::string> launch_words = {"torchrun"};
   // The world: trainer.devices per node x trainer.num_nodes, as torchrun launches it (devices -1 or a list of ids:
   // the launch's, not stated).
@@ -359,7 +357,7 @@ Loaded read_nemo(const json& stated, const std::string& file) {
     put(out, "grad_bytes", 4, "model.optim.grad_sync_dtype (unset: fp32, NeMo's grad_reduce_in_fp32)");
   }
   // Without megatron_amp_O2 PyTorch Lightning's AMP keeps fp32 weights, which are then the Adam master themselves.
-  if (const json* o2 = stated_at(tree, "model.megatron_amp_O2"); o2 && o2->is_boolean() && !o2->get<bool>() && out.values.contains("compute_bytes") == false) {
+  if (const json* o2 = stated_at(tree, "model.megatron_amp_O2"); o2 && o2->is_boolean() && !o2->get<bool>()) {
     put(out, "param_bytes", 4, "model.megatron_amp_O2");
     put(out, "optimizer_bytes", 8, "model.megatron_amp_O2");
   }
