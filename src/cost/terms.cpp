@@ -129,14 +129,16 @@ constexpr std::array<ValidatedPair, 17> kValidated = {{
      "two B200 BF16 runs (Megatron-Bridge GPT-OSS-120B: 26.04 EP8 -31 %, 26.02 EP64 over 8 nodes -3.7 %); the BF16 GEMM efficiency is the prior 0.75 "
      "times the FP8 fit's 0.801"},
     {"gb200", "FP8", true,
-     "7 held-out GB200 MXFP8 runs in validation/runs.yaml, median 2.4 %, priced with B200's efficiencies: Megatron-Bridge dense Llama 3 "
-     "8B (25.11) +0.7 %, Llama 3 70B and 3.1 405B (26.04) +1.8 % and +0.2 %; 26.04 MoE Qwen3-30B-A3B -8.9 %, Qwen3-235B-A22B +2.4 %, "
+     "8 held-out GB200 FP8 runs in validation/runs.yaml, median 3.6 %, priced with B200's efficiencies: Megatron-Bridge dense Llama 3 "
+     "8B (25.11) +0.7 %, Llama 3 70B and 3.1 405B (26.04) +1.8 % and +0.2 % (MXFP8), 3.1 405B +6.9 % (per-tensor FP8); 26.04 MoE Qwen3-30B-A3B -8.9 %, "
+     "Qwen3-235B-A22B +2.4 %, "
      "DeepSeek-V3 +4.7 %, Nemotron 3 Nano -24.8 %"},
     {"gb200", "BF16", false,
      "one GB200 BF16 run (Megatron-Bridge 26.04 GPT-OSS-120B, -36 %); the BF16 GEMM efficiency is B200's prior, 0.75 times its FP8 "
      "fit's 0.801"},
     {"gb300", "FP8", true,
-     "6 held-out GB300 MXFP8 runs in validation/runs.yaml, median 2.4 %: Megatron-Bridge 26.04 Llama 3.1 405B +0.4 %, MoE Qwen3-30B-A3B "
+     "7 held-out GB300 FP8 runs in validation/runs.yaml, median 2.7 %: Megatron-Bridge 26.04 Llama 3.1 405B +0.4 % (MXFP8) and +6.9 % "
+     "(per-tensor FP8), MoE Qwen3-30B-A3B "
      "-8.7 %, Qwen3-235B-A22B +2.7 %, DeepSeek-V3 +2.2 %, Kimi K2 -1.9 %, Nemotron 3 Nano -27.2 %; the FP8 efficiencies were fitted on two dense "
      "Megatron-Bridge "
      "GB300 MXFP8 runs (Llama 3 8B, 70B)"},
