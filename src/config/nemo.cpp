@@ -348,7 +348,7 @@ Loaded read_nemo(const json& stated, const std::string& file) {
   out.warnings.insert(out.warnings.end(), notes.begin(), notes.end());
   put(out, "framework", "nemo", "NeMo 1.x GPT YAML");
   if (!world_stated && !out.values.contains("devices"))
-    out.devices_hint = "its trainer.devices is not a count of devices per node (NeMo's launch decides; give --devices)";
+    out.devices_hint = "its trainer.devices is not a count of devices per node (-1 or a list of GPU ids: the launch decides)";
   // Gradients: Megatron-Core's DDP reduces in fp32 unless optim.grad_sync_dtype says bf16 (megatron_gpt_model.py
   // setup_mcore_distributed_parallel: grad_reduce_in_fp32 = grad_sync_dtype == fp32).
   if (const json* dtype = stated_at(tree, "model.optim.grad_sync_dtype"); dtype && dtype->is_string()) {
