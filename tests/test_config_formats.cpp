@@ -3484,6 +3484,11 @@ TEST(MegatronBridge, RunConfigIsReadAsTheMegatronArgumentsItsFieldsAre) {
   EXPECT_TRUE(preset.values.at("fp8").get<bool>());
   EXPECT_TRUE(preset.values.at("fp8_param_gather").get<bool>());
   EXPECT_EQ(preset.values.at("grad_bytes").get<int>(), 4);  // the preset's, laid over ddp.grad_reduce_in_fp32: false
+  // Current scaling gathers FP8 weights too (mixed_precision.py sets fp8_param_gather True); the sub-channel ones do not.
+  EXPECT_TRUE(
+      config::read_text(edited(mp_block, "mixed_precision: bf16_with_fp8_current_scaling_mixed\n"), "cs.yaml").values.at("fp8_param_gather").get<bool>());
+  EXPECT_FALSE(
+      config::read_text(edited(mp_block, "mixed_precision: bf16_with_fp8_subchannel_scaling_mixed\n"), "sub.yaml").values.at("fp8_param_gather").get<bool>());
   const config::Loaded bf16 = config::read_text(edited(mp_block, "mixed_precision: bf16_mixed\n"), "bf16.yaml");
   EXPECT_FALSE(bf16.values.value("fp8", false));
   EXPECT_EQ(bf16.values.at("grad_bytes").get<int>(), 4);

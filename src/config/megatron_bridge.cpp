@@ -271,8 +271,9 @@ Loaded read_megatron_bridge(const json& tree, const std::string& file) {
   // The world size is the launch's (torchrun / the Slurm job), not the config's.
   if (!out.values.contains("devices")) out.devices_hint = "a Megatron-Bridge config states no device count (its launch does)";
   // Gradients and FP8 weights as the file states them (mixed_precision laid over ddp and the model; a preset as
-  // mixed_precision.py builds it: every one reduces in fp32, the delayed-scaling and MXFP8 ones gather FP8
-  // weights), over the megatron_bridge profile's perf-recipe defaults.
+  // mixed_precision.py builds it: every one reduces in fp32, and every FP8 one gathers FP8 weights but the
+  // sub-channel (blockwise) ones, fp8_param_gather False; the current-scaling ones set it True since they were added,
+  // f7ddd7918), over the megatron_bridge profile's perf-recipe defaults.
   auto first_bool = [&tree](std::initializer_list<const char*> paths) -> std::optional<std::pair<bool, std::string>> {
     for (const char* path : paths) {
       if (const json* v = stated_at(tree, path); v && v->is_boolean()) return std::make_pair(v->get<bool>(), std::string(path));
@@ -282,9 +283,8 @@ Loaded read_megatron_bridge(const json& tree, const std::string& file) {
   auto fp32_reduce =
       !preset.empty() ? std::make_pair(true, std::string("mixed_precision")) : first_bool({"mixed_precision.grad_reduce_in_fp32", "ddp.grad_reduce_in_fp32"});
   if (fp32_reduce && !out.values.contains("param_bytes")) put(out, "grad_bytes", fp32_reduce->first ? 4 : 2, fp32_reduce->second);
-  auto fp8_gather =
-      !preset.empty() ? std::make_pair(preset.find("delayed") != std::string::npos || preset.find("mxfp8") != std::string::npos, std::string("mixed_precision"))
-                      : first_bool({"mixed_precision.fp8_param_gather", "ddp.fp8_param_gather", "mixed_precision.fp8_param", "model.fp8_param"});
+  auto fp8_gather = !preset.empty() ? std::make_pair(preset.find("subchannel") == std::string::npos, std::string("mixed_precision"))
+                                    : first_bool({"mixed_precision.fp8_param_gather", "ddp.fp8_param_gather", "mixed_precision.fp8_param", "model.fp8_param"});
   if (fp8_gather && out.values.value("fp8", false)) put(out, "fp8_param_gather", fp8_gather->first, fp8_gather->second);
   // Fields that change memory or time in ways sapp does not price.
   for (const char* path : {"model.cpu_offloading", "optimizer.optimizer_cpu_offload"}) {
