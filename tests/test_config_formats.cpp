@@ -643,6 +643,30 @@ TEST(Torchtitan, DisableLossParallelGathersTheLogitsWhole) {
   EXPECT_TRUE(whole(text));
 }
 
+// torchtitan compiles its loss with the model (components/loss.py since bbb1b616e, 2025-04; [compile] components):
+// priced as a fused loss, no fp32 logits or log-softmax kept; eager without compile or with "loss" left out.
+TEST(Torchtitan, ACompiledLossIsPricedFused) {
+  const std::string text = io::read_text(source("examples/torchtitan/llama3-8b.toml"));
+  ASSERT_NE(text.find("enable = false\ncomponents = [\"model\", \"loss\"]"), std::string::npos);
+  auto fused = [](const std::string& t) {
+    const config::Loaded l = config::read_text(t, "t.toml", config::Format::Torchtitan);
+    app::EstimateRequest r;
+    config::fill(r, l, nlohmann::json::object());
+    return std::pair{r.job.training.loss_fused, app::run_estimate(r).memory.peak_bytes};
+  };
+  std::string compiled = text;
+  compiled.replace(compiled.find("enable = false\ncomponents"), 14, "enable = true\n");
+  std::string model_only = compiled;
+  model_only.replace(model_only.find("[\"model\", \"loss\"]"), 17, "[\"model\"]");
+  const auto [eager_fused, eager_peak] = fused(text);
+  const auto [compiled_fused, compiled_peak] = fused(compiled);
+  EXPECT_FALSE(eager_fused);
+  EXPECT_TRUE(compiled_fused);
+  EXPECT_FALSE(fused(model_only).first);
+  // Llama 3 8B at local batch 1, seq 8192: 8 bytes per logit fewer (the fp32 log-softmax and its gradient).
+  EXPECT_NEAR(eager_peak - compiled_peak, 8.0 * 8192 * 128256 * 1.05, 0.01 * 8.0 * 8192 * 128256);
+}
+
 // torch.distributed.pipelining's DualPipeV schedule (torchtitan's pipeline_parallel_schedule): two stages per rank
 // in a V, priced as DualPipe-V.
 TEST(Torchtitan, DualPipeVScheduleIsPricedAsDualPipeV) {
@@ -733,6 +757,7 @@ TEST(Torchtitan, ReadsThe2024SchemaAsItsBenchmarksRanIt) {
   app::EstimateRequest c;
   config::fill(c, config::read_text(compiled, "t.toml", config::Format::Torchtitan), nlohmann::json{{"devices", 8}});
   EXPECT_FALSE(c.job.training.eager_norms);
+  EXPECT_FALSE(c.job.training.loss_fused);  // that torchtitan's loss stayed eager (compiled with the model since 2025-04)
   // Written back in place it would hold v0.2's [parallelism] beside the [training] degrees its torchtitan reads:
   // refused, naming the file.
   const report::EstimateReport rep = app::run_estimate(r);

@@ -313,6 +313,14 @@ Loaded read_torchtitan(const std::string& text, const std::string& file) {
   // The eager RMSNorm (one PyTorch op per step of the norm) unless torch.compile fuses it.
   const bool compiled = t.flag("training.compile").value_or(false) || t.flag("compile.enable").value_or(false);
   if (eager_norm && !compiled) put(out, "eager_norms", true, "model.norm_type rmsnorm without torch.compile");
+  // torchtitan compiles its loss (F.cross_entropy on the fp32-cast logits) with the model since bbb1b616e
+  // (2025-04-02, components/loss.py build_cross_entropy_loss; [compile] components names "loss" in the v0.2 schema):
+  // Inductor fuses the cast, log-softmax and its gradient, so no fp32 logits or log-softmax are kept, as a fused loss.
+  // The 2024 schema's torchtitan (9dec370) left it eager ("compiling loss function causes CUDA errors").
+  bool loss_compiled = compiled && out.legacy_schema.empty();
+  if (const json* components = t.get("compile.components"); components && components->is_array())
+    loss_compiled = compiled && std::ranges::any_of(*components, [](const json& c) { return c == "loss"; });
+  if (loss_compiled) put(out, "loss_fused", true, "torch.compile of the loss (torchtitan compiles it with the model since 2025-04)");
   // The transformers_modeling_backend experiment trains a HuggingFace model named in [hf_transformers] model
   // (experiments/transformers_modeling_backend/configs/full.toml at v0.2.2), with the standard parallelism keys.
   const bool hf_backend = t.text("model.name").value_or("") == "transformers_modeling_backend";

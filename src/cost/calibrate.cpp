@@ -28,9 +28,11 @@ void read_run_settings(const nlohmann::json& row, const std::string& file, const
     training.fp8_grad_bytes = 0;  // stated: under FP8 too
   }
   if (rd.has("optimizer_bytes")) training.optimizer_bytes = rd.quantity("optimizer_bytes", units::kBytesPerElement);
+  if (rd.has("gather_bytes")) training.gather_bytes = rd.quantity("gather_bytes", units::kBytesPerElement);
   if (rd.has("attention_kernel"))
     training.attention_kernel = terms::parse_attention_kernel(rd.string("attention_kernel"), at(file, where + ".attention_kernel"));
   training.eager_norms = rd.boolean_or("eager_norms", false);
+  training.loss_fused = rd.boolean_or("loss_fused", training.loss_fused);  // the framework's, unless the run's code differs
   // CP as the run's framework ran it (its profile's), unless the row states otherwise.
   training.cp_kv_gathered_once = rd.boolean_or("cp_kv_gathered_once", training.cp_kv_gathered_once);
   training.cp_kv_repeated = rd.boolean_or("cp_kv_repeated", training.cp_kv_repeated);
@@ -106,8 +108,10 @@ const std::vector<std::string>& run_row_keys() {
                                                 "param_bytes",
                                                 "grad_bytes",
                                                 "optimizer_bytes",
+                                                "gather_bytes",
                                                 "attention_kernel",
                                                 "eager_norms",
+                                                "loss_fused",
                                                 "cp_kv_gathered_once",
                                                 "cp_kv_repeated",
                                                 "dispatcher",

@@ -104,7 +104,7 @@ struct ValidatedPair {
   bool validated;
   const char* runs;
 };
-constexpr std::array<ValidatedPair, 17> kValidated = {{
+constexpr std::array<ValidatedPair, 18> kValidated = {{
     {"ascend-910b", "BF16", true,
      "one held-out BF16 run in validation/runs.yaml (MindSpeed-LLM Qwen3-30B-A3B on 16 Atlas 800T A2 NPUs, +4.1 %): a single run, the "
      "efficiencies are priors"},
@@ -158,6 +158,9 @@ constexpr std::array<ValidatedPair, 17> kValidated = {{
     {"b300", "BF16", false,
      "two B300 BF16 runs (Megatron-Bridge GPT-OSS-120B: 26.04 EP8 -39 %, 26.02 EP64 over 8 nodes -37 %); the BF16 GEMM efficiency is GB300's prior "
      "times the FP8 fit's 0.926"},
+    {"h200", "FP8", false,
+     "2 held-out H200 float8 runs in validation/runs.yaml (torchtitan Llama 3.1 8B FSDP on 32 and 64 H200, June 2025), median 9.1 %: -8.3 % "
+     "and -9.9 %; H200's efficiencies are priors, fitted on no run"},
     {"h100-96g", "BF16", false,
      "8 held-out torchtitan BF16 runs at the 500 W power limit in validation/runs.yaml, median 8.0 %: Llama 3.1 8B FSDP8 / FSDP128, eager "
      "and compiled, -5.0 % to -8.5 %; 70B FSDP32 x TP8 -4.9 % (async TP -14.1 %); 8B FSDP8 x TP8 -19.8 % (async TP -29.8 %): too fast "
