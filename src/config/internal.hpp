@@ -140,10 +140,10 @@ class FlagLaunch {
   // Records that `path` decides `flag` without adding it (a stated false that wins over a later source).
   void taken(const std::string& flag, const std::string& path);
   [[nodiscard]] bool has(const std::string& flag) const;
-  // Each of `fields` the file states (Layout ones excepted).
+  // Each of `fields` the file states (Layout ones excepted); the fields are kept for read()'s messages.
   void add_fields(std::span<const FlagField> fields);
-  // The Megatron reader over the launch, every flag in its report (and of `fields`, stated or not) as its path.
-  Loaded read(std::span<const FlagField> fields);
+  // The Megatron reader over the launch, every flag in its report (and of every field given, stated or not) as its path.
+  Loaded read();
   // `text` with each flag added or taken turned into its key path.
   [[nodiscard]] std::string paths(std::string text) const;
   [[nodiscard]] const std::string& file() const { return file_; }
@@ -153,7 +153,10 @@ class FlagLaunch {
   std::string file_;
   std::vector<std::string> words_;
   std::vector<std::pair<std::string, std::string>> flag_paths_;  // flag -> the path it was read from
+  std::vector<FlagField> fields_;                                // every field add_fields was given
 };
+// The Megatron-Core model fields both YAML readers share (model.num_layers, model.tensor_model_parallel_size, ...).
+std::span<const FlagField> core_model_fields();
 // The flags a new Megatron script of `plan` states (emit_megatron, the plan's model left out but its MTP depth), to be
 // set on the fields of a YAML that are those flags (Megatron-Bridge's, NeMo 1.x's writers).
 struct WrittenFlags {

@@ -21,63 +21,33 @@ namespace sapp::config::detail {
 
 namespace {
 
-// The fields sapp prices, with the Megatron-LM flag each one is (arguments.py names them after the field).
+// The fields sapp prices beyond Megatron-Core's shared model fields (core_model_fields), with the Megatron-LM flag each
+// one is (arguments.py names them after the field).
 constexpr FlagField kFields[] = {
-    {"model.num_layers", "--num-layers", FlagKind::Value},
-    {"model.hidden_size", "--hidden-size", FlagKind::Value},
-    {"model.ffn_hidden_size", "--ffn-hidden-size", FlagKind::Value},
-    {"model.num_attention_heads", "--num-attention-heads", FlagKind::Value},
-    {"model.kv_channels", "--kv-channels", FlagKind::Value},
-    {"model.make_vocab_size_divisible_by", "--make-vocab-size-divisible-by", FlagKind::Value},
     {"model.normalization", "--normalization", FlagKind::Value},
     {"model.position_embedding_type", "--position-embedding-type", FlagKind::Value},
     {"model.add_bias_linear", "--disable-bias-linear", FlagKind::Negated},
     {"model.add_qkv_bias", "--add-qkv-bias", FlagKind::Switch},
-    {"model.qk_layernorm", "--qk-layernorm", FlagKind::Switch},
-    {"model.share_embeddings_and_output_weights", "--untie-embeddings-and-output-weights", FlagKind::Negated},
-    {"model.hidden_dropout", "--hidden-dropout", FlagKind::Value},
-    {"model.attention_dropout", "--attention-dropout", FlagKind::Value},
     {"model.multi_latent_attention", "--multi-latent-attention", FlagKind::Switch},
     {"model.q_lora_rank", "--q-lora-rank", FlagKind::Value},
     {"model.kv_lora_rank", "--kv-lora-rank", FlagKind::Value},
     {"model.qk_head_dim", "--qk-head-dim", FlagKind::Value},
     {"model.qk_pos_emb_head_dim", "--qk-pos-emb-head-dim", FlagKind::Value},
     {"model.v_head_dim", "--v-head-dim", FlagKind::Value},
-    {"model.num_moe_experts", "--num-experts", FlagKind::Value},
-    {"model.moe_router_topk", "--moe-router-topk", FlagKind::Value},
-    {"model.moe_ffn_hidden_size", "--moe-ffn-hidden-size", FlagKind::Value},
-    {"model.moe_shared_expert_intermediate_size", "--moe-shared-expert-intermediate-size", FlagKind::Value},
     {"model.moe_layer_freq", "--moe-layer-freq", FlagKind::Pattern},
-    {"model.moe_grouped_gemm", "--moe-grouped-gemm", FlagKind::Switch},
-    {"model.moe_token_dispatcher_type", "--moe-token-dispatcher-type", FlagKind::Value},
     {"model.moe_flex_dispatcher_backend", "--moe-flex-dispatcher-backend", FlagKind::Value},
     {"model.moe_enable_deepep", "--moe-enable-deepep", FlagKind::Switch},
     {"model.moe_shared_expert_overlap", "--moe-shared-expert-overlap", FlagKind::Switch},
-    {"model.moe_expert_capacity_factor", "--moe-expert-capacity-factor", FlagKind::Value},
-    {"model.moe_pad_expert_input_to_capacity", "--moe-pad-expert-input-to-capacity", FlagKind::Switch},
     {"model.mtp_num_layers", "--mtp-num-layers", FlagKind::Value},
-    {"model.window_size", "--window-size", FlagKind::Joined},
     {"model.window_attn_skip_freq", "--window-attn-skip-freq", FlagKind::Pattern},
     {"model.softmax_type", "--softmax-type", FlagKind::Value},
-    {"model.hybrid_override_pattern", "--hybrid-override-pattern", FlagKind::Value},
     {"model.hybrid_layer_pattern", "--hybrid-layer-pattern", FlagKind::Value},  // its newer name (core_v0.17)
     {"model.mamba_state_dim", "--mamba-state-dim", FlagKind::Value},
     {"model.mamba_head_dim", "--mamba-head-dim", FlagKind::Value},
     {"model.mamba_num_groups", "--mamba-num-groups", FlagKind::Value},
     {"model.mamba_num_heads", "--mamba-num-heads", FlagKind::Value},
-    {"model.tensor_model_parallel_size", "--tensor-model-parallel-size", FlagKind::Value},
-    {"model.pipeline_model_parallel_size", "--pipeline-model-parallel-size", FlagKind::Value},
-    {"model.virtual_pipeline_model_parallel_size", "--num-virtual-stages-per-pipeline-rank", FlagKind::Value},
-    {"model.context_parallel_size", "--context-parallel-size", FlagKind::Value},
     {"model.cp_comm_type", "--cp-comm-type", FlagKind::Value},
-    {"model.expert_model_parallel_size", "--expert-model-parallel-size", FlagKind::Value},
-    {"model.expert_tensor_parallel_size", "--expert-tensor-parallel-size", FlagKind::Value},
-    {"model.sequence_parallel", "--sequence-parallel", FlagKind::Switch},
     {"model.pipeline_model_parallel_layout", "--pipeline-model-parallel-layout", FlagKind::Layout},
-    {"model.num_layers_in_first_pipeline_stage", "--decoder-first-pipeline-num-layers", FlagKind::Value},
-    {"model.num_layers_in_last_pipeline_stage", "--decoder-last-pipeline-num-layers", FlagKind::Value},
-    {"model.account_for_embedding_in_pipeline_split", "--account-for-embedding-in-pipeline-split", FlagKind::Switch},
-    {"model.account_for_loss_in_pipeline_split", "--account-for-loss-in-pipeline-split", FlagKind::Switch},
     {"model.recompute_granularity", "--recompute-granularity", FlagKind::Value},
     {"model.recompute_method", "--recompute-method", FlagKind::Value},
     {"model.recompute_num_layers", "--recompute-num-layers", FlagKind::Value},
@@ -191,6 +161,7 @@ Loaded read_megatron_bridge(const json& tree, const std::string& file) {
   }
   // The softmax field's default is in every dump (core_v0.14.0 has no such flag): taken, not added.
   if (const json* v = stated_at(tree, "model.softmax_type"); v && *v == "vanilla") launch.taken("--softmax-type", "model.softmax_type");
+  launch.add_fields(core_model_fields());
   launch.add_fields(kFields);
   // Megatron-Core's layout: its string, or its list of stages of layer names.
   if (const json* v = stated_at(tree, "model.pipeline_model_parallel_layout"); v && !v->is_null()) {
@@ -246,7 +217,7 @@ Loaded read_megatron_bridge(const json& tree, const std::string& file) {
       break;
     }
   }
-  Loaded out = launch.read(kFields);
+  Loaded out = launch.read();
   out.dialect = kMegatronBridgeDialect;
   out.warnings.insert(out.warnings.end(), seq_notes.begin(), seq_notes.end());
   if (!layout_object.empty())

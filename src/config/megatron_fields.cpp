@@ -24,7 +24,45 @@ std::string word(const std::string& text, const std::string& where) {
   return plain ? text : "'" + text + "'";
 }
 
+// Megatron-Core's TransformerConfig / ModelParallelConfig fields under `model`, named as Megatron-LM's arguments.py
+// names its flags after them: the same in Megatron-Bridge's ConfigContainer and NeMo 1.x's model config.
+constexpr FlagField kCoreModelFields[] = {
+    {"model.num_layers", "--num-layers", FlagKind::Value},
+    {"model.hidden_size", "--hidden-size", FlagKind::Value},
+    {"model.ffn_hidden_size", "--ffn-hidden-size", FlagKind::Value},
+    {"model.num_attention_heads", "--num-attention-heads", FlagKind::Value},
+    {"model.kv_channels", "--kv-channels", FlagKind::Value},
+    {"model.make_vocab_size_divisible_by", "--make-vocab-size-divisible-by", FlagKind::Value},
+    {"model.qk_layernorm", "--qk-layernorm", FlagKind::Switch},
+    {"model.share_embeddings_and_output_weights", "--untie-embeddings-and-output-weights", FlagKind::Negated},
+    {"model.hidden_dropout", "--hidden-dropout", FlagKind::Value},
+    {"model.attention_dropout", "--attention-dropout", FlagKind::Value},
+    {"model.num_moe_experts", "--num-experts", FlagKind::Value},
+    {"model.moe_router_topk", "--moe-router-topk", FlagKind::Value},
+    {"model.moe_ffn_hidden_size", "--moe-ffn-hidden-size", FlagKind::Value},
+    {"model.moe_shared_expert_intermediate_size", "--moe-shared-expert-intermediate-size", FlagKind::Value},
+    {"model.moe_grouped_gemm", "--moe-grouped-gemm", FlagKind::Switch},
+    {"model.moe_token_dispatcher_type", "--moe-token-dispatcher-type", FlagKind::Value},
+    {"model.moe_expert_capacity_factor", "--moe-expert-capacity-factor", FlagKind::Value},
+    {"model.moe_pad_expert_input_to_capacity", "--moe-pad-expert-input-to-capacity", FlagKind::Switch},
+    {"model.window_size", "--window-size", FlagKind::Joined},
+    {"model.hybrid_override_pattern", "--hybrid-override-pattern", FlagKind::Value},
+    {"model.tensor_model_parallel_size", "--tensor-model-parallel-size", FlagKind::Value},
+    {"model.pipeline_model_parallel_size", "--pipeline-model-parallel-size", FlagKind::Value},
+    {"model.virtual_pipeline_model_parallel_size", "--num-virtual-stages-per-pipeline-rank", FlagKind::Value},
+    {"model.context_parallel_size", "--context-parallel-size", FlagKind::Value},
+    {"model.expert_model_parallel_size", "--expert-model-parallel-size", FlagKind::Value},
+    {"model.expert_tensor_parallel_size", "--expert-tensor-parallel-size", FlagKind::Value},
+    {"model.sequence_parallel", "--sequence-parallel", FlagKind::Switch},
+    {"model.num_layers_in_first_pipeline_stage", "--decoder-first-pipeline-num-layers", FlagKind::Value},
+    {"model.num_layers_in_last_pipeline_stage", "--decoder-last-pipeline-num-layers", FlagKind::Value},
+    {"model.account_for_embedding_in_pipeline_split", "--account-for-embedding-in-pipeline-split", FlagKind::Switch},
+    {"model.account_for_loss_in_pipeline_split", "--account-for-loss-in-pipeline-split", FlagKind::Switch},
+};
+
 }  // namespace
+
+std::span<const FlagField> core_model_fields() { return kCoreModelFields; }
 
 std::string scalar_text(const json& v, const std::string& where) {
   if (v.is_string()) return v.get<std::string>();
@@ -52,6 +90,7 @@ bool FlagLaunch::has(const std::string& flag) const {
 }
 
 void FlagLaunch::add_fields(std::span<const FlagField> fields) {
+  fields_.insert(fields_.end(), fields.begin(), fields.end());
   for (const FlagField& f : fields) {
     const json* v = stated_at(tree_, f.path);
     if (!v || v->is_null() || f.kind == FlagKind::Layout) continue;
@@ -104,10 +143,10 @@ std::string FlagLaunch::paths(std::string text) const {
   return text;
 }
 
-Loaded FlagLaunch::read(std::span<const FlagField> fields) {
+Loaded FlagLaunch::read() {
   std::string script;
   for (const std::string& w : words_) script += (script.empty() ? "" : " ") + w;
-  for (const FlagField& f : fields) taken(f.flag, f.path);  // messages about a flag the file does not state name its field too
+  for (const FlagField& f : fields_) taken(f.flag, f.path);  // messages about a flag the file does not state name its field too
   // The longest flags first, so that --recompute-num-layers is not read as --recompute-num... of another.
   std::ranges::sort(flag_paths_, [](const auto& a, const auto& b) { return a.first.size() > b.first.size(); });
   Loaded out;

@@ -21,46 +21,16 @@ namespace sapp::config::detail {
 
 namespace {
 
-// The fields that are a Megatron-LM flag as they stand (the rest are translated by hand below).
+// The fields that are a Megatron-LM flag as they stand, beyond Megatron-Core's shared model fields (core_model_fields;
+// the rest are translated by hand below).
 constexpr FlagField kFields[] = {
-    {"model.num_layers", "--num-layers", FlagKind::Value},
-    {"model.hidden_size", "--hidden-size", FlagKind::Value},
-    {"model.ffn_hidden_size", "--ffn-hidden-size", FlagKind::Value},
-    {"model.num_attention_heads", "--num-attention-heads", FlagKind::Value},
-    {"model.kv_channels", "--kv-channels", FlagKind::Value},
-    {"model.make_vocab_size_divisible_by", "--make-vocab-size-divisible-by", FlagKind::Value},
     {"model.override_vocab_size", "--vocab-size", FlagKind::Value},
     {"model.vocab_size", "--vocab-size", FlagKind::Value},  // NeMo's Mamba configs state it so
-    {"model.hidden_dropout", "--hidden-dropout", FlagKind::Value},
-    {"model.attention_dropout", "--attention-dropout", FlagKind::Value},
-    {"model.window_size", "--window-size", FlagKind::Joined},
     {"model.bias", "--disable-bias-linear", FlagKind::Negated},
     {"model.add_bias_linear", "--disable-bias-linear", FlagKind::Negated},  // Megatron-Core's names, as NeMo's Mamba configs state them
     {"model.gated_linear_unit", "--swiglu", FlagKind::Switch},
-    {"model.hybrid_override_pattern", "--hybrid-override-pattern", FlagKind::Value},
     {"model.mamba_ssm_ngroups", "--mamba-num-groups", FlagKind::Value},
     {"model.qkv_bias", "--add-qkv-bias", FlagKind::Switch},
-    {"model.qk_layernorm", "--qk-layernorm", FlagKind::Switch},
-    {"model.share_embeddings_and_output_weights", "--untie-embeddings-and-output-weights", FlagKind::Negated},
-    {"model.num_moe_experts", "--num-experts", FlagKind::Value},
-    {"model.moe_router_topk", "--moe-router-topk", FlagKind::Value},
-    {"model.moe_ffn_hidden_size", "--moe-ffn-hidden-size", FlagKind::Value},
-    {"model.moe_shared_expert_intermediate_size", "--moe-shared-expert-intermediate-size", FlagKind::Value},
-    {"model.moe_grouped_gemm", "--moe-grouped-gemm", FlagKind::Switch},
-    {"model.moe_token_dispatcher_type", "--moe-token-dispatcher-type", FlagKind::Value},
-    {"model.moe_expert_capacity_factor", "--moe-expert-capacity-factor", FlagKind::Value},
-    {"model.moe_pad_expert_input_to_capacity", "--moe-pad-expert-input-to-capacity", FlagKind::Switch},
-    {"model.tensor_model_parallel_size", "--tensor-model-parallel-size", FlagKind::Value},
-    {"model.pipeline_model_parallel_size", "--pipeline-model-parallel-size", FlagKind::Value},
-    {"model.virtual_pipeline_model_parallel_size", "--num-virtual-stages-per-pipeline-rank", FlagKind::Value},
-    {"model.context_parallel_size", "--context-parallel-size", FlagKind::Value},
-    {"model.expert_model_parallel_size", "--expert-model-parallel-size", FlagKind::Value},
-    {"model.expert_tensor_parallel_size", "--expert-tensor-parallel-size", FlagKind::Value},
-    {"model.sequence_parallel", "--sequence-parallel", FlagKind::Switch},
-    {"model.num_layers_in_first_pipeline_stage", "--decoder-first-pipeline-num-layers", FlagKind::Value},
-    {"model.num_layers_in_last_pipeline_stage", "--decoder-last-pipeline-num-layers", FlagKind::Value},
-    {"model.account_for_embedding_in_pipeline_split", "--account-for-embedding-in-pipeline-split", FlagKind::Switch},
-    {"model.account_for_loss_in_pipeline_split", "--account-for-loss-in-pipeline-split", FlagKind::Switch},
     {"model.ub_tp_comm_overlap", "--tp-comm-overlap", FlagKind::Switch},
     {"model.micro_batch_size", "--micro-batch-size", FlagKind::Value},
     {"model.global_batch_size", "--global-batch-size", FlagKind::Value},
@@ -218,7 +188,9 @@ Loaded read_nemo(const json& stated, const std::string& file) {
   Interpolations interpolations(stated);
   const json tree = interpolations.resolved(stated, "");
   // A field sapp reads that is still an interpolation: named, with what sapp resolves.
-  for (const FlagField& f : kFields) {
+  std::vector<FlagField> read_fields(core_model_fields().begin(), core_model_fields().end());
+  read_fields.insert(read_fields.end(), std::begin(kFields), std::end(kFields));
+  for (const FlagField& f : read_fields) {
     if (const json* v = stated_at(tree, f.path); v && v->is_string() && v->get<std::string>().find("${") != std::string::npos)
       fail(at(file, f.path),
            "'{}' is an OmegaConf interpolation sapp does not resolve (it resolves ${{.key}}, ${{model.key}}, ${{training.model.key}} and "
@@ -324,9 +296,8 @@ Loaded read_nemo(const json& stated, const std::string& file) {
     notes.push_back(fmt::format("model.encoder_seq_length {} differs from model.data.seq_length {}: priced at the dataset's (the samples the run trains on)",
                                 m->dump(), stated_at(tree, seq_path)->dump()));
   // The tokenizer, where the vocabulary comes from when override_vocab_size is not stated.
-  const std::string library = stated_at(tree, "model.tokenizer.library") && stated_at(tree, "model.tokenizer.library")->is_string()
-                                  ? stated_at(tree, "model.tokenizer.library")->get<std::string>()
-                                  : "";
+  const json* library_key = stated_at(tree, "model.tokenizer.library");
+  const std::string library = library_key && library_key->is_string() ? library_key->get<std::string>() : "";
   const json* type = stated_at(tree, "model.tokenizer.type");
   const json* tokenizer_model = stated_at(tree, "model.tokenizer.model");
   if (library == "megatron" && type && type->is_string()) {
@@ -342,8 +313,9 @@ Loaded read_nemo(const json& stated, const std::string& file) {
   const json* optim = stated_at(tree, "model.optim.name");
   const std::string optim_name = optim && optim->is_string() ? optim->get<std::string>() : "";
   if (distributed_optimizer(optim_name)) add("--use-distributed-optimizer", "model.optim.name", {});
+  launch.add_fields(core_model_fields());
   launch.add_fields(kFields);
-  Loaded out = launch.read(kFields);
+  Loaded out = launch.read();
   out.dialect = kNemoDialect;
   out.warnings.insert(out.warnings.end(), notes.begin(), notes.end());
   put(out, "framework", "nemo", "NeMo 1.x GPT YAML");
