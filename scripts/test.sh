@@ -59,8 +59,10 @@ reset_foreign_build_dir build-fuzz
 # -O1 with line tables only (symbolized stack traces): on 2 cores it builds faster than RelWithDebInfo's -O2 -g
 # and runs the suite in the same time (122.5 s against 124 s measured). SAPP_PCH OFF: clang-tidy reads
 # this build's compile database.
+# The tests' own code at -O0 (SAPP_TESTS_O0): their three batches compiled in 73 s on 2 cores instead of about 150 s,
+# and the sanitized suite then ran 72 s per shard instead of 46 s (2026-12-07): about 45 s less in all.
 CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=None "-DCMAKE_CXX_FLAGS=-O1 -gline-tables-only" -DSAPP_FUZZ=ON -DSAPP_BENCH=OFF -DSAPP_PYTHON=OFF -DSAPP_PCH=OFF \
-  -DSAPP_UNITY=ON -DSAPP_WERROR=ON -DCMAKE_EXPORT_COMPILE_COMMANDS=ON
+  -DSAPP_UNITY=ON -DSAPP_TESTS_O0=ON -DSAPP_WERROR=ON -DCMAKE_EXPORT_COMPILE_COMMANDS=ON
 cmake --build build-fuzz -j"$jobs"
 # The balancer's long optimisations (time-limited, so their plans would depend on the sanitizers' slowdown), its
 # exhaustive comparisons (the end-stage bound's alone took 33 of the remaining 156 s under the sanitizers) and the
