@@ -180,3 +180,30 @@ TEST(Calibrate, ShippedFactorsAreTheOptimumOfTheirFittingRuns) {
     EXPECT_NEAR(c.attention_scale, 1.0, 0.01) << f.device << " on " << f.runs;
   }
 }
+
+// A published run states the multi-token prediction layers it trained when they differ from the bundled config's
+// (a Megatron launch without --mtp-num-layers trains none): DeepSeek-V3 without its MTP layer holds fewer parameters
+// and steps faster; a negative count is refused with the file and key.
+TEST(Calibrate, APublishedRunStatesItsMtpLayers) {
+  auto rows = [](const std::string& mtp) {
+    return nlohmann::json::parse(R"({"sources": {"s": "a source"}, "runs": [
+      {"name": "v3", "regime": "moe", "source": "s", "framework": "megatron", "model": "deepseek-v3", )" +
+                                 mtp +
+                                 R"( "hardware": "gb200", "devices": 256, "global_batch": 2048, "seq": 4096, "tp": 1, "pp": 8, "ep": 32, "mbs": 1,
+       "metric": "step_time_s", "measured": 8.4}]})");
+  };
+  auto bundled = cost::published_runs_from_json(rows(""), "runs.yaml", test::catalog());
+  auto none = cost::published_runs_from_json(rows(R"("mtp_layers": 0,)"), "runs.yaml", test::catalog());
+  ASSERT_EQ(bundled.size(), 1u);
+  ASSERT_EQ(none.size(), 1u);
+  EXPECT_EQ(bundled[0].run.model.spec.mtp_depth.value_or(0), 1);
+  EXPECT_EQ(none[0].run.model.spec.mtp_depth.value_or(0), 0);
+  try {
+    (void)cost::published_runs_from_json(rows(R"("mtp_layers": -1,)"), "runs.yaml", test::catalog());
+    FAIL() << "mtp_layers -1 was accepted";
+  } catch (const Error& e) {
+    std::string what = e.what();
+    EXPECT_NE(what.find("runs.yaml"), std::string::npos) << what;
+    EXPECT_NE(what.find("mtp_layers"), std::string::npos) << what;
+  }
+}

@@ -168,8 +168,8 @@ std::vector<PublishedRun> published_runs_from_json(const nlohmann::json& tree, c
   if (!top.has("sources") || !tree.at("sources").is_object()) top.bad("sources", "a mapping of source keys to citations");
   const nlohmann::json& sources = tree.at("sources");
   std::vector<std::string> keys = run_row_keys();
-  keys.insert(keys.end(),
-              {"regime", "source", "shape", "hardware", "metric", "measured", "peak_memory_gib", "memory_metric", "rank_miss", "fitted", "fitted_for"});
+  keys.insert(keys.end(), {"regime", "source", "shape", "hardware", "metric", "measured", "peak_memory_gib", "memory_metric", "rank_miss", "fitted",
+                           "fitted_for", "mtp_layers"});
   std::vector<PublishedRun> out;
   const auto& list = tree.at("runs");
   for (std::size_t i = 0; i < list.size(); ++i) {
@@ -211,7 +211,15 @@ std::vector<PublishedRun> published_runs_from_json(const nlohmann::json& tree, c
     }
     plan::derive_data_parallel(l, run.devices, run.training.global_batch, at(file, where + ".devices"), at(file, where + ".global_batch"));
     if (rd.has("model")) {
-      run.model = model::resolve(model::load_model(rd.string("model"), catalog.dir), catalog.records, catalog.profiles);
+      model::ModelSpec spec = model::load_model(rd.string("model"), catalog.dir);
+      // The multi-token prediction layers the run trained when they differ from the bundled config's (a Megatron
+      // launch without --mtp-num-layers trains none).
+      if (rd.has("mtp_layers")) {
+        const long long mtp = rd.integer("mtp_layers");
+        if (mtp < 0 || mtp > 16) rd.bad("mtp_layers", "a count of multi-token prediction layers, 0 to 16");
+        spec.mtp_depth = mtp;
+      }
+      run.model = model::resolve(spec, catalog.records, catalog.profiles);
     } else {
       // A GPT shape given by the table itself: 4h FFN, learned positions, dropout 0.1 (Megatron-LM's defaults), the
       // vocabulary (Narayanan et al.'s 51200 unless stated) and embeddings tied unless `tied: false`.

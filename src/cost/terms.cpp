@@ -130,7 +130,8 @@ constexpr std::array<ValidatedPair, 18> kValidated = {{
      "two B200 BF16 runs (Megatron-Bridge GPT-OSS-120B: 26.04 EP8 -31 %, 26.02 EP64 over 8 nodes -3.7 %); the BF16 GEMM efficiency is the prior 0.75 "
      "times the FP8 fit's 0.801"},
     {"gb200", "FP8", true,
-     "8 held-out GB200 FP8 runs in validation/runs.yaml, median 3.6 %, priced with B200's efficiencies: Megatron-Bridge dense Llama 3 "
+     "9 held-out GB200 FP8 runs in validation/runs.yaml, median 3.1 %, priced with B200's efficiencies: Megatron-Core's DeepSeek-V3 "
+     "study (MXFP8, EP 32, its launch script) -3.1 %; Megatron-Bridge dense Llama 3 "
      "8B (25.11) +0.7 %, Llama 3 70B and 3.1 405B (26.04) +1.8 % and +0.2 % (MXFP8), 3.1 405B +6.9 % (per-tensor FP8); 26.04 MoE Qwen3-30B-A3B -8.9 %, "
      "Qwen3-235B-A22B +2.4 %, "
      "DeepSeek-V3 +4.7 %, Nemotron 3 Nano -24.8 %"},
