@@ -131,18 +131,20 @@ constexpr std::array<ValidatedPair, 18> kValidated = {{
      "two B200 BF16 runs (Megatron-Bridge GPT-OSS-120B: 26.04 EP8 -31 %, 26.02 EP64 over 8 nodes -3.7 %); the BF16 GEMM efficiency is the prior 0.75 "
      "times the FP8 fit's 0.801"},
     {"gb200", "FP8", true,
-     "9 held-out GB200 FP8 runs in validation/runs.yaml, median 3.1 %, priced with B200's efficiencies: Megatron-Core's DeepSeek-V3 "
-     "study (MXFP8, EP 32, its launch script) -3.1 %; Megatron-Bridge dense Llama 3 "
+     "10 held-out GB200 FP8 runs in validation/runs.yaml, median 3.9 %, priced with B200's efficiencies: Megatron-Core's DeepSeek-V3 "
+     "study (MXFP8, EP 32, its launch script) -3.1 %, the Megatron-Core MoE team's Qwen3-235B-A22B at 128k over CP 4 +32 %; "
+     "Megatron-Bridge dense Llama 3 "
      "8B (25.11) +0.7 %, Llama 3 70B and 3.1 405B (26.04) +1.8 % and +0.2 % (MXFP8), 3.1 405B +6.9 % (per-tensor FP8); 26.04 MoE Qwen3-30B-A3B -8.9 %, "
      "Qwen3-235B-A22B +2.4 %, "
      "DeepSeek-V3 +4.7 %, Nemotron 3 Nano -24.8 %"},
     {"gb200", "BF16", false,
-     "one GB200 BF16 run (Megatron-Bridge 26.04 GPT-OSS-120B, -36 %); the BF16 GEMM efficiency is B200's prior, 0.75 times its FP8 "
-     "fit's 0.801"},
+     "two GB200 BF16 runs (Megatron-Bridge 26.04 GPT-OSS-120B -36 %; the Megatron-Core MoE team's Qwen3-235B-A22B on 256, "
+     "Megatron-MoE-ModelZoo, -2.0 %); the BF16 GEMM efficiency is B200's prior, 0.75 times its FP8 fit's 0.801"},
     {"gb300", "FP8", true,
-     "7 held-out GB300 FP8 runs in validation/runs.yaml, median 2.7 %: Megatron-Bridge 26.04 Llama 3.1 405B +0.4 % (MXFP8) and +6.9 % "
+     "8 held-out GB300 FP8 runs in validation/runs.yaml, median 4.8 %: Megatron-Bridge 26.04 Llama 3.1 405B +0.4 % (MXFP8) and +6.9 % "
      "(per-tensor FP8), MoE Qwen3-30B-A3B "
-     "-8.7 %, Qwen3-235B-A22B +2.7 %, DeepSeek-V3 +2.2 %, Kimi K2 -1.9 %, Nemotron 3 Nano -27.2 %; the FP8 efficiencies were fitted on two dense "
+     "-8.7 %, Qwen3-235B-A22B +2.7 % (the Megatron-Core MoE team's on 64 at EP 64 -17.4 %), DeepSeek-V3 +2.2 %, Kimi K2 -1.9 %, Nemotron 3 "
+     "Nano -27.2 %; the FP8 efficiencies were fitted on two dense "
      "Megatron-Bridge "
      "GB300 MXFP8 runs (Llama 3 8B, 70B)"},
     {"gb300", "BF16", false,
