@@ -310,6 +310,71 @@ TEST(Validation, RanksAPublishedSweepOfLayouts) {
   EXPECT_GE(rho, 0.8);
 }
 
+// Spearman's rank correlation with tied values given their mean rank (a published table's equal step times).
+double spearman_with_ties(const std::vector<double>& a, const std::vector<double>& b) {
+  auto ranks = [](const std::vector<double>& v) {
+    std::vector<double> r(v.size());
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      double below = 0, equal = 0;
+      for (double x : v) {
+        below += x < v[i] ? 1 : 0;
+        equal += x == v[i] ? 1 : 0;
+      }
+      r[i] = below + (equal - 1) / 2;
+    }
+    return r;
+  };
+  std::vector<double> ra = ranks(a), rb = ranks(b);
+  const double n = static_cast<double>(a.size());
+  double ma = 0, mb = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    ma += ra[i] / n;
+    mb += rb[i] / n;
+  }
+  double cov = 0, va = 0, vb = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    cov += (ra[i] - ma) * (rb[i] - mb);
+    va += (ra[i] - ma) * (ra[i] - ma);
+    vb += (rb[i] - mb) * (rb[i] - mb);
+  }
+  return va > 0 && vb > 0 ? cov / std::sqrt(va * vb) : 0.0;
+}
+
+TEST(Validation, SpearmanWithTiesAveragesTheTiedRanks) {
+  EXPECT_NEAR(spearman_with_ties({1, 2, 3, 4}, {10, 20, 30, 40}), 1.0, 1e-12);
+  EXPECT_NEAR(spearman_with_ties({1, 2, 3, 4}, {40, 30, 20, 10}), -1.0, 1e-12);
+  // Ranks (0.5, 0.5, 2) and (0, 1, 2) about their means 1 and 1: co-deviation sum 1.5, squared deviations 1.5 and 2.
+  EXPECT_NEAR(spearman_with_ties({5, 5, 7}, {1, 2, 3}), 1.5 / std::sqrt(1.5 * 2.0), 1e-12);
+}
+
+// The ranking check on the runs rows that form one published sweep of layouts (`sweep:` in runs.yaml: one problem,
+// one cluster, several layouts): Spearman between estimated and measured step times, bar 0.8 as for the sweep
+// above; a sweep listed under known_gaps as ranking_<sweep> is a skipped case that states the figure.
+TEST(Validation, RanksTheLayoutsOfEachPublishedSweepOfRuns) {
+  std::map<std::string, std::pair<std::vector<double>, std::vector<double>>> sweeps;  // estimated, measured steps
+  for (const auto& c : load_cases()) {
+    if (c.sweep.empty()) continue;
+    cost::MemoryEstimate mem = cost::estimate_memory(c.run.model, c.run.layout, c.run.training, c.hardware.memory_bytes);
+    cost::StepTime t = cost::estimate_time(c.run.model, c.run.layout, c.run.training, c.hardware, mem, c.run.overlap);
+    const double measured = t.step_s / (1.0 + cost::step_error(c, cost::published_metric(c, t)));
+    std::printf("%-46s %-40s measured %8.2f s, estimated %8.2f s\n", c.run.name.c_str(), c.run.layout.describe().substr(0, 40).c_str(), measured, t.step_s);
+    sweeps[c.sweep].first.push_back(t.step_s);
+    sweeps[c.sweep].second.push_back(measured);
+  }
+  ASSERT_FALSE(sweeps.empty()) << "no `sweep:` rows in " << runs_file();
+  std::string gaps;
+  for (const auto& [name, steps] : sweeps) {
+    ASSERT_GE(steps.first.size(), 3u) << name << ": a sweep needs three layouts or more";
+    const double rho = spearman_with_ties(steps.first, steps.second);
+    std::printf("%s: Spearman(estimated, measured step) = %.3f over %zu layouts\n", name.c_str(), rho, steps.first.size());
+    if (rho >= 0.8) continue;
+    const std::string gap = known_gap("ranking_" + name);
+    EXPECT_FALSE(gap.empty()) << name << ": Spearman " << rho << " below 0.8";
+    gaps += fmt::format("{}: Spearman {:.2f}. Known gap: {} ", name, rho, gap);
+  }
+  if (!gaps.empty()) GTEST_SKIP() << gaps;
+}
+
 // Every published expert layout against sapp's best candidate under the same constraints (the run's device count,
 // batch, micro-batch size, recompute, ZeRO stage, dispatcher; TP, PP, VPP and EP searched): within 10 %, or the
 // difference printed with the terms that make it.

@@ -169,7 +169,7 @@ std::vector<PublishedRun> published_runs_from_json(const nlohmann::json& tree, c
   const nlohmann::json& sources = tree.at("sources");
   std::vector<std::string> keys = run_row_keys();
   keys.insert(keys.end(), {"regime", "source", "shape", "hardware", "metric", "measured", "peak_memory_gib", "memory_metric", "rank_miss", "fitted",
-                           "fitted_for", "mtp_layers"});
+                           "fitted_for", "mtp_layers", "sweep"});
   std::vector<PublishedRun> out;
   const auto& list = tree.at("runs");
   for (std::size_t i = 0; i < list.size(); ++i) {
@@ -193,6 +193,7 @@ std::vector<PublishedRun> published_runs_from_json(const nlohmann::json& tree, c
     v.peak_gib = rd.has("peak_memory_gib") ? rd.quantity("peak_memory_gib", units::kMemoryGib) : 0.0;
     v.rank_miss = rd.boolean_or("rank_miss", false);
     v.fitted = rd.boolean_or("fitted", false);
+    v.sweep = rd.string_or("sweep", "");
     v.hardware = hardware::load_hardware(rd.string("hardware"), catalog.dir);
     run.devices = rd.count("devices", units::kDevices);
     run.training.global_batch = rd.count("global_batch", units::kGlobalBatch);

@@ -68,9 +68,10 @@ struct PublishedRun {
   bool rank_miss = false;
   bool fitted = false;
   double gpt_hidden = 0, gpt_layers = 0;  // a GPT shape the table gives instead of a model (`shape`)
+  std::string sweep;                      // rows of one published sweep of layouts (same problem, same cluster) share it
 };
 // Reads the validation file: sources, runs[] (the runs format's keys, with hardware, regime, source, metric,
-// measured, peak_memory_gib, memory_metric, rank_miss, fitted, fitted_for, and a model or a GPT `shape`),
+// measured, peak_memory_gib, memory_metric, rank_miss, fitted, fitted_for, sweep, mtp_layers, and a model or a GPT `shape`),
 // known_gaps, excluded, sweeps. Every run is checked as `sapp calibrate` checks its runs (the layout valid for its
 // devices); every source's first word must name an entry of `sources`.
 std::vector<PublishedRun> published_runs_from_json(const nlohmann::json& tree, const std::string& file, const model::Catalog& catalog);
