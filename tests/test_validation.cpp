@@ -253,20 +253,34 @@ TEST(Validation, SearchRanksThePublishedDenseLayoutInTheTopFive) {
   std::printf("%d of %d published dense layouts ranked in the top 5\n", hits, tried);
 }
 
-// Spearman rank correlation (no ties expected; ties get their order's ranks).
+// Spearman's rank correlation with tied values given their mean rank (a published table's equal step times).
 double spearman(const std::vector<double>& a, const std::vector<double>& b) {
   auto ranks = [](const std::vector<double>& v) {
-    std::vector<std::size_t> idx(v.size());
-    for (std::size_t i = 0; i < v.size(); ++i) idx[i] = i;
-    std::sort(idx.begin(), idx.end(), [&](std::size_t x, std::size_t y) { return v[x] < v[y]; });
     std::vector<double> r(v.size());
-    for (std::size_t i = 0; i < idx.size(); ++i) r[idx[i]] = static_cast<double>(i);
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      double below = 0, equal = 0;
+      for (double x : v) {
+        below += x < v[i] ? 1 : 0;
+        equal += x == v[i] ? 1 : 0;
+      }
+      r[i] = below + (equal - 1) / 2;
+    }
     return r;
   };
   std::vector<double> ra = ranks(a), rb = ranks(b);
-  double n = static_cast<double>(a.size()), d2 = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) d2 += (ra[i] - rb[i]) * (ra[i] - rb[i]);
-  return 1.0 - 6.0 * d2 / (n * (n * n - 1.0));
+  const double n = static_cast<double>(a.size());
+  double ma = 0, mb = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    ma += ra[i] / n;
+    mb += rb[i] / n;
+  }
+  double cov = 0, va = 0, vb = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    cov += (ra[i] - ma) * (rb[i] - mb);
+    va += (ra[i] - ma) * (ra[i] - ma);
+    vb += (rb[i] - mb) * (rb[i] - mb);
+  }
+  return va > 0 && vb > 0 ? cov / std::sqrt(va * vb) : 0.0;
 }
 
 // The ranking check: a published sweep of layouts of one model on one machine (KempnerForge, 7B on H200, FSDP and TP
@@ -310,41 +324,11 @@ TEST(Validation, RanksAPublishedSweepOfLayouts) {
   EXPECT_GE(rho, 0.8);
 }
 
-// Spearman's rank correlation with tied values given their mean rank (a published table's equal step times).
-double spearman_with_ties(const std::vector<double>& a, const std::vector<double>& b) {
-  auto ranks = [](const std::vector<double>& v) {
-    std::vector<double> r(v.size());
-    for (std::size_t i = 0; i < v.size(); ++i) {
-      double below = 0, equal = 0;
-      for (double x : v) {
-        below += x < v[i] ? 1 : 0;
-        equal += x == v[i] ? 1 : 0;
-      }
-      r[i] = below + (equal - 1) / 2;
-    }
-    return r;
-  };
-  std::vector<double> ra = ranks(a), rb = ranks(b);
-  const double n = static_cast<double>(a.size());
-  double ma = 0, mb = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    ma += ra[i] / n;
-    mb += rb[i] / n;
-  }
-  double cov = 0, va = 0, vb = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    cov += (ra[i] - ma) * (rb[i] - mb);
-    va += (ra[i] - ma) * (ra[i] - ma);
-    vb += (rb[i] - mb) * (rb[i] - mb);
-  }
-  return va > 0 && vb > 0 ? cov / std::sqrt(va * vb) : 0.0;
-}
-
-TEST(Validation, SpearmanWithTiesAveragesTheTiedRanks) {
-  EXPECT_NEAR(spearman_with_ties({1, 2, 3, 4}, {10, 20, 30, 40}), 1.0, 1e-12);
-  EXPECT_NEAR(spearman_with_ties({1, 2, 3, 4}, {40, 30, 20, 10}), -1.0, 1e-12);
+TEST(Validation, SpearmanAveragesTiedRanks) {
+  EXPECT_NEAR(spearman({1, 2, 3, 4}, {10, 20, 30, 40}), 1.0, 1e-12);
+  EXPECT_NEAR(spearman({1, 2, 3, 4}, {40, 30, 20, 10}), -1.0, 1e-12);
   // Ranks (0.5, 0.5, 2) and (0, 1, 2) about their means 1 and 1: co-deviation sum 1.5, squared deviations 1.5 and 2.
-  EXPECT_NEAR(spearman_with_ties({5, 5, 7}, {1, 2, 3}), 1.5 / std::sqrt(1.5 * 2.0), 1e-12);
+  EXPECT_NEAR(spearman({5, 5, 7}, {1, 2, 3}), 1.5 / std::sqrt(1.5 * 2.0), 1e-12);
 }
 
 // The ranking check on the runs rows that form one published sweep of layouts (`sweep:` in runs.yaml: one problem,
@@ -365,7 +349,7 @@ TEST(Validation, RanksTheLayoutsOfEachPublishedSweepOfRuns) {
   std::string gaps;
   for (const auto& [name, steps] : sweeps) {
     ASSERT_GE(steps.first.size(), 3u) << name << ": a sweep needs three layouts or more";
-    const double rho = spearman_with_ties(steps.first, steps.second);
+    const double rho = spearman(steps.first, steps.second);
     std::printf("%s: Spearman(estimated, measured step) = %.3f over %zu layouts\n", name.c_str(), rho, steps.first.size());
     if (rho >= 0.8) continue;
     const std::string gap = known_gap("ranking_" + name);
