@@ -1519,10 +1519,12 @@ TEST(Megatron, EmittedFlagsAreMegatronFlags) {
     }
   }
   EXPECT_EQ(config::megatron_flags().size(), 514u);  // the 514 option strings of core_v0.14.0's arguments.py
-  // With the 123 core_v0.17.0's arguments.py adds, which a script may state without being warned of a misspelling.
+  // With the 123 core_v0.17.0's arguments.py adds and the 43 more of the dev branch at 1d9edcf8c7 (its DeepSeek-V3
+  // GB200 launch script states --cuda-graph-impl), which a script may state without being warned of a misspelling.
   const auto& later = config::megatron_flags(true);
-  EXPECT_EQ(later.size(), 514u + 123u);
+  EXPECT_EQ(later.size(), 514u + 123u + 43u);
   EXPECT_NE(std::find(later.begin(), later.end(), "--hybrid-layer-pattern"), later.end());
+  EXPECT_NE(std::find(later.begin(), later.end(), "--cuda-graph-impl"), later.end());
   EXPECT_EQ(std::find(config::megatron_flags().begin(), config::megatron_flags().end(), "--hybrid-layer-pattern"), config::megatron_flags().end());
 }
 

@@ -2084,8 +2084,8 @@ Loaded read_megatron(const std::string& text, const std::string& file) {
   }
   out.split = split;
 
-  // What is left: flags sapp does not read, and flags neither Megatron-LM core_v0.14.0 nor core_v0.17.0's additions
-  // to its arguments.py know (data/formats/megatron-flags.txt; but those sapp reads: newer Megatron-LM's, e.g.
+  // What is left: flags sapp does not read, and flags neither Megatron-LM core_v0.14.0 nor core_v0.17.0's nor the
+  // dev branch's (1d9edcf8c7) additions to its arguments.py know (data/formats/megatron-flags.txt; but those sapp reads: newer Megatron-LM's, e.g.
   // GPT-OSS's --softmax-type, are not misspellings).
   std::vector<std::string> unknown;
   const auto& known = megatron_flags(true);
@@ -2095,8 +2095,9 @@ Loaded read_megatron(const std::string& text, const std::string& file) {
     if (!a.used.count(f) && std::find(known.begin(), known.end(), f) == known.end() && !mindspeed_flags().count(f)) unknown.push_back(f);
   }
   if (!unknown.empty()) {
-    out.warnings.push_back(fmt::format("flag(s) neither Megatron-LM (core_v0.14.0, core_v0.17.0's additions) nor MindSpeed nor MindSpeed-LLM define: {}",
-                                       fmt::join(unknown, ", ")));
+    out.warnings.push_back(fmt::format(
+        "flag(s) neither Megatron-LM (core_v0.14.0, core_v0.17.0's and the 2025-11 dev branch's additions) nor MindSpeed nor MindSpeed-LLM define: {}",
+        fmt::join(unknown, ", ")));
   }
   if (a.order.empty()) fail(file, "states no --flag arguments");
   return out;
