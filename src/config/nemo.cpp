@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <optional>
+#include <span>
 #include <string>
 
 #include <fmt/format.h>
@@ -188,14 +189,14 @@ Loaded read_nemo(const json& stated, const std::string& file) {
   Interpolations interpolations(stated);
   const json tree = interpolations.resolved(stated, "");
   // A field sapp reads that is still an interpolation: named, with what sapp resolves.
-  std::vector<FlagField> read_fields(core_model_fields().begin(), core_model_fields().end());
-  read_fields.insert(read_fields.end(), std::begin(kFields), std::end(kFields));
-  for (const FlagField& f : read_fields) {
-    if (const json* v = stated_at(tree, f.path); v && v->is_string() && v->get<std::string>().find("${") != std::string::npos)
-      fail(at(file, f.path),
-           "'{}' is an OmegaConf interpolation sapp does not resolve (it resolves ${{.key}}, ${{model.key}}, ${{training.model.key}} and "
-           "${{multiply:A, B}}); state the value",
-           v->get<std::string>());
+  for (const std::span<const FlagField> fields : {core_model_fields(), std::span<const FlagField>(kFields)}) {
+    for (const FlagField& f : fields) {
+      if (const json* v = stated_at(tree, f.path); v && v->is_string() && v->get<std::string>().find("${") != std::string::npos)
+        fail(at(file, f.path),
+             "'{}' is an OmegaConf interpolation sapp does not resolve (it resolves ${{.key}}, ${{model.key}}, ${{training.model.key}} and "
+             "${{multiply:A, B}}); state the value",
+             v->get<std::string>());
+    }
   }
   if (const json* peft = stated_at(tree, "model.peft"); peft && peft->is_object())
     fail(at(file, "model.peft"), "fine-tuning configs (megatron_gpt_finetuning_config.yaml) are not read: give sapp the pre-training config, or the options");
