@@ -6,8 +6,9 @@
 
 #include "core/error.hpp"
 #include "core/expr.hpp"
+#include "targets.hpp"
 
-extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+int sapp::fuzz::target_expr(const std::uint8_t* data, std::size_t size) {
   std::string text(reinterpret_cast<const char*>(data), size);
   sapp::expr::Symbols symbols;
   try {

@@ -6,8 +6,9 @@
 
 #include "config/config.hpp"
 #include "core/error.hpp"
+#include "targets.hpp"
 
-extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+int sapp::fuzz::target_huggingface(const std::uint8_t* data, std::size_t size) {
   std::string text(reinterpret_cast<const char*>(data), size);
   try {
     (void)sapp::config::read_text(text, "fuzz", sapp::config::Format::HuggingFace);

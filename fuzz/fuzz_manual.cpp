@@ -3,8 +3,9 @@
 #include "pipeline/manual.hpp"
 #include "pipeline/schedule.hpp"
 #include "reader.hpp"
+#include "targets.hpp"
 
-extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+int sapp::fuzz::target_manual(const std::uint8_t* data, std::size_t size) {
   static const sapp::balance::Problem problem = [] {
     sapp::balance::Problem p;
     p.layers = sapp::balance::read_layers(sapp::io::data_dir() + "/layers/demo.json");

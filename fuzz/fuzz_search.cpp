@@ -1,8 +1,9 @@
 // libFuzzer target: a search YAML (`sapp search --config`): a `search:` mapping of dimensions.
 #include "reader.hpp"
 #include "search/search.hpp"
+#include "targets.hpp"
 
-extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+int sapp::fuzz::target_search(const std::uint8_t* data, std::size_t size) {
   return sapp::fuzz::read_input(data, size, "fuzz.yaml", [](const nlohmann::json& tree) {
     sapp::io::Reader rd{tree, "fuzz.yaml", ""};
     rd.only({"search"});

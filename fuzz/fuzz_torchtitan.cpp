@@ -3,8 +3,9 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "targets.hpp"
 #include "writer.hpp"
 
-extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+int sapp::fuzz::target_torchtitan(const std::uint8_t* data, std::size_t size) {
   return sapp::fuzz::read_and_write_back(data, size, sapp::config::EmitFormat::Torchtitan);
 }
