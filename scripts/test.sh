@@ -58,29 +58,22 @@ reset_foreign_build_dir build-fuzz
 CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=None "-DCMAKE_CXX_FLAGS=-O1 -gline-tables-only" -DSAPP_FUZZ=ON -DSAPP_BENCH=OFF -DSAPP_PYTHON=OFF -DSAPP_PCH=OFF \
   -DSAPP_UNITY=ON -DSAPP_TESTS_O0=ON -DSAPP_COLD_O0=ON -DSAPP_WERROR=ON -DCMAKE_EXPORT_COMPILE_COMMANDS=ON
 
-# clang-tidy (checks in .clang-tidy) over the library, one run per unity batch of the sanitizer build: each
-# batch's headers are parsed once, and the sources it includes are checked through the header filter (src/).
+# clang-tidy (checks in .clang-tidy) over the library in two units, its engines and the layers above them
+# (scripts/tidy_units.py: every check walks the third-party headers too, so two units took 104 s of one core where
+# the eleven unity batches took about 210 s, 2026-12-07), each source checked through the header filter (src/).
 # src/cli is left out because clang-tidy 14 cannot parse CLI11's headers, and the tests' batches too: the header
-# filter leaves their own code out, and the src/ headers they include are checked through the library's batches
-# (the three test batches took 41 s of one core for the first alone, 2026-12-07); the fuzz targets' bodies likewise.
+# filter leaves their own code out, and the src/ headers they include are checked through the library's units; the
+# fuzz targets' bodies likewise.
 # It reads only the compile database and the batches' sources, both written by the configuration above, so it runs
 # from here on at the lowest priority: it takes the cores the builds and tests leave idle (linking, a build's last
-# file, the shorter test shard, the single-process tests) and the rest at the end. The 11 batches took 107 s on
-# 2 cores after everything else (2026-12-07).
+# file, the shorter test shard, the single-process tests) and the rest at the end.
 tidy_log=$(mktemp)
-python3 -c '
-import json, sys
-for entry in json.load(open("build-fuzz/compile_commands.json")):
-    f = entry["file"]
-    if "/CMakeFiles/sapp_" in f and not any(t in f for t in ("/sapp_cli.dir/", "/sapp_tests.dir/", "/sapp_fuzz_targets.dir/")):
-        print(f)
-' >"$tidy_log.files"
-if [[ ! -s "$tidy_log.files" ]]; then echo "clang-tidy: no library sources found in build-fuzz/compile_commands.json"; exit 1; fi
+python3 scripts/tidy_units.py build-fuzz build-fuzz/tidy >"$tidy_log.files"
 # Its own session (setsid), so that a failure can stop it as one process group; under the kernel's autogroup
 # scheduling a session is weighed as a whole against the others whatever its processes' nice value, so the session's
 # own weight is lowered too (/proc/self/autogroup; nice alone left it a third of the cores).
 # shellcheck disable=SC2016
-setsid bash -c 'echo 19 >/proc/self/autogroup 2>/dev/null || true; exec nice -n 19 xargs -P"$1" -n1 clang-tidy -p build-fuzz \
+setsid bash -c 'echo 19 >/proc/self/autogroup 2>/dev/null || true; exec nice -n 19 xargs -P"$1" -n1 clang-tidy -p build-fuzz/tidy \
   --config-file=.clang-tidy --checks=-bugprone-suspicious-include --quiet --warnings-as-errors="*"' tidy "$jobs" \
   <"$tidy_log.files" >"$tidy_log" 2>&1 &
 tidy_pid=$!

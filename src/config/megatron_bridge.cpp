@@ -3,7 +3,7 @@
 // the arguments of. Megatron-Bridge's model section is Megatron-Core's TransformerConfig and its train / ddp /
 // mixed_precision sections the arguments Megatron-LM's arguments.py turns into them
 // (github.com/NVIDIA-NeMo/Megatron-Bridge src/megatron/bridge/training/config.py and mixed_precision.py): each field
-// sapp prices is translated to its Megatron-LM flag (kFields), the flags are read by the Megatron reader, and every
+// sapp prices is translated to its Megatron-LM flag (kBridgeFields), the flags are read by the Megatron reader, and every
 // flag in what it reports (values' origins, warnings, errors, unused keys) is turned back into the field's key path.
 // docs/configs.md.
 #include <algorithm>
@@ -23,7 +23,7 @@ namespace {
 
 // The fields sapp prices beyond Megatron-Core's shared model fields (core_model_fields), with the Megatron-LM flag each
 // one is (arguments.py names them after the field).
-constexpr FlagField kFields[] = {
+constexpr FlagField kBridgeFields[] = {
     {"model.normalization", "--normalization", FlagKind::Value},
     {"model.position_embedding_type", "--position-embedding-type", FlagKind::Value},
     {"model.add_bias_linear", "--disable-bias-linear", FlagKind::Negated},
@@ -162,7 +162,7 @@ Loaded read_megatron_bridge(const json& tree, const std::string& file) {
   // The softmax field's default is in every dump (core_v0.14.0 has no such flag): taken, not added.
   if (const json* v = stated_at(tree, "model.softmax_type"); v && *v == "vanilla") launch.taken("--softmax-type", "model.softmax_type");
   launch.add_fields(core_model_fields());
-  launch.add_fields(kFields);
+  launch.add_fields(kBridgeFields);
   // Megatron-Core's layout: its string, or its list of stages of layer names.
   if (const json* v = stated_at(tree, "model.pipeline_model_parallel_layout"); v && !v->is_null()) {
     const std::string path = "model.pipeline_model_parallel_layout";

@@ -24,7 +24,7 @@ namespace {
 
 // The fields that are a Megatron-LM flag as they stand, beyond Megatron-Core's shared model fields (core_model_fields;
 // the rest are translated by hand below).
-constexpr FlagField kFields[] = {
+constexpr FlagField kNemoFields[] = {
     {"model.override_vocab_size", "--vocab-size", FlagKind::Value},
     {"model.vocab_size", "--vocab-size", FlagKind::Value},  // NeMo's Mamba configs state it so
     {"model.bias", "--disable-bias-linear", FlagKind::Negated},
@@ -189,7 +189,7 @@ Loaded read_nemo(const json& stated, const std::string& file) {
   Interpolations interpolations(stated);
   const json tree = interpolations.resolved(stated, "");
   // A field sapp reads that is still an interpolation: named, with what sapp resolves.
-  for (const std::span<const FlagField> fields : {core_model_fields(), std::span<const FlagField>(kFields)}) {
+  for (const std::span<const FlagField> fields : {core_model_fields(), std::span<const FlagField>(kNemoFields)}) {
     for (const FlagField& f : fields) {
       if (const json* v = stated_at(tree, f.path); v && v->is_string() && v->get<std::string>().find("${") != std::string::npos)
         fail(at(file, f.path),
@@ -315,7 +315,7 @@ Loaded read_nemo(const json& stated, const std::string& file) {
   const std::string optim_name = optim && optim->is_string() ? optim->get<std::string>() : "";
   if (distributed_optimizer(optim_name)) add("--use-distributed-optimizer", "model.optim.name", {});
   launch.add_fields(core_model_fields());
-  launch.add_fields(kFields);
+  launch.add_fields(kNemoFields);
   Loaded out = launch.read();
   out.dialect = kNemoDialect;
   out.warnings.insert(out.warnings.end(), notes.begin(), notes.end());
