@@ -208,6 +208,57 @@ TEST(StepTime, NarrowAttentionHeadsRunAtThePublishedKernelRate) {
   EXPECT_NEAR(narrow_heads.fwd_s - wide_heads.fwd_s, attention_s * (609.0 / 408 - 1), 1e-3 * attention_s);
 }
 
+TEST(StepTime, Cudnn919AttentionRunsAtItsPublishedBenchmarkRate) {
+  // NVIDIA's published cuDNN 9.19 SDPA training benchmark (NVIDIA/cudnn-frontend at df73764, benchmark/
+  // sdpa_benchmark_training/results/{h200,gb200}_919_only_cudnn/llama3.1_*.csv, every BF16 row: batch 1, 64 query and 8
+  // key-value heads of 128; sequence, causal or unmasked, forward and backward ms, forward and backward TFLOPS). A
+  // causal call's queries attend s / 2 keys on average, an unmasked one's s. The law the device files state
+  // (attention_cudnn919 x k / (k + attention_cudnn919_half_keys)) meets each row's forward + backward rate within 6 %
+  // on H200 (its fit: -5.6 to +5.6 %) and 3 % on GB200.
+  struct Row {
+    const char* device;
+    double seq;
+    bool causal;
+    double fwd_ms, bwd_ms, fwd_tflops, bwd_tflops;
+  };
+  const Row rows[] = {
+      {"h200", 32768, true, 25.566, 75.688, 688, 581},  {"h200", 32768, false, 50.769, 153.841, 693, 572},  {"h200", 16384, true, 6.531, 19.002, 673, 579},
+      {"h200", 16384, false, 12.524, 35.947, 702, 612}, {"h200", 8192, true, 1.708, 5.083, 644, 541},       {"h200", 8192, false, 3.182, 9.262, 691, 594},
+      {"h200", 4096, true, 0.465, 1.450, 591, 474},     {"h200", 4096, false, 0.819, 2.453, 671, 560},      {"h200", 2048, true, 0.142, 0.464, 484, 370},
+      {"h200", 2048, false, 0.217, 0.681, 633, 504},    {"gb200", 32768, true, 10.226, 29.863, 1720, 1473}, {"gb200", 32768, false, 19.759, 58.606, 1781, 1501},
+      {"gb200", 16384, true, 2.606, 7.845, 1687, 1402}, {"gb200", 16384, false, 4.972, 15.111, 1769, 1455}, {"gb200", 8192, true, 0.688, 2.097, 1598, 1311},
+      {"gb200", 8192, false, 1.286, 3.901, 1709, 1409}, {"gb200", 4096, true, 0.206, 0.607, 1335, 1132},    {"gb200", 4096, false, 0.345, 1.068, 1593, 1287},
+      {"gb200", 2048, true, 0.066, 0.206, 1042, 836},   {"gb200", 2048, false, 0.110, 0.315, 1245, 1089},
+  };
+  for (const Row& r : rows) {
+    const hardware::Hardware hw = test::device(r.device);
+    const double published_tflops = (r.fwd_tflops * r.fwd_ms + r.bwd_tflops * r.bwd_ms) / (r.fwd_ms + r.bwd_ms);
+    const double priced_tflops = cost::terms::cudnn919_attention_efficiency(hw, r.causal ? r.seq / 2 : r.seq, 128) * hw.peak_flops / 1e12;
+    EXPECT_NEAR(priced_tflops / published_tflops, 1.0, std::string(r.device) == "h200" ? 0.06 : 0.03)
+        << r.device << " " << r.seq << (r.causal ? " causal" : " unmasked");
+  }
+  // In a layer: Llama 3 8B at 8192 on one H100 SXM (H200's law, same SMs and clock): the core attention's forward runs
+  // at 0.654 x 4096.5 / (4096.5 + 575) of the BF16 peak instead of the fitted 0.317, nothing else changes.
+  plan::Training t = training(8, 8192);
+  const cost::KindTime fused = llama8b_layer(t);
+  t.attention_kernel = plan::AttentionKernel::Cudnn919;
+  const cost::KindTime cudnn919 = llama8b_layer(t);
+  const hardware::Hardware h100 = test::device("h100-sxm");
+  const double keys = (8192.0 + 1) / 2;
+  const double ratio = h100.efficiency.attention / (0.654 * keys / (keys + 575));
+  const double attention_s = llama8b_attention_forward_s();
+  EXPECT_NEAR(cudnn919.fwd_s - fused.fwd_s, attention_s * (ratio - 1), 1e-3 * attention_s);
+  EXPECT_EQ(cudnn919.fwd_flops, fused.fwd_flops);
+  // A device whose file states no published rate refuses the kernel, naming itself and the two keys.
+  try {
+    (void)cost::terms::cudnn919_attention_efficiency(test::device("b200"), 4096, 128);
+    ADD_FAILURE() << "b200 states no cuDNN 9.19 rate";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("b200"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("attention_cudnn919_half_keys"), std::string::npos) << e.what();
+  }
+}
+
 TEST(StepTime, ClampedSwigluAndExpertBiasesRunAsEagerPasses) {
   // GPT-OSS-120B's experts as Megatron-Core runs them (data/op_records.yaml, expert_clamp_eager and
   // expert_bias_eager): the clamps and concatenation move 8 ffn elements per routed copy forward and 6 backward, the

@@ -48,6 +48,7 @@ inline constexpr Quantity kLinkBandwidth{"a per-device link bandwidth", "B/s", 1
 inline constexpr Quantity kLatency{"a link latency", "s", 0, 1e-3, false, false, false, Hint::Exponent, {-6, -9, -3}};
 inline constexpr Quantity kEfficiency{"an efficiency", "fraction", 0, 1, true, false, false, Hint::Percent, {}};
 inline constexpr Quantity kHalfRows{"a GEMM row count", "rows", 0, 1e7, false, false, false, Hint::None, {}};
+inline constexpr Quantity kHalfKeys{"an attention key count per query", "keys", 0, 1e7, false, false, false, Hint::None, {}};
 inline constexpr Quantity kExpertWidth{"an expert FFN width", "elements", 0, 1e7, false, false, false, Hint::None, {}};
 inline constexpr Quantity kLevelDevices{"a device count per unit", "devices", 0, 1e8, false, false, true, Hint::None, {}};
 

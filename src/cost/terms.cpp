@@ -114,16 +114,17 @@ constexpr std::array<ValidatedPair, 18> kValidated = {{
      "dualpipev as DualPipe-V): two runs, the efficiencies are priors"},
     {"a100-80g", "BF16", true, "Narayanan et al. 2021 Table 1 (fp16, 10 held-out runs, median 6 %)"},
     {"h100-sxm", "FP8", true,
-     "30 held-out FP8 runs in validation/runs.yaml, median 4.4 %: NeMo 24.07 / 24.12 dense runs within 8 % (Nemotron-3 8B / 22B and "
+     "30 held-out FP8 runs in validation/runs.yaml, median 5.2 %: NeMo 24.07 / 24.12 dense runs within 8 % (Nemotron-3 8B / 22B and "
      "Nemotron-4 340B -4.5, -5.2, -7.8 %), NeMo 24.03 Llama 2 7B from 4k to 512k over CP up to 16 within -1.2 to +5.2 %, Megatron-Bridge "
-     "25.11 dense +8.6 % and -11.1 %; MLPerf Training v5.0 Llama 3.1 405B on 512 to 8192 GPUs -6.4 % to -0.0 %, v4.1 GPT-3 175B +9.2 % "
-     "and +11.5 %; Megatron-Bridge FP8 MoE runs off by 1-7 % (Nemotron 3 Nano +1.3 %)"},
+     "25.11 dense -0.1 % and -15.4 %; MLPerf Training v5.0 Llama 3.1 405B on 512 to 8192 GPUs -10.9 % to -4.9 %, v4.1 GPT-3 175B +9.2 % "
+     "and +11.5 %; Megatron-Bridge FP8 MoE runs off by 2-12 % (Nemotron 3 Nano -2.5 %); the 2025-2026 runs priced with cuDNN 9.19's "
+     "attention (docs/validation.md, 'Attention kernels by software release')"},
     {"h100-sxm", "BF16", false,
-     "21 held-out BF16 H100 runs in validation/runs.yaml, median 15.3 %: the Megatron-Core MoE team's Qwen3-235B-A22B layouts on 256 "
-     "(Megatron-MoE-ModelZoo) -39 % to +38 % at 4k and +26 % to +53 % at 16k-128k (attention priced at 2024's kernels); NeMo "
-     "AutoModel LoRA Llama 3.1 8B +2.2 %, Qwen2.5 7B +7.3 %, "
-     "Llama 3.3 70B on 16 -22 %; AutoModel pre-training Qwen3-30B-A3B +45 %, Nemotron 3 Nano +27 %, DeepSeek-V3 +12 % (256) and -3.4 % "
-     "(1024), Kimi K2 -4.7 %, Llama3-70B +7.5 %; Megatron-Bridge GPT-OSS-120B -11 %; Megatron-Core r0.8.0 GPT 1.7B -17.5 %, 7.1B -15.1 %; "
+     "21 held-out BF16 H100 runs in validation/runs.yaml, median 8.8 %: the Megatron-Core MoE team's Qwen3-235B-A22B layouts on 256 "
+     "(Megatron-MoE-ModelZoo) -42 % to +35 % at 4k and -6.4 % to +4.8 % at 16k-128k (with cuDNN 9.19's attention, as their 2025 "
+     "containers ran; +26 % to +53 % at 2024's fitted rate); NeMo AutoModel LoRA Llama 3.1 8B +2.2 %, Qwen2.5 7B +7.3 %, "
+     "Llama 3.3 70B on 16 -22 %; AutoModel pre-training Qwen3-30B-A3B +35 %, Nemotron 3 Nano +27 %, DeepSeek-V3 +5.5 % (256) and -8.8 % "
+     "(1024), Kimi K2 -8.1 %, Llama3-70B +7.5 %; Megatron-Bridge GPT-OSS-120B -13 %; Megatron-Core r0.8.0 GPT 1.7B -17.5 %, 7.1B -15.1 %; "
      "the BF16 GEMM efficiency is a prior (0.69), not fitted"},
     {"b200", "FP8", false,
      "10 held-out B200 FP8 runs in validation/runs.yaml, median 8.3 %: NeMo 25.02 dense -8.5 % to -0.2 %, Megatron-Bridge MXFP8 MoE and "
@@ -132,15 +133,15 @@ constexpr std::array<ValidatedPair, 18> kValidated = {{
      "two B200 BF16 runs (Megatron-Bridge GPT-OSS-120B: 26.04 EP8 -31 %, 26.02 EP64 over 8 nodes -3.7 %); the BF16 GEMM efficiency is the prior 0.75 "
      "times the FP8 fit's 0.801"},
     {"gb200", "FP8", true,
-     "10 held-out GB200 FP8 runs in validation/runs.yaml, median 3.9 %, priced with B200's efficiencies: Megatron-Core's DeepSeek-V3 "
-     "study (MXFP8, EP 32, its launch script) -3.1 %, the Megatron-Core MoE team's Qwen3-235B-A22B at 128k over CP 4 +32 %; "
-     "Megatron-Bridge dense Llama 3 "
-     "8B (25.11) +0.7 %, Llama 3 70B and 3.1 405B (26.04) +1.8 % and +0.2 % (MXFP8), 3.1 405B +6.9 % (per-tensor FP8); 26.04 MoE Qwen3-30B-A3B -8.9 %, "
-     "Qwen3-235B-A22B +2.4 %, "
-     "DeepSeek-V3 +4.7 %, Nemotron 3 Nano -24.8 %"},
+     "10 held-out GB200 FP8 runs in validation/runs.yaml, median 3.5 %, priced with B200's efficiencies and cuDNN 9.19's attention: "
+     "Megatron-Core's DeepSeek-V3 study (MXFP8, EP 32, its launch script) -3.8 %, the Megatron-Core MoE team's Qwen3-235B-A22B at 128k "
+     "over CP 4 +2.2 %; Megatron-Bridge dense Llama 3 "
+     "8B (25.11) -3.1 %, Llama 3 70B and 3.1 405B (26.04) -0.7 % and -1.4 % (MXFP8), 3.1 405B +5.1 % (per-tensor FP8); 26.04 MoE Qwen3-30B-A3B -9.6 %, "
+     "Qwen3-235B-A22B +1.9 %, "
+     "DeepSeek-V3 +4.1 %, Nemotron 3 Nano -25.6 %"},
     {"gb200", "BF16", false,
-     "two GB200 BF16 runs (Megatron-Bridge 26.04 GPT-OSS-120B -36 %; the Megatron-Core MoE team's Qwen3-235B-A22B on 256, "
-     "Megatron-MoE-ModelZoo, -2.0 %); the BF16 GEMM efficiency is B200's prior, 0.75 times its FP8 fit's 0.801"},
+     "two GB200 BF16 runs (Megatron-Bridge 26.04 GPT-OSS-120B -35 %; the Megatron-Core MoE team's Qwen3-235B-A22B on 256, "
+     "Megatron-MoE-ModelZoo, -2.4 %); the BF16 GEMM efficiency is B200's prior, 0.75 times its FP8 fit's 0.801"},
     {"gb300", "FP8", true,
      "8 held-out GB300 FP8 runs in validation/runs.yaml, median 4.8 %: Megatron-Bridge 26.04 Llama 3.1 405B +0.4 % (MXFP8) and +6.9 % "
      "(per-tensor FP8), MoE Qwen3-30B-A3B "
@@ -151,8 +152,9 @@ constexpr std::array<ValidatedPair, 18> kValidated = {{
     {"gb300", "BF16", false,
      "one GB300 BF16 run (Megatron-Bridge 26.04 GPT-OSS-120B, -25 %); the BF16 GEMM efficiency is the prior 0.75 times the FP8 fit's 0.977"},
     {"gb200", "NVFP4", true,
-     "4 held-out GB200 NVFP4 runs in validation/runs.yaml, median 6.7 % (Megatron-Bridge 26.04 Llama 3 70B -8.0 %, Llama 3.1 405B "
-     "-5.4 %; MLPerf Training v5.1 Llama 3.1 405B on 512 +2.3 %, Llama 3.1 8B on 8 +9.2 % with its FP8 attention priced in BF16): "
+     "4 held-out GB200 NVFP4 runs in validation/runs.yaml, median 5.8 % (Megatron-Bridge 26.04 Llama 3 70B -11.2 %, Llama 3.1 405B "
+     "-7.5 %; MLPerf Training v5.1 Llama 3.1 405B on 512 +1.7 %, Llama 3.1 8B on 8 +4.0 % with its FP8 attention priced in BF16 at cuDNN "
+     "9.19's rate): "
      "nothing fitted on NVFP4, its GEMM rate is Transformer Engine's B300 kernel ratio over MXFP8 (1.90) times the FP8 one"},
     {"gb300", "NVFP4", true,
      "3 held-out GB300 NVFP4 runs in validation/runs.yaml, median 6.1 % (Megatron-Bridge 26.04 Llama 3 70B +12.3 %, Llama 3.1 405B "
@@ -305,13 +307,34 @@ double attention_kernel_rate(plan::AttentionKernel kernel, double head_dim) {
   return head_dim_tflops(kCudnnAttentionTflops, head_dim) / kCudnnAttentionTflops[1];
 }
 
+double cudnn919_attention_efficiency(const hardware::Hardware& hw, double keys_per_call, double head_dim) {
+  const hardware::Efficiency& e = hw.efficiency;
+  if (e.attention_cudnn919 <= 0 || e.attention_cudnn919_half_keys <= 0)
+    fail(hw.id.empty() ? hw.name : hw.id,
+         "states no published cuDNN 9.19 attention rate (efficiency.attention_cudnn919 and attention_cudnn919_half_keys); price "
+         "--attention-kernel fused or torch_sdpa on it, or state the pair in its file");
+  const double keys = std::max(keys_per_call, 1.0);
+  return e.attention_cudnn919 * keys / (keys + e.attention_cudnn919_half_keys) * attention_kernel_rate(plan::AttentionKernel::Fused, head_dim);
+}
+
 plan::AttentionKernel parse_attention_kernel(const std::string& name, const std::string& where) {
   if (name == "fused") return plan::AttentionKernel::Fused;
   if (name == "torch_sdpa") return plan::AttentionKernel::TorchSdpa;
-  fail(where, "expected fused (cuDNN through Transformer Engine) or torch_sdpa (torch.nn.functional.scaled_dot_product_attention), got '{}'", name);
+  if (name == "cudnn9.19") return plan::AttentionKernel::Cudnn919;
+  fail(where,
+       "expected fused (cuDNN through Transformer Engine, the devices' fitted rate), torch_sdpa "
+       "(torch.nn.functional.scaled_dot_product_attention) or cudnn9.19 (cuDNN 9.19's published rate), got '{}'",
+       name);
 }
 
-std::string to_string(plan::AttentionKernel kernel) { return kernel == plan::AttentionKernel::TorchSdpa ? "torch_sdpa" : "fused"; }
+std::string to_string(plan::AttentionKernel kernel) {
+  switch (kernel) {
+    case plan::AttentionKernel::TorchSdpa: return "torch_sdpa";
+    case plan::AttentionKernel::Cudnn919: return "cudnn9.19";
+    case plan::AttentionKernel::Fused: break;
+  }
+  return "fused";
+}
 
 std::vector<std::string> framework_names() {
   std::vector<std::string> out;

@@ -271,7 +271,16 @@ inline constexpr double kFlash2AttentionTflops[] = {321, 368, 323};
 // A kernel's speed at one head dimension relative to cuDNN's at head dimension 128, where every device's attention
 // efficiency was fitted: the head-dimension shape above times kTorchSdpaAttentionRate for torch_sdpa.
 double attention_kernel_rate(plan::AttentionKernel kernel, double head_dim);
-// "fused" or "torch_sdpa"; otherwise fails naming `where`.
+// cuDNN 9.19's fused attention as NVIDIA's published training benchmark measured it (NVIDIA/cudnn-frontend,
+// benchmark/sdpa_benchmark_training/results/{h200,gb200}_919_only_cudnn/llama3.1_*.csv at df73764: BF16, 64 query and
+// 8 key-value heads of dimension 128, batch 1, 2k to 32k tokens, causal and unmasked; docs/validation.md, "Attention
+// at cuDNN 9.19's published rate"): a call whose queries attend k keys on average runs its forward + 2.5 x backward
+// FLOPs at attention_cudnn919 x k / (k + attention_cudnn919_half_keys) of the device's BF16 peak (each query tile
+// pays a fixed cost, loading Q, rescaling and writing O, that a short key loop does not amortise). The fraction of
+// the BF16 peak for a call of `keys_per_call` keys per query at `head_dim` (attention_kernel_rate's head-dimension
+// shape); fails naming the device when its file states no published rate.
+double cudnn919_attention_efficiency(const hardware::Hardware& hw, double keys_per_call, double head_dim);
+// "fused", "torch_sdpa" or "cudnn9.19"; otherwise fails naming `where`.
 plan::AttentionKernel parse_attention_kernel(const std::string& name, const std::string& where = "attention_kernel");
 std::string to_string(plan::AttentionKernel kernel);
 

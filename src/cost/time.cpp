@@ -58,9 +58,21 @@ double attention_head_dim(const model::OpRecords& rec, const expr::Env& env) {
   return value_of(env, rec.shape.mla) == 1 ? value_of(env, rec.shape.nope) + value_of(env, rec.shape.rope) : value_of(env, rec.shape.dh);
 }
 
-// The attention kernel's rate for a layer whose names `env` binds (terms::attention_kernel_rate).
-double attention_rate_of(const model::OpRecords& rec, const expr::Env& env, const plan::Training& training) {
-  return terms::attention_kernel_rate(training.attention_kernel, attention_head_dim(rec, env));
+// Keys per query one attention call sees: the layer's `ctx`, of which a ring CP step's call holds one block of 1/cp
+// (all-to-all CP calls the kernel on every key).
+double attention_keys_per_call(const model::OpRecords& rec, const expr::Env& env, const plan::Layout& l) {
+  const double keys = value_of(env, rec.layout.ctx);
+  return l.cp > 1 && l.cp_algo == plan::CpAlgo::Ring ? keys / static_cast<double>(l.cp) : keys;
+}
+
+// The attention kernel's rate for a layer whose names `env` binds, as a multiple of the device's fitted attention
+// efficiency (terms::attention_kernel_rate; cuDNN 9.19's published rate: terms::cudnn919_attention_efficiency).
+double attention_rate_of(const model::OpRecords& rec, const expr::Env& env, const plan::Layout& l, const plan::Training& training,
+                         const hardware::Hardware& hw) {
+  const double head_dim = attention_head_dim(rec, env);
+  if (training.attention_kernel == plan::AttentionKernel::Cudnn919)
+    return terms::cudnn919_attention_efficiency(hw, attention_keys_per_call(rec, env, l), head_dim) / hw.efficiency.attention;
+  return terms::attention_kernel_rate(training.attention_kernel, head_dim);
 }
 
 LayerTime layer_time(const model::Model& model, const model::BoundKind& kind, const plan::Layout& l, const plan::Training& training,
@@ -80,7 +92,7 @@ LayerTime layer_time(const model::Model& model, const model::BoundKind& kind, co
   // The routed experts' width per expert-TP rank, for the grouped-GEMM loss (efficiency.grouped_gemm_half_width).
   const int ffn_sym = rec.shape.ffn;
   const double expert_width = value_of(env, ffn_sym) / l.etp;
-  const double attention_rate = attention_rate_of(rec, env, training);
+  const double attention_rate = attention_rate_of(rec, env, l, training, hw);
   LayerTime out;
   out.selective_redispatches = redispatch;
   for (const auto& term : kind.work) {
@@ -649,9 +661,18 @@ std::vector<std::string> explain_stage_terms(const model::Model& model, const pl
     // Only kinds whose layers run a flash kernel (the term layer_time applies the rate to).
     auto runs_flash = [&](const model::WorkTerm& w) { return w.role == model::WorkRole::FlashAttention && (!w.when || w.when->eval(env).truthy()); };
     if (std::none_of(kind.work.begin(), kind.work.end(), runs_flash)) continue;
-    const double rate = attention_rate_of(*model.records, env, training);
+    const double rate = attention_rate_of(*model.records, env, l, training, hw);
     if (rate == 1.0) continue;
     const double head_dim = attention_head_dim(*model.records, env);
+    if (training.attention_kernel == plan::AttentionKernel::Cudnn919) {
+      const double keys = attention_keys_per_call(*model.records, env, l);
+      out.push_back(fmt::format(
+          "  kind {}: attention work runs at {:.3f} of the BF16 peak = attention_cudnn919 {:g} x {:.0f} keys per call / ({:.0f} + "
+          "attention_cudnn919_half_keys {:g}) x the head-dimension shape at {:g} (cudnn919_attention_efficiency; "
+          "cuDNN 9.19's published benchmark)",
+          kind.kind.name, rate * hw.efficiency.attention, hw.efficiency.attention_cudnn919, keys, keys, hw.efficiency.attention_cudnn919_half_keys, head_dim));
+      continue;
+    }
     out.push_back(
         fmt::format("  kind {}: attention work runs at {:.3f} x the device's attention efficiency {:g} ({} kernel at head "
                     "dimension {:g}, against cuDNN's at 128: attention_kernel_rate, kCudnnAttentionTflops{})",

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include <fmt/format.h>
+
 #include "core/error.hpp"
 #include "core/files.hpp"
 
@@ -118,7 +120,8 @@ Hardware hardware_from_json(const nlohmann::json& tree, const std::string& file,
   if (hw.levels.back().devices != 0) hw.levels.push_back(Level{"cluster", 0, hw.levels.back().bandwidth, hw.levels.back().latency});
   if (top.has("efficiency")) {
     io::Reader e = top.child("efficiency");
-    e.only({"gemm", "gemm_fp8", "gemm_fp4", "gemm_half_rows", "attention", "memory", "comm", "grouped_gemm_half_width"});
+    e.only({"gemm", "gemm_fp8", "gemm_fp4", "gemm_half_rows", "attention", "memory", "comm", "grouped_gemm_half_width", "attention_cudnn919",
+            "attention_cudnn919_half_keys"});
     auto fraction = [&](const char* key, double fallback) { return e.quantity_or(key, units::kEfficiency, fallback); };
     hw.efficiency.gemm = fraction("gemm", hw.efficiency.gemm);
     hw.efficiency.gemm_fp8 = fraction("gemm_fp8", hw.efficiency.gemm_fp8);
@@ -128,6 +131,14 @@ Hardware hardware_from_json(const nlohmann::json& tree, const std::string& file,
     hw.efficiency.comm = fraction("comm", hw.efficiency.comm);
     hw.efficiency.gemm_half_rows = e.quantity_or("gemm_half_rows", units::kHalfRows, hw.efficiency.gemm_half_rows);
     hw.efficiency.grouped_gemm_half_width = e.quantity_or("grouped_gemm_half_width", units::kExpertWidth, hw.efficiency.grouped_gemm_half_width);
+    if (e.has("attention_cudnn919") != e.has("attention_cudnn919_half_keys")) {
+      const bool rate = e.has("attention_cudnn919");
+      e.bad(rate ? "attention_cudnn919" : "attention_cudnn919_half_keys",
+            fmt::format("a value stated together with {} (the published benchmark's law has both)",
+                        rate ? "attention_cudnn919_half_keys" : "attention_cudnn919"));
+    }
+    hw.efficiency.attention_cudnn919 = fraction("attention_cudnn919", 0.0);
+    hw.efficiency.attention_cudnn919_half_keys = e.quantity_or("attention_cudnn919_half_keys", units::kHalfKeys, 0.0);
   }
   return hw;
 }

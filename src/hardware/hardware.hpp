@@ -31,6 +31,11 @@ struct Efficiency {
   // same work priced at the BF16 GEMM rate times grouped_gemm_half_width / the expert's FFN width. A device states
   // its own (its kernels differ); the default is h100-sxm's, fitted there.
   double grouped_gemm_half_width = 1365;
+  // cuDNN 9.19's fused attention as its published training benchmark ran it (cost::terms::cudnn919_attention_rate):
+  // BF16 forward + backward at long keys, of the BF16 peak, and the keys per query at which a call reaches half of
+  // that. 0: no published run on this device, and the kernel cannot be priced on it.
+  double attention_cudnn919 = 0;
+  double attention_cudnn919_half_keys = 0;
 };
 
 // NVFP4 GEMM kernels run this many times as fast as MXFP8 ones on the same shapes, inputs already quantised: 7.161 /

@@ -61,9 +61,10 @@ struct Layout {
 };
 
 // The flash-attention kernel a run calls: cuDNN's fused attention through Transformer Engine (what the devices'
-// attention efficiencies were fitted with), or torch.nn.functional.scaled_dot_product_attention running
-// FlashAttention-2 (--attention-kernel; its speed: cost::terms::attention_kernel_rate).
-enum class AttentionKernel { Fused, TorchSdpa };
+// attention efficiencies were fitted with), torch.nn.functional.scaled_dot_product_attention running
+// FlashAttention-2 (--attention-kernel; their speed: cost::terms::attention_kernel_rate), or cuDNN 9.19's fused
+// attention at the rate its published benchmark measured (cost::terms::cudnn919_attention_rate).
+enum class AttentionKernel { Fused, TorchSdpa, Cudnn919 };
 
 // NVFP4 storage per element: a 4-bit E2M1 value and one E4M3 scale per block of 16 (NVIDIA's NVFP4 format, as
 // Transformer Engine's NVFP4Tensor stores each of its row-wise and column-wise copies).
