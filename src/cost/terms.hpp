@@ -274,7 +274,7 @@ double attention_kernel_rate(plan::AttentionKernel kernel, double head_dim);
 // cuDNN 9.19's fused attention as NVIDIA's published training benchmark measured it (NVIDIA/cudnn-frontend,
 // benchmark/sdpa_benchmark_training/results/{h200,gb200}_919_only_cudnn/llama3.1_*.csv at df73764: BF16, 64 query and
 // 8 key-value heads of dimension 128, batch 1, 2k to 32k tokens, causal and unmasked; docs/validation.md, "Attention
-// at cuDNN 9.19's published rate"): a call whose queries attend k keys on average runs its forward + 2.5 x backward
+// kernels by software release"): a call whose queries attend k keys on average runs its forward + 2.5 x backward
 // FLOPs at attention_cudnn919 x k / (k + attention_cudnn919_half_keys) of the device's BF16 peak (each query tile
 // pays a fixed cost, loading Q, rescaling and writing O, that a short key loop does not amortise). The fraction of
 // the BF16 peak for a call of `keys_per_call` keys per query at `head_dim` (attention_kernel_rate's head-dimension
