@@ -69,11 +69,12 @@ CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=None "-DCMAKE_C
 # file, the shorter test shard, the single-process tests) and the rest at the end.
 tidy_log=$(mktemp)
 python3 scripts/tidy_units.py build-fuzz build-fuzz/tidy >"$tidy_log.files"
-# Its own session (setsid), so that a failure can stop it as one process group; under the kernel's autogroup
-# scheduling a session is weighed as a whole against the others whatever its processes' nice value, so the session's
-# own weight is lowered too (/proc/self/autogroup; nice alone left it a third of the cores).
+# Its own session (setsid; -w passes its exit status on should setsid have to fork), so that a failure can stop it as
+# one process group; under the kernel's autogroup scheduling a session is weighed as a whole against the others
+# whatever its processes' nice value, so the session's own weight is lowered too (/proc/self/autogroup; nice alone
+# left it a third of the cores).
 # shellcheck disable=SC2016
-setsid bash -c 'echo 19 >/proc/self/autogroup 2>/dev/null || true; exec nice -n 19 xargs -P"$1" -n1 clang-tidy -p build-fuzz/tidy \
+setsid -w bash -c 'echo 19 >/proc/self/autogroup 2>/dev/null || true; exec nice -n 19 xargs -P"$1" -n1 clang-tidy -p build-fuzz/tidy \
   --config-file=.clang-tidy --checks=-bugprone-suspicious-include --quiet --warnings-as-errors="*"' tidy "$jobs" \
   <"$tidy_log.files" >"$tidy_log" 2>&1 &
 tidy_pid=$!
