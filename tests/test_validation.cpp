@@ -47,6 +47,9 @@ struct Report {
   // Held-out |step error| per (device, FP8), and one device of each pair.
   std::map<std::pair<std::string, std::string>, std::vector<double>> by_device;
   std::map<std::pair<std::string, std::string>, hardware::Hardware> devices;
+  // Per published sweep of layouts (`sweep:`), each row's estimated and measured step time.
+  std::map<std::string, std::pair<std::vector<double>, std::vector<double>>> sweeps;
+  std::vector<std::string> sweep_lines;  // the rows as the ranking check prints them
 };
 
 const Report& report() {
@@ -66,6 +69,13 @@ const Report& report() {
       std::pair<std::string, std::string> pair{c.hardware.id, cost::terms::precision_name(c.run.training)};
       out.devices.emplace(pair, c.hardware);
       if (!c.fitted) out.by_device[pair].push_back(std::fabs(err));
+      if (!c.sweep.empty()) {
+        const double measured = t.step_s / (1.0 + err);
+        out.sweeps[c.sweep].first.push_back(t.step_s);
+        out.sweeps[c.sweep].second.push_back(measured);
+        out.sweep_lines.push_back(
+            fmt::format("{:<46} {:<40} measured {:8.2f} s, estimated {:8.2f} s", c.run.name, c.run.layout.describe().substr(0, 40), measured, t.step_s));
+      }
       double peak = mem.peak_bytes / 1073741824.0;
       std::string mem_err = "-";
       if (c.peak_gib > 0) {
@@ -335,19 +345,11 @@ TEST(Validation, SpearmanAveragesTiedRanks) {
 // one cluster, several layouts): Spearman between estimated and measured step times, bar 0.8 as for the sweep
 // above; a sweep listed under known_gaps as ranking_<sweep> is a skipped case that states the figure.
 TEST(Validation, RanksTheLayoutsOfEachPublishedSweepOfRuns) {
-  std::map<std::string, std::pair<std::vector<double>, std::vector<double>>> sweeps;  // estimated, measured steps
-  for (const auto& c : load_cases()) {
-    if (c.sweep.empty()) continue;
-    cost::MemoryEstimate mem = cost::estimate_memory(c.run.model, c.run.layout, c.run.training, c.hardware.memory_bytes);
-    cost::StepTime t = cost::estimate_time(c.run.model, c.run.layout, c.run.training, c.hardware, mem, c.run.overlap);
-    const double measured = t.step_s / (1.0 + cost::step_error(c, cost::published_metric(c, t)));
-    std::printf("%-46s %-40s measured %8.2f s, estimated %8.2f s\n", c.run.name.c_str(), c.run.layout.describe().substr(0, 40).c_str(), measured, t.step_s);
-    sweeps[c.sweep].first.push_back(t.step_s);
-    sweeps[c.sweep].second.push_back(measured);
-  }
-  ASSERT_FALSE(sweeps.empty()) << "no `sweep:` rows in " << runs_file();
+  const Report& r = report();
+  for (const std::string& line : r.sweep_lines) std::printf("%s\n", line.c_str());
+  ASSERT_FALSE(r.sweeps.empty()) << "no `sweep:` rows in " << runs_file();
   std::string gaps;
-  for (const auto& [name, steps] : sweeps) {
+  for (const auto& [name, steps] : r.sweeps) {
     ASSERT_GE(steps.first.size(), 3u) << name << ": a sweep needs three layouts or more";
     const double rho = spearman(steps.first, steps.second);
     std::printf("%s: Spearman(estimated, measured step) = %.3f over %zu layouts\n", name.c_str(), rho, steps.first.size());

@@ -310,7 +310,7 @@ double attention_kernel_rate(plan::AttentionKernel kernel, double head_dim) {
 double cudnn919_attention_efficiency(const hardware::Hardware& hw, double keys_per_call, double head_dim) {
   const hardware::Efficiency& e = hw.efficiency;
   if (e.attention_cudnn919 <= 0 || e.attention_cudnn919_half_keys <= 0)
-    fail(hw.id.empty() ? hw.name : hw.id,
+    fail(hw.label(),
          "states no published cuDNN 9.19 attention rate (efficiency.attention_cudnn919 and attention_cudnn919_half_keys); price "
          "--attention-kernel fused or torch_sdpa on it, or state the pair in its file");
   const double keys = std::max(keys_per_call, 1.0);
@@ -355,8 +355,7 @@ Validity validated(const hardware::Hardware& hw, const std::string& precision) {
   for (const auto& v : kValidated) {
     if (hw.id == v.device && v.precision == precision) return {v.validated, v.runs};
   }
-  return {false, "no measured " + precision + " run on " + (hw.id.empty() ? hw.name : hw.id) +
-                     " in validation/runs.yaml: its efficiency factors are priors, not fitted or checked"};
+  return {false, "no measured " + precision + " run on " + hw.label() + " in validation/runs.yaml: its efficiency factors are priors, not fitted or checked"};
 }
 
 }  // namespace sapp::cost::terms

@@ -68,6 +68,8 @@ struct Hardware {
   // rate kNvfp4OverMxfp8GemmRate x the FP8 one (gemm_fp8 x peak_flops_fp8), never above gemm_fp8.
   [[nodiscard]] double fp4_gemm_efficiency() const;
   [[nodiscard]] long long devices_per_node() const { return levels.empty() ? 1 : levels.front().devices; }
+  // The device as messages name it: its catalog name or file stem, else its human-readable name.
+  [[nodiscard]] const std::string& label() const { return id.empty() ? name : id; }
   // The innermost level whose unit holds `span` consecutive ranks (a group of `span` ranks with stride 1 in
   // the rank order, aligned): the link its collective runs on.
   [[nodiscard]] const Level& level_for_span(long long span) const;
