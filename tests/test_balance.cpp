@@ -202,6 +202,46 @@ TEST(Balance, SeveralBodyTypesKeepModelOrder) {
   EXPECT_LE(last_vision, first_decoder);
 }
 
+// One layer rebuilt in its backward is the costliest among the BODY types and kinds a stage holds (BodyType::rebuild_mb,
+// as the estimator's recompute working set counts the layers of its own stage): a stage of MoE layers does not hold
+// the dense layer's larger rebuild. Both the program and the exhaustive enumeration (which prices every plan by
+// simulation) read it per type; under a limit that only the per-type rule meets, the problem-wide maximum of the
+// two finds no plan.
+TEST(Balance, EachBodyTypeRebuildsItsOwnLayer) {
+  nlohmann::json j = {
+      {"layers_description",
+       {{{"name", "HEAD"}, {"type", "HEAD"}, {"time", 1}, {"nb_layer", 1}, {"memory_parameter", 10}},
+        {{"name", "moe"}, {"type", "BODY"}, {"time", 9}, {"nb_layer", 6}, {"memory_parameter", 20}, {"memory_activation", 15}, {"memory_recompute", 2}},
+        {{"name", "dense"}, {"type", "BODY"}, {"time", 4}, {"nb_layer", 2}, {"memory_parameter", 5}, {"memory_activation", 8}, {"memory_recompute", 1}},
+        {{"name", "TAIL"}, {"type", "TAIL"}, {"time", 2}, {"nb_layer", 1}, {"memory_parameter", 10}}}}};
+  balance::Problem p;
+  p.layers = balance::layers_from_json(j, "moe.json");
+  p.stages = 2;
+  p.chunks = 1;
+  p.micro_batches = 3;
+  p.schedule = simulate::Schedule::OneF1B;
+  p.layers.bodies[0].rebuild_mb[static_cast<std::size_t>(Rc::Full)] = 5;   // MoE: a small rebuild
+  p.layers.bodies[1].rebuild_mb[static_cast<std::size_t>(Rc::Full)] = 40;  // dense: a large one
+  int per_type_only = 0;
+  for (double limit : {0.0, 120.0, 110.0, 100.0, 95.0, 90.0}) {
+    p.memory_limit_mb = limit;
+    const balance::Solution found = balance::solve(p);
+    const balance::Solution brute = balance::solve_exhaustive(p);
+    SCOPED_TRACE(limit);
+    ASSERT_EQ(found.feasible, brute.feasible);
+    if (!found.feasible) continue;
+    EXPECT_NEAR(found.eval.objective, brute.eval.objective, 1e-9);
+    EXPECT_LE(found.bound, brute.eval.objective + 1e-9);
+    EXPECT_TRUE(found.eval.fits);
+    balance::Problem widest = p;  // every type charged the costliest rebuild
+    widest.rebuild_mb[static_cast<std::size_t>(Rc::Full)] = 40;
+    const balance::Solution charged = balance::solve_exhaustive(widest);
+    EXPECT_GE(charged.feasible ? charged.eval.objective : 1e300, brute.eval.objective - 1e-9);
+    if (!charged.feasible || charged.eval.objective > brute.eval.objective + 1e-9) ++per_type_only;
+  }
+  EXPECT_GE(per_type_only, 1) << "no limit where the per-type rebuild decides: the case checks nothing";
+}
+
 // With interleaving the program is skipped for several types (a stage's cells are not contiguous in model order)
 // and plans start from even splits: the split must place the layers in model order along the virtual pipeline
 // (cells v S + s), not each type evenly over every cell, and within a cell holding two types the recompute kinds may

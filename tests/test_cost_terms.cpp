@@ -80,13 +80,13 @@ TEST(CostTerms, AFrameworkFileIsReadKeyByKey) {
   EXPECT_EQ(read[0].param_bytes, 4.0);
 }
 
-// validation/runs.yaml: NeMo 24.12 H100 FP8 dense rows held out within the target, and the H100 BF16 rows; B200
-// MXFP8 rows and the 500 W H100's Float8 rows outside it; no FP8 run on Ascend 910B.
+// validation/runs.yaml: NeMo 24.12 H100 FP8 dense rows held out within the target, and the H100 BF16 rows; B300
+// MXFP8 MoE rows and the 500 W H100's Float8 rows outside it; no FP8 run on Ascend 910B.
 TEST(CostTerms, ValidatedSaysWhyNot) {
   EXPECT_TRUE(cost::terms::validated(test::device("h100-sxm"), "FP8").validated);
-  auto b200 = cost::terms::validated(test::device("b200"), "FP8");
-  EXPECT_FALSE(b200.validated);
-  EXPECT_NE(b200.reason.find("median"), std::string::npos) << b200.reason;
+  auto b300 = cost::terms::validated(test::device("b300"), "FP8");
+  EXPECT_FALSE(b300.validated);
+  EXPECT_NE(b300.reason.find("median"), std::string::npos) << b300.reason;
   auto h100_96g_fp8 = cost::terms::validated(test::device("h100-96g"), "FP8");  // torchtitan's Float8 runs, median 10.1 %
   EXPECT_FALSE(h100_96g_fp8.validated);
   EXPECT_NE(h100_96g_fp8.reason.find("median"), std::string::npos) << h100_96g_fp8.reason;

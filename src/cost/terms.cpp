@@ -126,47 +126,45 @@ constexpr std::array<ValidatedPair, 18> kValidated = {{
      "Llama 3.3 70B on 16 -22 %; AutoModel pre-training Qwen3-30B-A3B +35 %, Nemotron 3 Nano +27 %, DeepSeek-V3 +5.5 % (256) and -8.8 % "
      "(1024), Kimi K2 -8.1 %, Llama3-70B +7.5 %; Megatron-Bridge GPT-OSS-120B -13 %; Megatron-Core r0.8.0 GPT 1.7B -17.5 %, 7.1B -15.1 %; "
      "the BF16 GEMM efficiency is a prior (0.69), not fitted"},
-    {"b200", "FP8", false,
-     "10 held-out B200 FP8 runs in validation/runs.yaml, median 8.3 %: NeMo 25.02 dense -8.5 % to -0.2 %, Megatron-Bridge MXFP8 MoE and "
-     "long-context -21 % to +10 %; the FP8 efficiencies were fitted on two Megatron-Bridge 25.11 dense MXFP8 runs"},
+    {"b200", "FP8", true,
+     "10 held-out B200 FP8 runs in validation/runs.yaml, median 7.5 %: NeMo 25.02 dense -7.7 % to +0.0 %, Megatron-Bridge MXFP8 MoE -19.6 % "
+     "to +7.4 %, NeMo Mixtral +10.4 % and -19.3 % (64k); the FP8 efficiencies were fitted on two Megatron-Bridge 25.11 dense MXFP8 runs"},
     {"b200", "BF16", false,
-     "two B200 BF16 runs (Megatron-Bridge GPT-OSS-120B: 26.04 EP8 -31 %, 26.02 EP64 over 8 nodes -3.7 %); the BF16 GEMM efficiency is the prior 0.75 "
-     "times the FP8 fit's 0.801"},
+     "two B200 BF16 runs (Megatron-Bridge GPT-OSS-120B: 26.04 EP8 -28 %, 26.02 EP64 over 8 nodes -1.1 %); the BF16 GEMM efficiency is "
+     "the FP8 fit's times Transformer Engine's published B300 BF16 / MXFP8 kernel ratio (1.093)"},
     {"gb200", "FP8", true,
-     "10 held-out GB200 FP8 runs in validation/runs.yaml, median 3.5 %, priced with B200's efficiencies and cuDNN 9.19's attention: "
+     "10 held-out GB200 FP8 runs in validation/runs.yaml, median 3.6 %, priced with B200's efficiencies and cuDNN 9.19's attention: "
      "Megatron-Core's DeepSeek-V3 study (MXFP8, EP 32, its launch script) -3.8 %, the Megatron-Core MoE team's Qwen3-235B-A22B at 128k "
-     "over CP 4 +2.2 %; Megatron-Bridge dense Llama 3 "
-     "8B (25.11) -3.1 %, Llama 3 70B and 3.1 405B (26.04) -0.7 % and -1.4 % (MXFP8), 3.1 405B +5.1 % (per-tensor FP8); 26.04 MoE Qwen3-30B-A3B -9.6 %, "
-     "Qwen3-235B-A22B +1.9 %, "
-     "DeepSeek-V3 +4.1 %, Nemotron 3 Nano -25.6 %"},
+     "over CP 4 +2.2 %; Megatron-Bridge dense Llama 3 8B (25.11) -2.2 %, Llama 3 70B and 3.1 405B (26.04) +0.2 % and -1.0 % (MXFP8), "
+     "3.1 405B +5.6 % (per-tensor FP8); 26.04 MoE Qwen3-30B-A3B -9.1 %, Qwen3-235B-A22B +3.5 %, DeepSeek-V3 +5.9 %, Nemotron 3 Nano "
+     "-25.0 %"},
     {"gb200", "BF16", false,
-     "two GB200 BF16 runs (Megatron-Bridge 26.04 GPT-OSS-120B -35 %; the Megatron-Core MoE team's Qwen3-235B-A22B on 256, "
-     "Megatron-MoE-ModelZoo, -2.4 %); the BF16 GEMM efficiency is B200's prior, 0.75 times its FP8 fit's 0.801"},
+     "two GB200 BF16 runs (Megatron-Bridge 26.04 GPT-OSS-120B -30 %; the Megatron-Core MoE team's Qwen3-235B-A22B on 256, "
+     "Megatron-MoE-ModelZoo, +5.0 %); the BF16 GEMM efficiency is B200's, its FP8 fit's times Transformer Engine's B300 kernel ratio"},
     {"gb300", "FP8", true,
-     "8 held-out GB300 FP8 runs in validation/runs.yaml, median 4.8 %: Megatron-Bridge 26.04 Llama 3.1 405B +0.4 % (MXFP8) and +6.9 % "
-     "(per-tensor FP8), MoE Qwen3-30B-A3B "
-     "-8.7 %, Qwen3-235B-A22B +2.7 % (the Megatron-Core MoE team's on 64 at EP 64 -17.4 %), DeepSeek-V3 +2.2 %, Kimi K2 -1.9 %, Nemotron 3 "
-     "Nano -27.2 %; the FP8 efficiencies were fitted on two dense "
-     "Megatron-Bridge "
-     "GB300 MXFP8 runs (Llama 3 8B, 70B)"},
+     "8 held-out GB300 FP8 runs in validation/runs.yaml, median 4.3 %: Megatron-Bridge 26.04 Llama 3.1 405B -0.6 % (MXFP8) and +5.8 % "
+     "(per-tensor FP8), MoE Qwen3-30B-A3B -9.2 %, Qwen3-235B-A22B +2.6 % (the Megatron-Core MoE team's on 64 at EP 64 -18.1 %), "
+     "DeepSeek-V3 +2.0 %, Kimi K2 -2.8 %, Nemotron 3 Nano -27.3 %; the FP8 efficiencies were fitted on two dense Megatron-Bridge GB300 "
+     "MXFP8 runs (Llama 3 8B, 70B)"},
     {"gb300", "BF16", false,
-     "one GB300 BF16 run (Megatron-Bridge 26.04 GPT-OSS-120B, -25 %); the BF16 GEMM efficiency is the prior 0.75 times the FP8 fit's 0.977"},
+     "one GB300 BF16 run (Megatron-Bridge 26.04 GPT-OSS-120B, -21 %); the BF16 GEMM efficiency is the FP8 fit's times Transformer "
+     "Engine's published B300 BF16 / MXFP8 kernel ratio (1.093)"},
     {"gb200", "NVFP4", true,
-     "4 held-out GB200 NVFP4 runs in validation/runs.yaml, median 5.8 % (Megatron-Bridge 26.04 Llama 3 70B -11.2 %, Llama 3.1 405B "
-     "-7.5 %; MLPerf Training v5.1 Llama 3.1 405B on 512 +1.7 %, Llama 3.1 8B on 8 +4.0 % with its FP8 attention priced in BF16 at cuDNN "
+     "4 held-out GB200 NVFP4 runs in validation/runs.yaml, median 5.3 % (Megatron-Bridge 26.04 Llama 3 70B -10.0 %, Llama 3.1 405B "
+     "-5.3 %; MLPerf Training v5.1 Llama 3.1 405B on 512 +2.8 %, Llama 3.1 8B on 8 +5.2 % with its FP8 attention priced in BF16 at cuDNN "
      "9.19's rate): "
      "nothing fitted on NVFP4, its GEMM rate is Transformer Engine's B300 kernel ratio over MXFP8 (1.90) times the FP8 one"},
     {"gb300", "NVFP4", true,
-     "3 held-out GB300 NVFP4 runs in validation/runs.yaml, median 6.1 % (Megatron-Bridge 26.04 Llama 3 70B +12.3 %, Llama 3.1 405B "
-     "-6.1 %; MLPerf Training v5.1 Llama 3.1 405B on 512 -0.4 %): nothing fitted on NVFP4, its GEMM rate is Transformer Engine's B300 "
+     "3 held-out GB300 NVFP4 runs in validation/runs.yaml, median 6.0 % (Megatron-Bridge 26.04 Llama 3 70B +12.5 %, Llama 3.1 405B "
+     "-6.0 %; MLPerf Training v5.1 Llama 3.1 405B on 512 -0.4 %): nothing fitted on NVFP4, its GEMM rate is Transformer Engine's B300 "
      "kernel ratio over MXFP8 (1.90) times the FP8 one; three runs"},
     {"b300", "FP8", false,
-     "3 held-out B300 MXFP8 MoE runs in validation/runs.yaml, median 18.7 % (Megatron-Bridge 26.04: Qwen3-235B-A22B -0.9 %, DeepSeek-V3 "
-     "PP16 -18.7 %, Nemotron 3 Nano -23.9 %), priced with GB300's efficiencies times 0.926, fitted on its Qwen3-30B-A3B run: three runs of "
+     "3 held-out B300 MXFP8 MoE runs in validation/runs.yaml, median 14.3 % (Megatron-Bridge 26.04: Qwen3-235B-A22B -0.4 %, DeepSeek-V3 "
+     "PP16 -14.3 %, Nemotron 3 Nano -23.9 %), priced with GB300's efficiencies times 0.926, fitted on its Qwen3-30B-A3B run: three runs of "
      "one release, no dense run"},
     {"b300", "BF16", false,
-     "two B300 BF16 runs (Megatron-Bridge GPT-OSS-120B: 26.04 EP8 -39 %, 26.02 EP64 over 8 nodes -37 %); the BF16 GEMM efficiency is GB300's prior "
-     "times the FP8 fit's 0.926"},
+     "two B300 BF16 runs (Megatron-Bridge GPT-OSS-120B: 26.04 EP8 -35 %, 26.02 EP64 over 8 nodes -35 %); the BF16 GEMM efficiency is the "
+     "FP8 fit's times Transformer Engine's published B300 BF16 / MXFP8 kernel ratio (1.093)"},
     {"h200", "FP8", false,
      "2 held-out H200 float8 runs in validation/runs.yaml (torchtitan Llama 3.1 8B FSDP on 32 and 64 H200, June 2025), median 9.1 %: -8.3 % "
      "and -9.9 %; H200's efficiencies are priors, fitted on no run"},

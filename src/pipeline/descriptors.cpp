@@ -99,6 +99,7 @@ Descriptors describe(const model::Model& model, const plan::Layout& layout, cons
       const auto r = static_cast<std::size_t>(rc_of(mode));
       body.backward[r] += n * ls.backward[m] * kMsPerS;
       body.act_mb[r] = body.act_mb[r].value_or(0.0) + n * km[k].act[m] * fragmented / kBytesPerMb;
+      body.rebuild_mb[r] = std::max(body.rebuild_mb[r], (km[k].act[static_cast<int>(plan::Recompute::Off)] - km[k].act[m]) * fragmented / kBytesPerMb);
     }
     return n * (ls.forward + ls.backward[static_cast<std::size_t>(layout.recompute)]);
   };
@@ -169,16 +170,13 @@ Descriptors describe(const model::Model& model, const plan::Layout& layout, cons
     set.head_mb = 0;
     set.tail_mb = (states(first) - body_static.front() + tail_static) / kBytesPerMb;
   }
-  // What every stage holds beyond its layers' own memory: its buffers (but ZeRO's stage-wide ones) and reserve, and
-  // one layer rebuilt during its backward (the estimator's recompute_working: the largest layer's activations less
-  // what its recompute kind keeps), per kind: a stage holds the largest among its kinds (Problem::rebuild_mb).
+  // What every stage holds beyond its layers' own memory: its buffers (but ZeRO's stage-wide ones) and reserve.
+  // Beside them one layer rebuilt during its backward, per BODY type and kind (BodyType::rebuild_mb, set with its
+  // layers); the costliest of every type, per kind, for a layers file, which states no types' rebuilds.
   double working = 0;
   for (const auto& s : mem.stages) working = std::max(working, s.buffers - s.dp_stage + s.reserve);
-  for (const auto& k : km) {
-    for (plan::Recompute mode : {plan::Recompute::Selective, plan::Recompute::Full}) {
-      double& rebuild = d.rebuild_mb[static_cast<std::size_t>(rc_of(mode))];
-      rebuild = std::max(rebuild, (k.act[static_cast<int>(plan::Recompute::Off)] - k.act[static_cast<int>(mode)]) * fragmented / kBytesPerMb);
-    }
+  for (const auto& b : set.bodies) {
+    for (std::size_t r = 0; r < d.rebuild_mb.size(); ++r) d.rebuild_mb[r] = std::max(d.rebuild_mb[r], b.rebuild_mb[r]);
   }
   d.constant_mb = working / kBytesPerMb;
 
@@ -214,7 +212,7 @@ Problem problem_for(const Descriptors& d, const plan::Layout& layout, const plan
   p.micro_batches = layout.micro_batches;
   p.memory_limit_mb = capacity_bytes / kBytesPerMb;
   p.constant_mb = d.constant_mb;
-  p.rebuild_mb = d.rebuild_mb;
+  // Each BODY type carries its own rebuild (BodyType::rebuild_mb): none problem-wide.
   p.schedule = plan::dualpipe_v(layout, training) ? simulate::Schedule::DualPipeV
                : layout.vpp > 1 ? (training.interleave_less_memory ? simulate::Schedule::InterleavedLessMemory : simulate::Schedule::Interleaved)
                                 : simulate::Schedule::OneF1B;

@@ -33,9 +33,9 @@ inline constexpr double kBytesPerMb = 1048576.0;
 struct Descriptors {
   LayerSet layers;
   double constant_mb = 0;  // per stage, whatever its layers: buffers and reserve
-  // Beside constant_mb, one layer rebuilt in its backward, per recompute kind (indexed by Rc): a stage holds the
-  // largest among the kinds it holds (Problem::rebuild_mb); a layers file, which states no kinds' rebuilds, the
-  // costliest (to_layers_json).
+  // Beside constant_mb, one layer rebuilt in its backward, per recompute kind (indexed by Rc), the costliest over the
+  // BODY types (each type states its own, BodyType::rebuild_mb, which the balancer reads): what a layers file, which
+  // states no types' rebuilds, holds on every stage (to_layers_json).
   std::array<double, kRcKinds> rebuild_mb{};
   // Step time the pipeline schedule does not cover (exposed DP and PP communication, optimizer step), seconds.
   double outside_pipeline_s = 0;

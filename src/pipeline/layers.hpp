@@ -32,6 +32,10 @@ struct BodyType {
   std::array<double, kRcKinds> backward{};             // per kind (valid where considered)
   double param_mb = 0;                                 // static memory per layer
   std::array<std::optional<double>, kRcKinds> act_mb;  // activation MB per micro-batch, per considered kind
+  // One layer of this type rebuilt in its backward, per kind, MB (the estimator's recompute working set: the layer's
+  // activations less what its kind keeps): a stage holds the largest among the types and kinds it holds. Zero when
+  // not stated (a layers file states none; Problem::rebuild_mb then applies to every type).
+  std::array<double, kRcKinds> rebuild_mb{};
 };
 
 struct LayerSet {

@@ -151,11 +151,15 @@ std::vector<std::vector<Mix>> block_fronts(const BodyType& b, long long f, long 
   return fronts;
 }
 
-// The layer a mix rebuilds in its backward: the largest of its kinds' (Problem::rebuild_mb).
-double mix_rebuild(const Problem& p, const Mix& m) {
+// One layer of BODY type `type` rebuilt in its backward under kind r, MB: the type's own (BodyType::rebuild_mb) or
+// the problem-wide one (Problem::rebuild_mb), the larger.
+double rebuild_of(const Problem& p, std::size_t type, std::size_t r) { return std::max(p.rebuild_mb[r], p.layers.bodies[type].rebuild_mb[r]); }
+
+// The layer a mix of BODY type `type` rebuilds in its backward: the largest of its kinds'.
+double mix_rebuild(const Problem& p, std::size_t type, const Mix& m) {
   double out = 0;
   for (int r = 0; r < kRcKinds; ++r) {
-    if (m.counts[uz(r)] > 0) out = std::max(out, p.rebuild_mb[uz(r)]);
+    if (m.counts[uz(r)] > 0) out = std::max(out, rebuild_of(p, type, uz(r)));
   }
   return out;
 }
@@ -309,23 +313,25 @@ Context make_context(const Problem& p) {
   const bool limited = p.memory_limit_mb > 0;
   std::vector<double> levels = {0.0};
   if (limited) {
-    for (Rc r : c.kinds) levels.push_back(p.rebuild_mb[ix(r)]);
+    for (std::size_t l = 0; l < p.layers.bodies.size(); ++l)
+      for (Rc r : c.kinds) levels.push_back(rebuild_of(p, l, ix(r)));
   }
   std::sort(levels.begin(), levels.end());
   levels.erase(std::unique(levels.begin(), levels.end()), levels.end());
   for (double level : levels) {
     Context::Ceiling ceiling;
     ceiling.rebuild_mb = level;
-    std::vector<Rc> kinds;
-    for (Rc r : c.kinds) {
-      if (!limited || p.rebuild_mb[ix(r)] <= level) kinds.push_back(r);
-    }
-    for (const auto& b : p.layers.bodies) {
+    for (std::size_t l = 0; l < p.layers.bodies.size(); ++l) {
+      const BodyType& b = p.layers.bodies[l];
       if (p.full_first_layers >= 0) {
         auto fronts = block_fronts(b, p.full_first_layers, b.count);
-        for (auto& f : fronts) f.erase(std::remove_if(f.begin(), f.end(), [&](const Mix& m) { return mix_rebuild(p, m) > level; }), f.end());
+        for (auto& f : fronts) f.erase(std::remove_if(f.begin(), f.end(), [&](const Mix& m) { return mix_rebuild(p, l, m) > level; }), f.end());
         ceiling.fronts.push_back(std::move(fronts));
       } else {
+        std::vector<Rc> kinds;
+        for (Rc r : c.kinds) {
+          if (!limited || rebuild_of(p, l, ix(r)) <= level) kinds.push_back(r);
+        }
         ceiling.fronts.push_back(mix_fronts(b, kinds, b.count, limited));
       }
     }
@@ -496,7 +502,7 @@ bool for_each_composition_mix(Context& c, int s, const std::vector<long long>& c
         cur[ui] = &m;
         cf[ui] = f;
         cb[ui] = bw;
-        pick(u + 1, total + f + bw, std::max(rebuilt, mix_rebuild(p, m)));
+        pick(u + 1, total + f + bw, std::max(rebuilt, mix_rebuild(p, 0, m)));
         for (std::size_t i = 0; i < vecs.size(); ++i) partial[i] -= vecs[i][ui] * m.weight;
         if (stopped) return;
       }
@@ -1578,8 +1584,10 @@ std::string below_memory_floor(const Problem& p) {
   if (p.layers.head_mb + p.constant_mb > p.memory_limit_mb || p.layers.tail_mb + p.constant_mb > p.memory_limit_mb)
     return fmt::format("{} MB is below the head's or tail's parameter memory ({} / {} MB plus the constant {} MB)", p.memory_limit_mb, p.layers.head_mb,
                        p.layers.tail_mb, p.constant_mb);
-  double rebuild = kInf;  // a stage holding layers rebuilds at least the cheapest kind's
-  for (Rc r : allowed_kinds(p)) rebuild = std::min(rebuild, p.rebuild_mb[ix(r)]);
+  double rebuild = kInf;  // a stage holding layers rebuilds at least the cheapest kind's of some type
+  for (std::size_t l = 0; l < p.layers.bodies.size(); ++l)
+    for (Rc r : allowed_kinds(p)) rebuild = std::min(rebuild, rebuild_of(p, l, ix(r)));
+  if (p.layers.bodies.empty()) rebuild = 0;
   if (least + p.constant_mb + rebuild > p.memory_limit_mb)
     return fmt::format("{} MB is below the parameter memory a stage must hold ({:.0f} MB of body parameters over {} stages)", p.memory_limit_mb, params,
                        p.stages);
@@ -1637,7 +1645,7 @@ simulate::StageTimes stage_times(const Problem& p, const Assignment& x) {
   t.activation = t.forward;
   t.static_memory.assign(S, 0);
   for (std::size_t s = 0; s < S; ++s) t.static_memory[s] = head_tail_static(p, static_cast<int>(s));
-  std::vector<double> rebuilt(S, 0.0);  // the largest layer rebuild among the kinds the stage holds (Problem::rebuild_mb)
+  std::vector<double> rebuilt(S, 0.0);  // the largest layer rebuild among the types and kinds the stage holds (rebuild_of)
   for (std::size_t l = 0; l < p.layers.bodies.size(); ++l) {
     const BodyType& b = p.layers.bodies[l];
     for (std::size_t v = 0; v < V; ++v) {
@@ -1645,7 +1653,7 @@ simulate::StageTimes stage_times(const Problem& p, const Assignment& x) {
         for (int r = 0; r < kRcKinds; ++r) {
           double n = static_cast<double>(x[l][v][s][static_cast<std::size_t>(r)]);
           if (n == 0) continue;
-          rebuilt[s] = std::max(rebuilt[s], p.rebuild_mb[static_cast<std::size_t>(r)]);
+          rebuilt[s] = std::max(rebuilt[s], rebuild_of(p, l, uz(r)));
           t.forward[v][s] += n * b.forward;
           t.backward[v][s] += n * bwd_of(b, static_cast<Rc>(r));
           t.recompute[v][s] += n * (bwd_of(b, static_cast<Rc>(r)) - bwd_of(b, Rc::None));

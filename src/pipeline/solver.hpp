@@ -14,7 +14,8 @@
 //   (4) within a stage, the chunks' layer counts differ by at most `chunk_spread` (0: no limit, the default);
 //   (5) memory, exact for the schedule's block order: for every stage s and every prefix of its order,
 //       static(s) + sum_v c_v(prefix) * A(v, s) <= M, where static(s) = sum P_l x + [s=0] H + [s=S-1] T + C
-//       + max over the kinds r stage s holds of R_r (one layer rebuilt in its backward, Problem::rebuild_mb),
+//       + max over the types l and kinds r stage s holds of R_{l,r} (one layer rebuilt in its backward: the larger
+//       of BodyType::rebuild_mb and Problem::rebuild_mb),
 //       A(v, s) = sum A_{l,r} x, and c_v(prefix) the micro-batches of chunk v holding activations then
 //       (plan::in_flight_vectors). This is the simulator's peak memory by construction;
 //   (6) the framework can state the plan: no cell holds both selective-only and comm-only layers of one type
@@ -47,8 +48,8 @@
 //     then stop once a plan meets it): the end-stage relaxation (pipeline/end_bound: stages 0 and S-1 exact, the
 //     middle as delays, a Lagrangian over the middle whose weights come from a master LP).
 //   - "proved optimal" iff the best simulated step equals the lower bound; otherwise the gap is reported.
-//   - rebuild working sets (R_r, when stated): a stage's options are listed per ceiling R (each kind's R_r),
-//     from the mixes of the kinds with R_r <= R against the memory left after R, each combination at the
+//   - rebuild working sets (R_{l,r}, when stated): a stage's options are listed per ceiling R (each type's and
+//     kind's R_{l,r}), from each type's mixes of the kinds with R_{l,r} <= R against the memory left after R, each combination at the
 //     ceiling of its costliest kind, so constraint (5) holds exactly per stage in the programs as in the simulation.
 //   A time limit stops any step and returns the best found so far with its gap. K > 1 with V > 1 skips the
 //   program (the cells of one stage are not contiguous in model order): bound = m x (least total work) / S.
@@ -80,8 +81,9 @@ struct Problem {
   int micro_batches = 1;
   double memory_limit_mb = 0;  // 0: no limit
   double constant_mb = 0;
-  // One layer rebuilt in its backward, per recompute kind (indexed by Rc), MB: a stage holds the largest among the
-  // kinds it holds beside constant_mb (the estimator's recompute working set). All zero: nothing beyond constant_mb.
+  // One layer rebuilt in its backward, per recompute kind (indexed by Rc), MB, for every BODY type (a type's own
+  // BodyType::rebuild_mb, when larger, wins): a stage holds the largest among the types and kinds it holds beside
+  // constant_mb (the estimator's recompute working set). All zero: nothing beyond constant_mb.
   std::array<double, kRcKinds> rebuild_mb{};
   simulate::Schedule schedule = simulate::Schedule::OneF1B;
   std::vector<Rc> kinds;  // allowed recompute kinds (subset of layers.kinds; all of them when empty)
