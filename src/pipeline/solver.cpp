@@ -348,6 +348,34 @@ Context make_context(const Problem& p) {
   return c;
 }
 
+// A cell holding layers of several types: the frameworks recompute a cell's first layers in model order (MindFormers'
+// recompute / select_recompute counts, the estimator's StageSplit: full, then selective, then none), so along the
+// cell's types the recompute kinds may only get lighter, and selective-only and comm-only layers stay apart. `cell(l)`:
+// type l's counts per kind, for the K types in model order.
+template <typename CellOf>
+bool cell_ordered_across_types(std::size_t K, const CellOf& cell) {
+  auto weight = [](Rc r) { return r == Rc::Full ? 3 : r == Rc::Both ? 2 : r == Rc::None ? 0 : 1; };
+  int lightest_before = 3;
+  bool selective = false;
+  bool comm = false;
+  for (std::size_t l = 0; l < K; ++l) {
+    const std::array<long long, kRcKinds>& counts = cell(l);
+    int heaviest = -1;
+    int lightest = 3;
+    for (int r = 0; r < kRcKinds; ++r) {
+      if (counts[uz(r)] == 0) continue;
+      heaviest = std::max(heaviest, weight(static_cast<Rc>(r)));
+      lightest = std::min(lightest, weight(static_cast<Rc>(r)));
+    }
+    if (heaviest < 0) continue;
+    if (heaviest > lightest_before) return false;
+    lightest_before = lightest;
+    selective = selective || counts[ix(Rc::Selective)] > 0;
+    comm = comm || counts[ix(Rc::Comm)] > 0;
+  }
+  return !(selective && comm);
+}
+
 // A stage's option: its total time T_s, slowest chunk, lead (chunk 0's share of the fill and drain), and the
 // chunks' mixes [chunk][type].
 struct StageChoice {
@@ -396,8 +424,13 @@ StageChoice stage_option_v1(Context& c, int s, long long pos, long long k) {
   double c0 = 0;
   for (const auto& v : c.vectors[uz(s)]) c0 = std::max(c0, static_cast<double>(v[0]));
   std::vector<Mix> pick(K);
+  // The least backward over every combination of the types' mixes (the option's time: with it the programs bound
+  // every plan) and over those a framework can state (cell_ordered_across_types: the option's mixes, which the
+  // programs' plans are rebuilt from; the fronts keep few mixes a combination could need beyond them).
   std::vector<Mix> best_pick;
+  std::vector<Mix> stated_pick;
   double best = kInf;
+  double best_stated = kInf;
   for (const Context::Ceiling& ceiling : c.ceilings) {
     const double budget = (c.limit - params - head_tail_static(p, s) - ceiling.rebuild_mb) / std::max(1.0, c0) - head_tail_activation(p, 0, s);
     if (budget < -kTol) break;  // higher ceilings leave less
@@ -406,6 +439,10 @@ StageChoice stage_option_v1(Context& c, int s, long long pos, long long k) {
         if (cost < best) {
           best = cost;
           best_pick = pick;
+        }
+        if (cost < best_stated && cell_ordered_across_types(K, [&](std::size_t t) -> const std::array<long long, kRcKinds>& { return pick[t].counts; })) {
+          best_stated = cost;
+          stated_pick = pick;
         }
         return;
       }
@@ -430,7 +467,7 @@ StageChoice stage_option_v1(Context& c, int s, long long pos, long long k) {
       out.excursion.push_back(longest);
     }
   }
-  out.mixes = {best_pick};
+  out.mixes = {best_stated < kInf ? stated_pick : best_pick};
   return out;
 }
 
@@ -755,33 +792,12 @@ bool in_model_order(const Problem& p, const Assignment& x) {
   return true;
 }
 
-// A cell holding layers of several types: the frameworks recompute a cell's first layers in model order (MindFormers'
-// recompute / select_recompute counts, the estimator's StageSplit: full, then selective, then none), so along the
-// cell's types the recompute kinds may only get lighter, and selective-only and comm-only layers stay apart.
+// Every cell of an assignment meets cell_ordered_across_types.
 bool cells_ordered_across_types(const Problem& p, const Assignment& x) {
   if (x.size() < 2) return true;
-  auto weight = [](Rc r) { return r == Rc::Full ? 3 : r == Rc::Both ? 2 : r == Rc::None ? 0 : 1; };
   for (int v = 0; v < p.chunks; ++v) {
     for (int s = 0; s < p.stages; ++s) {
-      int lightest_before = 3;
-      bool selective = false;
-      bool comm = false;
-      for (const auto& type : x) {
-        const auto& cell = type[uz(v)][uz(s)];
-        int heaviest = -1;
-        int lightest = 3;
-        for (int r = 0; r < kRcKinds; ++r) {
-          if (cell[uz(r)] == 0) continue;
-          heaviest = std::max(heaviest, weight(static_cast<Rc>(r)));
-          lightest = std::min(lightest, weight(static_cast<Rc>(r)));
-        }
-        if (heaviest < 0) continue;
-        if (heaviest > lightest_before) return false;
-        lightest_before = lightest;
-        selective = selective || cell[ix(Rc::Selective)] > 0;
-        comm = comm || cell[ix(Rc::Comm)] > 0;
-      }
-      if (selective && comm) return false;
+      if (!cell_ordered_across_types(x.size(), [&](std::size_t l) -> const std::array<long long, kRcKinds>& { return x[l][uz(v)][uz(s)]; })) return false;
     }
   }
   return true;
@@ -1981,7 +1997,7 @@ Solution solve_exhaustive(const Problem& p, long long limit) {
   std::function<void(std::size_t, std::size_t)> assign_mix = [&](std::size_t ci, std::size_t ti) {
     if (ci == plan.size()) {
       if (++examined > limit) fail("--solver", "exhaustive enumeration passed {} assignments; use the dp solver for problems this size", limit);
-      if (!cells_allowed(p, x)) return;
+      if (!cells_allowed(p, x) || !cells_ordered_across_types(p, x)) return;
       simulate::StageTimes t = stage_times(p, x);
       simulate::SimResult r = simulate::simulate(p.schedule, S, V, p.micro_batches, t);
       if (p.memory_limit_mb > 0) {
