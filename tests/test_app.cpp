@@ -144,8 +144,9 @@ TEST(Requests, TheAttentionKernelIsWhatTheRunStates) {
     return extra;
   };
   using plan::AttentionKernel;
-  EXPECT_EQ(kernel(job), AttentionKernel::Fused);
-  EXPECT_EQ(kernel(with({{"framework", "torchtitan"}})), AttentionKernel::Fused);
+  EXPECT_EQ(kernel(job), AttentionKernel::Auto);
+  EXPECT_EQ(kernel(with({{"framework", "torchtitan"}})), AttentionKernel::Auto);
+  EXPECT_EQ(kernel(with({{"attention_kernel", "fused"}})), AttentionKernel::Fused);
   EXPECT_EQ(kernel(with({{"framework", "torchtitan"}, {"attention_kernel", "torch_sdpa"}})), AttentionKernel::TorchSdpa);
   EXPECT_EQ(kernel(with({{"framework", "megatron"}, {"attention_kernel", "torch_sdpa"}})), AttentionKernel::TorchSdpa);
   auto r = run_sapp("estimate" + kJob + " --attention-kernel flash");

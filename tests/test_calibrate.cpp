@@ -24,6 +24,7 @@ cost::MeasuredRun planted_run(const hardware::Hardware& planted, const char* mod
   r.model = test::bundled(model);
   r.devices = devices;
   r.training = training(global_batch, seq);
+  r.training.attention_kernel = plan::AttentionKernel::Fused;  // the kernel whose efficiency is planted
   r.layout.tp = tp;
   r.layout.pp = pp;
   r.layout.cp = cp;
@@ -125,7 +126,7 @@ TEST(Calibrate, ARunsFrameworkProfilePricesIt) {
   EXPECT_THROW(cost::runs_from_json(runs, "runs.yaml", test::catalog()), Error);
 }
 
-// The attention kernel and eager norms: what the run states (fused when it says nothing).
+// The attention kernel and eager norms: what the run states (auto when it says nothing).
 TEST(Calibrate, ARunStatesItsAttentionKernelAndEagerOps) {
   nlohmann::json runs = nlohmann::json::parse(R"({"runs": [
     {"name": "titan", "model": "llama3-8b", "framework": "torchtitan", "devices": 8, "global_batch": 16, "seq": 8192, "tp": 1, "pp": 1,
@@ -136,7 +137,7 @@ TEST(Calibrate, ARunStatesItsAttentionKernelAndEagerOps) {
   ASSERT_EQ(read.size(), 2u);
   EXPECT_EQ(read[0].training.attention_kernel, plan::AttentionKernel::TorchSdpa);
   EXPECT_TRUE(read[0].training.eager_norms);
-  EXPECT_EQ(read[1].training.attention_kernel, plan::AttentionKernel::Fused);
+  EXPECT_EQ(read[1].training.attention_kernel, plan::AttentionKernel::Auto);
   EXPECT_FALSE(read[1].training.eager_norms);
   runs["runs"][1]["attention_kernel"] = "flash3";
   EXPECT_THROW(cost::runs_from_json(runs, "runs.yaml", test::catalog()), Error);

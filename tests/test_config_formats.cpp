@@ -2945,12 +2945,12 @@ dataset:
   app::EstimateRequest hf;
   config::fill(hf, config::read_text(pretrained, "am.yaml"), nlohmann::json::object());
   EXPECT_FALSE(hf.job.training.eager_norms);
-  EXPECT_EQ(hf.job.training.attention_kernel, plan::AttentionKernel::Fused);
+  EXPECT_EQ(hf.job.training.attention_kernel, plan::AttentionKernel::Auto);
   std::string fa3 = base;
   fa3.replace(fa3.find("dataset:"), 8, "  attn_implementation: flash_attention_3\ndataset:");
   app::EstimateRequest three;
   config::fill(three, config::read_text(fa3, "am.yaml"), nlohmann::json::object());
-  EXPECT_EQ(three.job.training.attention_kernel, plan::AttentionKernel::Fused);
+  EXPECT_EQ(three.job.training.attention_kernel, plan::AttentionKernel::Auto);
 }
 
 // AutoModel's benchmark recipes state the device their MFU is taken against (benchmark.peak_tflops: 989 on its H100

@@ -158,8 +158,10 @@ double llama8b_attention_forward_s() {
 
 TEST(StepTime, FlashAttentionBackwardRecomputesTheScores) {
   // FlashAttention-2's backward runs five matmuls against the forward's two (2.5x); eager attention's four
-  // (2x), like every GEMM. So backward - 2 x forward is half the attention forward with flash, zero without.
+  // (2x), like every GEMM. So backward - 2 x forward is half the attention forward with flash, zero without. At the
+  // device's fitted attention rate (the default, auto, takes cuDNN 9.19's on an H100 SXM).
   plan::Training t = training(8, 8192);
+  t.attention_kernel = plan::AttentionKernel::Fused;
   auto flash = llama8b_layer(t);
   double attention_s = llama8b_attention_forward_s();
   EXPECT_NEAR(flash.bwd_s - 2 * flash.fwd_s, 0.5 * attention_s, 1e-3 * attention_s);
@@ -173,6 +175,7 @@ TEST(StepTime, TorchSdpaSlowsTheCoreAttentionOnly) {
   // (Transformer Engine's, which the device efficiencies were fitted with) ran 631.3 (pytorch/pytorch issue #142132):
   // the attention forward takes 631.3 / 329.5 as long, nothing else changes.
   plan::Training t = training(8, 8192);
+  t.attention_kernel = plan::AttentionKernel::Fused;
   auto te = llama8b_layer(t);
   t.attention_kernel = plan::AttentionKernel::TorchSdpa;
   auto sdpa = llama8b_layer(t);
@@ -198,7 +201,8 @@ TEST(StepTime, NarrowAttentionHeadsRunAtThePublishedKernelRate) {
   test::write_file(dir + "/narrow.json", R"({"model_type": "llama", "hidden_size": 4096, "intermediate_size": 14336, "num_attention_heads": 64,
     "head_dim": 64, "num_hidden_layers": 32, "num_key_value_heads": 16, "vocab_size": 128256, "tie_word_embeddings": false})");
   const model::Model narrow = model::resolve(model::load_model(dir + "/narrow.json", test::data_dir()), test::catalog().records, test::catalog().profiles);
-  const plan::Training t = training(8, 8192);
+  plan::Training t = training(8, 8192);
+  t.attention_kernel = plan::AttentionKernel::Fused;
   plan::Layout l;
   l.micro_batches = 8;
   const cost::KindTime wide_heads = llama8b_layer(t);
@@ -240,9 +244,15 @@ TEST(StepTime, Cudnn919AttentionRunsAtItsPublishedBenchmarkRate) {
   // In a layer: Llama 3 8B at 8192 on one H100 SXM (H200's law, same SMs and clock): the core attention's forward runs
   // at 0.654 x 4096.5 / (4096.5 + 575) of the BF16 peak instead of the fitted 0.317, nothing else changes.
   plan::Training t = training(8, 8192);
+  t.attention_kernel = plan::AttentionKernel::Fused;
   const cost::KindTime fused = llama8b_layer(t);
   t.attention_kernel = plan::AttentionKernel::Cudnn919;
   const cost::KindTime cudnn919 = llama8b_layer(t);
+  // The default, auto, is cuDNN 9.19's rate on a device whose file states it (h100-sxm), the fitted one elsewhere.
+  t.attention_kernel = plan::AttentionKernel::Auto;
+  EXPECT_EQ(llama8b_layer(t).fwd_s, cudnn919.fwd_s);
+  EXPECT_EQ(cost::terms::resolved_attention_kernel(plan::AttentionKernel::Auto, test::device("b200")), plan::AttentionKernel::Fused);
+  EXPECT_EQ(cost::terms::resolved_attention_kernel(plan::AttentionKernel::TorchSdpa, test::device("h100-sxm")), plan::AttentionKernel::TorchSdpa);
   const hardware::Hardware h100 = test::device("h100-sxm");
   const double keys = (8192.0 + 1) / 2;
   const double ratio = h100.efficiency.attention / (0.654 * keys / (keys + 575));

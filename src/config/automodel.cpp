@@ -364,8 +364,9 @@ Loaded read_automodel(const json& stated, const std::string& file) {
         t.get("loss_fn._target_") ? "loss_fn._target_ MaskedCrossEntropy, loss_fn.fp32_upcast" : "the recipes' default loss (MaskedCrossEntropy)");
   }
 
-  // Kernels and precision. Transformers' attn_implementation: flash_attention_3 runs at the fused kernels' rate,
-  // flash_attention_2 and sdpa at FlashAttention-2's (--attention-kernel torch_sdpa).
+  // Kernels and precision. Transformer Engine's attention (model.backend.attn te) and Transformers' flash_attention_3
+  // run at today's fused kernels' rate (--attention-kernel auto), flash_attention_2 and sdpa at FlashAttention-2's
+  // (torch_sdpa).
   // AutoModel's own Llama (model._target_ nemo_automodel.components.models.llama.model.build_llama_model,
   // components/models/llama/model.py) builds its layers from Transformers' LlamaRMSNorm, run as eager PyTorch ops,
   // and sets attn_implementation flash_attention_2 unless the config names one.
@@ -374,10 +375,10 @@ Loaded read_automodel(const json& stated, const std::string& file) {
   if (automodel_llama) set("eager_norms", true, "model._target_ build_llama_model (Transformers' LlamaRMSNorm, eager)");
   std::string attention_from;  // the key that says the attention is not Transformer Engine's, if one does
   if (auto attn = t.text("model.backend.attn")) {
-    set("attention_kernel", *attn == "sdpa" || *attn == "flex" ? "torch_sdpa" : "fused", "model.backend.attn");
+    set("attention_kernel", *attn == "sdpa" || *attn == "flex" ? "torch_sdpa" : "auto", "model.backend.attn");
     if (*attn != "te") attention_from = "model.backend.attn";
   } else if (auto impl = t.text("model.attn_implementation")) {
-    set("attention_kernel", impl->find("flash_attention_3") != std::string::npos ? "fused" : "torch_sdpa", "model.attn_implementation");
+    set("attention_kernel", impl->find("flash_attention_3") != std::string::npos ? "auto" : "torch_sdpa", "model.attn_implementation");
     attention_from = "model.attn_implementation";
   } else if (automodel_llama) {
     set("attention_kernel", "torch_sdpa", "model._target_ build_llama_model (flash_attention_2 unless model.attn_implementation names another)");

@@ -315,13 +315,21 @@ double cudnn919_attention_efficiency(const hardware::Hardware& hw, double keys_p
   return e.attention_cudnn919 * keys / (keys + e.attention_cudnn919_half_keys) * attention_kernel_rate(plan::AttentionKernel::Fused, head_dim);
 }
 
+plan::AttentionKernel resolved_attention_kernel(plan::AttentionKernel kernel, const hardware::Hardware& hw) {
+  if (kernel != plan::AttentionKernel::Auto) return kernel;
+  const hardware::Efficiency& e = hw.efficiency;
+  return e.attention_cudnn919 > 0 && e.attention_cudnn919_half_keys > 0 ? plan::AttentionKernel::Cudnn919 : plan::AttentionKernel::Fused;
+}
+
 plan::AttentionKernel parse_attention_kernel(const std::string& name, const std::string& where) {
+  if (name == "auto") return plan::AttentionKernel::Auto;
   if (name == "fused") return plan::AttentionKernel::Fused;
   if (name == "torch_sdpa") return plan::AttentionKernel::TorchSdpa;
   if (name == "cudnn9.19") return plan::AttentionKernel::Cudnn919;
   fail(where,
-       "expected fused (cuDNN through Transformer Engine, the devices' fitted rate), torch_sdpa "
-       "(torch.nn.functional.scaled_dot_product_attention) or cudnn9.19 (cuDNN 9.19's published rate), got '{}'",
+       "expected auto (today's cuDNN: cudnn9.19 where the device states its rate, else fused), fused (cuDNN through "
+       "Transformer Engine, the devices' fitted rate), torch_sdpa (torch.nn.functional.scaled_dot_product_attention) or "
+       "cudnn9.19 (cuDNN 9.19's published rate), got '{}'",
        name);
 }
 
@@ -329,6 +337,7 @@ std::string to_string(plan::AttentionKernel kernel) {
   switch (kernel) {
     case plan::AttentionKernel::TorchSdpa: return "torch_sdpa";
     case plan::AttentionKernel::Cudnn919: return "cudnn9.19";
+    case plan::AttentionKernel::Auto: return "auto";
     case plan::AttentionKernel::Fused: break;
   }
   return "fused";

@@ -282,6 +282,9 @@ double attention_kernel_rate(plan::AttentionKernel kernel, double head_dim);
 double cudnn919_attention_efficiency(const hardware::Hardware& hw, double keys_per_call, double head_dim);
 // "fused", "torch_sdpa" or "cudnn9.19"; otherwise fails naming `where`.
 plan::AttentionKernel parse_attention_kernel(const std::string& name, const std::string& where = "attention_kernel");
+// The kernel a run's `kernel` prices on `hw`: Auto is cuDNN 9.19's published rate where the device's file states it
+// (efficiency.attention_cudnn919 and its half keys), else the device's fitted rate (Fused); the others as stated.
+plan::AttentionKernel resolved_attention_kernel(plan::AttentionKernel kernel, const hardware::Hardware& hw);
 std::string to_string(plan::AttentionKernel kernel);
 
 struct FrameworkProfile {

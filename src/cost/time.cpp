@@ -70,9 +70,10 @@ double attention_keys_per_call(const model::OpRecords& rec, const expr::Env& env
 double attention_rate_of(const model::OpRecords& rec, const expr::Env& env, const plan::Layout& l, const plan::Training& training,
                          const hardware::Hardware& hw) {
   const double head_dim = attention_head_dim(rec, env);
-  if (training.attention_kernel == plan::AttentionKernel::Cudnn919)
+  const plan::AttentionKernel kernel = terms::resolved_attention_kernel(training.attention_kernel, hw);
+  if (kernel == plan::AttentionKernel::Cudnn919)
     return terms::cudnn919_attention_efficiency(hw, attention_keys_per_call(rec, env, l), head_dim) / hw.efficiency.attention;
-  return terms::attention_kernel_rate(training.attention_kernel, head_dim);
+  return terms::attention_kernel_rate(kernel, head_dim);
 }
 
 LayerTime layer_time(const model::Model& model, const model::BoundKind& kind, const plan::Layout& l, const plan::Training& training,
@@ -664,20 +665,22 @@ std::vector<std::string> explain_stage_terms(const model::Model& model, const pl
     const double rate = attention_rate_of(*model.records, env, l, training, hw);
     if (rate == 1.0) continue;
     const double head_dim = attention_head_dim(*model.records, env);
-    if (training.attention_kernel == plan::AttentionKernel::Cudnn919) {
+    const plan::AttentionKernel kernel = terms::resolved_attention_kernel(training.attention_kernel, hw);
+    if (kernel == plan::AttentionKernel::Cudnn919) {
       const double keys = attention_keys_per_call(*model.records, env, l);
-      out.push_back(fmt::format(
-          "  kind {}: attention work runs at {:.3f} of the BF16 peak = attention_cudnn919 {:g} x {:.0f} keys per call / ({:.0f} + "
-          "attention_cudnn919_half_keys {:g}) x the head-dimension shape at {:g} (cudnn919_attention_efficiency; "
-          "cuDNN 9.19's published benchmark)",
-          kind.kind.name, rate * hw.efficiency.attention, hw.efficiency.attention_cudnn919, keys, keys, hw.efficiency.attention_cudnn919_half_keys, head_dim));
+      out.push_back(
+          fmt::format("  kind {}: attention work runs at {:.3f} of the BF16 peak = attention_cudnn919 {:g} x {:.0f} keys per call / ({:.0f} + "
+                      "attention_cudnn919_half_keys {:g}) x the head-dimension shape at {:g} (cudnn919_attention_efficiency; "
+                      "cuDNN 9.19's published benchmark{})",
+                      kind.kind.name, rate * hw.efficiency.attention, hw.efficiency.attention_cudnn919, keys, keys, hw.efficiency.attention_cudnn919_half_keys,
+                      head_dim, training.attention_kernel == plan::AttentionKernel::Auto ? "; --attention-kernel auto: today's cuDNN on this device" : ""));
       continue;
     }
     out.push_back(
         fmt::format("  kind {}: attention work runs at {:.3f} x the device's attention efficiency {:g} ({} kernel at head "
                     "dimension {:g}, against cuDNN's at 128: attention_kernel_rate, kCudnnAttentionTflops{})",
-                    kind.kind.name, rate, hw.efficiency.attention, terms::to_string(training.attention_kernel), head_dim,
-                    training.attention_kernel == plan::AttentionKernel::TorchSdpa ? ", kFlash2AttentionTflops, kTorchSdpaAttentionRate" : ""));
+                    kind.kind.name, rate, hw.efficiency.attention, terms::to_string(kernel), head_dim,
+                    kernel == plan::AttentionKernel::TorchSdpa ? ", kFlash2AttentionTflops, kTorchSdpaAttentionRate" : ""));
   }
   if (stage == plan::head_stage(l, training)) {
     out.push_back(

@@ -63,8 +63,10 @@ struct Layout {
 // The flash-attention kernel a run calls: cuDNN's fused attention through Transformer Engine (what the devices'
 // attention efficiencies were fitted with), torch.nn.functional.scaled_dot_product_attention running
 // FlashAttention-2 (--attention-kernel; their speed: cost::terms::attention_kernel_rate), or cuDNN 9.19's fused
-// attention at the rate its published benchmark measured (cost::terms::cudnn919_attention_rate).
-enum class AttentionKernel { Fused, TorchSdpa, Cudnn919 };
+// attention at the rate its published benchmark measured (cost::terms::cudnn919_attention_rate). Auto, the default:
+// today's cuDNN, cuDNN 9.19's rate on a device whose file states it, else the fitted one
+// (cost::terms::resolved_attention_kernel).
+enum class AttentionKernel { Auto, Fused, TorchSdpa, Cudnn919 };
 
 // NVFP4 storage per element: a 4-bit E2M1 value and one E4M3 scale per block of 16 (NVIDIA's NVFP4 format, as
 // Transformer Engine's NVFP4Tensor stores each of its row-wise and column-wise copies).
@@ -82,7 +84,7 @@ struct Training {
   long long global_batch = 0;
   long long seq = 0;
   bool flash_attention = true;
-  AttentionKernel attention_kernel = AttentionKernel::Fused;
+  AttentionKernel attention_kernel = AttentionKernel::Auto;
   // Norms run as PyTorch eager ops, one pass over memory per op (torchtitan's 2024 RMSNorm without torch.compile),
   // instead of one fused kernel (Transformer Engine, Megatron, torch.compile): the op records' `eager` symbol
   // (data/op_records.yaml, norms). Other element-wise ops stay priced fused.
