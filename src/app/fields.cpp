@@ -166,7 +166,7 @@ void add_job_fields(std::vector<Field<Request>>& f) {
                "else fused), fused (cuDNN through Transformer Engine at the device's fitted rate: cuDNN 9.0 of 2024 on H100), "
                "torch_sdpa (torch.nn.functional.scaled_dot_product_attention running FlashAttention-2, as PyTorch did on H100 in "
                "2024: 0.52 x as fast at head dimension 128) or cudnn9.19 (cuDNN 9.19 at its published benchmark's rate, on devices "
-               "whose file states it: h100-sxm, h200, gb200); each runs narrower heads slower (64: 0.67 x)",
+               "whose file states it: h100-sxm, h200, gb200, gb300, b300); each runs narrower heads slower (64: 0.67 x)",
                false,
                [](R& r, const json& v, const std::string& w) {
                  r.job.training.attention_kernel = cost::terms::parse_attention_kernel(choice(v, w, {"auto", "fused", "torch_sdpa", "cudnn9.19"}), w);

@@ -142,12 +142,13 @@ constexpr std::array<ValidatedPair, 18> kValidated = {{
      "two GB200 BF16 runs (Megatron-Bridge 26.04 GPT-OSS-120B -30 %; the Megatron-Core MoE team's Qwen3-235B-A22B on 256, "
      "Megatron-MoE-ModelZoo, +5.0 %); the BF16 GEMM efficiency is B200's, its FP8 fit's times Transformer Engine's B300 kernel ratio"},
     {"gb300", "FP8", true,
-     "8 held-out GB300 FP8 runs in validation/runs.yaml, median 4.3 %: Megatron-Bridge 26.04 Llama 3.1 405B -0.6 % (MXFP8) and +5.8 % "
-     "(per-tensor FP8), MoE Qwen3-30B-A3B -9.2 %, Qwen3-235B-A22B +2.6 % (the Megatron-Core MoE team's on 64 at EP 64 -18.1 %), "
-     "DeepSeek-V3 +2.0 %, Kimi K2 -2.8 %, Nemotron 3 Nano -27.3 %; the FP8 efficiencies were fitted on two dense Megatron-Bridge GB300 "
+     "8 held-out GB300 FP8 runs in validation/runs.yaml, median 4.5 %, with cuDNN 9.19's published GB300 attention: Megatron-Bridge "
+     "26.04 Llama 3.1 405B -0.1 % (MXFP8) and +5.2 % (per-tensor FP8), MoE Qwen3-30B-A3B -7.4 %, Qwen3-235B-A22B +3.8 % (the "
+     "Megatron-Core MoE team's on 64 at EP 64 -16.7 %), DeepSeek-V3 +3.7 %, Kimi K2 -2.1 %, Nemotron 3 Nano -27.8 %; the FP8 efficiencies were fitted on two "
+     "dense Megatron-Bridge GB300 "
      "MXFP8 runs (Llama 3 8B, 70B)"},
     {"gb300", "BF16", false,
-     "one GB300 BF16 run (Megatron-Bridge 26.04 GPT-OSS-120B, -21 %); the BF16 GEMM efficiency is the FP8 fit's times Transformer "
+     "one GB300 BF16 run (Megatron-Bridge 26.04 GPT-OSS-120B, -19 %); the BF16 GEMM efficiency is the FP8 fit's times Transformer "
      "Engine's published B300 BF16 / MXFP8 kernel ratio (1.093)"},
     {"gb200", "NVFP4", true,
      "4 held-out GB200 NVFP4 runs in validation/runs.yaml, median 5.3 % (Megatron-Bridge 26.04 Llama 3 70B -10.0 %, Llama 3.1 405B "
@@ -155,15 +156,15 @@ constexpr std::array<ValidatedPair, 18> kValidated = {{
      "9.19's rate): "
      "nothing fitted on NVFP4, its GEMM rate is Transformer Engine's B300 kernel ratio over MXFP8 (1.90) times the FP8 one"},
     {"gb300", "NVFP4", true,
-     "3 held-out GB300 NVFP4 runs in validation/runs.yaml, median 6.0 % (Megatron-Bridge 26.04 Llama 3 70B +12.5 %, Llama 3.1 405B "
-     "-6.0 %; MLPerf Training v5.1 Llama 3.1 405B on 512 -0.4 %): nothing fitted on NVFP4, its GEMM rate is Transformer Engine's B300 "
+     "3 held-out GB300 NVFP4 runs in validation/runs.yaml, median 6.4 % (Megatron-Bridge 26.04 Llama 3 70B +12.5 %, Llama 3.1 405B "
+     "-6.4 %; MLPerf Training v5.1 Llama 3.1 405B on 512 +0.9 %): nothing fitted on NVFP4, its GEMM rate is Transformer Engine's B300 "
      "kernel ratio over MXFP8 (1.90) times the FP8 one; three runs"},
     {"b300", "FP8", false,
-     "3 held-out B300 MXFP8 MoE runs in validation/runs.yaml, median 14.3 % (Megatron-Bridge 26.04: Qwen3-235B-A22B -0.4 %, DeepSeek-V3 "
-     "PP16 -14.3 %, Nemotron 3 Nano -23.9 %), priced with GB300's efficiencies times 0.926, fitted on its Qwen3-30B-A3B run: three runs of "
+     "3 held-out B300 MXFP8 MoE runs in validation/runs.yaml, median 15.5 % (Megatron-Bridge 26.04: Qwen3-235B-A22B -0.7 %, DeepSeek-V3 "
+     "PP16 -15.5 %, Nemotron 3 Nano -25.7 %), priced with GB300's efficiencies times 0.944, fitted on its Qwen3-30B-A3B run: three runs of "
      "one release, no dense run"},
     {"b300", "BF16", false,
-     "two B300 BF16 runs (Megatron-Bridge GPT-OSS-120B: 26.04 EP8 -35 %, 26.02 EP64 over 8 nodes -35 %); the BF16 GEMM efficiency is the "
+     "two B300 BF16 runs (Megatron-Bridge GPT-OSS-120B: 26.04 EP8 -35 %, 26.02 EP64 over 8 nodes -34 %); the BF16 GEMM efficiency is the "
      "FP8 fit's times Transformer Engine's published B300 BF16 / MXFP8 kernel ratio (1.093)"},
     {"h200", "FP8", false,
      "2 held-out H200 float8 runs in validation/runs.yaml (torchtitan Llama 3.1 8B FSDP on 32 and 64 H200, June 2025), median 9.1 %: -8.3 % "
