@@ -248,7 +248,8 @@ TEST(Balance, EachBodyTypeRebuildsItsOwnLayer) {
 // the least over the combinations a framework can state (the plan rebuilt from the program): on these random
 // two-type cases (a dense run, then MoE layers; per-type rebuilds; binding limits) it reaches the enumeration's optimum
 // on all 60 (on 51 when the program's plans took the cheapest combination, which the rule then refused; 90 of 400
-// cases of the same generator were slower then, 5 now, all from the programs choosing splits by the bound's times).
+// cases of the same generator were slower then, 5 now; the one examined is a split the programs rank below another by
+// the bound's times, which the simulation orders the other way).
 TEST(Balance, SeveralBodyTypesOnOneStagePlanWhatTheFrameworksCanState) {
   std::mt19937 rng(7);
   int reached = 0;

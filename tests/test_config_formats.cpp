@@ -1456,6 +1456,37 @@ std::pair<config::Loaded, config::Plan> megatron_pp2(const std::string& extra) {
 
 }  // namespace
 
+// Long shell text is read by scanning, not by std::regex, which matches by recursion, one stack frame per character:
+// a MODEL_ARGS of a few thousand characters overflowed the stack under the sanitizers (fuzz_megatron found it). Here
+// 3000 continuation lines (about 50 kB joined), a 20 kB layout that is no layout (refused, not crashed on), a
+// variable reference of 20 kB and a script of one 300 kB word.
+TEST(Megatron, LongShellLinesAreReadWithoutDeepRecursion) {
+  std::string args = "MODEL_ARGS=\"--hidden-size 64 --num-attention-heads 4 --vocab-size 100 \\\n";
+  for (int i = 0; i < 3000; ++i) args += "    --num-layers 4 \\\n";
+  args += "\"\ntorchrun --nproc_per_node 8 pretrain_gpt.py $MODEL_ARGS\n";
+  const app::EstimateRequest r = filled("#!/bin/bash\n" + args, "long.sh");
+  ASSERT_TRUE(r.job.model_config.is_object());
+  EXPECT_EQ(r.job.model_config.at("num_hidden_layers"), 4);
+  const std::string base =
+      "torchrun --nproc_per_node 8 pretrain_gpt.py --num-layers 4 --hidden-size 64 --num-attention-heads 4 --vocab-size 100 "
+      "--pipeline-model-parallel-size 2 ";
+  auto error_of = [&](const std::string& text) {
+    try {
+      (void)filled(text, "long.sh");
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  const std::string layout = error_of(base + "--pipeline-model-parallel-layout \"(" + std::string(20000, 't') + "\"\n");
+  EXPECT_NE(layout.find("--pipeline-model-parallel-layout"), std::string::npos) << layout.substr(0, 300);
+  const std::string variable = error_of(base + "--ffn-hidden-size ${" + std::string(20000, 'H') + "}\n");
+  EXPECT_NE(variable.find("--ffn-hidden-size"), std::string::npos) << variable.substr(0, 300);
+  // Format detection scans as well: a 300 kB word crashed sapp's release build.
+  const std::string word = error_of("#!/bin/bash\n" + std::string(300000, 'a') + ".yaml\n");
+  EXPECT_NE(word.find("is a shell script without Megatron-LM's model flags"), std::string::npos) << word.substr(0, 300);
+}
+
 TEST(Megatron, EmitSaysWhatItCannotStateOfThePlansRecompute) {
   auto [l, p] = megatron_pp2(" --recompute-activation-function");
   p.split = plan::StageSplit{{{4, 4}}, {{2, 0}}, {}};

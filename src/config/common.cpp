@@ -3,8 +3,9 @@
 #include <array>
 #include <cctype>
 #include <cmath>
-#include <regex>
+#include <initializer_list>
 #include <sstream>
+#include <string_view>
 #include <type_traits>
 
 #include <fmt/format.h>
@@ -604,15 +605,62 @@ std::string without_comment_lines(const std::string& text) {
   return out;
 }
 
-bool looks_like_megatron(const std::string& text) {
-  static const std::regex flag(
-      R"((^|\s)--(num-layers|hidden-size|tensor-model-parallel-size|pipeline-model-parallel-size|micro-batch-size|global-batch-size|seq-length|num-attention-heads|hybrid-layer-pattern)(\s|=|$))");
-  return std::regex_search(text, flag);
+// The format checks scan the text by hand: std::regex matches by recursion, one stack frame per character, and a
+// line of a few hundred thousand characters overflowed the stack (a crash where bad input must get an error).
+bool space_at(const std::string& t, std::size_t i) { return i < t.size() && std::isspace(static_cast<unsigned char>(t[i])) != 0; }
+
+// `word` at `at`, one of `words`, followed by whitespace (or, with `or_equals`, '=') or the end: its length, or 0.
+std::size_t word_at(const std::string& t, std::size_t at, std::initializer_list<const char*> words, bool or_equals, bool end_ok) {
+  for (const char* w : words) {
+    const std::size_t n = std::char_traits<char>::length(w);
+    if (t.compare(at, n, w) != 0) continue;
+    const std::size_t after = at + n;
+    if ((after == t.size() && end_ok) || space_at(t, after) || (or_equals && after < t.size() && t[after] == '=')) return n;
+  }
+  return 0;
 }
 
+// Megatron-LM's model flags anywhere, each after whitespace or at the start.
+bool looks_like_megatron(const std::string& text) {
+  for (std::size_t at = text.find("--"); at != std::string::npos; at = text.find("--", at + 1)) {
+    if (at > 0 && !space_at(text, at - 1)) continue;
+    if (word_at(text, at + 2,
+                {"num-layers", "hidden-size", "tensor-model-parallel-size", "pipeline-model-parallel-size", "micro-batch-size", "global-batch-size",
+                 "seq-length", "num-attention-heads", "hybrid-layer-pattern"},
+                true, true) > 0)
+      return true;
+  }
+  return false;
+}
+
+// The first non-blank character of a line (after any blank lines) at `at`: each line start's, in order.
+template <typename Visit>
+bool any_line_start(const std::string& text, const Visit& visit) {
+  for (std::size_t begin = 0; begin <= text.size();) {
+    std::size_t at = begin;
+    while (space_at(text, at)) ++at;
+    if (at < text.size() && visit(at)) return true;
+    const std::size_t next = text.find('\n', begin);
+    if (next == std::string::npos) break;
+    begin = next + 1;
+  }
+  return false;
+}
+
+// A torchtitan section header on a line of its own: [job], [model], ... (a comment may follow).
 bool looks_like_toml(const std::string& text) {
-  static const std::regex header(R"((^|\n)\s*\[(job|model|training|parallelism|activation_checkpoint|optimizer)\]\s*(#[^\n]*)?(\n|$))");
-  return std::regex_search(text, header);
+  return any_line_start(text, [&](std::size_t at) {
+    if (text[at] != '[') return false;
+    for (const char* name : {"job]", "model]", "training]", "parallelism]", "activation_checkpoint]", "optimizer]"}) {
+      const std::size_t n = std::char_traits<char>::length(name);
+      if (text.compare(at + 1, n, name) != 0) continue;
+      std::size_t i = at + 1 + n;
+      while (i < text.size() && text[i] != '\n' && space_at(text, i)) ++i;
+      if (i < text.size() && text[i] == '#') i = std::min(text.find('\n', i), text.size());
+      return i == text.size() || text[i] == '\n';
+    }
+    return false;
+  });
 }
 
 }  // namespace
@@ -625,18 +673,32 @@ Format detect(const std::string& text, const std::string& file) {
   const std::string code = without_comment_lines(text);
   if (text[a] != '{' && looks_like_megatron(code)) return Format::Megatron;
   if (text[a] != '{' && looks_like_toml(text)) return Format::Torchtitan;
-  static const std::regex shell_line(R"((^|\n)\s*(export|source|torchrun|python3?|bash|deepspeed|msrun)\s)");
   const bool shell_name = file.size() > 3 && file.compare(file.size() - 3, 3, ".sh") == 0;
-  if (text.compare(a, 2, "#!") == 0 || shell_name || std::regex_search(code, shell_line)) {
+  if (text.compare(a, 2, "#!") == 0 || shell_name || any_line_start(code, [&](std::size_t at) {
+        return word_at(code, at, {"export", "source", "torchrun", "python", "python3", "bash", "deepspeed", "msrun"}, false, false) > 0;
+      })) {
     // A shell script that states no Megatron model flag (a launcher that passes its trainer a config file): name
     // the config file it launches with, if any, rather than failing as YAML.
-    static const std::regex config_arg(R"((^|\s)([^\s'"]+\.(yaml|yml|toml|json))(\s|$))");
-    std::smatch m;
     std::string hint;
     // MindSpeed-LLM's FSDP2 trainer: its launch line and YAML are read by the Megatron script reader's shell.
-    static const std::regex fsdp2_trainer(R"((^|[\s/])train_fsdp2\.py(\s|$))");
-    if (std::regex_search(code, fsdp2_trainer)) return Format::Megatron;
-    if (std::regex_search(text, m, config_arg)) hint = fmt::format("; it launches with {}: give sapp that file if it is one of these formats", m[2].str());
+    const std::string trainer = "train_fsdp2.py";
+    for (std::size_t at = code.find(trainer); at != std::string::npos; at = code.find(trainer, at + 1)) {
+      const std::size_t after = at + trainer.size();
+      if ((at == 0 || space_at(code, at - 1) || code[at - 1] == '/') && (after == code.size() || space_at(code, after))) return Format::Megatron;
+    }
+    // The first word (whitespace apart, no quotes) naming a .yaml, .yml, .toml or .json file.
+    for (std::size_t at = 0; at < text.size() && hint.empty();) {
+      while (space_at(text, at)) ++at;
+      std::size_t end = at;
+      while (end < text.size() && !space_at(text, end)) ++end;
+      const std::string word = text.substr(at, end - at);
+      const bool quoted = word.find_first_of("'\"") != std::string::npos;
+      for (const std::string_view ext : {".yaml", ".yml", ".toml", ".json"}) {
+        if (!quoted && word.size() <= 4096 && word.size() > ext.size() && word.compare(word.size() - ext.size(), ext.size(), ext) == 0)
+          hint = fmt::format("; it launches with {}: give sapp that file if it is one of these formats", word);
+      }
+      at = end;
+    }
     fail(file,
          "is a shell script without Megatron-LM's model flags (--num-layers, --hidden-size, ...); sapp reads Megatron-LM / MindSpeed launch "
          "scripts, HuggingFace config.json, torchtitan TOML, MindFormers and HyperParallel YAML{}",

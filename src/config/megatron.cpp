@@ -10,7 +10,6 @@
 #include <map>
 #include <numeric>
 #include <optional>
-#include <regex>
 #include <set>
 #include <sstream>
 #include <variant>
@@ -34,6 +33,90 @@ struct Shell {
   std::vector<std::string> assigned;                     // variable names, in the order first assigned
   std::vector<std::string> warnings;                     // what the script does that sapp read only in part
 };
+
+// Hand-written scanners for the shell forms read and written here: std::regex matches by recursion, one stack
+// frame per character, so a long line (a joined MODEL_ARGS of a few thousand characters, under a sanitiser's
+// larger frames) overflowed the stack (fuzz_megatron, 2026-12-07).
+bool name_start(char c) { return std::isalpha(static_cast<unsigned char>(c)) != 0 || c == '_'; }
+bool name_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_'; }
+bool shell_space(char c) { return std::isspace(static_cast<unsigned char>(c)) != 0; }
+bool line_end(char c) { return c == '\n' || c == '\r'; }
+
+// The end of the shell variable name starting at `i` ([A-Za-z_][A-Za-z0-9_]*), or `i` when none starts there.
+std::size_t name_end(const std::string& s, std::size_t i) {
+  if (i >= s.size() || !name_start(s[i])) return i;
+  while (i < s.size() && name_char(s[i])) ++i;
+  return i;
+}
+
+// `i` past "export" and the blanks after it, when the text there is that; else `i`.
+std::size_t past_export(const std::string& s, std::size_t i) {
+  if (s.compare(i, 6, "export") != 0 || i + 6 >= s.size() || !shell_space(s[i + 6])) return i;
+  i += 6;
+  while (i < s.size() && shell_space(s[i])) ++i;
+  return i;
+}
+
+// NAME=value, NAME+=value or export NAME=value, on one line (a value holding a line break is not one).
+struct ShellAssignment {
+  std::string name;
+  bool append = false;
+  std::string value;
+};
+std::optional<ShellAssignment> shell_assignment(const std::string& line) {
+  const std::size_t at = past_export(line, 0);
+  const std::size_t end = name_end(line, at);
+  if (end == at) return std::nullopt;
+  ShellAssignment a;
+  a.name = line.substr(at, end - at);
+  std::size_t i = end;
+  if (i < line.size() && line[i] == '+') {
+    a.append = true;
+    ++i;
+  }
+  if (i >= line.size() || line[i] != '=') return std::nullopt;
+  a.value = line.substr(i + 1);
+  if (std::any_of(a.value.begin(), a.value.end(), line_end)) return std::nullopt;
+  return a;
+}
+
+// The variable a word names whole ($NAME, ${NAME}), if it is one.
+std::optional<std::string> variable_reference(const std::string& w) {
+  if (w.empty() || w[0] != '$') return std::nullopt;
+  std::size_t i = w.size() > 1 && w[1] == '{' ? 2 : 1;
+  const std::size_t end = name_end(w, i);
+  if (end == i) return std::nullopt;
+  std::size_t tail = end;
+  if (tail < w.size() && w[tail] == '}') ++tail;
+  if (tail != w.size()) return std::nullopt;
+  return w.substr(i, end - i);
+}
+
+// A line assigning a plain word: [blanks][export ]NAME=["]word["][blanks][# comment], the word of letters, digits,
+// '_', '.' and '-': its parts, so that the word can be replaced keeping the rest.
+struct PlainAssignment {
+  std::string lead, name, open, close, trail;
+};
+std::optional<PlainAssignment> plain_assignment(const std::string& line) {
+  std::size_t i = 0;
+  while (i < line.size() && shell_space(line[i])) ++i;
+  const std::size_t at = past_export(line, i);
+  const std::size_t end = name_end(line, at);
+  if (end == at || end >= line.size() || line[end] != '=') return std::nullopt;
+  PlainAssignment a;
+  a.lead = line.substr(0, at);
+  a.name = line.substr(at, end - at);
+  i = end + 1;
+  if (i < line.size() && line[i] == '"') a.open = line.substr(i++, 1);
+  auto word_char = [](char c) { return name_char(c) || c == '.' || c == '-'; };
+  while (i < line.size() && word_char(line[i])) ++i;
+  if (i < line.size() && line[i] == '"') a.close = line.substr(i++, 1);
+  const std::size_t trail = i;
+  while (i < line.size() && shell_space(line[i])) ++i;
+  if (i < line.size() && (line[i] != '#' || std::any_of(line.begin() + static_cast<std::ptrdiff_t>(i), line.end(), line_end))) return std::nullopt;
+  a.trail = line.substr(trail);
+  return a;
+}
 
 std::string join_continuations(const std::string& text) {
   std::string out;
@@ -347,7 +430,6 @@ Shell run_shell(const std::string& text, const std::string& file) {
     pending_array.clear();
     array_items.clear();
   };
-  static const std::regex assign(R"(^(export\s+)?([A-Za-z_][A-Za-z0-9_]*)(\+?)=(.*)$)");
   // if / elif / else / fi: the branch whose test holds is read, the others skipped; a test sapp cannot evaluate
   // reads every branch (the last assignment wins) and says so.
   struct Branch {
@@ -450,12 +532,11 @@ Shell run_shell(const std::string& text, const std::string& file) {
       if (closed) close_array();
       continue;
     }
-    std::smatch m;
-    if (std::regex_match(body, m, assign)) {
-      std::string name = m[2];
+    if (auto assignment = shell_assignment(body)) {
+      std::string name = assignment->name;
       if (in_guessed()) guessed_names.insert(name);
-      append = m[3] == "+";
-      std::string value = m[4];
+      append = assignment->append;
+      std::string value = assignment->value;
       if (!value.empty() && value[0] == '(') {
         pending_array = name;
         if (!sh.vars.count(name)) sh.assigned.push_back(name);
@@ -625,22 +706,45 @@ plan::ChunkCounts parse_layout(const std::string& text, int pp, long long layers
   for (char c : text) {
     if (c != ',' && c != ' ') s += c;
   }
-  static const std::regex group(R"(\(([^)]+)\)\*(\d+))");
-  static const std::regex single(R"((.)\*(\d+))");
-  std::smatch m;
-  while (std::regex_search(s, m, group)) {
+  // The count after "*" at `at` (digits), or nullopt; its end in `end`.
+  auto count_at = [&](std::size_t at, std::size_t& end) -> std::optional<long long> {
+    if (at >= s.size() || s[at] != '*') return std::nullopt;
+    end = at + 1;
+    while (end < s.size() && std::isdigit(static_cast<unsigned char>(s[end])) != 0) ++end;
+    if (end == at + 1) return std::nullopt;
+    long long n = 0;
+    for (std::size_t i = at + 1; i < end; ++i) n = std::min(n * 10 + (s[i] - '0'), 1000000000LL);
+    if (n > 100000) fail(where, "repeat count {} is too large", s.substr(at + 1, end - at - 1));
+    return n;
+  };
+  // (..)*n, the leftmost first: a group is the text from "(" to the next ")" (at least one character).
+  for (std::size_t open = s.find('('); open != std::string::npos;) {
+    const std::size_t close = s.find(')', open + 1);
+    if (close == std::string::npos) break;
+    std::size_t end = 0;
+    const std::optional<long long> n = close > open + 1 ? count_at(close + 1, end) : std::nullopt;
+    if (!n) {
+      open = s.find('(', open + 1);
+      continue;
+    }
+    const std::string unit = s.substr(open + 1, close - open - 1);
     std::string rep;
-    long long n = std::stoll(m[2]);
-    if (n > 100000) fail(where, "repeat count {} is too large", n);
-    for (long long i = 0; i < n; ++i) rep += m[1];
-    s = m.prefix().str() + rep + m.suffix().str();
+    for (long long i = 0; i < *n && rep.size() <= 1000000; ++i) rep += unit;
+    s = s.substr(0, open) + rep + s.substr(end);
     if (s.size() > 1000000) fail(where, "expands beyond a million characters");
+    open = s.find('(');
   }
-  while (std::regex_search(s, m, single)) {
-    long long n = std::stoll(m[2]);
-    if (n > 100000) fail(where, "repeat count {} is too large", n);
-    s = m.prefix().str() + std::string(static_cast<std::size_t>(n), m[1].str()[0]) + m.suffix().str();
+  // x*n: one character (not a line break) repeated.
+  for (std::size_t at = 0; at + 1 < s.size();) {
+    std::size_t end = 0;
+    const std::optional<long long> n = line_end(s[at]) ? std::nullopt : count_at(at + 1, end);
+    if (!n) {
+      ++at;
+      continue;
+    }
+    s = s.substr(0, at) + std::string(static_cast<std::size_t>(*n), s[at]) + s.substr(end);
     if (s.size() > 1000000) fail(where, "expands beyond a million characters");
+    at = 0;
   }
   std::vector<std::string> stages;
   std::size_t start = 0;
@@ -2146,11 +2250,10 @@ struct ScriptEditor {
     if (l[b] == '"') {
       // A quoted value ("Et*3|t*5L", a hybrid pattern with its cuts, "$PATTERN"): through its closing quote; not
       // one holding flags or another shell expansion ("$@", "${ARGS[@]}"), which is not this flag's value.
-      static const std::regex one_variable(R"(^\$\{?[A-Za-z_][A-Za-z0-9_]*\}?$)");
       const std::size_t close = l.find('"', b + 1);
       if (close == std::string::npos) return std::nullopt;
       const std::string inner = l.substr(b + 1, close - b - 1);
-      if (inner.rfind("--", 0) == 0 || (inner.find('$') != std::string::npos && !std::regex_match(inner, one_variable))) return std::nullopt;
+      if (inner.rfind("--", 0) == 0 || (inner.find('$') != std::string::npos && !variable_reference(inner))) return std::nullopt;
       return std::make_pair(b, close + 1);
     }
     std::size_t end = l.find_first_of(" \t\")", b);
@@ -2160,15 +2263,12 @@ struct ScriptEditor {
   void set_variable_or_token(std::size_t line, std::size_t b, std::size_t e, const std::string& value) {
     std::string token = lines[line].substr(b, e - b);
     if (token.size() >= 2 && token.front() == '"' && token.back() == '"') token = token.substr(1, token.size() - 2);  // "$VAR"
-    static const std::regex var(R"(^\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?$)");
-    std::smatch m;
-    if (std::regex_match(token, m, var)) {
-      std::string name = m[1];
-      static const std::regex plain_assign(R"(^(\s*(export\s+)?)([A-Za-z_][A-Za-z0-9_]*)=("?)([A-Za-z0-9_.\-]*)("?)(\s*(#.*)?)$)");
+    if (auto named = variable_reference(token)) {
+      const std::string& name = *named;
       long long hit = -1;
       for (std::size_t i = 0; i < lines.size(); ++i) {
-        std::smatch am;
-        if (std::regex_match(lines[i], am, plain_assign) && am[3] == name) {
+        auto assignment = plain_assignment(lines[i]);
+        if (assignment && assignment->name == name) {
           if (hit >= 0) {
             hit = -2;
             break;
@@ -2177,10 +2277,8 @@ struct ScriptEditor {
         }
       }
       if (hit >= 0) {
-        std::smatch am;
-        std::string l = lines[static_cast<std::size_t>(hit)];
-        std::regex_match(l, am, plain_assign);
-        lines[static_cast<std::size_t>(hit)] = am[1].str() + name + "=" + am[4].str() + value + am[6].str() + am[7].str();
+        const PlainAssignment a = *plain_assignment(lines[static_cast<std::size_t>(hit)]);
+        lines[static_cast<std::size_t>(hit)] = a.lead + name + "=" + a.open + value + a.close + a.trail;
         return;
       }
     }

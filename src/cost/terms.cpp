@@ -144,9 +144,8 @@ constexpr std::array<ValidatedPair, 18> kValidated = {{
     {"gb300", "FP8", true,
      "8 held-out GB300 FP8 runs in validation/runs.yaml, median 4.5 %, with cuDNN 9.19's published GB300 attention: Megatron-Bridge "
      "26.04 Llama 3.1 405B -0.1 % (MXFP8) and +5.2 % (per-tensor FP8), MoE Qwen3-30B-A3B -7.4 %, Qwen3-235B-A22B +3.8 % (the "
-     "Megatron-Core MoE team's on 64 at EP 64 -16.7 %), DeepSeek-V3 +3.7 %, Kimi K2 -2.1 %, Nemotron 3 Nano -27.8 %; the FP8 efficiencies were fitted on two "
-     "dense Megatron-Bridge GB300 "
-     "MXFP8 runs (Llama 3 8B, 70B)"},
+     "Megatron-Core MoE team's on 64 at EP 64 -16.7 %), DeepSeek-V3 +3.7 %, Kimi K2 -2.1 %, Nemotron 3 Nano -27.8 %; the FP8 "
+     "efficiencies were fitted on two dense Megatron-Bridge GB300 MXFP8 runs (Llama 3 8B, 70B)"},
     {"gb300", "BF16", false,
      "one GB300 BF16 run (Megatron-Bridge 26.04 GPT-OSS-120B, -19 %); the BF16 GEMM efficiency is the FP8 fit's times Transformer "
      "Engine's published B300 BF16 / MXFP8 kernel ratio (1.093)"},

@@ -280,7 +280,7 @@ double attention_kernel_rate(plan::AttentionKernel kernel, double head_dim);
 // the BF16 peak for a call of `keys_per_call` keys per query at `head_dim` (attention_kernel_rate's head-dimension
 // shape); fails naming the device when its file states no published rate.
 double cudnn919_attention_efficiency(const hardware::Hardware& hw, double keys_per_call, double head_dim);
-// "fused", "torch_sdpa" or "cudnn9.19"; otherwise fails naming `where`.
+// "auto", "fused", "torch_sdpa" or "cudnn9.19"; otherwise fails naming `where`.
 plan::AttentionKernel parse_attention_kernel(const std::string& name, const std::string& where = "attention_kernel");
 // The kernel a run's `kernel` prices on `hw`: Auto is cuDNN 9.19's published rate where the device's file states it
 // (efficiency.attention_cudnn919 and its half keys), else the device's fitted rate (Fused); the others as stated.

@@ -426,7 +426,8 @@ StageChoice stage_option_v1(Context& c, int s, long long pos, long long k) {
   std::vector<Mix> pick(K);
   // The least backward over every combination of the types' mixes (the option's time: with it the programs bound
   // every plan) and over those a framework can state (cell_ordered_across_types: the option's mixes, which the
-  // programs' plans are rebuilt from; the fronts keep few mixes a combination could need beyond them).
+  // programs' plans are rebuilt from). A stated combination needing a mix off its type's front is missed, so the
+  // rebuilt plan may be slower than the best, never one the frameworks cannot run (offer refuses those).
   std::vector<Mix> best_pick;
   std::vector<Mix> stated_pick;
   double best = kInf;
