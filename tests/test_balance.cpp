@@ -35,6 +35,21 @@ balance::LayerSet layers(long long n, double fwd, double param, std::vector<std:
   return balance::layers_from_json(j, "synthetic.json");
 }
 
+// A layers file of a dense BODY type of `dense` layers and a MoE one of `moe` layers (the MoE type first with
+// `moe_first`) between a HEAD and a TAIL.
+balance::LayerSet dense_and_moe(long long dense, long long moe, bool moe_first = false) {
+  const nlohmann::json dense_type = {{"name", "dense"},        {"type", "BODY"},       {"time", 4}, {"nb_layer", dense}, {"memory_parameter", 5},
+                                     {"memory_activation", 8}, {"memory_recompute", 1}};
+  const nlohmann::json moe_type = {{"name", "moe"},           {"type", "BODY"},       {"time", 9}, {"nb_layer", moe}, {"memory_parameter", 20},
+                                   {"memory_activation", 15}, {"memory_recompute", 2}};
+  const nlohmann::json j = {{"layers_description",
+                             {{{"name", "HEAD"}, {"type", "HEAD"}, {"time", 1}, {"nb_layer", 1}, {"memory_parameter", 10}},
+                              moe_first ? moe_type : dense_type,
+                              moe_first ? dense_type : moe_type,
+                              {{"name", "TAIL"}, {"type", "TAIL"}, {"time", 2}, {"nb_layer", 1}, {"memory_parameter", 10}}}}};
+  return balance::layers_from_json(j, "moe.json");
+}
+
 }  // namespace
 
 TEST(Balance, OptimiserEqualsExhaustiveEnumerationOnSmallCases) {
@@ -208,14 +223,8 @@ TEST(Balance, SeveralBodyTypesKeepModelOrder) {
 // simulation) read it per type; under a limit that only the per-type rule meets, the problem-wide maximum of the
 // two finds no plan.
 TEST(Balance, EachBodyTypeRebuildsItsOwnLayer) {
-  nlohmann::json j = {
-      {"layers_description",
-       {{{"name", "HEAD"}, {"type", "HEAD"}, {"time", 1}, {"nb_layer", 1}, {"memory_parameter", 10}},
-        {{"name", "moe"}, {"type", "BODY"}, {"time", 9}, {"nb_layer", 6}, {"memory_parameter", 20}, {"memory_activation", 15}, {"memory_recompute", 2}},
-        {{"name", "dense"}, {"type", "BODY"}, {"time", 4}, {"nb_layer", 2}, {"memory_parameter", 5}, {"memory_activation", 8}, {"memory_recompute", 1}},
-        {{"name", "TAIL"}, {"type", "TAIL"}, {"time", 2}, {"nb_layer", 1}, {"memory_parameter", 10}}}}};
   balance::Problem p;
-  p.layers = balance::layers_from_json(j, "moe.json");
+  p.layers = dense_and_moe(2, 6, true);
   p.stages = 2;
   p.chunks = 1;
   p.micro_batches = 3;
@@ -315,14 +324,8 @@ TEST(Balance, SeveralBodyTypesOnOneStagePlanWhatTheFrameworksCanState) {
 // holds other layers, and other recompute, than the plan priced. Exhaustive enumeration (cells in model order) is
 // the reference.
 TEST(Balance, SeveralBodyTypesWithInterleavingKeepModelOrderAndTheFrameworksRecomputeOrder) {
-  nlohmann::json j = {
-      {"layers_description",
-       {{{"name", "HEAD"}, {"type", "HEAD"}, {"time", 1}, {"nb_layer", 1}, {"memory_parameter", 10}},
-        {{"name", "dense"}, {"type", "BODY"}, {"time", 4}, {"nb_layer", 3}, {"memory_parameter", 5}, {"memory_activation", 8}, {"memory_recompute", 1}},
-        {{"name", "moe"}, {"type", "BODY"}, {"time", 9}, {"nb_layer", 6}, {"memory_parameter", 20}, {"memory_activation", 15}, {"memory_recompute", 2}},
-        {{"name", "TAIL"}, {"type", "TAIL"}, {"time", 2}, {"nb_layer", 1}, {"memory_parameter", 10}}}}};
   balance::Problem p;
-  p.layers = balance::layers_from_json(j, "moe.json");
+  p.layers = dense_and_moe(3, 6);
   p.stages = 2;
   p.chunks = 2;
   p.micro_batches = 4;
