@@ -229,6 +229,17 @@ TEST_F(BadInput, LayoutsAndOptions) {
   for (const auto& c : cases) expect_refused(c);
 }
 
+// A value of a hundred kilobytes in a config (a layout that is none) is refused on one line of at most 2000
+// characters of message, saying how long it was, not echoed whole.
+TEST_F(BadInput, AHugeValueIsNotEchoedWhole) {
+  const std::string script = file("huge.sh",
+                                  "torchrun --nproc_per_node 8 pretrain_gpt.py --num-layers 4 --hidden-size 64 --num-attention-heads 4 "
+                                  "--vocab-size 100 --pipeline-model-parallel-size 2 --pipeline-model-parallel-layout \"(" +
+                                      std::string(100000, 't') + "\"\n");
+  expect_refused({"huge layout", "estimate --from " + script, {"--pipeline-model-parallel-layout", "characters in all"}});
+  EXPECT_LT(run_sapp("estimate --from " + script).err.size(), 2200U);
+}
+
 TEST(RecomputeDimension, ActivationCheckpointSemantics) {
   using sapp::plan::Recompute;
   auto yaml = [](const std::string& text) { return sapp::io_yaml_for_test(text)["recompute"]; };

@@ -2,6 +2,7 @@
 #include <cstdio>
 #include <exception>
 #include <set>
+#include <string>
 
 #include <fmt/format.h>
 
@@ -74,6 +75,15 @@ void warn(const std::vector<std::string>& warnings) {
 
 namespace {
 
+// An error message as printed: cut to its first 2000 characters, since it may quote a value pasted from a file
+// (a layout or a line of a hundred kilobytes).
+std::string printed(const char* message) {
+  constexpr std::size_t kMost = 2000;
+  const std::string text = message;
+  if (text.size() <= kMost) return text;
+  return fmt::format("{}... (cut: {} characters in all)", text.substr(0, kMost), text.size());
+}
+
 int run(int argc, char** argv) {
   CLI::App app{
       "sapp: symbolic automatic parallel planner for LLM training.\n"
@@ -98,7 +108,7 @@ int run(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    std::fprintf(stderr, "sapp: error: %s (see sapp --help)\n", e.what());
+    std::fprintf(stderr, "sapp: error: %s (see sapp --help)\n", printed(e.what()).c_str());
     return sapp::app::kExitUsage;
   }
   try {
@@ -109,7 +119,7 @@ int run(int argc, char** argv) {
     if (app.got_subcommand("balance")) return balance();
     if (app.got_subcommand("calibrate")) return calibrate();
   } catch (const sapp::app::UsageError& e) {
-    std::fprintf(stderr, "sapp: error: %s (see sapp <command> --help)\n", e.what());
+    std::fprintf(stderr, "sapp: error: %s (see sapp <command> --help)\n", printed(e.what()).c_str());
     return sapp::app::kExitUsage;
   }
   return sapp::app::kExitOk;
@@ -124,10 +134,10 @@ int main(int argc, char** argv) {
   try {
     return run(argc, argv);
   } catch (const sapp::Error& e) {
-    std::fprintf(stderr, "sapp: error: %s\n", e.what());
+    std::fprintf(stderr, "sapp: error: %s\n", printed(e.what()).c_str());
     return sapp::app::kExitBadInput;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "sapp: internal error: %s (please report it)\n", e.what());
+    std::fprintf(stderr, "sapp: internal error: %s (please report it)\n", printed(e.what()).c_str());
     return sapp::app::kExitInternal;
   }
 }
