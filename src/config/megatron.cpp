@@ -211,9 +211,7 @@ std::vector<std::string> expand(const std::string& word, const Shell& sh, const 
       // Bare names are variables inside $(( )): $((MBS * N)).
       std::string inner;
       for (std::size_t k = 0; k < expanded.size();) {
-        if (std::isalpha(static_cast<unsigned char>(expanded[k])) || expanded[k] == '_') {
-          std::size_t j = k;
-          while (j < expanded.size() && (std::isalnum(static_cast<unsigned char>(expanded[j])) || expanded[j] == '_')) ++j;
+        if (const std::size_t j = name_end(expanded, k); j > k) {
           auto it = sh.vars.find(expanded.substr(k, j - k));
           inner += it != sh.vars.end() && it->second.size() == 1 ? it->second.front() : expanded.substr(k, j - k);
           k = j;
