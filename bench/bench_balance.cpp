@@ -29,14 +29,7 @@ sapp::balance::LayerSet big() {
   return sapp::balance::layers_from_json(j, "big.json");
 }
 
-void run(benchmark::State& state, sapp::balance::LayerSet layers, int S, int V, int m, double limit, bool less) {
-  sapp::balance::Problem p;
-  p.layers = std::move(layers);
-  p.stages = S;
-  p.chunks = V;
-  p.micro_batches = m;
-  p.memory_limit_mb = limit;
-  p.schedule = V == 1 ? sapp::simulate::Schedule::OneF1B : (less ? sapp::simulate::Schedule::InterleavedLessMemory : sapp::simulate::Schedule::Interleaved);
+void record(benchmark::State& state, const sapp::balance::Problem& p) {
   sapp::balance::Solution last;
   for (auto _ : state) {
     last = sapp::balance::solve(p);
@@ -50,10 +43,33 @@ void run(benchmark::State& state, sapp::balance::LayerSet layers, int S, int V, 
   state.counters["gap_pct"] = 100.0 * last.gap;
 }
 
+void run(benchmark::State& state, sapp::balance::LayerSet layers, int S, int V, int m, double limit, bool less) {
+  sapp::balance::Problem p;
+  p.layers = std::move(layers);
+  p.stages = S;
+  p.chunks = V;
+  p.micro_batches = m;
+  p.memory_limit_mb = limit;
+  p.schedule = V == 1 ? sapp::simulate::Schedule::OneF1B : (less ? sapp::simulate::Schedule::InterleavedLessMemory : sapp::simulate::Schedule::Interleaved);
+  record(state, p);
+}
+
 void BM_Demo96_S16_V3_LessMemory(benchmark::State& s) { run(s, demo(), 16, 3, 16, 56000, true); }
 void BM_Demo96_S16_V3_Standard(benchmark::State& s) { run(s, demo(), 16, 3, 16, 56000, false); }
 void BM_Demo96_S16_V3_NoLimit(benchmark::State& s) { run(s, demo(), 16, 3, 16, 0, false); }  // goal: < 1 s
 void BM_Demo96_S16_V1_baseline(benchmark::State& s) { run(s, demo(), 16, 1, 16, 56000, false); }
+// DualPipe-V on the demo's layers (two chunks per stage in a V, head and tail on stage 0): 32 micro-batches, the
+// fewest it runs on 16 stages.
+void BM_Demo96_S16_DualPipeV(benchmark::State& s) {
+  sapp::balance::Problem p;
+  p.layers = demo();
+  p.stages = 16;
+  p.chunks = 2;
+  p.micro_batches = 32;
+  p.memory_limit_mb = 56000;
+  p.schedule = sapp::simulate::Schedule::DualPipeV;
+  record(s, p);
+}
 void BM_Layers128_S32_V4(benchmark::State& s) { run(s, big(), 32, 4, 64, 52000, false); }
 void BM_Layers128_S32_V4_NoLimit(benchmark::State& s) { run(s, big(), 32, 4, 64, 0, false); }
 void BM_Layers128_S32_V1_baseline(benchmark::State& s) { run(s, big(), 32, 1, 64, 52000, false); }
@@ -67,6 +83,7 @@ BENCHMARK(BM_Demo96_S16_V3_LessMemory)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Demo96_S16_V3_Standard)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Demo96_S16_V3_NoLimit)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Demo96_S16_V1_baseline)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Demo96_S16_DualPipeV)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Layers128_S32_V4)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Layers128_S32_V4_NoLimit)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Layers128_S32_V1_baseline)->Unit(benchmark::kMillisecond);

@@ -193,8 +193,9 @@ Assignment empty_assignment(const Problem& p) {
 // F(v, j) .. B(v, j) are taken greedily: a of them from the window's start (each next one at the first forward of
 // chunk v after the last) and e - a from its end (each earlier one at the last backward of chunk v before the
 // next), all pairs (a, e - a) that do not overlap. Per e, per variant: the forwards (first V entries, per chunk)
-// and backwards (next V) left on the path.
-std::vector<std::vector<std::vector<double>>> excursion_blocks(const std::vector<simulate::Block>& order, int v, int V, int m) {
+// and backwards (next V) left on the path; with `split_kinds` (DualPipe-V) the backwards are whole ones only, then
+// split backwards (input gradient only, next V) and weight gradients (last V), which are otherwise not counted.
+std::vector<std::vector<std::vector<double>>> excursion_blocks(const std::vector<simulate::Block>& order, int v, int V, int m, bool split_kinds = false) {
   std::vector<std::size_t> at_f(uz(m)), at_b(uz(m));
   for (std::size_t i = 0; i < order.size(); ++i) {
     if (order[i].chunk != v || order[i].kind == simulate::BlockKind::Weight) continue;
@@ -218,13 +219,15 @@ std::vector<std::vector<std::vector<double>>> excursion_blocks(const std::vector
     while (i >= static_cast<long long>(first) && !of_chunk(uz(i), simulate::BlockKind::Backward)) --i;
   }
   // The segments are disjoint, so a variant's blocks are the window's less each skipped segment's inside:
-  // per-position prefix counts (2V kinds), then running sums over the segments taken from either end.
-  const auto kinds = uz(2 * V);
+  // per-position prefix counts (2V or 4V kinds), then running sums over the segments taken from either end.
+  const auto kinds = uz((split_kinds ? 4 : 2) * V);
   std::vector<std::vector<double>> before(order.size() + 1, std::vector<double>(kinds, 0.0));  // blocks at positions < i
   for (std::size_t i = 0; i < order.size(); ++i) {
     before[i + 1] = before[i];
-    if (order[i].kind != simulate::BlockKind::Weight)
-      before[i + 1][uz(order[i].kind == simulate::BlockKind::Forward ? order[i].chunk : V + order[i].chunk)] += 1;
+    const simulate::Block& blk = order[i];
+    if (blk.kind == simulate::BlockKind::Weight && !split_kinds) continue;
+    const int kind = blk.kind == simulate::BlockKind::Forward ? 0 : blk.kind == simulate::BlockKind::Weight ? 3 : split_kinds && blk.split ? 2 : 1;
+    before[i + 1][uz(kind * V + blk.chunk)] += 1;
   }
   auto skipped_sums = [&](const std::vector<int>& segments) {
     std::vector<std::vector<double>> sums(1, std::vector<double>(kinds, 0.0));
@@ -338,10 +341,11 @@ Context make_context(const Problem& p) {
     c.ceilings.push_back(std::move(ceiling));
   }
   c.orders = simulate::make_orders(p.schedule, p.stages, p.chunks, p.micro_batches);
-  if (p.schedule == simulate::Schedule::OneF1B || p.schedule == simulate::Schedule::Interleaved || p.schedule == simulate::Schedule::InterleavedLessMemory) {
+  const bool dualpipe = p.schedule == simulate::Schedule::DualPipeV;
+  if (p.schedule != simulate::Schedule::ZeroBubble) {
     for (int s = 0; s < p.stages; ++s) {
       c.excursions.emplace_back();
-      for (int v = 0; v < p.chunks; ++v) c.excursions.back().push_back(excursion_blocks(c.orders.order[uz(s)], v, p.chunks, p.micro_batches));
+      for (int v = 0; v < p.chunks; ++v) c.excursions.back().push_back(excursion_blocks(c.orders.order[uz(s)], v, p.chunks, p.micro_batches, dualpipe));
     }
   }
   c.show_progress = p.progress && isatty(fileno(stderr)) != 0;
@@ -618,7 +622,34 @@ std::vector<StageChoice> stage_options_vn(Context& c, int s, long long k, int bo
     }
     ch.lead = lead_of(p, cf[0], cb[0]);
     ch.key = {ch.cell_max, ch.time, ch.lead};
-    if (bound_chunk >= 0) {
+    if (bound_chunk >= 0 && p.schedule == simulate::Schedule::DualPipeV) {
+      // A split backward runs its recompute and (1 - wf) of its gradient work, its W the other wf; a whole backward
+      // is never shorter than a split one, so the paths' backwards outside the window are priced split.
+      const double wf = simulate::StageTimes{}.weight_fraction;
+      std::vector<double> split(uz(V)), weight(uz(V));
+      for (int u = 0; u < V; ++u) {
+        long long layers = 0;
+        for (long long x : cur[uz(u)]->counts) layers += x;
+        const double grads = static_cast<double>(layers) * bwd_of(p.layers.bodies[0], Rc::None) + head_tail_backward(p, u, s);
+        split[uz(u)] = cb[uz(u)] - grads + (1.0 - wf) * grads;
+        weight[uz(u)] = wf * grads;
+      }
+      const auto& paths = c.excursions[uz(s)][uz(bound_chunk)];
+      ch.window = -kInf;  // no path with that many excursions through this window
+      if (uz(excursions) < paths.size()) {
+        for (const auto& n : paths[uz(excursions)]) {
+          double w = 0;
+          for (int u = 0; u < V; ++u) w += n[uz(u)] * cf[uz(u)] + n[uz(V + u)] * cb[uz(u)] + n[uz(2 * V + u)] * split[uz(u)] + n[uz(3 * V + u)] * weight[uz(u)];
+          ch.window = std::max(ch.window, w);
+        }
+      }
+      // Chunk 1 (last in the virtual order, stages S-1 down to 0): every stage's chunk-0 cell lies on the path
+      // (before); chunk 0: e times every stage's chunk-1 cell (the excursions' way down chunk 0 and back up).
+      const double cell0 = cf[0] + split[0], cell1 = cf[1] + split[1];
+      ch.before = bound_chunk == 1 ? cell0 : excursions * cell1;
+      ch.chunk_time = bound_chunk == 1 ? cell1 : cell0;
+      ch.key = {ch.window, ch.before, ch.chunk_time};
+    } else if (bound_chunk >= 0) {
       const auto& paths = c.excursions[uz(s)][uz(bound_chunk)];
       ch.window = -kInf;  // no path with that many excursions through this window
       if (uz(excursions) < paths.size()) {
@@ -1852,6 +1883,33 @@ Solution solve_checked(const Problem& p) {
             c, chunk_menu,
             [&](const DpState& st, const StageChoice& o) {
               return std::pair{std::max(st.a + times * o.chunk_time, st.b + o.window) + o.before, st.b + o.before + o.chunk_time};
+            },
+            [](const DpState& st) { return st.a; }, fmt::format("bound through chunk {}, {} excursions", v, e), -kInf);
+        if (c.timed_out || path.ends.empty()) break;
+        const double reach = path.ends.front().first;
+        idle = reach > bound * (1 + kTol) ? 0 : idle + 1;
+        bound = std::max(bound, reach);
+      }
+    }
+    // DualPipe-V: the paths through chunk v's window on stage s, from F(v, s, 0) to B(v, s, m - 1) (the blocks
+    // between priced by kind: dualpipe_window_blocks). Chunk 1 runs the stages from S-1 down to 0, so micro-batch 0
+    // reaches F(1, s, 0) through every chunk-0 cell and the chunk-1 cells of stages s+1..S-1, and micro-batch m - 1's
+    // backward leaves B(1, s, m - 1) back through the same cells: step >= sum_t K(t) + window(s) + sum_{t > s} C(t),
+    // K = chunk 0's forward and (split) backward, C = chunk 1's. Over the stages in order, (a, b) = (the longest such
+    // path so far, sum_{t' <= t} K(t')): a' = max(a + C, b + window) + K, b' = b + K. Chunk 0 (stages upward) is the
+    // interleaved case: a' = max(a, b + window), b' = b + C.
+    for (int v = 1; v >= 0 && bound_exact && p.schedule == simulate::Schedule::DualPipeV && !c.timed_out; --v) {
+      std::size_t most = 0;
+      for (const auto& stage : c.excursions) most = std::max(most, stage[uz(v)].size());
+      int idle = 0;
+      for (std::size_t e = 0; e < most && idle < 3 && !c.timed_out; ++e) {
+        const double times = static_cast<double>(e);
+        Menu chunk_menu(c, v, static_cast<int>(e));
+        DpRun path = dp_over_stages(
+            c, chunk_menu,
+            [&](const DpState& st, const StageChoice& o) {
+              if (v == 1) return std::pair{std::max(st.a + o.chunk_time, st.b + o.window) + o.before, st.b + times * o.chunk_time + o.before};
+              return std::pair{std::max(st.a + times * o.chunk_time, st.b + o.window) + o.before, st.b + o.chunk_time + o.before};
             },
             [](const DpState& st) { return st.a; }, fmt::format("bound through chunk {}, {} excursions", v, e), -kInf);
         if (c.timed_out || path.ends.empty()) break;
