@@ -3,6 +3,7 @@ SappError. Arguments: the build's python folder, a layers JSON, the sapp binary.
 import json
 import subprocess
 import sys
+import tempfile
 
 sys.path.insert(0, sys.argv[1])  # the build folder holding sapp/ with the compiled _sapp module
 import sapp  # noqa: E402
@@ -99,6 +100,18 @@ refused(lambda: sapp.estimate("llama3-8b", "h100-sxm", 8, 8, 4096, tpp=2), "tpp"
 refused(lambda: sapp.estimate("llama3-8b", "h100-sxm", 6, 8, 4096, tp=3), "tp/heads")
 refused(lambda: sapp.estimate("llama3-8b", "h100-sxm", 8, 12, 4096), "global_batch", "12")
 refused(lambda: sapp.estimate("llama3-8b", "h100-sxm", None, 8, 4096), "devices is required")
+# A value of a hundred kilobytes is quoted cut, as the CLI prints it (sapp::Error keeps 2000 characters).
+with tempfile.TemporaryDirectory() as tmp:
+    huge = os.path.join(tmp, "huge.sh")
+    with open(huge, "w") as f:
+        f.write("torchrun --nproc_per_node 8 pretrain_gpt.py --num-layers 4 --hidden-size 64 --num-attention-heads 4 "
+                "--vocab-size 100 --pipeline-model-parallel-size 2 --pipeline-model-parallel-layout \"(" + "t" * 100000 + "\"\n")
+    try:
+        sapp.estimate(from_config=huge)
+    except sapp.SappError as e:
+        assert "characters in all" in str(e) and len(str(e)) < 2200, len(str(e))
+    else:
+        raise AssertionError("accepted a 100 kB layout")
 
 # balance: the same report as `sapp balance --format json` (solve_seconds aside, a wall time).
 bal = sapp.balance(LAYERS, 4, 8, interleave=2)

@@ -75,14 +75,9 @@ void warn(const std::vector<std::string>& warnings) {
 
 namespace {
 
-// An error message as printed: cut to its first 2000 characters, since it may quote a value pasted from a file
-// (a layout or a line of a hundred kilobytes).
-std::string printed(const char* message) {
-  constexpr std::size_t kMost = 2000;
-  const std::string text = message;
-  if (text.size() <= kMost) return text;
-  return fmt::format("{}... (cut: {} characters in all)", text.substr(0, kMost), text.size());
-}
+// An error message as printed: cut as sapp::Error cuts its own (the command-line parser's and the standard
+// library's messages may quote an argument whole too).
+std::string printed(const char* message) { return sapp::cut_message(message); }
 
 int run(int argc, char** argv) {
   CLI::App app{

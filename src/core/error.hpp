@@ -4,6 +4,7 @@
 // line, so the CLI can print it as is and exit non-zero.
 #pragma once
 
+#include <cstddef>
 #include <stdexcept>
 #include <string>
 
@@ -11,9 +12,17 @@
 
 namespace sapp {
 
+// A message is kept to its first kMaxMessageChars characters, saying how long it was: it may quote a value pasted
+// from a file (a layout or a line of a hundred kilobytes), which every front end (CLI, Python) would echo whole.
+inline constexpr std::size_t kMaxMessageChars = 2000;
+inline std::string cut_message(const std::string& message) {
+  if (message.size() <= kMaxMessageChars) return message;
+  return fmt::format("{}... (cut: {} characters in all)", message.substr(0, kMaxMessageChars), message.size());
+}
+
 class Error : public std::runtime_error {
  public:
-  explicit Error(const std::string& message) : std::runtime_error(message) {}
+  explicit Error(const std::string& message) : std::runtime_error(cut_message(message)) {}
 };
 
 // "where: what" with where = "file: key" when both are known.
