@@ -70,6 +70,15 @@ void BM_Demo96_S16_DualPipeV(benchmark::State& s) {
   p.schedule = sapp::simulate::Schedule::DualPipeV;
   record(s, p);
 }
+// ZB-H1 on the Llama-2-70B-shaped layers (data/layers/llama2-70b.json): 8 stages, 32 micro-batches, no limit.
+void BM_Llama2_70B_S8_ZeroBubble(benchmark::State& s) {
+  sapp::balance::Problem p;
+  p.layers = sapp::balance::read_layers(sapp::io::data_dir() + "/layers/llama2-70b.json");
+  p.stages = 8;
+  p.micro_batches = 32;
+  p.schedule = sapp::simulate::Schedule::ZeroBubble;
+  record(s, p);
+}
 void BM_Layers128_S32_V4(benchmark::State& s) { run(s, big(), 32, 4, 64, 52000, false); }
 void BM_Layers128_S32_V4_NoLimit(benchmark::State& s) { run(s, big(), 32, 4, 64, 0, false); }
 void BM_Layers128_S32_V1_baseline(benchmark::State& s) { run(s, big(), 32, 1, 64, 52000, false); }
@@ -84,6 +93,7 @@ BENCHMARK(BM_Demo96_S16_V3_Standard)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Demo96_S16_V3_NoLimit)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Demo96_S16_V1_baseline)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Demo96_S16_DualPipeV)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Llama2_70B_S8_ZeroBubble)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Layers128_S32_V4)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Layers128_S32_V4_NoLimit)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Layers128_S32_V1_baseline)->Unit(benchmark::kMillisecond);

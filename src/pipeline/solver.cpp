@@ -36,6 +36,9 @@ std::size_t ix(Rc r) { return static_cast<std::size_t>(r); }
 std::size_t uz(long long v) { return static_cast<std::size_t>(v); }
 std::size_t uz(int v) { return static_cast<std::size_t>(v); }
 
+// Schedules whose order splits backwards into an input-gradient B and a later weight gradient W.
+bool splits_backward(const Problem& p) { return p.schedule == simulate::Schedule::ZeroBubble || p.schedule == simulate::Schedule::DualPipeV; }
+
 // The tail's cell: the last chunk's last stage, or (DualPipe-V, whose second chunk runs back to stage 0) its stage 0.
 int tail_stage(const Problem& p) { return p.schedule == simulate::Schedule::DualPipeV ? 0 : p.stages - 1; }
 bool tail_cell(const Problem& p, int v, int s) { return v == p.chunks - 1 && s == tail_stage(p); }
@@ -341,12 +344,9 @@ Context make_context(const Problem& p) {
     c.ceilings.push_back(std::move(ceiling));
   }
   c.orders = simulate::make_orders(p.schedule, p.stages, p.chunks, p.micro_batches);
-  const bool dualpipe = p.schedule == simulate::Schedule::DualPipeV;
-  if (p.schedule != simulate::Schedule::ZeroBubble) {
-    for (int s = 0; s < p.stages; ++s) {
-      c.excursions.emplace_back();
-      for (int v = 0; v < p.chunks; ++v) c.excursions.back().push_back(excursion_blocks(c.orders.order[uz(s)], v, p.chunks, p.micro_batches, dualpipe));
-    }
+  for (int s = 0; s < p.stages; ++s) {
+    c.excursions.emplace_back();
+    for (int v = 0; v < p.chunks; ++v) c.excursions.back().push_back(excursion_blocks(c.orders.order[uz(s)], v, p.chunks, p.micro_batches, splits_backward(p)));
   }
   c.show_progress = p.progress && isatty(fileno(stderr)) != 0;
   return c;
@@ -391,6 +391,7 @@ struct StageChoice {
   // work of the chunks before v plus e times that of the chunks after v (before), and chunk v's cell (chunk_time).
   double window = 0, before = 0, chunk_time = 0;
   double backward = 0;  // V = 1: the stage's backward per micro-batch
+  double pass = 0;      // V = 1: a micro-batch's forward and backward through the stage on a path (split B for ZB-H1)
   // V = 1: the stage's blocks on the longest path through its window with e excursions, index e.
   std::vector<double> excursion;
   std::array<double, 3> key{};  // what the options are Pareto-minimal in
@@ -398,9 +399,18 @@ struct StageChoice {
 };
 
 // Zero-bubble and DualPipe-V stages may end on weight gradients that wait for nothing downstream: forwards only.
-double lead_of(const Problem& p, double forward, double backward) {
-  bool split = p.schedule == simulate::Schedule::ZeroBubble || p.schedule == simulate::Schedule::DualPipeV;
-  return split ? forward : forward + backward;
+double lead_of(const Problem& p, double forward, double backward) { return splits_backward(p) ? forward : forward + backward; }
+
+// A cell's backward split as the simulator splits it (simulate::StageTimes::weight_fraction wf): B runs the recompute
+// and (1 - wf) of the gradient work `grads` (the backward without recompute), W the other wf. A whole backward is
+// never shorter than its split B, so a path's backwards of unknown kind are priced as split ones.
+struct SplitBackward {
+  double input = 0;   // the split B
+  double weight = 0;  // its W
+};
+SplitBackward split_backward(double backward, double grads) {
+  const double wf = simulate::StageTimes{}.weight_fraction;
+  return {backward - grads + (1.0 - wf) * grads, wf * grads};
 }
 
 // Step 2a (V = 1): the stage's range [pos, pos + k) in model order fixes the count of each type; least backward
@@ -465,10 +475,22 @@ StageChoice stage_option_v1(Context& c, int s, long long pos, long long k) {
   out.cell_max = out.time;
   out.lead = lead_of(p, forward + head_tail_f, best + head_tail_b);
   out.backward = best + head_tail_b;
+  out.pass = out.time;
   if (!c.excursions.empty()) {
+    // ZB-H1 splits backwards: its window's blocks by kind (excursion_blocks with split kinds), and the paths'
+    // backwards outside the window priced as split ones.
+    double grads = head_tail_b;
+    for (std::size_t l = 0; l < K; ++l) grads += static_cast<double>(n[l]) * bwd_of(p.layers.bodies[l], Rc::None);
+    const SplitBackward sb = split_backward(out.backward, grads);
+    const double f = out.time - out.backward;
+    if (splits_backward(p)) out.pass = f + sb.input;
     for (const auto& variants : c.excursions[uz(s)][0]) {
       double longest = -kInf;
-      for (const auto& blocks : variants) longest = std::max(longest, blocks[0] * (out.time - out.backward) + blocks[1] * out.backward);
+      for (const auto& blocks : variants) {
+        double w = blocks[0] * f + blocks[1] * out.backward;
+        if (blocks.size() == 4) w += blocks[2] * sb.input + blocks[3] * sb.weight;
+        longest = std::max(longest, w);
+      }
       out.excursion.push_back(longest);
     }
   }
@@ -623,16 +645,14 @@ std::vector<StageChoice> stage_options_vn(Context& c, int s, long long k, int bo
     ch.lead = lead_of(p, cf[0], cb[0]);
     ch.key = {ch.cell_max, ch.time, ch.lead};
     if (bound_chunk >= 0 && p.schedule == simulate::Schedule::DualPipeV) {
-      // A split backward runs its recompute and (1 - wf) of its gradient work, its W the other wf; a whole backward
-      // is never shorter than a split one, so the paths' backwards outside the window are priced split.
-      const double wf = simulate::StageTimes{}.weight_fraction;
+      // The paths' backwards outside the window are priced split (split_backward).
       std::vector<double> split(uz(V)), weight(uz(V));
       for (int u = 0; u < V; ++u) {
         long long layers = 0;
         for (long long x : cur[uz(u)]->counts) layers += x;
-        const double grads = static_cast<double>(layers) * bwd_of(p.layers.bodies[0], Rc::None) + head_tail_backward(p, u, s);
-        split[uz(u)] = cb[uz(u)] - grads + (1.0 - wf) * grads;
-        weight[uz(u)] = wf * grads;
+        const SplitBackward sb = split_backward(cb[uz(u)], static_cast<double>(layers) * bwd_of(p.layers.bodies[0], Rc::None) + head_tail_backward(p, u, s));
+        split[uz(u)] = sb.input;
+        weight[uz(u)] = sb.weight;
       }
       const auto& paths = c.excursions[uz(s)][uz(bound_chunk)];
       ch.window = -kInf;  // no path with that many excursions through this window
@@ -1832,7 +1852,7 @@ Solution solve_checked(const Problem& p) {
       bound = std::min(bound, best.step);
       c.cutoff = best.step;
     }
-    if (p.chunks == 1 && p.schedule == simulate::Schedule::OneF1B && bound_exact && !c.timed_out) {
+    if (p.chunks == 1 && (p.schedule == simulate::Schedule::OneF1B || p.schedule == simulate::Schedule::ZeroBubble) && bound_exact && !c.timed_out) {
       // Excursions: between its F(s, j) and B(s, j) a stage's order runs other blocks, while micro-batch j's own
       // path runs up through the later stages and back, R_s = sum_{s' > s} (F + B). A path may leave the stage's
       // order at F(s, j) and come back at B(s, j) (e times, on segments that do not overlap): step >= sum_{s' < s}
@@ -1842,16 +1862,18 @@ Solution solve_checked(const Problem& p) {
       // forward through every stage and its backward down to s, then the rest of the stage's order). The program
       // keeps (a, b) = (the longest such path so far plus e x the work of the stages after it, sum_{s' < next}
       // (F + B)): a' = max(a + e T, b + path blocks), b' = b + T. The loop ends after three counts in a row that
-      // raise nothing (the paths shorten once the round trips outweigh the blocks they skip).
+      // raise nothing (the paths shorten once the round trips outweigh the blocks they skip). ZB-H1: T on the paths
+      // is the stage's forward and split backward (StageChoice::pass), the window's blocks priced by kind, and e = 0
+      // (no excursion; the window ends before the trailing weight gradients) is a path of its own.
       std::size_t most = 0;
       for (const auto& stage : c.excursions) most = std::max(most, stage[0].size());
       int idle = 0;
-      for (std::size_t e = 1; e < most && idle < 3 && !c.timed_out; ++e) {
+      for (std::size_t e = splits_backward(p) ? 0 : 1; e < most && idle < 3 && !c.timed_out; ++e) {
         const double times = static_cast<double>(e);
         DpRun excursion = dp_over_stages(
             c, menu,
             [&](const DpState& st, const StageChoice& o) {
-              return std::pair{std::max(st.a + times * o.time, e < o.excursion.size() ? st.b + o.excursion[e] : -kInf), st.b + o.time};
+              return std::pair{std::max(st.a + times * o.pass, e < o.excursion.size() ? st.b + o.excursion[e] : -kInf), st.b + o.pass};
             },
             [](const DpState& st) { return st.a; }, fmt::format("bound through {} excursions", e), -kInf);
         if (c.timed_out || excursion.ends.empty()) break;

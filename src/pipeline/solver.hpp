@@ -35,8 +35,9 @@
 //     B_s), sum_s B_s)). Interleaved schedules add, for the last chunk v, the paths "micro-batch
 //     0's forward up to cell (v, s), stage s's order from F(v, s, 0) to B(v, s, m - 1), micro-batch m - 1's
 //     backward back to cell (0, 0)", minimised by the same program with other accumulators (docs/balance.md);
-//     DualPipe-V the same through both chunks' windows (its chunk 1 runs the stages downward), the blocks of a window
-//     priced by kind (whole and split backwards, weight gradients).
+//     DualPipe-V the same through both chunks' windows (its chunk 1 runs the stages downward), ZB-H1 the 1F1B paths
+//     with and without excursions, the blocks of a window priced by kind (whole and split backwards, weight
+//     gradients) and the paths' other backwards as split ones.
 //   - incumbents: the same program's optimum for the closed-form step time (plan::closed_form_step) and for
 //     the bound, the best end states of both fronts simulated; with interleaving and a memory limit a late-spare start (one layer
 //     per cell, the rest on the last chunk of the latest stages, each stage at its least total backward) with a
