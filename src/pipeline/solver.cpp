@@ -45,6 +45,20 @@ bool tail_cell(const Problem& p, int v, int s) { return v == p.chunks - 1 && s =
 // A cell that may hold no body layer: the head's and the tail's (every cell under Problem::empty_cells).
 bool reserved(const Problem& p, int v, int s) { return p.empty_cells || (v == 0 && s == 0) || tail_cell(p, v, s); }
 
+// A cell's place along the virtual pipeline, where the body layers follow model order: each chunk's cells in stage
+// order, DualPipe-V's second chunk from stage S-1 back to stage 0 (plan::reversed_chunk, as plan::stage_of_virtual
+// places the estimator's layers). cell_at(position) is the cell; position_of(v, s) its place.
+struct CellAt {
+  std::size_t v = 0;
+  std::size_t s = 0;
+};
+CellAt cell_at(const Problem& p, long long position) {
+  const long long v = position / p.stages;
+  const long long r = position % p.stages;
+  return {uz(v), uz(plan::reversed_chunk(p.schedule, static_cast<int>(v)) ? p.stages - 1 - r : r)};
+}
+long long position_of(const Problem& p, int v, int s) { return 1LL * v * p.stages + (plan::reversed_chunk(p.schedule, v) ? p.stages - 1 - s : s); }
+
 bool cell_expressible(const std::array<long long, kRcKinds>& c) { return c[ix(Rc::Selective)] == 0 || c[ix(Rc::Comm)] == 0; }
 
 // Constraint (6) as the problem states it: MindFormers' keys (cell_expressible), or Megatron's block recompute
@@ -829,13 +843,14 @@ bool fits_memory(Context& c, const simulate::StageTimes& t, int s) {
   return t.static_memory[uz(s)] + peak <= c.limit + kTol;
 }
 
-// Constraint (3): along the virtual pipeline (cells in order v S + s) the body types follow model order.
+// Constraint (3): along the virtual pipeline (cell_at) the body types follow model order.
 bool in_model_order(const Problem& p, const Assignment& x) {
   std::size_t last = 0;
-  for (int cell = 0; cell < p.stages * p.chunks; ++cell) {
+  for (int position = 0; position < p.stages * p.chunks; ++position) {
+    const CellAt cell = cell_at(p, position);
     for (std::size_t l = 0; l < x.size(); ++l) {
       long long n = 0;
-      for (long long k : x[l][uz(cell / p.stages)][uz(cell % p.stages)]) n += k;
+      for (long long k : x[l][cell.v][cell.s]) n += k;
       if (n == 0) continue;
       if (l < last) return false;
       last = l;
@@ -941,8 +956,7 @@ Assignment typed_from(const Problem& p, const Assignment& one, long long front, 
   std::size_t type = 0;
   long long left = p.layers.bodies.front().count;
   for (int c = 0; c < cells; ++c) {
-    const std::size_t v = uz(c / S);
-    const std::size_t s = uz(c % S);
+    const auto [v, s] = cell_at(p, c);
     std::vector<Rc> kinds;  // the cell's layers, heaviest recompute first
     for (Rc r : heavy_first) kinds.insert(kinds.end(), uz(one[0][v][s][ix(r)]), r);
     if (c == 0) kinds.insert(kinds.begin(), uz(front), kinds.empty() ? Rc::None : kinds.front());
@@ -1032,8 +1046,9 @@ void local_search(Context& c, Incumbent& best, double bound, bool long_moves = t
         for (int dir : dirs) {
           const int b = a + dir;
           if (b < 0 || b >= cells || dir == 1 || dir == -1 || improved) continue;  // +-1: the moves below
-          auto& from = one[0][uz(a / S)][uz(a % S)];
-          auto& to = one[0][uz(b / S)][uz(b % S)];
+          const CellAt ca = cell_at(p, a), cb = cell_at(p, b);
+          auto& from = one[0][ca.v][ca.s];
+          auto& to = one[0][cb.v][cb.s];
           for (Rc r : c.kinds) {
             if (improved || from[ix(r)] == 0) continue;
             --from[ix(r)];
@@ -1041,9 +1056,9 @@ void local_search(Context& c, Incumbent& best, double bound, bool long_moves = t
             Assignment y = typed_from(p, one, 0, 0);
             if (!y.empty() && cells_allowed(p, y)) {
               improved = try_x(y);
-              if (!improved && b % S != a % S) {
+              if (!improved && cb.s != ca.s) {
                 simulate::StageTimes t = stage_times(p, y);
-                if (!fits_memory(c, t, b % S)) improved = kind_moves(y, b % S, true);
+                if (!fits_memory(c, t, static_cast<int>(cb.s))) improved = kind_moves(y, static_cast<int>(cb.s), true);
               }
             }
             ++from[ix(r)];
@@ -1058,10 +1073,11 @@ void local_search(Context& c, Incumbent& best, double bound, bool long_moves = t
       for (int dir : dirs) {
         int b = a + dir;
         if (b < 0 || b >= cells || improved) continue;
-        int va = a / S;
-        int sa = a % S;
-        int vb = b / S;
-        int sb = b % S;
+        const CellAt ca = cell_at(p, a), cb = cell_at(p, b);
+        const int va = static_cast<int>(ca.v);
+        const int sa = static_cast<int>(ca.s);
+        const int vb = static_cast<int>(cb.v);
+        const int sb = static_cast<int>(cb.s);
         // The type that crosses: the last type of a when moving forward, the first when moving back.
         std::size_t l = K;
         for (std::size_t t = 0; t < K; ++t) {
@@ -1489,7 +1505,10 @@ Solution solve_sequence(const Problem& p) {
   };
   auto plan_of = [&](const std::vector<long long>& counts, Rc kind) {
     Assignment one(1, empty_assignment(p).front());
-    for (int c = 0; c < cells; ++c) one[0][uz(c / p.stages)][uz(c % p.stages)][ix(kind)] = counts[uz(c)];
+    for (int c = 0; c < cells; ++c) {
+      const CellAt at = cell_at(p, c);
+      one[0][at.v][at.s][ix(kind)] = counts[uz(c)];
+    }
     return typed_from(p, one, 0, 0);
   };
   auto score = [&](const Assignment& x) {
@@ -1676,7 +1695,6 @@ void check_problem(const Problem& p) {
     if (p.chunks != 2) fail("--dualpipe-v", "DualPipe-V runs two chunks per stage; interleave is {}", p.chunks);
     if (p.micro_batches < 2 * p.stages)
       fail("--micro-batches", "{} over {} stages: DualPipe-V needs at least 2 x stages = {}", p.micro_batches, p.stages, 2 * p.stages);
-    if (p.layers.bodies.size() > 1) fail("--dualpipe-v", "balances one BODY type; {} has {}", p.layers.file, p.layers.bodies.size());
   }
   long long cells = 1LL * p.stages * p.chunks;
   long long needed = cells - (cells >= 2 ? 2 : 1);
@@ -2066,7 +2084,7 @@ Solution solve_exhaustive(const Problem& p, long long limit) {
   const int S = p.stages;
   const int V = p.chunks;
   const std::size_t cells = static_cast<std::size_t>(S) * static_cast<std::size_t>(V);
-  std::vector<long long> counts(cells, 0);  // in virtual order v * S + s
+  std::vector<long long> counts(cells, 0);  // along the virtual pipeline (cell_at)
   Solution best;
   best.method = "exhaustive enumeration, memory checked by simulation";
   best.optimal = true;
@@ -2101,9 +2119,8 @@ Solution solve_exhaustive(const Problem& p, long long limit) {
       return;
     }
     auto [type, n] = parts[ti];
-    std::size_t v = cell / static_cast<std::size_t>(S);
-    std::size_t s = cell % static_cast<std::size_t>(S);
-    auto& slot = x[type][v][s];
+    const CellAt at = cell_at(p, static_cast<long long>(cell));
+    auto& slot = x[type][at.v][at.s];
     // Every composition of n over the allowed kinds.
     std::function<void(std::size_t, long long)> split = [&](std::size_t ki, long long rest) {
       if (ki + 1 == st.kinds.size()) {
@@ -2128,7 +2145,7 @@ Solution solve_exhaustive(const Problem& p, long long limit) {
         long long hi = 0;
         for (int v = 0; v < V; ++v) {
           if (reserved(p, v, s)) continue;
-          long long n = counts[static_cast<std::size_t>(v) * static_cast<std::size_t>(S) + static_cast<std::size_t>(s)];
+          long long n = counts[uz(position_of(p, v, s))];
           lo = std::min(lo, n);
           hi = std::max(hi, n);
         }
@@ -2149,9 +2166,8 @@ Solution solve_exhaustive(const Problem& p, long long limit) {
       assign_mix(0, 0);
       return;
     }
-    int v = static_cast<int>(c) / S;
-    int s = static_cast<int>(c) % S;
-    long long lo = reserved(p, v, s) ? 0 : 1;
+    const CellAt at = cell_at(p, static_cast<long long>(c));
+    long long lo = reserved(p, static_cast<int>(at.v), static_cast<int>(at.s)) ? 0 : 1;
     for (long long n = lo; n <= left; ++n) {
       counts[c] = n;
       compose(c + 1, left - n);
@@ -2182,7 +2198,10 @@ Assignment even_split(const Problem& p, Rc kind) {
   const long long base = n / cells;
   const long long extra = n % cells;
   Assignment one(1, x.front());
-  for (long long c = 0; c < cells; ++c) one[0][uz(c / p.stages)][uz(c % p.stages)][ix(kind)] = base + ((c >= 1 && c <= extra) ? 1 : 0);
+  for (long long c = 0; c < cells; ++c) {
+    const CellAt at = cell_at(p, c);
+    one[0][at.v][at.s][ix(kind)] = base + ((c >= 1 && c <= extra) ? 1 : 0);
+  }
   return typed_from(p, one, 0, 0);
 }
 
