@@ -210,7 +210,7 @@ Assignment empty_assignment(const Problem& p) {
 // F(v, j) .. B(v, j) are taken greedily: a of them from the window's start (each next one at the first forward of
 // chunk v after the last) and e - a from its end (each earlier one at the last backward of chunk v before the
 // next), all pairs (a, e - a) that do not overlap. Per e, per variant: the forwards (first V entries, per chunk)
-// and backwards (next V) left on the path; with `split_kinds` (DualPipe-V) the backwards are whole ones only, then
+// and backwards (next V) left on the path; with `split_kinds` (ZB-H1, DualPipe-V) the backwards are whole ones only, then
 // split backwards (input gradient only, next V) and weight gradients (last V), which are otherwise not counted.
 std::vector<std::vector<std::vector<double>>> excursion_blocks(const std::vector<simulate::Block>& order, int v, int V, int m, bool split_kinds = false) {
   std::vector<std::size_t> at_f(uz(m)), at_b(uz(m));
@@ -1931,13 +1931,15 @@ Solution solve_checked(const Problem& p) {
         bound = std::max(bound, reach);
       }
     }
-    // DualPipe-V: the paths through chunk v's window on stage s, from F(v, s, 0) to B(v, s, m - 1) (the blocks
-    // between priced by kind: dualpipe_window_blocks). Chunk 1 runs the stages from S-1 down to 0, so micro-batch 0
-    // reaches F(1, s, 0) through every chunk-0 cell and the chunk-1 cells of stages s+1..S-1, and micro-batch m - 1's
-    // backward leaves B(1, s, m - 1) back through the same cells: step >= sum_t K(t) + window(s) + sum_{t > s} C(t),
-    // K = chunk 0's forward and (split) backward, C = chunk 1's. Over the stages in order, (a, b) = (the longest such
-    // path so far, sum_{t' <= t} K(t')): a' = max(a + C, b + window) + K, b' = b + K. Chunk 0 (stages upward) is the
-    // interleaved case: a' = max(a, b + window), b' = b + C.
+    // DualPipe-V: the paths through chunk v's window on stage s, from F(v, s, 0) to B(v, s, m - 1) (its blocks
+    // priced by kind: excursion_blocks with split kinds), with e excursions. Chunk 1 runs the stages from S-1 down
+    // to 0, so micro-batch 0 reaches F(1, s, 0) through every chunk-0 cell and the chunk-1 cells of stages
+    // s+1..S-1, micro-batch m - 1's backward leaves B(1, s, m - 1) back through the same cells, and an excursion
+    // runs chunk 1 on to stage 0 and back (the chunk-1 cells of stages before s): step >= sum_t K(t) + window(s) +
+    // sum_{t > s} C(t) + e sum_{t < s} C(t), K = chunk 0's forward and (split) backward, C = chunk 1's. Over the
+    // stages in order, (a, b) = (the longest such path so far, sum_{t' <= t} (e C(t') + K(t'))): a' = max(a + C,
+    // b + window) + K, b' = b + e C + K. Chunk 0 runs the stages upward: the interleaved case with K = e x chunk 1's
+    // cell (an excursion runs every later cell), a' = max(a + e C, b + window) + K, b' = b + C + K.
     for (int v = 1; v >= 0 && bound_exact && p.schedule == simulate::Schedule::DualPipeV && !c.timed_out; --v) {
       std::size_t most = 0;
       for (const auto& stage : c.excursions) most = std::max(most, stage[uz(v)].size());

@@ -10,7 +10,8 @@
 // Constraints:
 //   (1) sum_{r,v,s} x_{l,r,v,s} = N_l;
 //   (2) every cell holds at least one body layer, except the head's and the tail's cells;
-//   (3) the types keep model order along the virtual pipeline (cells in order v*S + s);
+//   (3) the types keep model order along the virtual pipeline (cells in order v*S + s; DualPipe-V's chunk 1 from
+//       stage S-1 back to 0);
 //   (4) within a stage, the chunks' layer counts differ by at most `chunk_spread` (0: no limit, the default);
 //   (5) memory, exact for the schedule's block order: for every stage s and every prefix of its order,
 //       static(s) + sum_v c_v(prefix) * A(v, s) <= M, where static(s) = sum P_l x + [s=0] H + [s=S-1] T + C
