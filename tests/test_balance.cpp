@@ -1079,11 +1079,20 @@ TEST(BalanceCli, GuideProposesRunsOfTheStatedShape) {
 // cost of the types; the most numerous type alone with any cell allowed to be empty). On random small cases with a
 // few cheap dense layers first and memory that binds on two of three, it never exceeds the exhaustive optimum, and
 // the plan found is never below it (and reaches it on most).
-TEST(Balance, SeveralTypesInterleavedBoundNeverExceedsTheExhaustiveOptimum) {
-  std::mt19937 rng(41);
-  int checked = 0;
-  int proved = 0;
-  int reached = 0;
+namespace {
+
+// Random small two-type problems (DeepSeek-style dense first layers, then MoE layers) on 2-3 stages and two chunks,
+// solved by the optimiser and by exhaustive enumeration: the bound never above the optimum, the plan never below it.
+// `schedule(rng)` draws the schedule, `micro_batches(rng, S)` the micro-batches; `check(S, sol)` sees each feasible
+// plan. Counts the feasible cases, those proved and those whose plan reaches the optimum.
+struct TwoTypeCounts {
+  int checked = 0, proved = 0, reached = 0;
+};
+TwoTypeCounts check_two_types(unsigned seed, const std::function<simulate::Schedule(std::mt19937&)>& schedule,
+                              const std::function<int(std::mt19937&, int)>& micro_batches,
+                              const std::function<void(int, const balance::Solution&)>& check = {}) {
+  std::mt19937 rng(seed);
+  TwoTypeCounts n;
   for (int trial = 0; trial < 12; ++trial) {
     const int S = 2 + static_cast<int>(rng() % 2);
     const int V = 2;
@@ -1112,9 +1121,9 @@ TEST(Balance, SeveralTypesInterleavedBoundNeverExceedsTheExhaustiveOptimum) {
     p.layers = balance::layers_from_json(j, "moe.json");
     p.stages = S;
     p.chunks = V;
-    p.micro_batches = S + static_cast<int>(rng() % 3);
+    p.micro_batches = micro_batches(rng, S);
     p.memory_limit_mb = rng() % 3 == 0 ? 0 : 20.0 * static_cast<double>(dense + moe) / S + 14.0 * p.micro_batches + 20;
-    p.schedule = rng() % 2 ? simulate::Schedule::Interleaved : simulate::Schedule::InterleavedLessMemory;
+    p.schedule = schedule(rng);
     SCOPED_TRACE(::testing::Message() << "S=" << S << " m=" << p.micro_batches << " dense=" << dense << " moe=" << moe << " limit=" << p.memory_limit_mb << " "
                                       << simulate::to_string(p.schedule));
     const balance::Solution brute = balance::solve_exhaustive(p);
@@ -1123,85 +1132,52 @@ TEST(Balance, SeveralTypesInterleavedBoundNeverExceedsTheExhaustiveOptimum) {
     if (!brute.feasible || !sol.feasible) continue;
     EXPECT_LE(sol.bound, brute.eval.objective * (1 + 1e-12));
     EXPECT_GE(sol.eval.objective, brute.eval.objective * (1 - 1e-12));
-    ++checked;
-    if (sol.optimal) ++proved;
-    if (sol.eval.objective <= brute.eval.objective * (1 + 1e-12)) ++reached;
+    if (check) check(S, sol);
+    ++n.checked;
+    if (sol.optimal) ++n.proved;
+    if (sol.eval.objective <= brute.eval.objective * (1 + 1e-12)) ++n.reached;
   }
-  EXPECT_GE(checked, 10);
+  return n;
+}
+
+}  // namespace
+
+TEST(Balance, SeveralTypesInterleavedBoundNeverExceedsTheExhaustiveOptimum) {
+  const TwoTypeCounts n = check_two_types(
+      41, [](std::mt19937& rng) { return rng() % 2 ? simulate::Schedule::Interleaved : simulate::Schedule::InterleavedLessMemory; },
+      [](std::mt19937& rng, int S) { return S + static_cast<int>(rng() % 3); });
+  EXPECT_GE(n.checked, 10);
   // The climbs from the even splits and the relaxations' plans reach the optimum on 8 of these 12 (3 when only
   // layers between consecutive cells moved, from the best even split alone); the bound meets it on 1: two dense
   // layers of eight weigh more in the relaxations than a dense first layer of sixty does.
-  EXPECT_GE(reached, 8);
-  std::printf("several types, interleaved: %d of %d optimal, %d proved\n", reached, checked, proved);
+  EXPECT_GE(n.reached, 8);
+  std::printf("several types, interleaved: %d of %d optimal, %d proved\n", n.reached, n.checked, n.proved);
 }
 
 TEST(Balance, SeveralTypesDualPipeVKeepModelOrderAlongTheV) {
   // DeepSeek-style dense first layers under DualPipe-V: the body layers follow model order down chunk 0 and back up
-  // chunk 1 (stage S-1 to 0), as the estimator places them. Random small cases against exhaustive enumeration.
-  std::mt19937 rng(43);
-  int checked = 0;
-  int proved = 0;
-  int reached = 0;
-  for (int trial = 0; trial < 12; ++trial) {
-    const int S = 2 + static_cast<int>(rng() % 2);
-    const int V = 2;
-    const long long dense = 1 + static_cast<long long>(rng() % 2);
-    const long long moe = S * V - dense + static_cast<long long>(rng() % 3);
-    const double dense_time = 2 + static_cast<double>(rng() % 4);
-    const double moe_time = 5 + static_cast<double>(rng() % 6);
-    nlohmann::json j = {{"layers_description",
-                         {{{"name", "HEAD"}, {"type", "HEAD"}, {"time", 1 + static_cast<double>(rng() % 5)}, {"nb_layer", 1}, {"memory_parameter", 10}},
-                          {{"name", "dense"},
-                           {"type", "BODY"},
-                           {"time", dense_time},
-                           {"nb_layer", dense},
-                           {"memory_parameter", 8},
-                           {"memory_activation", 9},
-                           {"memory_recompute", 1}},
-                          {{"name", "moe"},
-                           {"type", "BODY"},
-                           {"time", moe_time},
-                           {"nb_layer", moe},
-                           {"memory_parameter", 20},
-                           {"memory_activation", 14},
-                           {"memory_recompute", 2}},
-                          {{"name", "TAIL"}, {"type", "TAIL"}, {"time", 2 + static_cast<double>(rng() % 8)}, {"nb_layer", 1}, {"memory_parameter", 10}}}}};
-    balance::Problem p;
-    p.layers = balance::layers_from_json(j, "moe.json");
-    p.stages = S;
-    p.chunks = V;
-    p.micro_batches = 2 * S + static_cast<int>(rng() % 3);
-    p.memory_limit_mb = rng() % 3 == 0 ? 0 : 20.0 * static_cast<double>(dense + moe) / S + 14.0 * p.micro_batches + 20;
-    p.schedule = simulate::Schedule::DualPipeV;
-    SCOPED_TRACE(::testing::Message() << "S=" << S << " m=" << p.micro_batches << " dense=" << dense << " moe=" << moe << " limit=" << p.memory_limit_mb << " "
-                                      << simulate::to_string(p.schedule));
-    const balance::Solution brute = balance::solve_exhaustive(p);
-    const balance::Solution sol = balance::solve(p);
-    EXPECT_EQ(sol.feasible, brute.feasible);
-    if (!brute.feasible || !sol.feasible) continue;
-    EXPECT_LE(sol.bound, brute.eval.objective * (1 + 1e-12));
-    EXPECT_GE(sol.eval.objective, brute.eval.objective * (1 - 1e-12));
-    // Down chunk 0, back up chunk 1: the dense type never follows the MoE type.
-    std::size_t last = 0;
-    for (int position = 0; position < 2 * S; ++position) {
-      const auto v = static_cast<std::size_t>(position / S);
-      const auto stage = static_cast<std::size_t>(v == 0 ? position % S : S - 1 - position % S);
-      for (std::size_t l = 0; l < 2; ++l) {
-        long long n = 0;
-        for (long long k : sol.x[l][v][stage]) n += k;
-        if (n == 0) continue;
-        EXPECT_GE(l, last) << "position " << position;
-        last = l;
-      }
-    }
-    ++checked;
-    if (sol.optimal) ++proved;
-    if (sol.eval.objective <= brute.eval.objective * (1 + 1e-12)) ++reached;
-  }
-  EXPECT_GE(checked, 10);
+  // chunk 1 (stage S-1 to 0), as the estimator places them.
+  const TwoTypeCounts n = check_two_types(
+      43, [](std::mt19937&) { return simulate::Schedule::DualPipeV; }, [](std::mt19937& rng, int S) { return 2 * S + static_cast<int>(rng() % 3); },
+      [](int S, const balance::Solution& sol) {
+        // Down chunk 0, back up chunk 1: the dense type never follows the MoE type.
+        std::size_t last = 0;
+        for (int position = 0; position < 2 * S; ++position) {
+          const auto v = static_cast<std::size_t>(position / S);
+          const auto stage = static_cast<std::size_t>(v == 0 ? position % S : S - 1 - position % S);
+          for (std::size_t l = 0; l < 2; ++l) {
+            long long count = 0;
+            for (long long k : sol.x[l][v][stage]) count += k;
+            if (count == 0) continue;
+            EXPECT_GE(l, last) << "position " << position;
+            last = l;
+          }
+        }
+      });
+  EXPECT_GE(n.checked, 10);
   // The climbs reach the optimum on 10 of these 12; the one-type relaxations' bound meets it on none.
-  EXPECT_GE(reached, 10);
-  std::printf("several types, DualPipe-V: %d of %d optimal, %d proved\n", reached, checked, proved);
+  EXPECT_GE(n.reached, 10);
+  std::printf("several types, DualPipe-V: %d of %d optimal, %d proved\n", n.reached, n.checked, n.proved);
 }
 
 // More BODY types than the one-type relaxation takes (a hybrid stack alternating its kinds without a period, each

@@ -1910,27 +1910,32 @@ Solution solve_checked(const Problem& p) {
     // far plus, for the stages since, e chunk(t) + K(t); sum_{t' < next} (chunk(t') + K(t'))):
     // a' = max(a + e chunk, b + window) + K, b' = b + chunk + K.
     const bool interleaved = p.schedule == simulate::Schedule::Interleaved || p.schedule == simulate::Schedule::InterleavedLessMemory;
-    // Only the last chunk's paths (the longest prefix before its cells; the other chunks', with and without
-    // excursions, gave no more on the demo and bench cases, and each costs programs).
-    for (int v = p.chunks - 1; v < p.chunks && v >= 0 && p.chunks > 1 && bound_exact && interleaved && !c.timed_out; ++v) {
+    // The bound through chunk v's windows, e = 0, 1, ... until three counts in a row raise nothing; `step(e)` is the
+    // program's transition for e excursions.
+    auto paths_through_chunk = [&](int v, const auto& step) {
       std::size_t most = 0;
       for (const auto& stage : c.excursions) most = std::max(most, stage[uz(v)].size());
       int idle = 0;
       for (std::size_t e = 0; e < most && idle < 3 && !c.timed_out; ++e) {
-        const double times = static_cast<double>(e);
         Menu chunk_menu(c, v, static_cast<int>(e));
         DpRun path = dp_over_stages(
-            c, chunk_menu,
-            [&](const DpState& st, const StageChoice& o) {
-              return std::pair{std::max(st.a + times * o.chunk_time, st.b + o.window) + o.before, st.b + o.before + o.chunk_time};
-            },
-            [](const DpState& st) { return st.a; }, fmt::format("bound through chunk {}, {} excursions", v, e), -kInf);
+            c, chunk_menu, step(static_cast<double>(e)), [](const DpState& st) { return st.a; }, fmt::format("bound through chunk {}, {} excursions", v, e),
+            -kInf);
         if (c.timed_out || path.ends.empty()) break;
         const double reach = path.ends.front().first;
         idle = reach > bound * (1 + kTol) ? 0 : idle + 1;
         bound = std::max(bound, reach);
       }
-    }
+    };
+    // a' = max(a + e C, b + window) + K, b' = b + C + K (C: chunk v's cell, K: the option's `before`).
+    auto later_cells_after = [](double times) {
+      return [times](const DpState& st, const StageChoice& o) {
+        return std::pair{std::max(st.a + times * o.chunk_time, st.b + o.window) + o.before, st.b + o.before + o.chunk_time};
+      };
+    };
+    // Only the last chunk's paths (the longest prefix before its cells; the other chunks', with and without
+    // excursions, gave no more on the demo and bench cases, and each costs programs).
+    if (p.chunks > 1 && bound_exact && interleaved && !c.timed_out) paths_through_chunk(p.chunks - 1, later_cells_after);
     // DualPipe-V: the paths through chunk v's window on stage s, from F(v, s, 0) to B(v, s, m - 1) (its blocks
     // priced by kind: excursion_blocks with split kinds), with e excursions. Chunk 1 runs the stages from S-1 down
     // to 0, so micro-batch 0 reaches F(1, s, 0) through every chunk-0 cell and the chunk-1 cells of stages
@@ -1940,25 +1945,13 @@ Solution solve_checked(const Problem& p) {
     // stages in order, (a, b) = (the longest such path so far, sum_{t' <= t} (e C(t') + K(t'))): a' = max(a + C,
     // b + window) + K, b' = b + e C + K. Chunk 0 runs the stages upward: the interleaved case with K = e x chunk 1's
     // cell (an excursion runs every later cell), a' = max(a + e C, b + window) + K, b' = b + C + K.
-    for (int v = 1; v >= 0 && bound_exact && p.schedule == simulate::Schedule::DualPipeV && !c.timed_out; --v) {
-      std::size_t most = 0;
-      for (const auto& stage : c.excursions) most = std::max(most, stage[uz(v)].size());
-      int idle = 0;
-      for (std::size_t e = 0; e < most && idle < 3 && !c.timed_out; ++e) {
-        const double times = static_cast<double>(e);
-        Menu chunk_menu(c, v, static_cast<int>(e));
-        DpRun path = dp_over_stages(
-            c, chunk_menu,
-            [&](const DpState& st, const StageChoice& o) {
-              if (v == 1) return std::pair{std::max(st.a + o.chunk_time, st.b + o.window) + o.before, st.b + times * o.chunk_time + o.before};
-              return std::pair{std::max(st.a + times * o.chunk_time, st.b + o.window) + o.before, st.b + o.chunk_time + o.before};
-            },
-            [](const DpState& st) { return st.a; }, fmt::format("bound through chunk {}, {} excursions", v, e), -kInf);
-        if (c.timed_out || path.ends.empty()) break;
-        const double reach = path.ends.front().first;
-        idle = reach > bound * (1 + kTol) ? 0 : idle + 1;
-        bound = std::max(bound, reach);
-      }
+    if (bound_exact && p.schedule == simulate::Schedule::DualPipeV && !c.timed_out) {
+      paths_through_chunk(1, [](double times) {
+        return [times](const DpState& st, const StageChoice& o) {
+          return std::pair{std::max(st.a + o.chunk_time, st.b + o.window) + o.before, st.b + times * o.chunk_time + o.before};
+        };
+      });
+      if (!c.timed_out) paths_through_chunk(0, later_cells_after);
     }
     phase("bound program");
     // The closed-form step time's optimum and its neighbours.
