@@ -1120,6 +1120,62 @@ void local_search(Context& c, Incumbent& best, double bound, bool long_moves = t
   }
 }
 
+// Several types: an iterated local search from the best plan. Each kick moves two or three layers (one layer one or
+// two cells along the virtual pipeline, or one layer to another recompute kind; the types then follow in model
+// order, typed_from) until the plan is valid and fits, climbs from there (local_search) and keeps the result when
+// faster. Deterministic: a fixed seed, at most kKicks kicks and three times the climbs' simulations (`climbs`, at
+// least 2000), within the time limit.
+void kick_and_climb(Context& c, Incumbent& best, double bound, long long climbs) {
+  const Problem& p = c.p;
+  if (best.x.empty()) return;
+  constexpr int kKicks = 24;
+  constexpr int kAttempts = 20;
+  const int cells = p.stages * p.chunks;
+  const long long budget = c.explored + 3 * std::max(climbs, 2000LL);
+  std::mt19937 rng(20261208);
+  auto perturbed = [&](const Assignment& x) {
+    Assignment one(1, empty_assignment(p).front());
+    for (const auto& type : x) {
+      for (int v = 0; v < p.chunks; ++v) {
+        for (int s = 0; s < p.stages; ++s) {
+          for (int r = 0; r < kRcKinds; ++r) one[0][uz(v)][uz(s)][uz(r)] += type[uz(v)][uz(s)][uz(r)];
+        }
+      }
+    }
+    const int moves = 2 + static_cast<int>(rng() % 2);
+    for (int i = 0; i < moves; ++i) {
+      const auto a = static_cast<long long>(rng() % static_cast<unsigned>(cells));
+      const CellAt at = cell_at(p, a);
+      std::vector<Rc> held;
+      for (Rc r : c.kinds) {
+        if (one[0][at.v][at.s][ix(r)] > 0) held.push_back(r);
+      }
+      if (held.empty()) continue;
+      const Rc r = held[rng() % held.size()];
+      if (rng() % 2 == 0) {
+        const long long step = (rng() % 2 == 0 ? 1 : -1) * (1 + static_cast<long long>(rng() % 2));
+        if (a + step < 0 || a + step >= cells) continue;
+        const CellAt to = cell_at(p, a + step);
+        --one[0][at.v][at.s][ix(r)];
+        ++one[0][to.v][to.s][ix(r)];
+      } else {
+        const Rc to = c.kinds[rng() % c.kinds.size()];
+        --one[0][at.v][at.s][ix(r)];
+        ++one[0][at.v][at.s][ix(to)];
+      }
+    }
+    Assignment y = typed_from(p, one, 0, 0);
+    return !y.empty() && cells_allowed(p, y) ? y : Assignment{};
+  };
+  for (int kick = 0; kick < kKicks && c.explored < budget && !c.out_of_time() && best.step > bound * (1 + kTol); ++kick) {
+    Incumbent from;
+    for (int attempt = 0; attempt < kAttempts && from.x.empty(); ++attempt) offer(c, from, perturbed(best.x));
+    if (from.x.empty()) continue;
+    local_search(c, from, bound);
+    if (from.step < best.step - kTol) best = std::move(from);
+  }
+}
+
 // Step 6 (one type): simulated annealing over the cells' layer counts. A state is the count n(v, s) of every
 // cell; each stage's recompute mixes are then one of its options: the plans that fit the stage's memory over the
 // schedule's in-flight vectors and are Pareto-minimal in the chunks' backward times (a plan slower in every cell is
@@ -2040,6 +2096,7 @@ Solution solve_checked(const Problem& p) {
     // Several types: from the best even split with and without the long moves, then from each relaxation's plan,
     // each climb on its own (first-improvement climbs end in different local optima); the best kept.
     if (p.layers.bodies.size() > 1 && !best.x.empty()) starts.insert(starts.begin(), best.x);
+    const long long explored_before = c.explored;
     local_search(c, best, bound);
     for (std::size_t i = 0; i < starts.size(); ++i) {
       Incumbent from;
@@ -2048,6 +2105,8 @@ Solution solve_checked(const Problem& p) {
       if (from.step < best.step - kTol) best = std::move(from);
     }
     phase("local search");
+    if (p.layers.bodies.size() > 1) kick_and_climb(c, best, bound, c.explored - explored_before);
+    phase("kicks");
   }
   c.end_progress();
   sol.method = program ? "bound by a dynamic program over stages, plans simulated" : "local search from even splits, plans simulated";
