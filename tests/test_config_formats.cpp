@@ -1858,6 +1858,46 @@ TEST(Megatron, ADualPipeVPlanReadsBackTheSameSplit) {
   EXPECT_EQ(config::emit(config::EmitFormat::Megatron, p, &l, "run").find("dualpipev"), std::string::npos);
 }
 
+// MindSpeed counts --first-k-dense-replace and --moe-layer-freq over --num-layers' positions, --noop-layers among them.
+// Read: placeholders inside the dense prefix make fewer dense layers. Written: a DualPipe-V plan whose placeholders
+// fall before the last dense layer moves the boundary (or restates the pattern over the positions), so the model read
+// back has the same dense layers and the same split.
+TEST(Megatron, PlaceholderLayersKeepTheDenseFirstLayers) {
+  const std::string moe =
+      "torchrun pretrain_gpt.py --num-layers 64 --hidden-size 1024 --num-attention-heads 16 --seq-length 2048 --micro-batch-size 1 "
+      "--global-batch-size 64 --vocab-size 32000 --num-experts 8 --moe-ffn-hidden-size 256 --moe-router-topk 2 --pipeline-model-parallel-size 8 "
+      "--schedules-method dualpipev --noop-layers 61,62,63 ";
+  const config::Loaded dense3 = config::read_text(moe + "--first-k-dense-replace 3\n", "run.sh", config::Format::Megatron);
+  EXPECT_EQ(dense3.model_config.at("first_k_dense_replace"), 3);
+  const config::Loaded hole =
+      config::read_text(moe.substr(0, moe.find("--noop-layers")) + "--noop-layers 1,62,63 --first-k-dense-replace 3\n", "run.sh", config::Format::Megatron);
+  EXPECT_EQ(hole.model_config.at("first_k_dense_replace"), 2);  // position 1 is a placeholder
+  const config::Loaded freq = config::read_text(moe.substr(0, moe.find("--noop-layers")) + "--noop-layers 1,62,63 --moe-layer-freq \"([0]*3+[1]*61)\"\n",
+                                                "run.sh", config::Format::Megatron);
+  EXPECT_EQ(freq.model_config.at("first_k_dense_replace"), 2);
+
+  for (const std::string& flag : {std::string("--first-k-dense-replace 3"), std::string("--moe-layer-freq \"([0]*3+[1]*61)\"")}) {
+    SCOPED_TRACE(flag);
+    const config::Loaded l = config::read_text(moe + flag + "\n", "run.sh", config::Format::Megatron);
+    plan::Layout layout;
+    layout.pp = 8;
+    layout.vpp = 2;
+    layout.micro_batches = 64;
+    config::Plan p = plan_of(layout, 8, 64, 2048, 61);
+    p.model = inline_model(l.model_config, "run.sh").spec;
+    p.dualpipe_v = true;
+    p.split = *l.split;
+    p.split->layers[0][0] = 2;  // rank 0's first chunk holds two of the three dense layers, four positions wide
+    p.split->layers[1][0] = 3;
+    const std::string written = config::emit(config::EmitFormat::Megatron, p, &l, "run");
+    const config::Loaded back = config::read_text(written, "back.sh", config::Format::Megatron);
+    ASSERT_TRUE(back.split) << written;
+    EXPECT_EQ(back.split->layers, p.split->layers) << written;
+    EXPECT_EQ(back.model_config.at("num_hidden_layers"), 61) << written;
+    EXPECT_EQ(back.model_config.at("first_k_dense_replace"), 3) << written;
+  }
+}
+
 // A flag written after a fallback anchor (the script states no --micro-batch-size): it goes after that flag and its
 // value, measured by that flag's own name. A one-line script ending in --num-layers crashed the writer
 // (std::out_of_range from the position of the missing anchor's length).

@@ -772,12 +772,10 @@ plan::ChunkCounts parse_layout(const std::string& text, int pp, long long layers
   return out;
 }
 
-// The model's MoE layers as --moe-layer-freq states them (moe_layer_pattern reads it back): none when every layer
-// is MoE; "([0]*k+[1]*n)" for k dense layers first; the shortest repeating unit times its count ("([0,1]*24)",
-// Llama 4 Maverick's alternation); else the runs one after another.
-std::optional<std::string> moe_layer_freq_text(const model::ModelSpec& m) {
-  std::vector<int> pattern(static_cast<std::size_t>(m.num_layers));
-  for (model::Count i = 0; i < m.num_layers; ++i) pattern[static_cast<std::size_t>(i)] = m.routes_layer(i) ? 1 : 0;
+// The MoE layers as --moe-layer-freq states them (moe_layer_pattern reads it back), from a pattern (1: a MoE layer)
+// or from the model: none when every layer is MoE; "([0]*k+[1]*n)" for k dense layers first; the shortest repeating
+// unit times its count ("([0,1]*24)", Llama 4 Maverick's alternation); else the runs one after another.
+std::optional<std::string> moe_layer_freq_text(const std::vector<int>& pattern) {
   if (std::ranges::all_of(pattern, [](int x) { return x == 1; })) return std::nullopt;
   const std::size_t n = pattern.size();
   std::vector<std::pair<int, std::size_t>> runs;
@@ -797,6 +795,11 @@ std::optional<std::string> moe_layer_freq_text(const model::ModelSpec& m) {
   terms.reserve(runs.size());
   for (const auto& [x, count] : runs) terms.push_back(fmt::format("[{}]*{}", x, count));
   return fmt::format("({})", fmt::join(terms, "+"));
+}
+std::optional<std::string> moe_layer_freq_text(const model::ModelSpec& m) {
+  std::vector<int> pattern(static_cast<std::size_t>(m.num_layers));
+  for (model::Count i = 0; i < m.num_layers; ++i) pattern[static_cast<std::size_t>(i)] = m.routes_layer(i) ? 1 : 0;
+  return moe_layer_freq_text(pattern);
 }
 
 // The flags that state which layers attend a sliding window and how wide (internal.hpp; reader: window_keys,
@@ -1606,23 +1609,28 @@ Loaded read_megatron(const std::string& text, const std::string& file) {
       // Which layers are MoE. Megatron-Core: an int N makes layer i MoE when i % N == 0 (Python's modulo: 1 and
       // -1 both mean every layer), a list expression states each layer (moe_layer_pattern). MindSpeed-LLM's
       // --first-k-dense-replace k (mindspeed_llm/core/transformer/transformer_block.py) makes layers i < k dense on
-      // top of that (k <= 0: none).
+      // top of that (k <= 0: none). Both count --num-layers' positions, MindSpeed's --noop-layers among them: the
+      // model's layers are the others, in order.
       long long dense_first = 0;
       std::vector<long long> routed;  // the MoE layers' indices, where the pattern is not k dense layers first
       if (auto freq = a.value("--moe-layer-freq")) {
-        const std::vector<int> pattern = moe_layer_pattern(*freq, *layers, at(file, "--moe-layer-freq"));
+        std::vector<int> pattern;
+        const std::vector<int> positions = moe_layer_pattern(*freq, *layers, at(file, "--moe-layer-freq"));
+        for (long long i = 0; i < *layers; ++i)
+          if (!noop.contains(i)) pattern.push_back(positions[static_cast<std::size_t>(i)]);
         const auto leading = static_cast<long long>(std::distance(pattern.begin(), std::ranges::find(pattern, 1)));
         if (std::all_of(pattern.begin() + leading, pattern.end(), [](int x) { return x == 1; })) {
           dense_first = leading;
         } else {
-          for (long long i = 0; i < *layers; ++i)
-            if (pattern[static_cast<std::size_t>(i)] == 1) routed.push_back(i);
+          for (std::size_t i = 0; i < pattern.size(); ++i)
+            if (pattern[i] == 1) routed.push_back(static_cast<long long>(i));
           m["moe_layers"] = routed;
         }
       }
       if (auto stated = a.whole("--first-k-dense-replace", -(1LL << 40))) {
-        const long long k = *stated;
-        if (k >= *layers) fail(at(file, "--first-k-dense-replace"), "{} dense layers leave no MoE layer of --num-layers {}", k, *layers);
+        const long long k = *stated > 0 ? *stated - static_cast<long long>(std::distance(noop.begin(), noop.lower_bound(*stated))) : *stated;
+        if (*stated >= *layers || (*stated > 0 && k >= *layers - static_cast<long long>(noop.size())))
+          fail(at(file, "--first-k-dense-replace"), "{} dense layers leave no MoE layer of --num-layers {}", *stated, *layers);
         if (k > 0 && dense_first > 0 && k != dense_first)
           fail(at(file, "--first-k-dense-replace"), "{} dense layers, but --moe-layer-freq states {}", k, dense_first);
         dense_first = std::max(dense_first, k);
@@ -2235,6 +2243,16 @@ struct ScriptEditor {
     return {-1, 0};
   }
 
+  // Whether the flag's value is written in double quotes ("([0]*3+[1]*58)" on a command line; inside a quoted
+  // variable it is not).
+  [[nodiscard]] bool value_quoted(const std::string& flag) const {
+    auto [line, p] = find(flag);
+    if (line < 0) return false;
+    const std::string& l = lines[static_cast<std::size_t>(line)];
+    auto span = value_span(l, p, flag);
+    return span && l[span->first] == '"';
+  }
+
   // The value word after the flag on the same line: [begin, end) columns, or nothing.
   static std::optional<std::pair<std::size_t, std::size_t>> value_span(const std::string& l, std::size_t p, const std::string& flag) {
     std::size_t e = p + flag.size();
@@ -2652,8 +2670,34 @@ std::string emit_megatron(const Plan& plan, const Loaded* original, const std::s
     std::vector<long long> noop;
     for (std::size_t k = 0; k < per_virtual.size(); ++k)
       for (long long i = per_virtual[k]; i < widest; ++i) noop.push_back(static_cast<long long>(k) * widest + i);
-    ed.set("--num-layers", std::to_string(widest * static_cast<long long>(per_virtual.size())), "--pipeline-model-parallel-size");
+    const long long positions = widest * static_cast<long long>(per_virtual.size());
+    ed.set("--num-layers", std::to_string(positions), "--pipeline-model-parallel-size");
     if (!noop.empty()) ed.set("--noop-layers", fmt::format("{}", fmt::join(noop, ",")), "--num-layers");
+    if (!noop.empty() && plan.model && plan.model->is_moe()) {
+      // --first-k-dense-replace and --moe-layer-freq count --num-layers' positions, the placeholders among them (as
+      // the reader does): the model's pattern is restated over the positions, each placeholder taking the value of the
+      // layer before it.
+      std::vector<int> pattern;
+      long long real = 0;
+      for (long long i = 0; i < positions; ++i) {
+        if (std::ranges::find(noop, i) == noop.end())
+          pattern.push_back(plan.model->routes_layer(real++) ? 1 : 0);
+        else
+          pattern.push_back(pattern.empty() ? 0 : pattern.back());
+      }
+      const auto dense = static_cast<long long>(std::distance(pattern.begin(), std::ranges::find(pattern, 1)));
+      const bool dense_first = std::all_of(pattern.begin() + dense, pattern.end(), [](int x) { return x == 1; });
+      const bool stated_freq = ed.find("--moe-layer-freq").first >= 0 && !(dense_first && ed.find("--first-k-dense-replace").first >= 0);
+      if (ed.find("--first-k-dense-replace").first >= 0) ed.set("--first-k-dense-replace", std::to_string(dense_first ? dense : 0), "--num-experts");
+      if (stated_freq) {
+        const std::string freq = moe_layer_freq_text(pattern).value_or("1");
+        ed.set("--moe-layer-freq", ed.value_quoted("--moe-layer-freq") ? "\"" + freq + "\"" : freq, "--num-experts");
+      } else if (!dense_first) {
+        fail("--emit megatron",
+             "the model's MoE layers are not its first dense ones then MoE, and the file states them by neither "
+             "--moe-layer-freq nor --first-k-dense-replace: the placeholder layers of this DualPipe-V split cannot be placed");
+      }
+    }
   } else if (layer_list) {
     ed.set("--num-layer-list", fmt::format("{}", fmt::join(plan.split->layers[0], ",")), "--pipeline-model-parallel-size");
   } else if (ms_layers) {
