@@ -965,24 +965,29 @@ TEST(Balance, TwoStageInterleavedIsProvedByTheEndStageBound) {
   EXPECT_EQ(proved, checked);
 }
 
+namespace {
+// Random small one-chunk cases: 2 to 5 stages, 1 to `most_micro_batches` micro-batches (fewer than stages included),
+// a few more layers than stages with three recompute kinds, a head and a tail, memory binding on half of them.
+std::function<void(std::mt19937&, balance::Problem&)> one_chunk_shape(int most_micro_batches, simulate::Schedule schedule) {
+  return [most_micro_batches, schedule](std::mt19937& rng, balance::Problem& p) {
+    int S = 2 + static_cast<int>(rng() % 4);
+    int m = 1 + static_cast<int>(rng() % static_cast<unsigned>(most_micro_batches));
+    long long L = S + static_cast<long long>(rng() % 5);
+    p.layers = layers(L, 5 + static_cast<double>(rng() % 10), 30, {{Rc::None, 12}, {Rc::Selective, 7}, {Rc::Full, 2}});
+    random_head_and_tail(rng, p.layers, 20, 30);
+    p.stages = S;
+    p.micro_batches = m;
+    p.memory_limit_mb = rng() % 2 ? 0 : 30.0 * static_cast<double>(L) / S + 12.0 * std::min(m, S) + 10;
+    p.schedule = schedule;
+  };
+}
+}  // namespace
+
 TEST(Balance, ExcursionBoundNeverExceedsTheExhaustiveOptimum) {
   // The 1F1B bound through each stage's order with e excursions up the later stages and back (solve()) on random
   // small cases, fewer micro-batches than stages included, with a head and a tail.
   int proved = 0;
-  int checked = check_bound_against_exhaustive(
-      11, 24,
-      [](std::mt19937& rng, balance::Problem& p) {
-        int S = 2 + static_cast<int>(rng() % 4);
-        int m = 1 + static_cast<int>(rng() % 7);
-        long long L = S + static_cast<long long>(rng() % 5);
-        p.layers = layers(L, 5 + static_cast<double>(rng() % 10), 30, {{Rc::None, 12}, {Rc::Selective, 7}, {Rc::Full, 2}});
-        random_head_and_tail(rng, p.layers, 20, 30);
-        p.stages = S;
-        p.micro_batches = m;
-        p.memory_limit_mb = rng() % 2 ? 0 : 30.0 * static_cast<double>(L) / S + 12.0 * std::min(m, S) + 10;
-        p.schedule = simulate::Schedule::OneF1B;
-      },
-      &proved);
+  int checked = check_bound_against_exhaustive(11, 24, one_chunk_shape(7, simulate::Schedule::OneF1B), &proved);
   EXPECT_GE(checked, 12);
   // With the excursions the bound meets the optimum on 17 of these 18 (1 % short on the other); the first-backward
   // path alone (e = 1) proved 14.
@@ -1025,20 +1030,7 @@ TEST(Balance, ZeroBubbleBoundNeverExceedsTheExhaustiveOptimum) {
   // as split ones) on random small cases, fewer micro-batches than stages included, with a head and a tail.
   int proved = 0;
   std::vector<double> gaps;
-  int checked = check_bound_against_exhaustive(
-      37, 16,
-      [](std::mt19937& rng, balance::Problem& p) {
-        int S = 2 + static_cast<int>(rng() % 4);
-        int m = 1 + static_cast<int>(rng() % 8);
-        long long L = S + static_cast<long long>(rng() % 5);
-        p.layers = layers(L, 5 + static_cast<double>(rng() % 10), 30, {{Rc::None, 12}, {Rc::Selective, 7}, {Rc::Full, 2}});
-        random_head_and_tail(rng, p.layers, 20, 30);
-        p.stages = S;
-        p.micro_batches = m;
-        p.memory_limit_mb = rng() % 2 ? 0 : 30.0 * static_cast<double>(L) / S + 12.0 * std::min(m, S) + 10;
-        p.schedule = simulate::Schedule::ZeroBubble;
-      },
-      &proved, &gaps);
+  int checked = check_bound_against_exhaustive(37, 16, one_chunk_shape(8, simulate::Schedule::ZeroBubble), &proved, &gaps);
   EXPECT_EQ(checked, 14);
   // Gap between the bound and the optimum on these 14: mean 3.45 %, worst 7.7 % (3 proved). With only the first
   // stages' forwards and m T_s: mean 7.1 %, worst 39.5 % (the same 3 proved).

@@ -2677,18 +2677,20 @@ std::string emit_megatron(const Plan& plan, const Loaded* original, const std::s
       // --first-k-dense-replace and --moe-layer-freq count --num-layers' positions, the placeholders among them (as
       // the reader does): the model's pattern is restated over the positions, each placeholder taking the value of the
       // layer before it.
+      const std::set<long long> holes(noop.begin(), noop.end());
       std::vector<int> pattern;
       long long real = 0;
       for (long long i = 0; i < positions; ++i) {
-        if (std::ranges::find(noop, i) == noop.end())
+        if (!holes.contains(i))
           pattern.push_back(plan.model->routes_layer(real++) ? 1 : 0);
         else
           pattern.push_back(pattern.empty() ? 0 : pattern.back());
       }
       const auto dense = static_cast<long long>(std::distance(pattern.begin(), std::ranges::find(pattern, 1)));
       const bool dense_first = std::all_of(pattern.begin() + dense, pattern.end(), [](int x) { return x == 1; });
-      const bool stated_freq = ed.find("--moe-layer-freq").first >= 0 && !(dense_first && ed.find("--first-k-dense-replace").first >= 0);
-      if (ed.find("--first-k-dense-replace").first >= 0) ed.set("--first-k-dense-replace", std::to_string(dense_first ? dense : 0), "--num-experts");
+      const bool first_k = ed.find("--first-k-dense-replace").first >= 0;
+      const bool stated_freq = ed.find("--moe-layer-freq").first >= 0 && !(dense_first && first_k);
+      if (first_k) ed.set("--first-k-dense-replace", std::to_string(dense_first ? dense : 0), "--num-experts");
       if (stated_freq) {
         const std::string freq = moe_layer_freq_text(pattern).value_or("1");
         ed.set("--moe-layer-freq", ed.value_quoted("--moe-layer-freq") ? "\"" + freq + "\"" : freq, "--num-experts");

@@ -427,6 +427,20 @@ SplitBackward split_backward(double backward, double grads) {
   return {backward - grads + (1.0 - wf) * grads, wf * grads};
 }
 
+// The blocks `n` of a stage's window (excursion_blocks: per chunk u forwards n[u], whole backwards n[V + u], and with
+// split kinds split backwards n[2V + u] and weight gradients n[3V + u]) at the chunks' forward, backward and split
+// times (`split` empty without split kinds).
+double window_time(const std::vector<double>& n, const std::vector<double>& forward, const std::vector<double>& backward,
+                   const std::vector<SplitBackward>& split) {
+  const std::size_t V = forward.size();
+  double w = 0;
+  for (std::size_t u = 0; u < V; ++u) {
+    w += n[u] * forward[u] + n[V + u] * backward[u];
+    if (n.size() == 4 * V) w += n[2 * V + u] * split[u].input + n[3 * V + u] * split[u].weight;
+  }
+  return w;
+}
+
 // Step 2a (V = 1): the stage's range [pos, pos + k) in model order fixes the count of each type; least backward
 // over the types' fronts within the memory budget.
 StageChoice stage_option_v1(Context& c, int s, long long pos, long long k) {
@@ -493,18 +507,18 @@ StageChoice stage_option_v1(Context& c, int s, long long pos, long long k) {
   if (!c.excursions.empty()) {
     // ZB-H1 splits backwards: its window's blocks by kind (excursion_blocks with split kinds), and the paths'
     // backwards outside the window priced as split ones.
-    double grads = head_tail_b;
-    for (std::size_t l = 0; l < K; ++l) grads += static_cast<double>(n[l]) * bwd_of(p.layers.bodies[l], Rc::None);
-    const SplitBackward sb = split_backward(out.backward, grads);
-    const double f = out.time - out.backward;
-    if (splits_backward(p)) out.pass = f + sb.input;
+    const std::vector<double> f = {out.time - out.backward};
+    const std::vector<double> b = {out.backward};
+    std::vector<SplitBackward> split;
+    if (splits_backward(p)) {
+      double grads = head_tail_b;
+      for (std::size_t l = 0; l < K; ++l) grads += static_cast<double>(n[l]) * bwd_of(p.layers.bodies[l], Rc::None);
+      split.push_back(split_backward(out.backward, grads));
+      out.pass = f[0] + split[0].input;
+    }
     for (const auto& variants : c.excursions[uz(s)][0]) {
       double longest = -kInf;
-      for (const auto& blocks : variants) {
-        double w = blocks[0] * f + blocks[1] * out.backward;
-        if (blocks.size() == 4) w += blocks[2] * sb.input + blocks[3] * sb.weight;
-        longest = std::max(longest, w);
-      }
+      for (const auto& blocks : variants) longest = std::max(longest, window_time(blocks, f, b, split));
       out.excursion.push_back(longest);
     }
   }
@@ -658,46 +672,33 @@ std::vector<StageChoice> stage_options_vn(Context& c, int s, long long k, int bo
     }
     ch.lead = lead_of(p, cf[0], cb[0]);
     ch.key = {ch.cell_max, ch.time, ch.lead};
-    if (bound_chunk >= 0 && p.schedule == simulate::Schedule::DualPipeV) {
-      // The paths' backwards outside the window are priced split (split_backward).
-      std::vector<double> split(uz(V)), weight(uz(V));
-      for (int u = 0; u < V; ++u) {
+    if (bound_chunk >= 0) {
+      // DualPipe-V: the paths' backwards outside the window are priced split (split_backward).
+      const bool dualpipe = p.schedule == simulate::Schedule::DualPipeV;
+      std::vector<SplitBackward> split;
+      for (int u = 0; u < V && dualpipe; ++u) {
         long long layers = 0;
         for (long long x : cur[uz(u)]->counts) layers += x;
-        const SplitBackward sb = split_backward(cb[uz(u)], static_cast<double>(layers) * bwd_of(p.layers.bodies[0], Rc::None) + head_tail_backward(p, u, s));
-        split[uz(u)] = sb.input;
-        weight[uz(u)] = sb.weight;
+        split.push_back(split_backward(cb[uz(u)], static_cast<double>(layers) * bwd_of(p.layers.bodies[0], Rc::None) + head_tail_backward(p, u, s)));
       }
       const auto& paths = c.excursions[uz(s)][uz(bound_chunk)];
       ch.window = -kInf;  // no path with that many excursions through this window
       if (uz(excursions) < paths.size()) {
-        for (const auto& n : paths[uz(excursions)]) {
-          double w = 0;
-          for (int u = 0; u < V; ++u) w += n[uz(u)] * cf[uz(u)] + n[uz(V + u)] * cb[uz(u)] + n[uz(2 * V + u)] * split[uz(u)] + n[uz(3 * V + u)] * weight[uz(u)];
-          ch.window = std::max(ch.window, w);
+        for (const auto& n : paths[uz(excursions)]) ch.window = std::max(ch.window, window_time(n, cf, cb, split));
+      }
+      if (dualpipe) {
+        // Chunk 1 (last in the virtual order, stages S-1 down to 0): every stage's chunk-0 cell lies on the path
+        // (before); chunk 0: e times every stage's chunk-1 cell (the excursions' way down chunk 0 and back up).
+        const double cell0 = cf[0] + split[0].input, cell1 = cf[1] + split[1].input;
+        ch.before = bound_chunk == 1 ? cell0 : excursions * cell1;
+        ch.chunk_time = bound_chunk == 1 ? cell1 : cell0;
+      } else {
+        for (int u = 0; u < V; ++u) {
+          if (u < bound_chunk) ch.before += cf[uz(u)] + cb[uz(u)];
+          if (u > bound_chunk) ch.before += excursions * (cf[uz(u)] + cb[uz(u)]);
         }
+        ch.chunk_time = cf[uz(bound_chunk)] + cb[uz(bound_chunk)];
       }
-      // Chunk 1 (last in the virtual order, stages S-1 down to 0): every stage's chunk-0 cell lies on the path
-      // (before); chunk 0: e times every stage's chunk-1 cell (the excursions' way down chunk 0 and back up).
-      const double cell0 = cf[0] + split[0], cell1 = cf[1] + split[1];
-      ch.before = bound_chunk == 1 ? cell0 : excursions * cell1;
-      ch.chunk_time = bound_chunk == 1 ? cell1 : cell0;
-      ch.key = {ch.window, ch.before, ch.chunk_time};
-    } else if (bound_chunk >= 0) {
-      const auto& paths = c.excursions[uz(s)][uz(bound_chunk)];
-      ch.window = -kInf;  // no path with that many excursions through this window
-      if (uz(excursions) < paths.size()) {
-        for (const auto& n : paths[uz(excursions)]) {
-          double w = 0;
-          for (int u = 0; u < V; ++u) w += n[uz(u)] * cf[uz(u)] + n[uz(V + u)] * cb[uz(u)];
-          ch.window = std::max(ch.window, w);
-        }
-      }
-      for (int u = 0; u < V; ++u) {
-        if (u < bound_chunk) ch.before += cf[uz(u)] + cb[uz(u)];
-        if (u > bound_chunk) ch.before += excursions * (cf[uz(u)] + cb[uz(u)]);
-      }
-      ch.chunk_time = cf[uz(bound_chunk)] + cb[uz(bound_chunk)];
       ch.key = {ch.window, ch.before, ch.chunk_time};
     }
     auto le = [](const std::array<double, 3>& x, const std::array<double, 3>& y) {
